@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tether command line. Option parsing lives in this one translation unit (CLI11 is
+// heavy to compile); the commands themselves are in commands.cpp.
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  using namespace tether::cli;
+  CLI::App app{"tether: a hardware-in-the-loop lock-step runtime"};
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes:\n"
+      "  0    success (run: every planned step completed; check: the scenario is valid)\n"
+      "  1    the session was aborted (a timeout policy `abort`, an endpoint fault under\n"
+      "       `block`, or a numerical fault in the physics)\n"
+      "  2    bad usage or an invalid scenario (errors are printed with file:line:column)\n"
+      "  3    an endpoint could not start (port, broker or firmware launch failed)\n"
+      "  130  stopped by SIGINT/SIGTERM after a clean step (the summary is still printed)");
+
+  RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "Run a scenario in lock-step with its endpoints");
+  run_cmd->add_option("scenario", run.scenario, "Scenario file (YAML)")->required();
+  run_cmd->add_option("--rtf", run.real_time_factor,
+                      "Real-time factor: 1 = wall-clock time, 0 = as fast as possible")
+      ->check(CLI::Range(0.0, 1000.0));
+  run_cmd->add_option("--steps", run.steps, "Number of steps (overrides loop.steps)");
+  run_cmd->add_option("--out", run.out_dir,
+                      "Session folder for the summary (default runs/<scenario>-<time>)");
+  run_cmd->add_flag("--quiet,-q", run.quiet, "No status line");
+  run_cmd->add_flag("--json", run.json, "Print the summary as JSON on stdout");
+
+  CheckOptions check;
+  auto* check_cmd = app.add_subcommand("check", "Validate a scenario file and its endpoints");
+  check_cmd->add_option("scenario", check.scenario, "Scenario file (YAML)")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (*run_cmd) return run_command(run);
+  if (*check_cmd) return check_command(check);
+  return 2;
+}

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// A scenario file, parsed: the world model, the initial state, the loop, the endpoints.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tether/runtime/config.hpp"
+#include "tether/runtime/world_model.hpp"
+#include "tether/runtime/world_state.hpp"
+
+namespace tether::runtime {
+
+/// What the loop does when an endpoint's reply misses its deadline (DESIGN.md).
+enum class TimeoutPolicy : std::uint8_t { block, hold, safe, abort };
+
+const char* to_string(TimeoutPolicy policy);
+
+struct LoopConfig {
+  std::int64_t period_ns = 10'000'000;
+  double real_time_factor = 1.0;  // 0 = as fast as the participants allow
+  std::uint64_t steps = 1000;
+  std::uint64_t seed = 1;
+};
+
+/// The keys every endpoint has; type-specific keys stay in `node` for the endpoint's own parser.
+struct EndpointConfig {
+  std::string name;
+  std::string type;
+  std::string vehicle;
+  int vehicle_index = -1;
+  std::int64_t deadline_ns = 0;
+  TimeoutPolicy policy = TimeoutPolicy::hold;
+  ConfigNode node;
+};
+
+struct Scenario {
+  std::string name;
+  std::string path;
+  std::string source_text;  // the file as read, kept for the recording
+  WorldModel model;
+  WorldState initial;
+  LoopConfig loop;
+  std::vector<EndpointConfig> endpoints;
+  std::shared_ptr<ConfigContext> context;  // for errors found later (endpoint parsers)
+
+  /// Throws ConfigError if anything has recorded an error against this scenario's file.
+  void throw_if_errors() const;
+};
+
+/// The key names each endpoint entry may always have; endpoint parsers add their own.
+inline constexpr const char* endpoint_common_keys[] = {"name", "type", "vehicle", "deadline_ms",
+                                                        "timeout_policy"};
+
+/// Reads and validates a scenario file. Throws ConfigError listing every problem found.
+Scenario load_scenario(const std::string& path);
+/// Same, from text; `label` names the file in messages.
+Scenario parse_scenario(const std::string& text, const std::string& label);
+
+}  // namespace tether::runtime

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// The lock-step loop: the eight phases of DESIGN.md "One step, as data flows through it".
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tether/runtime/endpoint.hpp"
+#include "tether/runtime/pacing.hpp"
+#include "tether/runtime/scenario.hpp"
+
+namespace tether::runtime {
+
+/// What the live status line shows; handed to SessionOptions::on_status at most 4×/s.
+struct LiveStatus {
+  std::uint64_t step = 0;
+  std::uint64_t steps_total = 0;
+  double sim_time_s = 0;
+  double achieved_rtf = 0;
+  std::uint64_t step_p99_ns = 0;
+  std::uint64_t misses = 0;
+};
+
+struct SessionOptions {
+  std::optional<double> real_time_factor;  // overrides loop.real_time_factor
+  std::optional<std::uint64_t> steps;      // overrides loop.steps
+  std::function<void(const LiveStatus&)> on_status;
+  double status_interval_s = 0.25;
+};
+
+enum class Outcome : std::uint8_t { completed, stopped, aborted };
+
+const char* to_string(Outcome outcome);
+
+class Session {
+ public:
+  /// Takes the endpoints (constructed, not started). Allocates every per-step buffer here.
+  Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints,
+          SessionOptions options = {});
+  ~Session();
+
+  /// Starts the endpoints, runs the loop until the step count, a stop request or an abort,
+  /// stops the endpoints. Throws std::runtime_error if an endpoint cannot start.
+  Outcome run(const std::atomic<bool>& stop_requested);
+
+  /// The session summary (counters, timing, per-endpoint figures, vehicles).
+  nlohmann::json summary() const;
+
+  const WorldState& state() const { return state_; }
+  Outcome outcome() const { return outcome_; }
+  const std::string& abort_reason() const { return abort_reason_; }
+  const std::vector<std::unique_ptr<Endpoint>>& endpoints() const { return endpoints_; }
+  const Histogram& step_time_ns() const { return step_time_ns_; }
+  /// The inputs the last completed step applied (after phase 4).
+  const StepInputs& last_inputs() const { return held_inputs_; }
+  std::uint64_t steps_done() const { return steps_done_; }
+
+ private:
+  struct Slot;
+  bool run_step(const std::atomic<bool>& stop_requested);
+  bool gather_one(Slot& slot, const StepContext& ctx, const std::atomic<bool>& stop_requested);
+  void abort(std::string reason);
+
+  const Scenario& scenario_;
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  std::vector<Slot> slots_;
+  SessionOptions options_;
+  double rtf_ = 1;
+  std::uint64_t steps_total_ = 0;
+
+  WorldState state_;
+  WorldState projected_;
+  StepInputs inputs_;       // applied in this step
+  StepInputs held_inputs_;  // applied in the previous step; used for the projection
+  StepReport step_report_;
+
+  Pacer pacer_;
+  Histogram step_time_ns_;
+  std::uint64_t steps_done_ = 0;
+  std::uint64_t substeps_total_ = 0;
+  double wall_time_s_ = 0;
+  Outcome outcome_ = Outcome::completed;
+  std::string abort_reason_;
+};
+
+}  // namespace tether::runtime

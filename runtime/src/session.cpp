@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/runtime/session.hpp"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace tether::runtime {
+
+// per-endpoint buffers of the step, allocated once
+struct Session::Slot {
+  Reply reply;       // what gather filled this step
+  Reply last;        // the last reply applied on time (policy hold)
+  Reply safe;        // the endpoint's safe reply (policy safe)
+  const Reply* applied = nullptr;
+  bool faulted = false;
+  SteadyClock::time_point published_at{};
+};
+
+const char* to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::completed: return "completed";
+    case Outcome::stopped: return "stopped";
+    case Outcome::aborted: return "aborted";
+  }
+  return "?";
+}
+
+Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints,
+                 SessionOptions options)
+    : scenario_(scenario), endpoints_(std::move(endpoints)), options_(std::move(options)) {
+  rtf_ = options_.real_time_factor.value_or(scenario_.loop.real_time_factor);
+  steps_total_ = options_.steps.value_or(scenario_.loop.steps);
+  state_ = scenario_.initial;
+  projected_ = scenario_.initial;
+  const std::size_t bodies = scenario_.model.bodies.size();
+  inputs_.resize(bodies);
+  held_inputs_.resize(bodies);
+  slots_.resize(endpoints_.size());
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    for (Reply* r : {&slots_[i].reply, &slots_[i].last, &slots_[i].safe}) r->wrenches.reserve(bodies);
+    endpoints_[i]->safe_reply(slots_[i].safe);
+  }
+}
+
+Session::~Session() {
+  for (auto& e : endpoints_) e->stop();
+}
+
+void Session::abort(std::string reason) {
+  if (outcome_ != Outcome::aborted) {
+    outcome_ = Outcome::aborted;
+    abort_reason_ = std::move(reason);
+    spdlog::error("{}", abort_reason_);
+  }
+}
+
+Outcome Session::run(const std::atomic<bool>& stop_requested) {
+  for (auto& e : endpoints_) {
+    try {
+      e->start(scenario_.model, state_);
+    } catch (const std::exception& ex) {
+      for (auto& started : endpoints_) started->stop();
+      throw std::runtime_error("endpoint \"" + e->name() + "\" (" + e->type() + ") could not start: " + ex.what());
+    }
+  }
+  if (rtf_ > 0) Pacer::reduce_timer_slack();
+  const auto t0 = SteadyClock::now();
+  const std::int64_t wall_period_ns =
+      rtf_ > 0 ? static_cast<std::int64_t>(static_cast<double>(scenario_.loop.period_ns) / rtf_) : 0;
+  pacer_.start(t0, wall_period_ns);
+  auto next_status = t0;
+  const auto status_every = std::chrono::duration_cast<SteadyClock::duration>(
+      std::chrono::duration<double>(options_.status_interval_s));
+
+  while (steps_done_ < steps_total_) {
+    if (stop_requested.load(std::memory_order_relaxed)) {
+      outcome_ = Outcome::stopped;
+      break;
+    }
+    if (!run_step(stop_requested)) break;
+    ++steps_done_;
+    pacer_.wait_next();
+    if (options_.on_status) {
+      const auto now = SteadyClock::now();
+      if (now >= next_status) {
+        next_status = now + status_every;
+        LiveStatus s;
+        s.step = steps_done_;
+        s.steps_total = steps_total_;
+        s.sim_time_s = static_cast<double>(state_.time_ns - scenario_.initial.time_ns) * 1e-9;
+        const double wall = std::chrono::duration<double>(now - t0).count();
+        s.achieved_rtf = wall > 0 ? s.sim_time_s / wall : 0;
+        s.step_p99_ns = step_time_ns_.percentile(0.99);
+        for (const auto& e : endpoints_) s.misses += e->counters.misses;
+        options_.on_status(s);
+      }
+    }
+  }
+  if (stop_requested.load() && outcome_ == Outcome::completed && steps_done_ < steps_total_)
+    outcome_ = Outcome::stopped;
+  wall_time_s_ = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  for (auto& e : endpoints_) e->stop();
+  return outcome_;
+}
+
+// gathers one endpoint's reply for this step and decides, by policy, what is applied
+bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<bool>& stop_requested) {
+  Endpoint& ep = *endpoints_[static_cast<std::size_t>(&slot - slots_.data())];
+  const auto deadline = slot.published_at + std::chrono::nanoseconds(ep.deadline_ns());
+  GatherStatus status = slot.faulted ? GatherStatus::fault : ep.gather(ctx, deadline, slot.reply);
+  const bool late = status == GatherStatus::timeout && ep.policy() == TimeoutPolicy::block;
+  if (late) {
+    // strict lock-step: keep waiting in deadline-sized slices, but stay stoppable
+    const auto slice = std::chrono::nanoseconds(std::max<std::int64_t>(ep.deadline_ns(), 1'000'000));
+    while (status == GatherStatus::timeout && !stop_requested.load(std::memory_order_relaxed))
+      status = ep.gather(ctx, SteadyClock::now() + slice, slot.reply);
+    if (status == GatherStatus::ready) ++ep.counters.late;
+    if (status == GatherStatus::timeout) return false;  // stopped while waiting
+  }
+  if (status == GatherStatus::ready) {
+    if (!late) ++ep.counters.replies;
+    ep.counters.round_trip_ns.record(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - slot.published_at).count()));
+    std::swap(slot.last, slot.reply);
+    slot.applied = &slot.last;
+    return true;
+  }
+  if (status == GatherStatus::fault) {
+    ++ep.counters.faults;
+    if (!slot.faulted) {
+      slot.faulted = true;
+      spdlog::warn("endpoint \"{}\" faulted at step {}: {} (policy {})", ep.name(), ctx.step,
+                   ep.fault_message(), to_string(ep.policy()));
+    }
+  }
+  ++ep.counters.misses;
+  switch (ep.policy()) {
+    case TimeoutPolicy::hold: slot.applied = &slot.last; return true;
+    case TimeoutPolicy::safe: slot.applied = &slot.safe; return true;
+    case TimeoutPolicy::block:  // a faulted endpoint will never answer: waiting would hang
+    case TimeoutPolicy::abort:
+      abort("endpoint \"" + ep.name() + "\" " +
+            (status == GatherStatus::fault ? "faulted (" + ep.fault_message() + ")" : "missed its deadline") +
+            " at step " + std::to_string(ctx.step) + "; policy " + to_string(ep.policy()) +
+            " stopped the session");
+      return false;
+  }
+  return false;
+}
+
+bool Session::run_step(const std::atomic<bool>& stop_requested) {
+  const auto t_begin = SteadyClock::now();
+  const double dt = static_cast<double>(scenario_.loop.period_ns) * 1e-9;
+  const StepContext ctx{state_.step, state_.time_ns, scenario_.loop.period_ns};
+
+  // 1 project: S'_{k+1} from S_k with the inputs held from step k-1
+  projected_.step = state_.step;
+  projected_.time_ns = state_.time_ns;
+  projected_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
+  if (step(scenario_.model, projected_, held_inputs_, dt) != StepStatus::ok) {
+    abort("numerical fault (NaN/Inf) in the projection of step " + std::to_string(ctx.step));
+    return false;
+  }
+
+  // 2 publish to everyone first, so that replies are produced concurrently
+  for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+    slots_[i].published_at = SteadyClock::now();
+    if (!slots_[i].faulted && !endpoints_[i]->publish(ctx, projected_)) slots_[i].faulted = true;
+  }
+
+  // 3 gather, each against its own deadline; the policy decides what a miss applies
+  for (Slot& slot : slots_) {
+    slot.applied = nullptr;
+    if (!gather_one(slot, ctx, stop_requested)) {
+      if (outcome_ != Outcome::aborted) outcome_ = Outcome::stopped;
+      return false;
+    }
+  }
+
+  // 4 pre-advance: replies become this step's inputs
+  inputs_.clear();
+  for (const Slot& slot : slots_)
+    for (const auto& [body, w] : slot.applied->wrenches) {
+      if (body >= inputs_.wrenches.size()) continue;
+      BodyWrench& in = inputs_.wrenches[body];
+      in.force_world_n += w.force_world_n;
+      in.torque_world_nm += w.torque_world_nm;
+      in.force_body_n += w.force_body_n;
+      in.torque_body_nm += w.torque_body_nm;
+    }
+
+  // 5 advance
+  if (step(scenario_.model, state_, inputs_, dt, &step_report_) != StepStatus::ok) {
+    abort("numerical fault (NaN/Inf) while advancing step " + std::to_string(ctx.step));
+    return false;
+  }
+  substeps_total_ += step_report_.substeps;
+
+  // 6 post-advance corrections arrive with the feedback processors
+
+  // 7 emit the actual state
+  for (auto& e : endpoints_) e->emit(ctx, state_);
+  std::swap(held_inputs_, inputs_);
+
+  step_time_ns_.record(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t_begin).count()));
+  return true;
+}
+
+nlohmann::json Session::summary() const {
+  using nlohmann::json;
+  auto figures = [](const Histogram& h) {
+    return json{{"p50", h.percentile(0.5)}, {"p99", h.percentile(0.99)}, {"max", h.max()},
+                {"mean", h.mean()}, {"count", h.count()}};
+  };
+  const double sim_s = static_cast<double>(state_.time_ns - scenario_.initial.time_ns) * 1e-9;
+  json out;
+  out["scenario"] = scenario_.name;
+  out["outcome"] = to_string(outcome_);
+  if (!abort_reason_.empty()) out["reason"] = abort_reason_;
+  out["steps"] = steps_done_;
+  out["steps_planned"] = steps_total_;
+  out["sim_time_s"] = sim_s;
+  out["wall_time_s"] = wall_time_s_;
+  out["real_time_factor"] = rtf_;
+  out["achieved_real_time_factor"] = wall_time_s_ > 0 ? sim_s / wall_time_s_ : 0.0;
+  out["step_time_ns"] = figures(step_time_ns_);
+  out["overruns"] = pacer_.overruns();
+  out["reanchors"] = pacer_.reanchors();
+  out["physics_substeps"] = substeps_total_;
+  out["endpoints"] = json::array();
+  for (const auto& e : endpoints_) {
+    json j{{"name", e->name()}, {"type", e->type()}, {"policy", to_string(e->policy())},
+           {"deadline_ms", static_cast<double>(e->deadline_ns()) * 1e-6},
+           {"replies", e->counters.replies}, {"late", e->counters.late}, {"misses", e->counters.misses},
+           {"stale", e->counters.stale}, {"corrupt", e->counters.corrupt}, {"faults", e->counters.faults},
+           {"round_trip_ns", figures(e->counters.round_trip_ns)}};
+    if (!e->fault_message().empty()) j["fault"] = e->fault_message();
+    e->summarize(j);
+    out["endpoints"].push_back(std::move(j));
+  }
+  out["vehicles"] = json::array();
+  const WorldModel& m = scenario_.model;
+  for (const auto& v : m.vehicles) {
+    const int b = v.bodies.front();
+    const BodyState& s = state_.bodies[static_cast<std::size_t>(b)];
+    json j{{"name", v.name},
+           {"position_m", {s.position_m.x(), s.position_m.y(), s.position_m.z()}}};
+    if (m.water.present) j["depth_m"] = m.water.surface_z_m - s.position_m.z();
+    const Vec3 rpy = rpy_from_quat(s.orientation);
+    j["heading_deg"] = rpy.z() * 180.0 / 3.14159265358979323846;
+    out["vehicles"].push_back(std::move(j));
+  }
+  out["state_hash"] = hash_state(state_);
+  return out;
+}
+
+}  // namespace tether::runtime

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tether command line as a user runs it: exit codes, positioned errors, the summary.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+};
+
+// runs a shell command line, capturing stdout and stderr together
+Result run(const std::string& command) {
+  Result r;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string tether = TETHER_BINARY_DIR "/tether";
+
+std::string temp_dir(const char* name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tether_cli_test_" + std::to_string(getpid()) + "_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+}  // namespace
+
+TEST_CASE("tether check accepts the default scenario") {
+  const auto r = run(tether + " check " TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find(": ok (1 vehicles, 1 bodies, 5 static bodies, 1 endpoints") != std::string::npos);
+}
+
+// the default scenario with one text replaced, written to a temporary file
+std::string broken_copy(const std::string& dir, std::vector<std::pair<std::string, std::string>> edits) {
+  std::ifstream in(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  for (const auto& [from, to] : edits) {
+    REQUIRE(s.find(from) != std::string::npos);
+    s.replace(s.find(from), from.size(), to);
+  }
+  const std::string file = dir + "/broken.yaml";
+  std::ofstream(file) << s;
+  return file;
+}
+
+// 1-based line of the first occurrence of `needle` in the default scenario
+int line_of(const std::string& needle) {
+  std::ifstream in(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find(needle) != std::string::npos) return n;
+  return -1;
+}
+
+TEST_CASE("tether check on a broken file prints positioned errors and exits 2") {
+  const std::string dir = temp_dir("check");
+  SUBCASE("a bad value in the world") {
+    const std::string file = broken_copy(dir, {{"mass_kg: 38.0", "mass_kg: heavy"}});
+    const auto r = run(tether + " check " + file);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out == file + ":" + std::to_string(line_of("mass_kg: 38.0")) +
+                       ":18: vehicles[0].bodies[0].mass_kg: expected a number > 0, got \"heavy\"\n1 error\n");
+  }
+  SUBCASE("a bad value in an endpoint") {
+    const std::string file = broken_copy(dir, {{"controller: depth_pid", "controller: depth_pd"}});
+    const auto r = run(tether + " check " + file);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.find(file + ":" + std::to_string(line_of("controller: depth_pid")) +
+                     ":17: endpoints[0].controller: unknown controller \"depth_pd\" (known: idle, depth_pid)") !=
+          std::string::npos);
+  }
+  SUBCASE("several mistakes at once") {
+    const std::string file = broken_copy(
+        dir, {{"density_kg_m3: 1025", "density_kg_m3: -3"}, {"period_ms: 10", "period_ms: 0"}, {"[20, 10, 8]", "[20, 10]"}});
+    const auto r = run(tether + " check " + file);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.find("world.water.density_kg_m3: expected a number > 0, got \"-3\"") != std::string::npos);
+    CHECK(r.out.find("loop.period_ms: expected a number from 0.01 to 60000, got \"0\"") != std::string::npos);
+    CHECK(r.out.find("world.tank.size_m: expected a list of 3 numbers (each a number > 0), got a list") != std::string::npos);
+    CHECK(r.out.find("3 errors") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("tether run: the default scenario holds depth, writes its summary, reports it") {
+  const std::string dir = temp_dir("run");
+  const auto r = run(tether + " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 10000 --quiet --out " + dir);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("session \"default\" completed: 10000 of 10000 steps") != std::string::npos);
+  CHECK(r.out.find("final depth error") != std::string::npos);
+  std::ifstream f(dir + "/summary.json");
+  REQUIRE(f.good());
+  const auto summary = nlohmann::json::parse(f);
+  CHECK(summary["steps"] == 10000);
+  CHECK(std::abs(summary["endpoints"][0]["depth_error_m"].get<double>()) < 0.01);
+  CHECK(summary["endpoints"][0]["misses"] == 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("tether run --json prints the summary as JSON") {
+  const std::string dir = temp_dir("json");
+  const auto r = run(tether + " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --json --out " + dir);
+  CHECK(r.exit_code == 0);
+  const auto summary = nlohmann::json::parse(r.out);
+  CHECK(summary["outcome"] == "completed");
+  CHECK(summary["steps"] == 50);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("SIGINT stops a run cleanly after a step and still prints the summary") {
+  const std::string dir = temp_dir("sigint");
+  // real time, long: interrupted after half a second
+  const auto r = run("timeout --preserve-status -s INT 0.5 " + tether + " run " TETHER_SOURCE_DIR
+                     "/config/scenarios/default.yaml --rtf 1 --steps 100000 --quiet --out " + dir);
+  CHECK(r.exit_code == 130);
+  CHECK(r.out.find("session \"default\" stopped:") != std::string::npos);
+  CHECK(std::filesystem::exists(dir + "/summary.json"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bad usage exits 2") {
+  CHECK(run(tether + " run").exit_code == 2);
+  CHECK(run(tether + " frobnicate").exit_code == 2);
+  CHECK(run(tether + " run x.yaml --rtf fast").exit_code == 2);
+  const auto r = run(tether + " run /nonexistent.yaml");
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("/nonexistent.yaml: cannot open the file") != std::string::npos);
+}
