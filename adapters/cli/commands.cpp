@@ -112,9 +112,11 @@ int check_command(const CheckOptions& options) {
   try {
     const runtime::Scenario scenario = runtime::load_scenario(options.scenario);
     const auto endpoints = adapters::make_endpoints(scenario);
+    const auto processors = runtime::make_feedback_processors(scenario);
     std::cout << options.scenario << ": ok (" << scenario.model.vehicles.size() << " vehicles, "
               << scenario.model.bodies.size() << " bodies, " << scenario.model.statics.size()
-              << " static bodies, " << endpoints.size() << " endpoints, " << scenario.loop.steps
+              << " static bodies, " << endpoints.size() << " endpoints, " << processors.size()
+              << " feedback processors, " << scenario.loop.steps
               << " steps of " << static_cast<double>(scenario.loop.period_ns) * 1e-6 << " ms)\n";
     return exit_ok;
   } catch (const runtime::ConfigError& e) {
@@ -160,7 +162,14 @@ int run_command(const RunOptions& options) {
   }
 
   install_signal_handlers();
-  runtime::Session session(scenario, std::move(endpoints), session_options);
+  std::unique_ptr<runtime::Session> session_ptr;
+  try {
+    session_ptr = std::make_unique<runtime::Session>(scenario, std::move(endpoints), session_options);
+  } catch (const runtime::ConfigError& e) {
+    print_config_error(e);
+    return exit_usage;
+  }
+  runtime::Session& session = *session_ptr;
   runtime::Outcome outcome;
   try {
     outcome = session.run(g_stop);

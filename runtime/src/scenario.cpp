@@ -168,7 +168,23 @@ void parse_body(const ConfigNode& b, const std::string& vehicle, int vehicle_ind
   set_velocity(model, state, static_cast<int>(model.bodies.size() - 1), v, w);
 }
 
-void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state) {
+void parse_feedback(const ConfigNode& fs, int vehicle, std::vector<FeedbackConfig>& out) {
+  if (!fs.expect_sequence()) return;
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    const ConfigNode f = fs.at(i);
+    if (!f.is_map()) {
+      f.error("expected a map with a type, got " + describe_value(f.yaml()));
+      continue;
+    }
+    FeedbackConfig fc{{}, {}, vehicle, f};
+    fc.type = f.string("type");
+    fc.name = f.string_or("name", fc.type);
+    out.push_back(std::move(fc));
+  }
+}
+
+void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state,
+                    std::vector<FeedbackConfig>& feedback) {
   if (!vs.yaml().IsDefined()) {
     vs.error("missing; expected a list of vehicles");
     return;
@@ -176,7 +192,7 @@ void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state) 
   if (!vs.expect_sequence()) return;
   for (std::size_t i = 0; i < vs.size(); ++i) {
     const ConfigNode v = vs.at(i);
-    if (!v.expect_map({"name", "bodies"})) continue;
+    if (!v.expect_map({"name", "bodies", "feedback"})) continue;
     VehicleModel vehicle;
     vehicle.name = v.string("name");
     if (vehicle.name.find('.') != std::string::npos) v["name"].error("a vehicle name cannot contain '.'");
@@ -189,6 +205,7 @@ void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state) 
       continue;
     }
     for (std::size_t j = 0; j < bodies.size(); ++j) parse_body(bodies.at(j), vehicle.name, index, model, state);
+    parse_feedback(v["feedback"], index, feedback);
   }
 }
 
@@ -267,7 +284,7 @@ Scenario parse_scenario(const std::string& text, const std::string& label) {
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
   parse_world(top["world"], sc.model);
-  parse_vehicles(top["vehicles"], sc.model, sc.initial);
+  parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback);
   parse_loop(top["loop"], sc.loop);
   parse_endpoints(top["endpoints"], sc);
   sc.throw_if_errors();

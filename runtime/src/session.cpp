@@ -14,6 +14,7 @@ struct Session::Slot {
   Reply last;        // the last reply applied on time (policy hold)
   Reply safe;        // the endpoint's safe reply (policy safe)
   const Reply* applied = nullptr;
+  bool fresh = false;  // applied is this step's reply (its measurements count)
   bool faulted = false;
   SteadyClock::time_point published_at{};
 };
@@ -29,11 +30,15 @@ const char* to_string(Outcome outcome) {
 
 Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints,
                  SessionOptions options)
-    : scenario_(scenario), endpoints_(std::move(endpoints)), options_(std::move(options)) {
+    : scenario_(scenario), model_(scenario.model), endpoints_(std::move(endpoints)),
+      processors_(make_feedback_processors(scenario)), options_(std::move(options)) {
   rtf_ = options_.real_time_factor.value_or(scenario_.loop.real_time_factor);
   steps_total_ = options_.steps.value_or(scenario_.loop.steps);
   state_ = scenario_.initial;
   projected_ = scenario_.initial;
+  before_ = scenario_.initial;
+  measurements_.resize(model_.vehicles.size());
+  for (auto& m : measurements_) m.reserve(8);
   const std::size_t bodies = scenario_.model.bodies.size();
   inputs_.resize(bodies);
   held_inputs_.resize(bodies);
@@ -125,6 +130,7 @@ bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<b
         std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - slot.published_at).count()));
     std::swap(slot.last, slot.reply);
     slot.applied = &slot.last;
+    slot.fresh = true;
     return true;
   }
   if (status == GatherStatus::fault) {
@@ -159,7 +165,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   projected_.step = state_.step;
   projected_.time_ns = state_.time_ns;
   projected_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
-  if (step(scenario_.model, projected_, held_inputs_, dt) != StepStatus::ok) {
+  if (step(model_, projected_, held_inputs_, dt) != StepStatus::ok) {
     abort("numerical fault (NaN/Inf) in the projection of step " + std::to_string(ctx.step));
     return false;
   }
@@ -173,15 +179,18 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   // 3 gather, each against its own deadline; the policy decides what a miss applies
   for (Slot& slot : slots_) {
     slot.applied = nullptr;
+    slot.fresh = false;
     if (!gather_one(slot, ctx, stop_requested)) {
       if (outcome_ != Outcome::aborted) outcome_ = Outcome::stopped;
       return false;
     }
   }
 
-  // 4 pre-advance: replies become this step's inputs
+  // 4 pre-advance: replies become this step's inputs; fresh measurements go to the
+  // vehicle's processors (a held reply's measurements are old news and are not reused)
   inputs_.clear();
-  for (const Slot& slot : slots_)
+  for (auto& m : measurements_) m.clear();
+  for (const Slot& slot : slots_) {
     for (const auto& [body, w] : slot.applied->wrenches) {
       if (body >= inputs_.wrenches.size()) continue;
       BodyWrench& in = inputs_.wrenches[body];
@@ -190,15 +199,44 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       in.force_body_n += w.force_body_n;
       in.torque_body_nm += w.torque_body_nm;
     }
+    if (!slot.fresh) continue;
+    for (const Measurement& m : slot.applied->measurements) {
+      if (m.body >= model_.bodies.size()) continue;
+      measurements_[static_cast<std::size_t>(model_.bodies[m.body].vehicle)].push_back(m);
+    }
+  }
+  auto feedback_context = [&](int vehicle) {
+    FeedbackContext fc;
+    fc.step = ctx.step;
+    fc.time_ns = ctx.time_ns;
+    fc.dt_s = dt;
+    fc.vehicle = vehicle;
+    fc.measurements = measurements_[static_cast<std::size_t>(vehicle)];
+    return fc;
+  };
+  for (std::size_t i = 0; i < processors_.size(); ++i) {
+    FeedbackProcessor& p = *processors_[i];
+    const int vehicle = scenario_.feedback[i].vehicle;
+    if (p.phase() == FeedbackPhase::model) p.update_model(feedback_context(vehicle), model_, state_, inputs_);
+    if (p.phase() == FeedbackPhase::pre) p.pre(feedback_context(vehicle), model_, state_, inputs_);
+  }
 
   // 5 advance
-  if (step(scenario_.model, state_, inputs_, dt, &step_report_) != StepStatus::ok) {
+  before_.step = state_.step;
+  before_.time_ns = state_.time_ns;
+  before_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
+  if (step(model_, state_, inputs_, dt, &step_report_) != StepStatus::ok) {
     abort("numerical fault (NaN/Inf) while advancing step " + std::to_string(ctx.step));
     return false;
   }
   substeps_total_ += step_report_.substeps;
 
-  // 6 post-advance corrections arrive with the feedback processors
+  // 6 post-advance corrections of the state
+  for (std::size_t i = 0; i < processors_.size(); ++i) {
+    FeedbackProcessor& p = *processors_[i];
+    if (p.phase() == FeedbackPhase::post)
+      p.post(feedback_context(scenario_.feedback[i].vehicle), model_, before_, state_);
+  }
 
   // 7 emit the actual state
   for (auto& e : endpoints_) e->emit(ctx, state_);
@@ -241,8 +279,16 @@ nlohmann::json Session::summary() const {
     e->summarize(j);
     out["endpoints"].push_back(std::move(j));
   }
+  out["feedback"] = json::array();
+  for (std::size_t i = 0; i < processors_.size(); ++i) {
+    json j{{"name", processors_[i]->name()}, {"type", processors_[i]->type()},
+           {"phase", to_string(processors_[i]->phase())},
+           {"vehicle", model_.vehicles[static_cast<std::size_t>(scenario_.feedback[i].vehicle)].name}};
+    processors_[i]->summarize(j);
+    out["feedback"].push_back(std::move(j));
+  }
   out["vehicles"] = json::array();
-  const WorldModel& m = scenario_.model;
+  const WorldModel& m = model_;
   for (const auto& v : m.vehicles) {
     const int b = v.bodies.front();
     const BodyState& s = state_.bodies[static_cast<std::size_t>(b)];

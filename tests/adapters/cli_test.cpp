@@ -48,7 +48,7 @@ std::string temp_dir(const char* name) {
 TEST_CASE("tether check accepts the default scenario") {
   const auto r = run(tether + " check " TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
   CHECK(r.exit_code == 0);
-  CHECK(r.out.find(": ok (1 vehicles, 1 bodies, 5 static bodies, 1 endpoints") != std::string::npos);
+  CHECK(r.out.find(": ok (1 vehicles, 1 bodies, 5 static bodies, 1 endpoints, 0 feedback processors") != std::string::npos);
 }
 
 // the default scenario with one text replaced, written to a temporary file

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "tether/runtime/feedback.hpp"
 #include "tether/runtime/histogram.hpp"
 #include "tether/runtime/physics.hpp"
 #include "tether/runtime/scenario.hpp"
@@ -32,8 +33,13 @@ struct Reply {
   std::uint64_t step = 0;
   /// Forces the endpoint asks to apply this step: (body index, wrench).
   std::vector<std::pair<std::uint32_t, BodyWrench>> wrenches;
+  /// What the endpoint measured of the real world this step (for feedback processors).
+  std::vector<Measurement> measurements;
 
-  void clear() { wrenches.clear(); }
+  void clear() {
+    wrenches.clear();
+    measurements.clear();
+  }
 };
 
 enum class GatherStatus : std::uint8_t {

@@ -36,6 +36,14 @@ struct EndpointConfig {
   ConfigNode node;
 };
 
+/// One feedback processor entry of a vehicle (vehicles[i].feedback[j]); parsed by the processor.
+struct FeedbackConfig {
+  std::string name;
+  std::string type;
+  int vehicle = -1;
+  ConfigNode node;
+};
+
 struct Scenario {
   std::string name;
   std::string path;
@@ -44,6 +52,7 @@ struct Scenario {
   WorldState initial;
   LoopConfig loop;
   std::vector<EndpointConfig> endpoints;
+  std::vector<FeedbackConfig> feedback;  // in the order the file lists them
   std::shared_ptr<ConfigContext> context;  // for errors found later (endpoint parsers)
 
   /// Throws ConfigError if anything has recorded an error against this scenario's file.

@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "tether/runtime/endpoint.hpp"
+#include "tether/runtime/feedback.hpp"
 #include "tether/runtime/pacing.hpp"
 #include "tether/runtime/scenario.hpp"
 
@@ -41,7 +42,8 @@ const char* to_string(Outcome outcome);
 
 class Session {
  public:
-  /// Takes the endpoints (constructed, not started). Allocates every per-step buffer here.
+  /// Takes the endpoints (constructed, not started), builds the scenario's feedback
+  /// processors (throws ConfigError on bad ones). Allocates every per-step buffer here.
   Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints,
           SessionOptions options = {});
   ~Session();
@@ -54,6 +56,9 @@ class Session {
   nlohmann::json summary() const;
 
   const WorldState& state() const { return state_; }
+  /// The session's model: the scenario's, as changed by `model`-phase processors.
+  const WorldModel& model() const { return model_; }
+  const std::vector<std::unique_ptr<FeedbackProcessor>>& processors() const { return processors_; }
   Outcome outcome() const { return outcome_; }
   const std::string& abort_reason() const { return abort_reason_; }
   const std::vector<std::unique_ptr<Endpoint>>& endpoints() const { return endpoints_; }
@@ -69,7 +74,10 @@ class Session {
   void abort(std::string reason);
 
   const Scenario& scenario_;
+  WorldModel model_;  // a copy: online estimation may change parameters
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  std::vector<std::unique_ptr<FeedbackProcessor>> processors_;
+  std::vector<std::vector<Measurement>> measurements_;  // per vehicle, this step
   std::vector<Slot> slots_;
   SessionOptions options_;
   double rtf_ = 1;
@@ -77,6 +85,7 @@ class Session {
 
   WorldState state_;
   WorldState projected_;
+  WorldState before_;       // S_k, for post-advance processors
   StepInputs inputs_;       // applied in this step
   StepInputs held_inputs_;  // applied in the previous step; used for the projection
   StepReport step_report_;

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// Small helpers shared by the benchmarks: timing and figure printing.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace tether::bench {
+
+using Clock = std::chrono::steady_clock;
+
+/// Seconds since `t0`.
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// Runs `fn(iterations)` with growing iteration counts until one run takes at least
+/// `min_s`; returns seconds per iteration of that run.
+template <typename F>
+double time_per_iteration(F&& fn, double min_s = 0.3) {
+  long n = 1;
+  for (;;) {
+    const auto t0 = Clock::now();
+    fn(n);
+    const double s = seconds_since(t0);
+    if (s >= min_s || n > (1L << 40)) return s / static_cast<double>(n);
+    n = s <= 0 ? n * 10 : static_cast<long>(static_cast<double>(n) * std::max(1.5, 1.2 * min_s / s));
+  }
+}
+
+/// A --quick flag shortens runs (used by the test suite to check that benchmarks run).
+inline bool quick_mode(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--quick") return true;
+  return false;
+}
+
+}  // namespace tether::bench

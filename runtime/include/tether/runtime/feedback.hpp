@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// Feedback processors correct the virtual world from what the real world measured
+// (seeds/000 §7.2). Each is configured per vehicle, runs in a declared phase, and sees
+// only the measurements of its vehicle for the step in progress.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tether/runtime/config.hpp"
+#include "tether/runtime/physics.hpp"
+
+namespace tether::runtime {
+
+/// What a physical vehicle (or a tracking system) reports about one body for one step.
+struct Measurement {
+  std::uint32_t body = 0;
+  std::int64_t measured_time_ns = 0;  // sim time the measurement refers to (normally t_{k+1})
+  bool has_pose = false;
+  bool has_velocity = false;
+  bool has_covariance = false;
+  Vec3 position_m{0, 0, 0};
+  Quat orientation = Quat::Identity();
+  Vec3 velocity_m_s{0, 0, 0};            // world frame
+  Vec3 angular_velocity_rad_s{0, 0, 0};  // world frame
+  /// Pose covariance: position (m^2) then orientation as a rotation vector (rad^2).
+  Eigen::Matrix<double, 6, 6> pose_covariance = Eigen::Matrix<double, 6, 6>::Identity();
+};
+
+enum class FeedbackPhase : std::uint8_t {
+  pre,    // before the advance: change the step's inputs (forces)
+  post,   // after the advance: change the state
+  model,  // before the advance: change the model's parameters (online estimation)
+};
+
+const char* to_string(FeedbackPhase phase);
+
+/// What a processor sees of the step in progress.
+struct FeedbackContext {
+  std::uint64_t step = 0;
+  std::int64_t time_ns = 0;  // t_k
+  double dt_s = 0;
+  int vehicle = -1;
+  std::span<const Measurement> measurements;  // this vehicle's, for this step (may be empty)
+};
+
+class FeedbackProcessor {
+ public:
+  virtual ~FeedbackProcessor() = default;
+
+  /// Reads the processor's own keys (records config errors on `node`); may allocate.
+  virtual void configure(const ConfigNode& node, const WorldModel& model, int vehicle) = 0;
+  virtual FeedbackPhase phase() const = 0;
+
+  /// Phase pre: `state` is S_k, `inputs` the step's inputs gathered so far.
+  virtual void pre(const FeedbackContext& ctx, const WorldModel& model, const WorldState& state,
+                   StepInputs& inputs) {
+    (void)ctx, (void)model, (void)state, (void)inputs;
+  }
+  /// Phase post: `state` is S_{k+1} as advanced; `before` is S_k.
+  virtual void post(const FeedbackContext& ctx, const WorldModel& model, const WorldState& before,
+                    WorldState& state) {
+    (void)ctx, (void)model, (void)before, (void)state;
+  }
+  /// Phase model: may change the vehicle's parameters in `model` (a session-owned copy).
+  virtual void update_model(const FeedbackContext& ctx, WorldModel& model, const WorldState& state,
+                            const StepInputs& inputs) {
+    (void)ctx, (void)model, (void)state, (void)inputs;
+  }
+  /// Figures for the summary and the recording (corrections, innovations, estimates).
+  virtual void summarize(nlohmann::json& out) const { (void)out; }
+
+  const std::string& name() const { return name_; }
+  const std::string& type() const { return type_; }
+  void set_identity(std::string name, std::string type) {
+    name_ = std::move(name);
+    type_ = std::move(type);
+  }
+
+ private:
+  std::string name_;
+  std::string type_;
+};
+
+/// The processor of that type, or nullptr. Adding one: a class and one line here.
+std::unique_ptr<FeedbackProcessor> make_feedback_processor(const std::string& type);
+
+/// Processor types make_feedback_processor knows, for messages and docs.
+std::vector<std::string> feedback_processor_types();
+
+struct Scenario;
+/// Constructs and configures every processor the scenario lists, in order. Throws
+/// ConfigError listing every problem found.
+std::vector<std::unique_ptr<FeedbackProcessor>> make_feedback_processors(const Scenario& scenario);
+
+}  // namespace tether::runtime
