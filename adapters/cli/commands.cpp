@@ -15,6 +15,8 @@
 #include <spdlog/spdlog.h>
 
 #include "tether/adapters/endpoint_factory.hpp"
+#include "tether/runtime/recorder.hpp"
+#include "tether/runtime/replay.hpp"
 #include "tether/runtime/scenario.hpp"
 #include "tether/runtime/session.hpp"
 
@@ -70,6 +72,9 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
     out << ", target " << s["real_time_factor"].get<double>();
   out << ")\n";
   if (s.contains("reason")) out << "  aborted: " << s["reason"].get<std::string>() << '\n';
+  if (s.contains("recording") && s["recording"].value("dropped_items", 0) > 0)
+    out << "  warning: the recorder dropped " << s["recording"]["dropped_items"]
+        << " items (queue full); replay of this recording will stop at the first gap\n";
   const auto& st = s["step_time_ns"];
   out << "  step time p50 " << us(st["p50"].get<double>()) << ", p99 " << us(st["p99"].get<double>())
       << ", max " << us(st["max"].get<double>()) << "; overruns " << s["overruns"].get<std::uint64_t>()
@@ -170,6 +175,22 @@ int run_command(const RunOptions& options) {
     return exit_usage;
   }
   runtime::Session& session = *session_ptr;
+
+  std::unique_ptr<runtime::Recorder> recorder;
+  const std::string recording_path = out_dir + "/recording.mcap";
+  if (scenario.recording.enabled) {
+    std::vector<std::string> names;
+    for (const auto& e : session.endpoints()) names.push_back(e->name());
+    std::vector<std::pair<std::string, std::vector<std::string>>> fields;
+    for (const auto& p : session.processors()) fields.emplace_back(p->name(), p->record_fields());
+    recorder = std::make_unique<runtime::Recorder>(scenario, names, fields);
+    std::string error;
+    if (!recorder->open(recording_path, &error)) {
+      std::cerr << "tether: cannot record to " << recording_path << ": " << error << '\n';
+      return exit_usage;
+    }
+    session.set_recorder(recorder.get());
+  }
   runtime::Outcome outcome;
   try {
     outcome = session.run(g_stop);
@@ -180,7 +201,12 @@ int run_command(const RunOptions& options) {
   }
   if (tty && !options.quiet) std::fputs("\r\033[K", stderr);
 
-  const nlohmann::json summary = session.summary();
+  nlohmann::json summary = session.summary();
+  if (recorder) {
+    std::string error;
+    if (!recorder->close(summary, &error)) std::cerr << "tether: the recording may be incomplete: " << error << '\n';
+    summary["recording"]["dropped_items"] = recorder->dropped();
+  }
   const std::string summary_path = out_dir + "/summary.json";
   {
     std::ofstream f(summary_path);
@@ -191,6 +217,7 @@ int run_command(const RunOptions& options) {
     std::cout << summary.dump(2) << '\n';
   } else {
     print_summary_text(summary, std::cout);
+    if (recorder) std::cout << "  recording: " << recording_path << '\n';
     std::cout << "  summary: " << summary_path << '\n';
   }
   switch (outcome) {
@@ -199,6 +226,181 @@ int run_command(const RunOptions& options) {
     case runtime::Outcome::aborted: return exit_aborted;
   }
   return exit_aborted;
+}
+
+}  // namespace tether::cli
+
+namespace tether::cli {
+
+namespace {
+
+void progress(std::uint64_t done, std::uint64_t total) {
+  const int width = 40;
+  const int filled = total ? static_cast<int>(width * done / total) : width;
+  std::fprintf(stderr, "\r\033[Kreplay [%.*s%*s] %llu/%llu", filled, "########################################",
+               width - filled, "", static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int replay_command(const ReplayOptions& options) {
+  runtime::Recording rec;
+  std::string error;
+  if (!runtime::load_recording(options.recording, rec, &error)) {
+    std::cerr << "tether: " << error << '\n';
+    return exit_usage;
+  }
+  if (rec.steps.empty()) {
+    std::cerr << "tether: " << options.recording << ": the recording has no steps\n";
+    return exit_usage;
+  }
+  std::uint64_t first = rec.steps.front().step;
+  const std::uint64_t end = rec.steps.back().step + 1;
+  const runtime::Keyframe* start = nullptr;
+  if (options.from_step) {
+    auto it = rec.keyframes.upper_bound(*options.from_step);
+    if (it == rec.keyframes.begin()) {
+      std::cerr << "tether: no keyframe at or before step " << *options.from_step << '\n';
+      return exit_usage;
+    }
+    --it;
+    start = &it->second;
+    first = it->first;
+  }
+  std::vector<std::unique_ptr<runtime::Endpoint>> endpoints;
+  for (std::size_t i = 0; i < rec.scenario.endpoints.size(); ++i)
+    endpoints.push_back(std::make_unique<runtime::ReplayEndpoint>(rec.scenario.endpoints[i], rec, i));
+
+  runtime::SessionOptions so;
+  so.real_time_factor = options.real_time_factor;
+  so.steps = end - first;
+  std::optional<runtime::Divergence> divergence;
+  std::uint64_t verified = 0;
+  const bool bar = !options.quiet && isatty(STDERR_FILENO);
+  auto last_bar = std::chrono::steady_clock::now();
+  so.after_step = [&](const runtime::WorldState& s) {
+    if (options.verify) {
+      divergence = runtime::compare_state(rec, s);
+      if (divergence) return false;
+      ++verified;
+    }
+    if (bar && std::chrono::steady_clock::now() - last_bar > std::chrono::milliseconds(100)) {
+      last_bar = std::chrono::steady_clock::now();
+      progress(s.step - first, end - first);
+    }
+    return true;
+  };
+  std::unique_ptr<runtime::Session> session;
+  try {
+    session = std::make_unique<runtime::Session>(rec.scenario, std::move(endpoints), so);
+  } catch (const runtime::ConfigError& e) {
+    print_config_error(e);
+    return exit_usage;
+  }
+  if (start && !session->restore(*start, &error)) {
+    std::cerr << "tether: cannot start from the keyframe at step " << first << ": " << error << '\n';
+    return exit_usage;
+  }
+  std::atomic<bool> stop{false};
+  install_signal_handlers();
+  const auto t0 = std::chrono::steady_clock::now();
+  const runtime::Outcome outcome = session->run(g_stop);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (bar) {
+    progress(session->steps_done(), end - first);
+    std::fputs("\n", stderr);
+  }
+  const double sim = static_cast<double>(session->steps_done()) * static_cast<double>(rec.scenario.loop.period_ns) * 1e-9;
+  nlohmann::json result{{"recording", options.recording}, {"from_step", first}, {"steps", session->steps_done()},
+                        {"wall_time_s", wall}, {"speed_x_real_time", wall > 0 ? sim / wall : 0.0},
+                        {"final_state_hash", runtime::hash_state(session->state())},
+                        {"outcome", runtime::to_string(outcome)}};
+  if (options.verify) {
+    result["verified_steps"] = verified;
+    result["identical"] = !divergence.has_value();
+    if (divergence) result["first_divergence"] = divergence->describe();
+  }
+  if (options.json) {
+    std::cout << result.dump(2) << '\n';
+  } else {
+    std::printf("replayed %llu steps from step %llu in %.3f s (%.0fx real time), final state hash %016llx\n",
+                static_cast<unsigned long long>(session->steps_done()), static_cast<unsigned long long>(first), wall,
+                wall > 0 ? sim / wall : 0.0, static_cast<unsigned long long>(runtime::hash_state(session->state())));
+    if (options.verify) {
+      if (divergence)
+        std::printf("verify: FAILED, first divergence at %s\n", divergence->describe().c_str());
+      else
+        std::printf("verify: all %llu replayed states are bit-identical to the recording\n",
+                    static_cast<unsigned long long>(verified));
+    }
+  }
+  if (divergence) return exit_aborted;
+  if (outcome == runtime::Outcome::stopped && g_stop.load()) return exit_stopped;
+  return exit_ok;
+}
+
+int info_command(const InfoOptions& options) {
+  runtime::Recording rec;
+  std::string error;
+  if (!runtime::load_recording(options.recording, rec, &error)) {
+    std::cerr << "tether: " << error << '\n';
+    return exit_usage;
+  }
+  nlohmann::json j;
+  j["recording"] = options.recording;
+  j["scenario"] = rec.scenario.name;
+  j["file_size_bytes"] = rec.file_size_bytes;
+  j["steps"] = rec.steps.size();
+  j["first_step"] = rec.steps.empty() ? 0 : rec.steps.front().step;
+  j["duration_s"] = static_cast<double>(rec.steps.size()) * static_cast<double>(rec.scenario.loop.period_ns) * 1e-9;
+  j["period_ms"] = static_cast<double>(rec.scenario.loop.period_ns) * 1e-6;
+  j["keyframes"] = rec.keyframes.size();
+  j["complete"] = !rec.truncated && rec.summary.has_value();
+  if (rec.truncated) j["truncation"] = rec.truncation;
+  j["endpoints"] = nlohmann::json::array();
+  for (const auto& e : rec.scenario.endpoints)
+    j["endpoints"].push_back({{"name", e.name}, {"type", e.type}, {"policy", runtime::to_string(e.policy)}});
+  if (rec.summary) {
+    j["outcome"] = (*rec.summary)["outcome"];
+    j["counters"] = nlohmann::json::object();
+    for (const auto& e : (*rec.summary)["endpoints"])
+      j["counters"][e["name"].get<std::string>()] = {{"replies", e["replies"]}, {"misses", e["misses"]},
+                                                     {"late", e["late"]}, {"stale", e["stale"]},
+                                                     {"corrupt", e["corrupt"]}, {"faults", e["faults"]}};
+  }
+  j["events"] = rec.events.size();
+  j["channels"] = nlohmann::json::array();
+  for (const auto& [topic, stats] : rec.channels)
+    j["channels"].push_back({{"topic", topic}, {"messages", stats.first}, {"bytes", stats.second}});
+  if (options.json) {
+    std::cout << j.dump(2) << '\n';
+    return exit_ok;
+  }
+  std::printf("recording   %s (%.1f kB)%s\n", options.recording.c_str(), static_cast<double>(rec.file_size_bytes) / 1e3,
+              rec.truncated ? "  TRUNCATED (the session did not finish)" : "");
+  if (rec.truncated) std::printf("            %s\n", rec.truncation.c_str());
+  std::printf("scenario    %s\n", rec.scenario.name.c_str());
+  std::printf("steps       %zu from step %llu, %.3f s at %.3g ms; %zu keyframes\n", rec.steps.size(),
+              static_cast<unsigned long long>(j["first_step"].get<std::uint64_t>()), j["duration_s"].get<double>(),
+              j["period_ms"].get<double>(), rec.keyframes.size());
+  if (rec.summary) std::printf("outcome     %s\n", (*rec.summary)["outcome"].get<std::string>().c_str());
+  for (const auto& e : rec.scenario.endpoints) {
+    std::printf("endpoint    %s (%s, policy %s)", e.name.c_str(), e.type.c_str(), runtime::to_string(e.policy));
+    if (j.contains("counters") && j["counters"].contains(e.name)) {
+      const auto& c = j["counters"][e.name];
+      std::printf(": replies %llu, misses %llu, late %llu, stale %llu, corrupt %llu, faults %llu",
+                  c["replies"].get<unsigned long long>(), c["misses"].get<unsigned long long>(),
+                  c["late"].get<unsigned long long>(), c["stale"].get<unsigned long long>(),
+                  c["corrupt"].get<unsigned long long>(), c["faults"].get<unsigned long long>());
+    }
+    std::printf("\n");
+  }
+  std::printf("events      %zu\nchannels\n", rec.events.size());
+  for (const auto& [topic, stats] : rec.channels)
+    std::printf("  %-32s %8llu messages %12llu bytes\n", topic.c_str(), static_cast<unsigned long long>(stats.first),
+                static_cast<unsigned long long>(stats.second));
+  return exit_ok;
 }
 
 }  // namespace tether::cli

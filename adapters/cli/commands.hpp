@@ -16,6 +16,20 @@ struct RunOptions {
   bool json = false;
 };
 
+struct ReplayOptions {
+  std::string recording;
+  bool verify = false;
+  std::optional<std::uint64_t> from_step;
+  double real_time_factor = 0;
+  bool quiet = false;
+  bool json = false;
+};
+
+struct InfoOptions {
+  std::string recording;
+  bool json = false;
+};
+
 struct CheckOptions {
   std::string scenario;
 };
@@ -24,6 +38,10 @@ enum ExitCode : int { exit_ok = 0, exit_aborted = 1, exit_usage = 2, exit_start_
 
 /// `tether run`: returns the process exit code.
 int run_command(const RunOptions& options);
+/// `tether replay`: returns the process exit code.
+int replay_command(const ReplayOptions& options);
+/// `tether info`: returns the process exit code.
+int info_command(const InfoOptions& options);
 /// `tether check`: returns the process exit code.
 int check_command(const CheckOptions& options);
 

@@ -30,6 +30,21 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--quiet,-q", run.quiet, "No status line");
   run_cmd->add_flag("--json", run.json, "Print the summary as JSON on stdout");
 
+  ReplayOptions replay;
+  auto* replay_cmd = app.add_subcommand("replay", "Re-run a recording without hardware");
+  replay_cmd->add_option("recording", replay.recording, "Recording (.mcap)")->required();
+  replay_cmd->add_flag("--verify", replay.verify, "Compare every replayed state with the recorded one, bit for bit");
+  replay_cmd->add_option("--from-step", replay.from_step, "Start at the nearest keyframe at or before this step");
+  replay_cmd->add_option("--rtf", replay.real_time_factor, "Real-time factor (default 0: as fast as possible)")
+      ->check(CLI::Range(0.0, 1000.0));
+  replay_cmd->add_flag("--quiet,-q", replay.quiet, "No progress bar");
+  replay_cmd->add_flag("--json", replay.json, "Print the result as JSON");
+
+  InfoOptions info;
+  auto* info_cmd = app.add_subcommand("info", "Describe a recording");
+  info_cmd->add_option("recording", info.recording, "Recording (.mcap)")->required();
+  info_cmd->add_flag("--json", info.json, "Print as JSON");
+
   CheckOptions check;
   auto* check_cmd = app.add_subcommand("check", "Validate a scenario file and its endpoints");
   check_cmd->add_option("scenario", check.scenario, "Scenario file (YAML)")->required();
@@ -42,5 +57,7 @@ int main(int argc, char** argv) {
   }
   if (*run_cmd) return run_command(run);
   if (*check_cmd) return check_command(check);
+  if (*replay_cmd) return replay_command(replay);
+  if (*info_cmd) return info_command(info);
   return 2;
 }

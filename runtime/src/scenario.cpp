@@ -224,6 +224,20 @@ void parse_loop(const ConfigNode& l, LoopConfig& loop) {
   loop.seed = l.unsigned_or("seed", loop.seed);
 }
 
+void parse_recording(const ConfigNode& r, RecordingConfig& rec) {
+  if (!r.yaml().IsDefined()) return;
+  if (!r.expect_map({"enabled", "compress", "keyframe_every_steps", "flush_interval_s", "queue_slots",
+                     "state_every_step_max_bodies"}))
+    return;
+  rec.enabled = r.boolean_or("enabled", rec.enabled);
+  rec.compress = r.boolean_or("compress", rec.compress);
+  rec.keyframe_every_steps = static_cast<std::uint32_t>(r.integer_or("keyframe_every_steps", rec.keyframe_every_steps, 1, 1'000'000));
+  rec.flush_interval_s = r.number_or("flush_interval_s", rec.flush_interval_s, Range{0.01, 3600, false});
+  rec.queue_slots = static_cast<std::uint32_t>(r.integer_or("queue_slots", rec.queue_slots, 16, 1'000'000));
+  rec.state_every_step_max_bodies = static_cast<std::uint32_t>(
+      r.integer_or("state_every_step_max_bodies", rec.state_every_step_max_bodies, 0, 1'000'000));
+}
+
 void parse_endpoints(const ConfigNode& es, Scenario& sc) {
   if (!es.expect_sequence()) return;
   std::set<std::string> names;
@@ -280,13 +294,14 @@ Scenario parse_scenario(const std::string& text, const std::string& label) {
     top.error("expected a scenario map (world, vehicles, loop, endpoints), got " + describe_value(top.yaml()));
     sc.throw_if_errors();
   }
-  top.expect_map({"name", "description", "world", "vehicles", "loop", "endpoints"});
+  top.expect_map({"name", "description", "world", "vehicles", "loop", "endpoints", "recording"});
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
   parse_world(top["world"], sc.model);
   parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback);
   parse_loop(top["loop"], sc.loop);
   parse_endpoints(top["endpoints"], sc);
+  parse_recording(top["recording"], sc.recording);
   sc.throw_if_errors();
   return sc;
 }

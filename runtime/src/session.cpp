@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "tether/runtime/recorder.hpp"
 #include <spdlog/spdlog.h>
 
 namespace tether::runtime {
@@ -15,6 +17,8 @@ struct Session::Slot {
   Reply safe;        // the endpoint's safe reply (policy safe)
   const Reply* applied = nullptr;
   bool fresh = false;  // applied is this step's reply (its measurements count)
+  SlotOutcome outcome = SlotOutcome::fresh;
+  std::uint64_t round_trip_ns = 0;
   bool faulted = false;
   SteadyClock::time_point published_at{};
 };
@@ -37,9 +41,15 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   state_ = scenario_.initial;
   projected_ = scenario_.initial;
   before_ = scenario_.initial;
+  start_time_ns_ = scenario_.initial.time_ns;
+  const std::size_t bodies = scenario_.model.bodies.size();
+  record_.slots.resize(endpoints_.size());
+  for (auto& r : record_.slots) r.reply.wrenches.reserve(bodies);
+  std::size_t fields = 0;
+  for (const auto& p : processors_) fields += p->record_fields().size();
+  feedback_values_.reserve(fields);
   measurements_.resize(model_.vehicles.size());
   for (auto& m : measurements_) m.reserve(8);
-  const std::size_t bodies = scenario_.model.bodies.size();
   inputs_.resize(bodies);
   held_inputs_.resize(bodies);
   slots_.resize(endpoints_.size());
@@ -58,6 +68,7 @@ void Session::abort(std::string reason) {
     outcome_ = Outcome::aborted;
     abort_reason_ = std::move(reason);
     spdlog::error("{}", abort_reason_);
+    if (recorder_) recorder_->event(state_.step, state_.time_ns, 5, "session", abort_reason_);
   }
 }
 
@@ -94,7 +105,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
         LiveStatus s;
         s.step = steps_done_;
         s.steps_total = steps_total_;
-        s.sim_time_s = static_cast<double>(state_.time_ns - scenario_.initial.time_ns) * 1e-9;
+        s.sim_time_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
         const double wall = std::chrono::duration<double>(now - t0).count();
         s.achieved_rtf = wall > 0 ? s.sim_time_s / wall : 0;
         s.step_p99_ns = step_time_ns_.percentile(0.99);
@@ -126,21 +137,31 @@ bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<b
   }
   if (status == GatherStatus::ready) {
     if (!late) ++ep.counters.replies;
-    ep.counters.round_trip_ns.record(static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - slot.published_at).count()));
+    slot.round_trip_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - slot.published_at).count());
+    ep.counters.round_trip_ns.record(slot.round_trip_ns);
+    slot.outcome = SlotOutcome::fresh;
     std::swap(slot.last, slot.reply);
     slot.applied = &slot.last;
     slot.fresh = true;
     return true;
   }
+  slot.outcome = status == GatherStatus::fault ? SlotOutcome::fault : SlotOutcome::timeout;
+  slot.round_trip_ns = 0;
   if (status == GatherStatus::fault) {
     ++ep.counters.faults;
     if (!slot.faulted) {
       slot.faulted = true;
       spdlog::warn("endpoint \"{}\" faulted at step {}: {} (policy {})", ep.name(), ctx.step,
                    ep.fault_message(), to_string(ep.policy()));
+      if (recorder_)
+        recorder_->event(ctx.step, ctx.time_ns, 4, ep.name(),
+                         "faulted: " + ep.fault_message() + " (policy " + to_string(ep.policy()) + ")");
     }
   }
+  if (ep.counters.misses == 0 && recorder_)
+    recorder_->event(ctx.step, ctx.time_ns, 3, ep.name(), std::string("first missed deadline (policy ") +
+                                                              to_string(ep.policy()) + ")");
   ++ep.counters.misses;
   switch (ep.policy()) {
     case TimeoutPolicy::hold: slot.applied = &slot.last; return true;
@@ -160,6 +181,11 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   const auto t_begin = SteadyClock::now();
   const double dt = static_cast<double>(scenario_.loop.period_ns) * 1e-9;
   const StepContext ctx{state_.step, state_.time_ns, scenario_.loop.period_ns};
+  if (recorder_ && (state_.step - scenario_.initial.step) % scenario_.recording.keyframe_every_steps == 0) {
+    recorder_->staging().clear();
+    encode_keyframe(keyframe(), recorder_->staging());
+    recorder_->push(Recorder::ItemKind::keyframe, ctx.step, ctx.time_ns);
+  }
 
   // 1 project: S'_{k+1} from S_k with the inputs held from step k-1
   projected_.step = state_.step;
@@ -238,12 +264,74 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       p.post(feedback_context(scenario_.feedback[i].vehicle), model_, before_, state_);
   }
 
-  // 7 emit the actual state
+  // 7 emit the actual state; hand the step to the recorder
   for (auto& e : endpoints_) e->emit(ctx, state_);
   std::swap(held_inputs_, inputs_);
 
-  step_time_ns_.record(static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t_begin).count()));
+  const auto step_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t_begin).count());
+  step_time_ns_.record(step_ns);
+  if (recorder_) {
+    record_.step = ctx.step;
+    record_.time_ns = ctx.time_ns;
+    record_.state_hash = hash_state(state_);
+    record_.step_time_ns = step_ns;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      SlotRecord& r = record_.slots[i];
+      r.outcome = slots_[i].outcome;
+      r.round_trip_ns = slots_[i].round_trip_ns;
+      if (r.outcome == SlotOutcome::fresh) {
+        r.reply.step = slots_[i].last.step;
+        r.reply.wrenches.assign(slots_[i].last.wrenches.begin(), slots_[i].last.wrenches.end());
+        r.reply.measurements.assign(slots_[i].last.measurements.begin(), slots_[i].last.measurements.end());
+      }
+    }
+    feedback_values_.clear();
+    for (const auto& p : processors_) p->record(feedback_values_);
+    Recorder::encode_step_item(record_, state_, projected_, feedback_values_, recorder_->staging());
+    recorder_->push(Recorder::ItemKind::step, ctx.step, ctx.time_ns);
+  }
+  if (options_.after_step && !options_.after_step(state_)) {
+    ++steps_done_;  // the step itself completed
+    outcome_ = Outcome::stopped;
+    return false;
+  }
+  return true;
+}
+
+Keyframe Session::keyframe() const {
+  Keyframe k;
+  k.state = state_;
+  k.held_inputs = held_inputs_;
+  for (const Slot& slot : slots_) k.last_replies.push_back(slot.last);
+  k.model_params = serialize_model_params(model_);
+  for (const auto& p : processors_) {
+    std::string bytes;
+    p->snapshot(bytes);
+    k.processor_state.push_back(std::move(bytes));
+  }
+  return k;
+}
+
+bool Session::restore(const Keyframe& k, std::string* error) {
+  auto fail = [error](std::string why) {
+    if (error) *error = std::move(why);
+    return false;
+  };
+  if (k.state.bodies.size() != model_.bodies.size())
+    return fail("keyframe has " + std::to_string(k.state.bodies.size()) + " bodies, the scenario " +
+                std::to_string(model_.bodies.size()));
+  if (k.last_replies.size() != slots_.size() || k.processor_state.size() != processors_.size())
+    return fail("keyframe does not match the scenario's endpoints and feedback processors");
+  if (!restore_model_params(k.model_params, model_, error)) return false;
+  for (std::size_t i = 0; i < processors_.size(); ++i)
+    if (!processors_[i]->restore(k.processor_state[i]))
+      return fail("feedback processor \"" + processors_[i]->name() + "\" cannot restore its keyframe state");
+  state_ = k.state;
+  held_inputs_ = k.held_inputs;
+  held_inputs_.wrenches.resize(model_.bodies.size());
+  for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].last = k.last_replies[i];
+  start_time_ns_ = state_.time_ns;
   return true;
 }
 
@@ -253,7 +341,7 @@ nlohmann::json Session::summary() const {
     return json{{"p50", h.percentile(0.5)}, {"p99", h.percentile(0.99)}, {"max", h.max()},
                 {"mean", h.mean()}, {"count", h.count()}};
   };
-  const double sim_s = static_cast<double>(state_.time_ns - scenario_.initial.time_ns) * 1e-9;
+  const double sim_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
   json out;
   out["scenario"] = scenario_.name;
   out["outcome"] = to_string(outcome_);
@@ -268,6 +356,7 @@ nlohmann::json Session::summary() const {
   out["overruns"] = pacer_.overruns();
   out["reanchors"] = pacer_.reanchors();
   out["physics_substeps"] = substeps_total_;
+  if (recorder_) out["recording"] = {{"path", recorder_->path()}, {"dropped_items", recorder_->dropped()}};
   out["endpoints"] = json::array();
   for (const auto& e : endpoints_) {
     json j{{"name", e->name()}, {"type", e->type()}, {"policy", to_string(e->policy())},

@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # Validates MCAP files with the reference TypeScript readers (@mcap/core).
 #   tests/mcap_validate/run.sh [--truncated] [--expect-messages=N] FILE...
-# Installs the npm packages once into ${TETHER_BINARY_DIR:-/work/main/build}/node_mcap
+# Installs the npm packages once into ${TETHER_BINARY_DIR:-<repo>/build}/node_mcap
 # (never into the source tree). Exit codes: 0 all files valid, 1 a file failed,
 # 2 usage, 3 node/npm missing or the install failed.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-prefix="${TETHER_BINARY_DIR:-/work/main/build}/node_mcap"
+prefix="${TETHER_BINARY_DIR:-$here/../../build}/node_mcap"
 
 if [ "$#" -eq 0 ]; then
   echo "usage: $0 [--truncated] [--expect-messages=N] FILE..." >&2

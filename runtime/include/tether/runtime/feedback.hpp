@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -72,8 +73,18 @@ class FeedbackProcessor {
                             const StepInputs& inputs) {
     (void)ctx, (void)model, (void)state, (void)inputs;
   }
-  /// Figures for the summary and the recording (corrections, innovations, estimates).
+  /// Figures for the summary (corrections, innovations, estimates so far).
   virtual void summarize(nlohmann::json& out) const { (void)out; }
+  /// Names of the values record() writes each step (fixed at configure time).
+  virtual std::vector<std::string> record_fields() const { return {}; }
+  /// This step's values for the recording, in record_fields() order; appends to `out`
+  /// (its capacity is reserved by the caller: no allocation in the step).
+  virtual void record(std::vector<double>& out) const { (void)out; }
+  /// Internal state (filter covariance, estimator memory) for keyframes: replay from a
+  /// keyframe restores it so the replayed steps are bit-identical.
+  virtual void snapshot(std::string& out) const { (void)out; }
+  /// Restores what snapshot() wrote; false if `bytes` is not a snapshot of this processor.
+  virtual bool restore(std::string_view bytes) { return bytes.empty(); }
 
   const std::string& name() const { return name_; }
   const std::string& type() const { return type_; }

@@ -36,6 +36,16 @@ struct EndpointConfig {
   ConfigNode node;
 };
 
+/// The `recording` section: where and how `tether run` records (docs/recording.md).
+struct RecordingConfig {
+  bool enabled = true;
+  bool compress = true;
+  std::uint32_t keyframe_every_steps = 100;
+  double flush_interval_s = 1.0;     // at most this much recording is lost on SIGKILL
+  std::uint32_t queue_slots = 4096;  // steps buffered between the loop and the writer thread
+  std::uint32_t state_every_step_max_bodies = 64;  // full state per step up to this many bodies
+};
+
 /// One feedback processor entry of a vehicle (vehicles[i].feedback[j]); parsed by the processor.
 struct FeedbackConfig {
   std::string name;
@@ -53,6 +63,7 @@ struct Scenario {
   LoopConfig loop;
   std::vector<EndpointConfig> endpoints;
   std::vector<FeedbackConfig> feedback;  // in the order the file lists them
+  RecordingConfig recording;
   std::shared_ptr<ConfigContext> context;  // for errors found later (endpoint parsers)
 
   /// Throws ConfigError if anything has recorded an error against this scenario's file.

@@ -15,6 +15,7 @@
 #include "tether/runtime/endpoint.hpp"
 #include "tether/runtime/feedback.hpp"
 #include "tether/runtime/pacing.hpp"
+#include "tether/runtime/recording.hpp"
 #include "tether/runtime/scenario.hpp"
 
 namespace tether::runtime {
@@ -33,12 +34,17 @@ struct SessionOptions {
   std::optional<double> real_time_factor;  // overrides loop.real_time_factor
   std::optional<std::uint64_t> steps;      // overrides loop.steps
   std::function<void(const LiveStatus&)> on_status;
+  /// Called after every completed step with S_{k+1}; returning false stops the session
+  /// (outcome stopped). Replay uses it to verify states.
+  std::function<bool(const WorldState&)> after_step;
   double status_interval_s = 0.25;
 };
 
 enum class Outcome : std::uint8_t { completed, stopped, aborted };
 
 const char* to_string(Outcome outcome);
+
+class Recorder;
 
 class Session {
  public:
@@ -51,6 +57,13 @@ class Session {
   /// Starts the endpoints, runs the loop until the step count, a stop request or an abort,
   /// stops the endpoints. Throws std::runtime_error if an endpoint cannot start.
   Outcome run(const std::atomic<bool>& stop_requested);
+
+  /// Records every step to `recorder` (owned by the caller; opened before run()).
+  void set_recorder(Recorder* recorder) { recorder_ = recorder; }
+  /// A snapshot to continue from: S_k and everything else the next step depends on.
+  Keyframe keyframe() const;
+  /// Continues from a keyframe instead of the scenario's initial state (before run()).
+  bool restore(const Keyframe& keyframe, std::string* error);
 
   /// The session summary (counters, timing, per-endpoint figures, vehicles).
   nlohmann::json summary() const;
@@ -89,6 +102,10 @@ class Session {
   StepInputs inputs_;       // applied in this step
   StepInputs held_inputs_;  // applied in the previous step; used for the projection
   StepReport step_report_;
+  Recorder* recorder_ = nullptr;
+  StepRecord record_;                  // this step's record, buffers reused
+  std::vector<double> feedback_values_;  // processors' recorded values, reserved
+  std::int64_t start_time_ns_ = 0;
 
   Pacer pacer_;
   Histogram step_time_ns_;

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/runtime/recorder.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <numbers>
+
+#include <nlohmann/json.hpp>
+
+#include "tether/runtime/mcap_writer.hpp"
+
+namespace tether::runtime {
+
+namespace {
+
+using nlohmann::json;
+
+json stamp(std::int64_t time_ns) {
+  return json{{"sec", time_ns / 1'000'000'000}, {"nsec", time_ns % 1'000'000'000}};
+}
+
+json vec(const Vec3& v) { return json{{"x", v.x()}, {"y", v.y()}, {"z", v.z()}}; }
+
+json quat(const Quat& q) { return json{{"x", q.x()}, {"y", q.y()}, {"z", q.z()}, {"w", q.w()}}; }
+
+json pose(const Vec3& p, const Quat& q) { return json{{"position", vec(p)}, {"orientation", quat(q)}}; }
+
+json color(double r, double g, double b, double a) { return json{{"r", r}, {"g", g}, {"b", b}, {"a", a}}; }
+
+// minimal JSON Schemas for Foxglove's well-known message types: Foxglove picks its
+// panels by the schema name; the schema text documents the fields we write
+const char* time_schema = R"({"type":"object","properties":{"sec":{"type":"integer"},"nsec":{"type":"integer"}}})";
+const char* vec_schema = R"({"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"},"z":{"type":"number"}}})";
+const char* quat_schema = R"({"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"},"z":{"type":"number"},"w":{"type":"number"}}})";
+
+std::string frame_transform_schema() {
+  return std::string(R"({"title":"foxglove.FrameTransform","type":"object","properties":{"timestamp":)") + time_schema +
+         R"(,"parent_frame_id":{"type":"string"},"child_frame_id":{"type":"string"},"translation":)" + vec_schema +
+         R"(,"rotation":)" + quat_schema + "}}";
+}
+
+std::string pose_in_frame_schema() {
+  return std::string(R"({"title":"foxglove.PoseInFrame","type":"object","properties":{"timestamp":)") + time_schema +
+         R"(,"frame_id":{"type":"string"},"pose":{"type":"object","properties":{"position":)" + vec_schema +
+         R"(,"orientation":)" + quat_schema + "}}}}";
+}
+
+std::string log_schema() {
+  return std::string(R"({"title":"foxglove.Log","type":"object","properties":{"timestamp":)") + time_schema +
+         R"(,"level":{"type":"integer","description":"0 unknown, 1 debug, 2 info, 3 warning, 4 error, 5 fatal"},)"
+         R"("message":{"type":"string"},"name":{"type":"string"},"file":{"type":"string"},"line":{"type":"integer"}}})";
+}
+
+std::string scene_update_schema() {
+  return R"({"title":"foxglove.SceneUpdate","type":"object","properties":{"deletions":{"type":"array"},)"
+         R"("entities":{"type":"array","items":{"type":"object","properties":{"timestamp":{"type":"object"},)"
+         R"("frame_id":{"type":"string"},"id":{"type":"string"},"lifetime":{"type":"object"},"frame_locked":{"type":"boolean"},)"
+         R"("metadata":{"type":"array"},"arrows":{"type":"array"},"cubes":{"type":"array"},"spheres":{"type":"array"},)"
+         R"("cylinders":{"type":"array"},"lines":{"type":"array"},"triangles":{"type":"array"},"texts":{"type":"array"},)"
+         R"("models":{"type":"array"}}}}}})";
+}
+
+const char* step_schema_text =
+    "tether.StepRecord v1, little-endian (docs/recording.md): u32 version, u64 step, i64 time_ns, "
+    "u64 state_hash, u64 step_time_ns, u16 endpoints, then per endpoint u8 outcome (0 fresh, 1 timeout, "
+    "2 fault), u64 round_trip_ns and, if fresh, the reply (u64 step, u32 n, n x (u32 body, 12 f64 wrench), "
+    "u32 m, m x measurement)";
+
+// a primitive for a shape, in the frame `frame_id`, placed at `p`, `q`
+void add_shape(json& entity, const Shape& s, const Vec3& p, const Quat& q, const json& rgba) {
+  switch (s.kind) {
+    case ShapeKind::sphere:
+      entity["spheres"].push_back({{"pose", pose(p, q)},
+                                   {"size", vec(Vec3::Constant(2 * s.radius_m))},
+                                   {"color", rgba}});
+      break;
+    case ShapeKind::box:
+      entity["cubes"].push_back({{"pose", pose(p, q)}, {"size", vec(2 * s.half_extents_m)}, {"color", rgba}});
+      break;
+    case ShapeKind::cylinder:
+    case ShapeKind::capsule: {
+      // Foxglove cylinders stand along z; ours lie along body x
+      const Quat along_x = q * Quat(Eigen::AngleAxisd(std::numbers::pi / 2, Vec3::UnitY()));
+      const double len = 2 * s.half_length_m + (s.kind == ShapeKind::capsule ? 2 * s.radius_m : 0);
+      entity["cylinders"].push_back({{"pose", pose(p, along_x)},
+                                     {"size", vec(Vec3(2 * s.radius_m, 2 * s.radius_m, len))},
+                                     {"bottom_scale", 1.0},
+                                     {"top_scale", 1.0},
+                                     {"color", rgba}});
+      break;
+    }
+    case ShapeKind::plane: {
+      // a thin 40 m square slab standing for the half-space, its top face on the plane
+      const Quat align = Quat::FromTwoVectors(Vec3::UnitZ(), s.normal);
+      const Vec3 centre = s.normal * (s.offset_m - 0.01);
+      entity["cubes"].push_back({{"pose", pose(centre, align)}, {"size", vec(Vec3(40, 40, 0.02))}, {"color", rgba}});
+      break;
+    }
+  }
+}
+
+json empty_entity(const std::string& frame, const std::string& id) {
+  return json{{"timestamp", stamp(0)}, {"frame_id", frame}, {"id", id}, {"lifetime", stamp(0)},
+              {"frame_locked", true}, {"metadata", json::array()}, {"arrows", json::array()},
+              {"cubes", json::array()}, {"spheres", json::array()}, {"cylinders", json::array()},
+              {"lines", json::array()}, {"triangles", json::array()}, {"texts", json::array()},
+              {"models", json::array()}};
+}
+
+}  // namespace
+
+Recorder::Recorder(const Scenario& scenario, std::vector<std::string> endpoint_names,
+                   std::vector<std::pair<std::string, std::vector<std::string>>> processor_fields)
+    : scenario_(scenario), endpoint_names_(std::move(endpoint_names)),
+      processor_fields_(std::move(processor_fields)), writer_(std::make_unique<mcap::Writer>()) {
+  ring_.resize(scenario.recording.queue_slots);
+}
+
+Recorder::~Recorder() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+}
+
+std::uint64_t Recorder::bytes_written() const { return writer_->bytes_written(); }
+
+bool Recorder::open(const std::string& path, std::string* error) {
+  path_ = path;
+  mcap::WriterOptions options;
+  options.profile = "x-tether";
+  options.library = "tether 0.1";
+  options.compress = scenario_.recording.compress;
+  options.chunk_size_bytes = 512 * 1024;
+  if (!writer_->open(path, options, error)) return false;
+
+  const auto now_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  writer_->add_attachment("scenario.yaml", "application/yaml", 0, now_ns, scenario_.source_text);
+  std::string endpoints;
+  for (const auto& n : endpoint_names_) endpoints += (endpoints.empty() ? "" : ",") + n;
+  writer_->add_metadata("tether", {{"format_version", std::to_string(recording_format_version)},
+                                   {"scenario", scenario_.name},
+                                   {"scenario_path", scenario_.path},
+                                   {"seed", std::to_string(scenario_.loop.seed)},
+                                   {"period_ns", std::to_string(scenario_.loop.period_ns)},
+                                   {"endpoints", endpoints}});
+
+  const auto binary = writer_->add_schema("tether.StepRecord", "", step_schema_text);
+  const auto state_schema = writer_->add_schema("tether.WorldState", "",
+      "tether.WorldState: u64 step, i64 time_ns, u32 bodies, 13 f64 per body (position, quaternion w x y z, "
+      "linear momentum, angular momentum)");
+  const auto key_schema = writer_->add_schema("tether.Keyframe", "", "tether.Keyframe v1 (docs/recording.md)");
+  const auto tf_schema = writer_->add_schema("foxglove.FrameTransform", "jsonschema", frame_transform_schema());
+  const auto pose_schema = writer_->add_schema("foxglove.PoseInFrame", "jsonschema", pose_in_frame_schema());
+  const auto log_s = writer_->add_schema("foxglove.Log", "jsonschema", log_schema());
+  const auto scene_s = writer_->add_schema("foxglove.SceneUpdate", "jsonschema", scene_update_schema());
+  ch_step_ = writer_->add_channel(binary, topics::step, "x-tether-binary");
+  ch_state_ = writer_->add_channel(state_schema, topics::state, "x-tether-binary");
+  ch_keyframe_ = writer_->add_channel(key_schema, topics::keyframe, "x-tether-binary");
+  ch_timing_ = writer_->add_channel(0, topics::timing, "json");
+  ch_vehicles_ = writer_->add_channel(0, topics::vehicles, "json");
+  ch_events_ = writer_->add_channel(0, topics::events, "json");
+  ch_summary_ = writer_->add_channel(0, topics::summary, "json");
+  ch_feedback_ = writer_->add_channel(0, topics::feedback, "json");
+  ch_tf_ = writer_->add_channel(tf_schema, topics::tf, "json");
+  ch_scene_ = writer_->add_channel(scene_s, topics::scene, "json");
+  ch_log_ = writer_->add_channel(log_s, topics::log, "json");
+  for (const auto& v : scenario_.model.vehicles) {
+    ch_pose_.push_back(writer_->add_channel(pose_schema, "/vehicles/" + v.name + "/pose", "json"));
+    ch_projected_.push_back(writer_->add_channel(pose_schema, "/vehicles/" + v.name + "/projected", "json"));
+    ch_measured_.push_back(writer_->add_channel(pose_schema, "/vehicles/" + v.name + "/measured", "json"));
+  }
+  write_scene();
+  if (!writer_->ok()) {
+    if (error) *error = writer_->error();
+    return false;
+  }
+  writer_->flush_chunk();
+  thread_ = std::thread([this] { writer_loop(); });
+  return true;
+}
+
+void Recorder::write_scene() {
+  const WorldModel& m = scenario_.model;
+  json update{{"deletions", json::array()}, {"entities", json::array()}};
+  json tank = empty_entity("world", "static");
+  for (const StaticBody& s : m.statics) add_shape(tank, s.shape, s.position_m, s.orientation, color(0.5, 0.55, 0.6, 0.35));
+  if (m.water.present) {
+    json water = empty_entity("world", "water_surface");
+    water["cubes"].push_back({{"pose", pose(Vec3(0, 0, m.water.surface_z_m), Quat::Identity())},
+                              {"size", vec(Vec3(40, 40, 0.001))},
+                              {"color", color(0.2, 0.4, 0.9, 0.15)}});
+    update["entities"].push_back(std::move(water));
+  }
+  update["entities"].push_back(std::move(tank));
+  for (const VehicleModel& v : m.vehicles) {
+    json e = empty_entity(v.name, "vehicle/" + v.name);
+    for (int b : v.bodies) add_shape(e, m.bodies[static_cast<std::size_t>(b)].shape, Vec3::Zero(), Quat::Identity(),
+                                     color(1.0, 0.75, 0.1, 1.0));
+    update["entities"].push_back(std::move(e));
+  }
+  writer_->write(ch_scene_, sequence_++, 0, 0, update.dump());
+}
+
+void Recorder::encode_step_item(const StepRecord& record, const WorldState& actual, const WorldState& projected,
+                                const std::vector<double>& feedback_values, std::string& out) {
+  out.clear();
+  ByteWriter w(out);
+  // length-prefixed parts; the lengths are patched in after each part is appended
+  auto part = [&](auto&& fill) {
+    const std::size_t at = out.size();
+    w.u32(0);
+    fill();
+    const auto len = static_cast<std::uint32_t>(out.size() - at - 4);
+    std::memcpy(out.data() + at, &len, 4);
+  };
+  part([&] { encode_step(record, out); });
+  part([&] { serialize_state(actual, out); });
+  part([&] { serialize_state(projected, out); });
+  w.u32(static_cast<std::uint32_t>(feedback_values.size()));
+  for (double v : feedback_values) w.f64(v);
+}
+
+void Recorder::push(ItemKind kind, std::uint64_t step, std::int64_t time_ns) {
+  {
+    std::lock_guard lock(mutex_);
+    if (count_ == ring_.size()) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    Slot& slot = ring_[head_];
+    slot.kind = kind;
+    slot.step = step;
+    slot.time_ns = time_ns;
+    slot.bytes.swap(staging_);
+    head_ = (head_ + 1) % ring_.size();
+    ++count_;
+  }
+  wake_.notify_one();
+}
+
+void Recorder::event(std::uint64_t step, std::int64_t time_ns, int level, const std::string& source,
+                     const std::string& text) {
+  staging_ = json{{"level", level}, {"name", source}, {"message", text}}.dump();
+  push(ItemKind::event, step, time_ns);
+}
+
+void Recorder::writer_loop() {
+  const auto flush_every = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(scenario_.recording.flush_interval_s));
+  auto next_flush = std::chrono::steady_clock::now() + flush_every;
+  Slot item;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_until(lock, next_flush, [this] { return count_ > 0 || closing_; });
+      if (count_ == 0 && closing_) return;
+      if (count_ > 0) {
+        Slot& slot = ring_[tail_];
+        std::swap(item, slot);
+        tail_ = (tail_ + 1) % ring_.size();
+        --count_;
+      } else {
+        item.bytes.clear();
+      }
+    }
+    if (!item.bytes.empty()) {
+      write_item(item);
+      written_.fetch_add(1, std::memory_order_relaxed);
+    }
+    // bound what a SIGKILL can lose: the open chunk is written at least this often
+    if (std::chrono::steady_clock::now() >= next_flush) {
+      writer_->flush_chunk();
+      next_flush = std::chrono::steady_clock::now() + flush_every;
+    }
+  }
+}
+
+void Recorder::write_item(const Slot& item) {
+  const auto log_time = static_cast<std::uint64_t>(item.time_ns);
+  switch (item.kind) {
+    case ItemKind::keyframe: writer_->write(ch_keyframe_, sequence_++, log_time, log_time, item.bytes); return;
+    case ItemKind::summary: writer_->write(ch_summary_, sequence_++, log_time, log_time, item.bytes); return;
+    case ItemKind::event: {
+      writer_->write(ch_events_, sequence_++, log_time, log_time, item.bytes);
+      json e = json::parse(item.bytes, nullptr, false);
+      if (!e.is_discarded())
+        writer_->write(ch_log_, sequence_++, log_time, log_time,
+                       json{{"timestamp", stamp(item.time_ns)}, {"level", e["level"]}, {"message", e["message"]},
+                            {"name", e["name"]}, {"file", ""}, {"line", 0}}
+                           .dump());
+      return;
+    }
+    case ItemKind::step: break;
+  }
+
+  // a step item: the binary record for replay, then the derived views
+  ByteReader r(item.bytes);
+  std::string_view record_bytes, actual_bytes, projected_bytes;
+  if (!r.bytes(record_bytes) || !r.bytes(actual_bytes) || !r.bytes(projected_bytes)) return;
+  std::uint32_t nvalues = 0;
+  std::vector<double> values;
+  if (r.u32(nvalues))
+    for (std::uint32_t i = 0; i < nvalues; ++i) {
+      double v;
+      if (!r.f64(v)) break;
+      values.push_back(v);
+    }
+  // log time of step k's record: t_{k+1}, when its result exists
+  const std::uint64_t t = log_time + static_cast<std::uint64_t>(scenario_.loop.period_ns);
+  writer_->write(ch_step_, sequence_++, t, t, record_bytes);
+  const WorldModel& m = scenario_.model;
+  if (m.bodies.size() <= scenario_.recording.state_every_step_max_bodies)
+    writer_->write(ch_state_, sequence_++, t, t, actual_bytes);
+
+  StepRecord record;
+  WorldState actual, projected;
+  if (!decode_step(record_bytes, record, nullptr) || !deserialize_state(actual_bytes, actual, nullptr) ||
+      !deserialize_state(projected_bytes, projected, nullptr))
+    return;
+  const auto ts = stamp(static_cast<std::int64_t>(t));
+  json vehicles = json::array();
+  for (std::size_t vi = 0; vi < m.vehicles.size(); ++vi) {
+    const VehicleModel& v = m.vehicles[vi];
+    const int b = v.bodies.front();
+    const BodyState& s = actual.bodies[static_cast<std::size_t>(b)];
+    const BodyState& p = projected.bodies[static_cast<std::size_t>(b)];
+    writer_->write(ch_tf_, sequence_++, t, t,
+                   json{{"timestamp", ts}, {"parent_frame_id", "world"}, {"child_frame_id", v.name},
+                        {"translation", vec(s.position_m)}, {"rotation", quat(s.orientation)}}
+                       .dump());
+    writer_->write(ch_pose_[vi], sequence_++, t, t,
+                   json{{"timestamp", ts}, {"frame_id", "world"}, {"pose", pose(s.position_m, s.orientation)}}.dump());
+    writer_->write(ch_projected_[vi], sequence_++, t, t,
+                   json{{"timestamp", ts}, {"frame_id", "world"}, {"pose", pose(p.position_m, p.orientation)}}.dump());
+    const Vec3 vel = linear_velocity(m, actual, b);
+    const Vec3 rpy = rpy_from_quat(s.orientation);
+    json vj{{"name", v.name}, {"x_m", s.position_m.x()}, {"y_m", s.position_m.y()}, {"z_m", s.position_m.z()},
+            {"heading_deg", rpy.z() * 180 / std::numbers::pi}, {"roll_deg", rpy.x() * 180 / std::numbers::pi},
+            {"pitch_deg", rpy.y() * 180 / std::numbers::pi}, {"speed_m_s", vel.norm()},
+            {"projected", {{"x_m", p.position_m.x()}, {"y_m", p.position_m.y()}, {"z_m", p.position_m.z()}}}};
+    if (m.water.present) vj["depth_m"] = m.water.surface_z_m - s.position_m.z();
+    vehicles.push_back(std::move(vj));
+  }
+  // measurements, for the measured trajectory
+  for (const SlotRecord& slot : record.slots) {
+    if (slot.outcome != SlotOutcome::fresh) continue;
+    for (const Measurement& meas : slot.reply.measurements) {
+      if (!meas.has_pose || meas.body >= m.bodies.size()) continue;
+      const auto vi = static_cast<std::size_t>(m.bodies[meas.body].vehicle);
+      writer_->write(ch_measured_[vi], sequence_++, t, t,
+                     json{{"timestamp", ts}, {"frame_id", "world"}, {"pose", pose(meas.position_m, meas.orientation)}}.dump());
+      vehicles[vi]["measured"] = {{"x_m", meas.position_m.x()}, {"y_m", meas.position_m.y()}, {"z_m", meas.position_m.z()}};
+    }
+  }
+  writer_->write(ch_vehicles_, sequence_++, t, t, json{{"step", record.step}, {"vehicles", vehicles}}.dump());
+
+  json timing{{"step", record.step}, {"step_time_ns", record.step_time_ns}, {"endpoints", json::array()}};
+  for (std::size_t i = 0; i < record.slots.size(); ++i) {
+    const char* outcome = record.slots[i].outcome == SlotOutcome::fresh     ? "fresh"
+                          : record.slots[i].outcome == SlotOutcome::timeout ? "timeout"
+                                                                            : "fault";
+    timing["endpoints"].push_back({{"name", i < endpoint_names_.size() ? endpoint_names_[i] : "?"},
+                                   {"round_trip_ns", record.slots[i].round_trip_ns},
+                                   {"outcome", outcome}});
+  }
+  writer_->write(ch_timing_, sequence_++, t, t, timing.dump());
+
+  if (!processor_fields_.empty()) {
+    json fb{{"step", record.step}, {"processors", json::object()}};
+    std::size_t at = 0;
+    for (const auto& [name, fields] : processor_fields_) {
+      json p = json::object();
+      for (const auto& f : fields) p[f] = at < values.size() ? values[at++] : 0.0;
+      fb["processors"][name] = std::move(p);
+    }
+    writer_->write(ch_feedback_, sequence_++, t, t, fb.dump());
+  }
+}
+
+bool Recorder::close(const nlohmann::json& summary, std::string* error) {
+  if (thread_.joinable()) {
+    staging_ = summary.dump();
+    // the summary must not be dropped: wait for room if the ring is full
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        if (count_ < ring_.size()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    push(ItemKind::summary, 0, summary.value("sim_time_s", 0.0) > 0
+                                   ? static_cast<std::int64_t>(summary.value("sim_time_s", 0.0) * 1e9)
+                                   : 0);
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  return writer_->close(error);
+}
+
+}  // namespace tether::runtime
