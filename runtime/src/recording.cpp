@@ -2,6 +2,7 @@
 #include "tether/runtime/recording.hpp"
 
 #include <bit>
+#include <algorithm>
 #include <cstring>
 
 namespace tether::runtime {
@@ -71,6 +72,14 @@ bool decode_reply(ByteReader& r, Reply& reply) {
     if (!r.u32(body) || !decode_wrench(r, w)) return false;
     reply.wrenches.emplace_back(body, w);
   }
+  if (!r.count(n, 3)) return false;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    DeviceCommand c;
+    if (!r.u16(c.device) || !r.u8(c.size) || c.size > c.bytes.size()) return false;
+    for (std::uint8_t b = 0; b < c.size; ++b)
+      if (!r.u8(c.bytes[b])) return false;
+    reply.commands.push_back(c);
+  }
   if (!r.count(n, 4 + 8 + 1 + 13 * 8)) return false;
   for (std::uint32_t i = 0; i < n; ++i) {
     Measurement m;
@@ -106,6 +115,12 @@ void encode_reply(const Reply& reply, std::string& out) {
   for (const auto& [body, wrench] : reply.wrenches) {
     w.u32(body);
     encode_wrench(w, wrench);
+  }
+  w.u32(static_cast<std::uint32_t>(reply.commands.size()));
+  for (const DeviceCommand& c : reply.commands) {
+    w.u16(c.device);
+    w.u8(c.size);
+    out.append(reinterpret_cast<const char*>(c.bytes.data()), std::min<std::size_t>(c.size, c.bytes.size()));
   }
   w.u32(static_cast<std::uint32_t>(reply.measurements.size()));
   for (const Measurement& m : reply.measurements) {

@@ -112,7 +112,9 @@ GatherStatus ReplayEndpoint::gather(const StepContext& ctx, SteadyClock::time_po
     case SlotOutcome::fresh:
       reply.step = slot.reply.step;
       reply.wrenches.assign(slot.reply.wrenches.begin(), slot.reply.wrenches.end());
+      reply.commands.assign(slot.reply.commands.begin(), slot.reply.commands.end());
       reply.measurements.assign(slot.reply.measurements.begin(), slot.reply.measurements.end());
+      reply.logs.clear();
       return GatherStatus::ready;
     case SlotOutcome::timeout: return GatherStatus::timeout;
     case SlotOutcome::fault:

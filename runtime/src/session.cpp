@@ -226,6 +226,11 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       in.torque_body_nm += w.torque_body_nm;
     }
     if (!slot.fresh) continue;
+    for (const LogLine& line : slot.applied->logs) {
+      const std::string& source = endpoints_[static_cast<std::size_t>(&slot - slots_.data())]->name();
+      spdlog::info("[{}] {}", source, line.text);
+      if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 2 + line.level, source, line.text);
+    }
     for (const Measurement& m : slot.applied->measurements) {
       if (m.body >= model_.bodies.size()) continue;
       measurements_[static_cast<std::size_t>(model_.bodies[m.body].vehicle)].push_back(m);
@@ -283,6 +288,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       if (r.outcome == SlotOutcome::fresh) {
         r.reply.step = slots_[i].last.step;
         r.reply.wrenches.assign(slots_[i].last.wrenches.begin(), slots_[i].last.wrenches.end());
+        r.reply.commands.assign(slots_[i].last.commands.begin(), slots_[i].last.commands.end());
         r.reply.measurements.assign(slots_[i].last.measurements.begin(), slots_[i].last.measurements.end());
       }
     }

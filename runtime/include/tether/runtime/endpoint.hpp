@@ -4,6 +4,7 @@
 // each endpoint's reply for that step until its deadline (DESIGN.md, phases 2 and 3).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -28,17 +29,38 @@ struct StepContext {
   std::int64_t period_ns = 0;   // T
 };
 
+/// One actuator command: the device's index in the scenario's device table and its
+/// payload bytes, laid out as firmware_shim/include/tether/firmware_shim/payloads.h says.
+struct DeviceCommand {
+  static constexpr std::size_t max_bytes = 16;
+  std::uint16_t device = 0;
+  std::uint8_t size = 0;
+  std::array<std::uint8_t, max_bytes> bytes{};
+};
+
+/// A line of text an endpoint produced (firmware LOG): shown in the log and recorded.
+struct LogLine {
+  std::uint8_t level = 0;  // 0 info, 1 warning, 2 error
+  std::string text;
+};
+
 /// An endpoint's answer for one step. Buffers are reserved at configure time and reused.
 struct Reply {
   std::uint64_t step = 0;
   /// Forces the endpoint asks to apply this step: (body index, wrench).
   std::vector<std::pair<std::uint32_t, BodyWrench>> wrenches;
+  /// Actuator commands (firmware ACTUATE, in-process controllers using devices).
+  std::vector<DeviceCommand> commands;
   /// What the endpoint measured of the real world this step (for feedback processors).
   std::vector<Measurement> measurements;
+  /// Text the endpoint produced since its last reply (not part of the physics).
+  std::vector<LogLine> logs;
 
   void clear() {
     wrenches.clear();
+    commands.clear();
     measurements.clear();
+    logs.clear();
   }
 };
 
