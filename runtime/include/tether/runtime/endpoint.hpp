@@ -18,6 +18,10 @@
 #include "tether/runtime/physics.hpp"
 #include "tether/runtime/scenario.hpp"
 
+namespace tether::hal {
+class DeviceBank;
+}
+
 namespace tether::runtime {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -96,6 +100,11 @@ class Endpoint {
   std::int64_t deadline_ns() const { return deadline_ns_; }
   TimeoutPolicy policy() const { return policy_; }
 
+  /// The session's devices, before start(): sensors are sampled on the projected state
+  /// before publish(), so an endpoint reads this step's readings from the bank there;
+  /// its actuator commands go back as Reply::commands (device index + payload bytes).
+  void attach_devices(const hal::DeviceBank* devices) { devices_ = devices; }
+
   /// Connects, launches or opens what the endpoint talks to. Off the hot path; throws
   /// std::runtime_error with a message naming the endpoint on failure.
   virtual void start(const WorldModel& model, const WorldState& initial) {
@@ -126,6 +135,7 @@ class Endpoint {
 
  protected:
   std::string fault_message_;
+  const hal::DeviceBank* devices_ = nullptr;
 
  private:
   std::string name_;
