@@ -15,8 +15,10 @@
 #include <spdlog/spdlog.h>
 
 #include "tether/adapters/endpoint_factory.hpp"
+#include "tether/hal/device_table.hpp"
 #include "tether/runtime/recorder.hpp"
 #include "tether/runtime/replay.hpp"
+#include "tether/runtime/report.hpp"
 #include "tether/runtime/scenario.hpp"
 #include "tether/runtime/session.hpp"
 
@@ -113,6 +115,24 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
 
 }  // namespace
 
+int devices_command(const DevicesOptions& options) {
+  try {
+    const runtime::Scenario scenario = runtime::load_scenario(options.scenario);
+    const hal::DeviceBank bank(scenario.devices, scenario.loop.seed, scenario.model.bodies.size());
+    if (options.json)
+      std::cout << hal::device_table_json(bank).dump(2) << '\n';
+    else
+      std::cout << hal::device_table_text(bank);
+    return exit_ok;
+  } catch (const runtime::ConfigError& e) {
+    print_config_error(e);
+    return exit_usage;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << options.scenario << ": " << e.what() << '\n';
+    return exit_usage;
+  }
+}
+
 int check_command(const CheckOptions& options) {
   try {
     const runtime::Scenario scenario = runtime::load_scenario(options.scenario);
@@ -184,6 +204,10 @@ int run_command(const RunOptions& options) {
     std::vector<std::pair<std::string, std::vector<std::string>>> fields;
     for (const auto& p : session.processors()) fields.emplace_back(p->name(), p->record_fields());
     recorder = std::make_unique<runtime::Recorder>(scenario, names, fields);
+    // replay applies exactly what each endpoint's `safe` policy applied
+    std::vector<runtime::Reply> safe(session.endpoints().size());
+    for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
+    recorder->set_safe_replies(std::move(safe));
     std::string error;
     if (!recorder->open(recording_path, &error)) {
       std::cerr << "tether: cannot record to " << recording_path << ": " << error << '\n';
@@ -207,6 +231,14 @@ int run_command(const RunOptions& options) {
     if (!recorder->close(summary, &error)) std::cerr << "tether: the recording may be incomplete: " << error << '\n';
     summary["recording"]["dropped_items"] = recorder->dropped();
   }
+  // the report reads the closed recording, as `tether report` would
+  const std::string report_path = out_dir + "/report.html";
+  bool report_written = false;
+  if (recorder) {
+    std::string error;
+    report_written = runtime::write_report(recording_path, report_path, &error);
+    if (!report_written) std::cerr << "tether: could not write the report: " << error << '\n';
+  }
   const std::string summary_path = out_dir + "/summary.json";
   {
     std::ofstream f(summary_path);
@@ -218,6 +250,7 @@ int run_command(const RunOptions& options) {
   } else {
     print_summary_text(summary, std::cout);
     if (recorder) std::cout << "  recording: " << recording_path << '\n';
+    if (report_written) std::cout << "  report: " << report_path << '\n';
     std::cout << "  summary: " << summary_path << '\n';
   }
   switch (outcome) {
@@ -400,6 +433,22 @@ int info_command(const InfoOptions& options) {
   for (const auto& [topic, stats] : rec.channels)
     std::printf("  %-32s %8llu messages %12llu bytes\n", topic.c_str(), static_cast<unsigned long long>(stats.first),
                 static_cast<unsigned long long>(stats.second));
+  return exit_ok;
+}
+
+int report_command(const ReportOptions& options) {
+  std::string output = options.output;
+  if (output.empty()) {
+    std::filesystem::path p(options.recording);
+    p.replace_extension(".html");
+    output = p.string();
+  }
+  std::string error;
+  if (!runtime::write_report(options.recording, output, &error)) {
+    std::cerr << "tether: " << error << '\n';
+    return exit_usage;
+  }
+  std::cout << "report: " << output << '\n';
   return exit_ok;
 }
 

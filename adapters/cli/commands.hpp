@@ -30,6 +30,16 @@ struct InfoOptions {
   bool json = false;
 };
 
+struct ReportOptions {
+  std::string recording;
+  std::string output;  // default: the recording's path with .html instead of .mcap
+};
+
+struct DevicesOptions {
+  std::string scenario;
+  bool json = false;
+};
+
 struct CheckOptions {
   std::string scenario;
 };
@@ -42,6 +52,10 @@ int run_command(const RunOptions& options);
 int replay_command(const ReplayOptions& options);
 /// `tether info`: returns the process exit code.
 int info_command(const InfoOptions& options);
+/// `tether report`: returns the process exit code.
+int report_command(const ReportOptions& options);
+/// `tether devices`: returns the process exit code.
+int devices_command(const DevicesOptions& options);
 /// `tether check`: returns the process exit code.
 int check_command(const CheckOptions& options);
 

@@ -45,6 +45,16 @@ int main(int argc, char** argv) {
   info_cmd->add_option("recording", info.recording, "Recording (.mcap)")->required();
   info_cmd->add_flag("--json", info.json, "Print as JSON");
 
+  ReportOptions report;
+  auto* report_cmd = app.add_subcommand("report", "Write a self-contained HTML report of a recording");
+  report_cmd->add_option("recording", report.recording, "Recording (.mcap)")->required();
+  report_cmd->add_option("-o,--output", report.output, "HTML file to write (default: the recording's name with .html)");
+
+  DevicesOptions devices;
+  auto* devices_cmd = app.add_subcommand("devices", "List a scenario's devices (name, kind, direction, payload, rate, units, noise)");
+  devices_cmd->add_option("scenario", devices.scenario, "Scenario file (YAML)")->required();
+  devices_cmd->add_flag("--json", devices.json, "Print as JSON");
+
   CheckOptions check;
   auto* check_cmd = app.add_subcommand("check", "Validate a scenario file and its endpoints");
   check_cmd->add_option("scenario", check.scenario, "Scenario file (YAML)")->required();
@@ -57,7 +67,9 @@ int main(int argc, char** argv) {
   }
   if (*run_cmd) return run_command(run);
   if (*check_cmd) return check_command(check);
+  if (*devices_cmd) return devices_command(devices);
   if (*replay_cmd) return replay_command(replay);
   if (*info_cmd) return info_command(info);
+  if (*report_cmd) return report_command(report);
   return 2;
 }

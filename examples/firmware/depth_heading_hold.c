@@ -17,7 +17,7 @@
  * Sensors: auv.hull.depth (metres below the surface) and auv.hull.compass
  * (heading in radians, 0 = north, clockwise). Two PID loops: depth -> both
  * vertical thrusters, heading -> the difference of the horizontal ones, on top
- * of a constant cruise command. Targets are the #defines below.
+ * of a constant cruise command. The law and its targets are in depth_heading_law.h.
  *
  * Only tether/firmware_shim/tether.h is used: the same file builds for the host
  * (a pseudo-terminal), for Cortex-M3 under QEMU and for AVR
@@ -25,70 +25,24 @@
  */
 #include "tether/firmware_shim/tether.h"
 
-#define TARGET_DEPTH_M 2.0f
-#define TARGET_HEADING_RAD 1.5707964f /* east */
-#define CRUISE_COMMAND 0.3f
+#include "depth_heading_law.h"
 
-#define DEPTH_KP 0.9f
-#define DEPTH_KI 0.08f
-#define DEPTH_KD 1.6f
-#define HEADING_KP 0.8f
-#define HEADING_KI 0.02f
-#define HEADING_KD 0.9f
-#define INTEGRAL_LIMIT 2.0f
-#define DEPTH_REACHED_M 0.1f
-
-#define PI_F 3.14159265f
 #define BUILD_ID 0x00010001u
-
-typedef struct {
-  float kp, ki, kd;
-  float integral;
-  float last_error;
-  int primed; /* last_error is valid */
-} controller_t;
-
-static float clamp(float v, float lo, float hi) {
-  return v < lo ? lo : (v > hi ? hi : v);
-}
-
-/* one PID update; dt_s > 0 */
-static float pid_update(controller_t* pid, float error, float dt_s) {
-  float derivative = pid->primed ? (error - pid->last_error) / dt_s : 0.0f;
-  pid->integral = clamp(pid->integral + error * dt_s, -INTEGRAL_LIMIT, INTEGRAL_LIMIT);
-  pid->last_error = error;
-  pid->primed = 1;
-  return pid->kp * error + pid->ki * pid->integral + pid->kd * derivative;
-}
-
-/* heading error in (-pi, pi]: the short way round */
-static float wrap_angle(float a) {
-  while (a > PI_F) {
-    a -= 2.0f * PI_F;
-  }
-  while (a <= -PI_F) {
-    a += 2.0f * PI_F;
-  }
-  return a;
-}
 
 static void set_thruster(int handle, float command) {
   uint8_t raw[TETHER_THRUSTER_SIZE];
-  tether_put_f32le(raw + TETHER_THRUSTER_OFFSET_COMMAND, clamp(command, -1.0f, 1.0f));
+  tether_put_f32le(raw + TETHER_THRUSTER_OFFSET_COMMAND, command);
   (void)tether_set(handle, raw, sizeof raw);
 }
 
 int main(void) {
   int depth, compass, left, right, vfront, vrear;
-  controller_t depth_pid = {DEPTH_KP, DEPTH_KI, DEPTH_KD, 0.0f, 0.0f, 0};
-  controller_t heading_pid = {HEADING_KP, HEADING_KI, HEADING_KD, 0.0f, 0.0f, 0};
-  float vertical = 0.0f, turn = 0.0f;
-  uint64_t last_us = 0u;
-  int reached = 0;
+  dhh_state_t law;
   int rc = tether_init("depth_heading_hold", BUILD_ID);
   if (rc != TETHER_OK) {
     return 1; /* the shim already told a human why (tether_port_diag) */
   }
+  dhh_init(&law);
 
   depth = tether_open("auv.hull.depth");
   compass = tether_open("auv.hull.compass");
@@ -102,33 +56,20 @@ int main(void) {
   }
 
   while ((rc = tether_step_wait()) == TETHER_OK) {
-    uint8_t raw[TETHER_DEPTH_SIZE];
-    uint64_t now_us = tether_time_us();
-    float dt_s = (float)(now_us - last_us) * 1e-6f;
-    if (last_us == 0u || dt_s <= 0.0f) {
-      dt_s = 0.0f; /* first step: no rate yet */
+    uint8_t raw_depth[TETHER_DEPTH_SIZE];
+    uint8_t raw_compass[TETHER_COMPASS_SIZE];
+    int has_depth = tether_get(depth, raw_depth, TETHER_DEPTH_SIZE) == TETHER_OK;
+    int has_heading = tether_get(compass, raw_compass, TETHER_COMPASS_SIZE) == TETHER_OK;
+    dhh_commands_t cmd;
+    if (dhh_step(&law, tether_time_us(), has_depth,
+                 has_depth ? tether_get_f32le(raw_depth + TETHER_DEPTH_OFFSET_DEPTH_M) : 0.0f, has_heading,
+                 has_heading ? tether_get_f32le(raw_compass + TETHER_COMPASS_OFFSET_HEADING_RAD) : 0.0f, &cmd)) {
+      (void)tether_log("depth_heading_hold: target depth reached");
     }
-    last_us = now_us;
-
-    /* a sensor without a reading this step keeps its axis' last command */
-    if (dt_s > 0.0f && tether_get(depth, raw, TETHER_DEPTH_SIZE) == TETHER_OK) {
-      float depth_m = tether_get_f32le(raw + TETHER_DEPTH_OFFSET_DEPTH_M);
-      vertical = pid_update(&depth_pid, TARGET_DEPTH_M - depth_m, dt_s);
-      if (!reached && depth_m > TARGET_DEPTH_M - DEPTH_REACHED_M && depth_m < TARGET_DEPTH_M + DEPTH_REACHED_M) {
-        reached = 1;
-        (void)tether_log("depth_heading_hold: target depth reached");
-      }
-    }
-    if (dt_s > 0.0f && tether_get(compass, raw, TETHER_COMPASS_SIZE) == TETHER_OK) {
-      float heading = tether_get_f32le(raw + TETHER_COMPASS_OFFSET_HEADING_RAD);
-      turn = pid_update(&heading_pid, wrap_angle(TARGET_HEADING_RAD - heading), dt_s);
-    }
-
-    turn = clamp(turn, -0.5f, 0.5f);
-    set_thruster(left, CRUISE_COMMAND + turn);
-    set_thruster(right, CRUISE_COMMAND - turn);
-    set_thruster(vfront, vertical);
-    set_thruster(vrear, vertical);
+    set_thruster(left, cmd.left);
+    set_thruster(right, cmd.right);
+    set_thruster(vfront, cmd.vfront);
+    set_thruster(vrear, cmd.vrear);
   }
   /* TETHER_E_STOPPED: the runtime ended the session normally */
   return rc == TETHER_E_STOPPED ? 0 : 3;

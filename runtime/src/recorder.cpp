@@ -65,7 +65,7 @@ const char* step_schema_text =
     "tether.StepRecord v1, little-endian (docs/recording.md): u32 version, u64 step, i64 time_ns, "
     "u64 state_hash, u64 step_time_ns, u16 endpoints, then per endpoint u8 outcome (0 fresh, 1 timeout, "
     "2 fault), u64 round_trip_ns and, if fresh, the reply (u64 step, u32 n, n x (u32 body, 12 f64 wrench), "
-    "u32 m, m x measurement)";
+    "u32 c, c x (u16 device, u8 size, size bytes), u32 m, m x measurement)";
 
 // a primitive for a shape, in the frame `frame_id`, placed at `p`, `q`
 void add_shape(json& entity, const Shape& s, const Vec3& p, const Quat& q, const json& rgba) {
@@ -177,6 +177,15 @@ bool Recorder::open(const std::string& path, std::string* error) {
     ch_measured_.push_back(writer_->add_channel(pose_schema, "/vehicles/" + v.name + "/measured", "json"));
   }
   write_scene();
+  if (!safe_replies_.empty()) {
+    const auto safe_schema = writer_->add_schema("tether.SafeReplies", "",
+        "tether.SafeReplies v1, little-endian (docs/recording.md): u32 version, u32 endpoints, then per endpoint "
+        "the reply its `safe` timeout policy applies, laid out as in tether.StepRecord");
+    const auto ch = writer_->add_channel(safe_schema, topics::safe_replies, "x-tether-binary");
+    std::string bytes;
+    encode_safe_replies(safe_replies_, bytes);
+    writer_->write(ch, sequence_++, 0, 0, bytes);
+  }
   if (!writer_->ok()) {
     if (error) *error = writer_->error();
     return false;

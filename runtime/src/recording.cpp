@@ -118,9 +118,11 @@ void encode_reply(const Reply& reply, std::string& out) {
   }
   w.u32(static_cast<std::uint32_t>(reply.commands.size()));
   for (const DeviceCommand& c : reply.commands) {
+    // a size beyond the payload buffer would write a record the decoder refuses: clamp it
+    const auto size = static_cast<std::uint8_t>(std::min<std::size_t>(c.size, c.bytes.size()));
     w.u16(c.device);
-    w.u8(c.size);
-    out.append(reinterpret_cast<const char*>(c.bytes.data()), std::min<std::size_t>(c.size, c.bytes.size()));
+    w.u8(size);
+    out.append(reinterpret_cast<const char*>(c.bytes.data()), size);
   }
   w.u32(static_cast<std::uint32_t>(reply.measurements.size()));
   for (const Measurement& m : reply.measurements) {
@@ -167,6 +169,8 @@ bool decode_step(std::string_view bytes, StepRecord& out, std::string* error) {
   }
   if (!r.u64(out.step) || !r.i64(out.time_ns) || !r.u64(out.state_hash) || !r.u64(out.step_time_ns) || !r.u16(n))
     return fail(error, "step record", r);
+  // each slot takes at least 9 bytes: a larger count is corrupt, refused before allocating
+  if (n > (bytes.size() - r.offset()) / 9) return fail(error, "step record (endpoint count)", r);
   out.slots.resize(n);
   for (SlotRecord& s : out.slots) {
     std::uint8_t outcome;
@@ -192,6 +196,7 @@ void encode_keyframe(const Keyframe& k, std::string& out) {
   w.bytes(k.model_params);
   w.u32(static_cast<std::uint32_t>(k.processor_state.size()));
   for (const std::string& p : k.processor_state) w.bytes(p);
+  w.bytes(k.devices);
 }
 
 bool decode_keyframe(std::string_view bytes, Keyframe& k, std::string* error) {
@@ -222,7 +227,28 @@ bool decode_keyframe(std::string_view bytes, Keyframe& k, std::string* error) {
     if (!r.bytes(v)) return fail(error, "keyframe", r);
     p = std::string(v);
   }
+  std::string_view devices;
+  if (!r.bytes(devices)) return fail(error, "keyframe", r);
+  k.devices = std::string(devices);
   if (!r.done()) return fail(error, "keyframe (trailing bytes)", r);
+  return true;
+}
+
+void encode_safe_replies(const std::vector<Reply>& replies, std::string& out) {
+  ByteWriter w(out);
+  w.u32(recording_format_version);
+  w.u32(static_cast<std::uint32_t>(replies.size()));
+  for (const Reply& r : replies) encode_reply(r, out);
+}
+
+bool decode_safe_replies(std::string_view bytes, std::vector<Reply>& out, std::string* error) {
+  ByteReader r(bytes);
+  std::uint32_t version, n;
+  if (!r.u32(version) || version != recording_format_version || !r.count(n, 20)) return fail(error, "safe replies", r);
+  out.resize(n);
+  for (Reply& reply : out)
+    if (!decode_reply(r, reply)) return fail(error, "safe replies", r);
+  if (!r.done()) return fail(error, "safe replies (trailing bytes)", r);
   return true;
 }
 

@@ -74,6 +74,11 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
         return fail("step " + std::to_string(r.step) + " has " + std::to_string(r.slots.size()) +
                     " endpoint slots, the scenario " + std::to_string(out.scenario.endpoints.size()));
       out.steps.push_back(std::move(r));
+    } else if (ch->topic == topics::safe_replies) {
+      if (!decode_safe_replies(bytes, out.safe_replies, &why)) return fail(why);
+      if (out.safe_replies.size() != out.scenario.endpoints.size())
+        return fail("safe replies for " + std::to_string(out.safe_replies.size()) + " endpoints, the scenario has " +
+                    std::to_string(out.scenario.endpoints.size()));
     } else if (ch->topic == topics::state) {
       out.states.emplace_back(bytes);
     } else if (ch->topic == topics::keyframe) {
@@ -95,8 +100,9 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
 
 ReplayEndpoint::ReplayEndpoint(const EndpointConfig& config, const Recording& recording, std::size_t index)
     : Endpoint(config), recording_(recording), index_(index) {
-  // the safe reply the original endpoint applied is visible in the recording only through
-  // its effect; the known endpoint kinds' safe replies are "no forces", as here
+  // the safe reply the original endpoint applied; recordings made before it was recorded
+  // fall back to "no forces"
+  if (index < recording.safe_replies.size()) safe_ = recording.safe_replies[index];
 }
 
 bool ReplayEndpoint::publish(const StepContext&, const WorldState&) { return true; }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/runtime/scenario.hpp"
 
+#include "tether/runtime/scenario_devices.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -119,9 +121,9 @@ void parse_world(const ConfigNode& w, WorldModel& model) {
 }
 
 void parse_body(const ConfigNode& b, const std::string& vehicle, int vehicle_index, WorldModel& model,
-                WorldState& state) {
+                WorldState& state, std::vector<hal::DeviceSpec>& devices) {
   if (!b.expect_map({"name", "shape", "mass_kg", "inertia_kg_m2", "volume_m3", "centre_of_buoyancy_m",
-                     "damping", "restitution", "friction", "initial"}))
+                     "damping", "restitution", "friction", "initial", "devices"}))
     return;
   BodyModel body;
   body.name = vehicle + "." + b.string("name");
@@ -163,6 +165,8 @@ void parse_body(const ConfigNode& b, const std::string& vehicle, int vehicle_ind
   }
   if (model.find_body(body.name) >= 0) b["name"].error("duplicate body name \"" + body.name + "\"");
   model.vehicles[static_cast<std::size_t>(vehicle_index)].bodies.push_back(static_cast<int>(model.bodies.size()));
+  const int body_index = static_cast<int>(model.bodies.size());
+  parse_devices(b["devices"], vehicle, body.name.substr(vehicle.size() + 1), body_index, devices);
   model.bodies.push_back(body);
   state.bodies.push_back(s);
   set_velocity(model, state, static_cast<int>(model.bodies.size() - 1), v, w);
@@ -184,7 +188,7 @@ void parse_feedback(const ConfigNode& fs, int vehicle, std::vector<FeedbackConfi
 }
 
 void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state,
-                    std::vector<FeedbackConfig>& feedback) {
+                    std::vector<FeedbackConfig>& feedback, std::vector<hal::DeviceSpec>& devices) {
   if (!vs.yaml().IsDefined()) {
     vs.error("missing; expected a list of vehicles");
     return;
@@ -204,7 +208,7 @@ void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state,
       v.expected("bodies", "a list of at least one body");
       continue;
     }
-    for (std::size_t j = 0; j < bodies.size(); ++j) parse_body(bodies.at(j), vehicle.name, index, model, state);
+    for (std::size_t j = 0; j < bodies.size(); ++j) parse_body(bodies.at(j), vehicle.name, index, model, state, devices);
     parse_feedback(v["feedback"], index, feedback);
   }
 }
@@ -298,7 +302,7 @@ Scenario parse_scenario(const std::string& text, const std::string& label) {
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
   parse_world(top["world"], sc.model);
-  parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback);
+  parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback, sc.devices);
   parse_loop(top["loop"], sc.loop);
   parse_endpoints(top["endpoints"], sc);
   parse_recording(top["recording"], sc.recording);

@@ -35,7 +35,10 @@ const char* to_string(Outcome outcome) {
 Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints,
                  SessionOptions options)
     : scenario_(scenario), model_(scenario.model), endpoints_(std::move(endpoints)),
-      processors_(make_feedback_processors(scenario)), options_(std::move(options)) {
+      processors_(make_feedback_processors(scenario)),
+      devices_(scenario.devices, scenario.loop.seed, scenario.model.bodies.size()), device_view_(model_),
+      options_(std::move(options)) {
+  device_wrenches_.resize(model_.bodies.size());
   rtf_ = options_.real_time_factor.value_or(scenario_.loop.real_time_factor);
   steps_total_ = options_.steps.value_or(scenario_.loop.steps);
   state_ = scenario_.initial;
@@ -74,6 +77,7 @@ void Session::abort(std::string reason) {
 
 Outcome Session::run(const std::atomic<bool>& stop_requested) {
   for (auto& e : endpoints_) {
+    e->attach_devices(&devices_);
     try {
       e->start(scenario_.model, state_);
     } catch (const std::exception& ex) {
@@ -195,6 +199,11 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
     abort("numerical fault (NaN/Inf) in the projection of step " + std::to_string(ctx.step));
     return false;
   }
+  // sensors sample the projected state: what the participants are told about S'_{k+1}
+  if (devices_.size()) {
+    device_view_.update(projected_, &state_, dt);
+    devices_.sense(device_view_, projected_.time_ns);
+  }
 
   // 2 publish to everyone first, so that replies are produced concurrently
   for (std::size_t i = 0; i < endpoints_.size(); ++i) {
@@ -235,6 +244,21 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       if (m.body >= model_.bodies.size()) continue;
       measurements_[static_cast<std::size_t>(model_.bodies[m.body].vehicle)].push_back(m);
     }
+  }
+  // actuator commands of the applied replies, then the actuators' forces from S_k
+  if (devices_.size()) {
+    for (const Slot& slot : slots_)
+      for (const DeviceCommand& c : slot.applied->commands)
+        if (c.device >= devices_.size()) {
+          ++invalid_commands_;
+        } else {
+          // size and value refusals are counted by the bank itself
+          const hal::Status st = devices_.command(c.device, c.bytes.data(), c.size);
+          if (st == hal::Status::unknown_device || st == hal::Status::invalid_operation) ++invalid_commands_;
+        }
+    device_view_.update(state_, nullptr, dt, &inputs_);
+    devices_.actuate(device_view_, dt, device_wrenches_);
+    add_device_wrenches(device_wrenches_, inputs_);
   }
   auto feedback_context = [&](int vehicle) {
     FeedbackContext fc;
@@ -316,6 +340,7 @@ Keyframe Session::keyframe() const {
     p->snapshot(bytes);
     k.processor_state.push_back(std::move(bytes));
   }
+  devices_.snapshot(k.devices);
   return k;
 }
 
@@ -333,6 +358,7 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   for (std::size_t i = 0; i < processors_.size(); ++i)
     if (!processors_[i]->restore(k.processor_state[i]))
       return fail("feedback processor \"" + processors_[i]->name() + "\" cannot restore its keyframe state");
+  if (!devices_.restore(k.devices, error)) return false;
   state_ = k.state;
   held_inputs_ = k.held_inputs;
   held_inputs_.wrenches.resize(model_.bodies.size());
@@ -362,6 +388,10 @@ nlohmann::json Session::summary() const {
   out["overruns"] = pacer_.overruns();
   out["reanchors"] = pacer_.reanchors();
   out["physics_substeps"] = substeps_total_;
+  if (devices_.size())
+    out["devices"] = {{"count", devices_.size()}, {"samples", devices_.counters().samples},
+                      {"dropped", devices_.counters().dropped},
+                      {"invalid_commands", invalid_commands_ + devices_.counters().invalid_commands}};
   if (recorder_) out["recording"] = {{"path", recorder_->path()}, {"dropped_items", recorder_->dropped()}};
   out["endpoints"] = json::array();
   for (const auto& e : endpoints_) {

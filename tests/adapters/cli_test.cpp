@@ -85,16 +85,16 @@ TEST_CASE("tether check on a broken file prints positioned errors and exits 2") 
                        ":18: vehicles[0].bodies[0].mass_kg: expected a number > 0, got \"heavy\"\n1 error\n");
   }
   SUBCASE("a bad value in an endpoint") {
-    const std::string file = broken_copy(dir, {{"controller: depth_pid", "controller: depth_pd"}});
+    const std::string file = broken_copy(dir, {{"controller: depth_heading_hold", "controller: depth_hold"}});
     const auto r = run(tether + " check " + file);
     CHECK(r.exit_code == 2);
-    CHECK(r.out.find(file + ":" + std::to_string(line_of("controller: depth_pid")) +
-                     ":17: endpoints[0].controller: unknown controller \"depth_pd\" (known: idle, depth_pid)") !=
+    CHECK(r.out.find(file + ":" + std::to_string(line_of("controller: depth_heading_hold")) +
+                     ":17: endpoints[0].controller: unknown controller \"depth_hold\" (known: idle, depth_pid, depth_heading_hold)") !=
           std::string::npos);
   }
   SUBCASE("several mistakes at once") {
     const std::string file = broken_copy(
-        dir, {{"density_kg_m3: 1025", "density_kg_m3: -3"}, {"period_ms: 10", "period_ms: 0"}, {"[20, 10, 8]", "[20, 10]"}});
+        dir, {{"density_kg_m3: 1025", "density_kg_m3: -3"}, {"period_ms: 10", "period_ms: 0"}, {"[80, 20, 8]", "[80, 20]"}});
     const auto r = run(tether + " check " + file);
     CHECK(r.exit_code == 2);
     CHECK(r.out.find("world.water.density_kg_m3: expected a number > 0, got \"-3\"") != std::string::npos);
@@ -115,7 +115,9 @@ TEST_CASE("tether run: the default scenario holds depth, writes its summary, rep
   REQUIRE(f.good());
   const auto summary = nlohmann::json::parse(f);
   CHECK(summary["steps"] == 10000);
-  CHECK(std::abs(summary["endpoints"][0]["depth_error_m"].get<double>()) < 0.01);
+  // the law holds depth while cruising east: within a few centimetres
+  CHECK(std::abs(summary["endpoints"][0]["depth_error_m"].get<double>()) < 0.05);
+  CHECK(std::abs(summary["endpoints"][0]["final_heading_deg"].get<double>() - 90.0) < 2.0);
   CHECK(summary["endpoints"][0]["misses"] == 0);
   std::filesystem::remove_all(dir);
 }

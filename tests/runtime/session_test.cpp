@@ -189,7 +189,7 @@ TEST_CASE("the default scenario holds its target depth and runs deterministicall
   const auto a = run(3000);
   const auto b = run(3000);
   CHECK(a["state_hash"] == b["state_hash"]);
-  CHECK(std::abs(a["endpoints"][0]["depth_error_m"].get<double>()) < 0.01);
+  CHECK(std::abs(a["endpoints"][0]["depth_error_m"].get<double>()) < 0.05);
   CHECK(a["steps"] == 3000);
 }
 

@@ -16,9 +16,13 @@ class Controller {
   virtual ~Controller() = default;
   /// Reads the controller's `params` map; records config errors against it.
   virtual void configure(const ConfigNode& params, const WorldModel& model, int vehicle) = 0;
-  /// Computes the reply for step ctx.step from the projected state.
+  /// Computes the reply for step ctx.step from the projected state and, for controllers
+  /// that use devices, this step's sensor readings in `devices` (may be null).
   virtual void compute(const StepContext& ctx, const WorldModel& model, const WorldState& projected,
-                       Reply& out) = 0;
+                       const hal::DeviceBank* devices, Reply& out) = 0;
+  /// Resolves device names to indices once the session's devices exist (before the first
+  /// step); throws std::runtime_error naming what is missing.
+  virtual void bind_devices(const hal::DeviceBank& devices) { (void)devices; }
   /// Adds what the controller knows about how well it did (e.g. final depth error).
   virtual void summarize(nlohmann::json& out, const WorldModel& model, const WorldState& actual) const {
     (void)out;
@@ -28,7 +32,7 @@ class Controller {
 };
 
 /// Controller names understood by make_controller (for error messages and docs).
-inline constexpr const char* controller_names[] = {"idle", "depth_pid"};
+inline constexpr const char* controller_names[] = {"idle", "depth_pid", "depth_heading_hold"};
 
 /// The controller of that name, or nullptr.
 std::unique_ptr<Controller> make_controller(const std::string& name);
@@ -41,6 +45,7 @@ class InProcessEndpoint final : public Endpoint {
   InProcessEndpoint(const EndpointConfig& config, const WorldModel& model,
                     std::unique_ptr<Controller> controller);
 
+  void start(const WorldModel& model, const WorldState& initial) override;
   [[nodiscard]] bool publish(const StepContext& ctx, const WorldState& projected) override;
   [[nodiscard]] GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline,
                                     Reply& reply) override;

@@ -36,6 +36,10 @@ class Recorder {
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
+  /// Before open(): each endpoint's safe reply (Endpoint::safe_reply), in endpoint order.
+  /// Recorded once, so that replay applies what the `safe` policy applied.
+  void set_safe_replies(std::vector<Reply> replies) { safe_replies_ = std::move(replies); }
+
   /// Creates the file, writes the scenario, schemas, channels and the scene; starts the
   /// writer thread. False with a reason on failure.
   [[nodiscard]] bool open(const std::string& path, std::string* error);
@@ -75,6 +79,7 @@ class Recorder {
   const Scenario& scenario_;
   std::vector<std::string> endpoint_names_;
   std::vector<std::pair<std::string, std::vector<std::string>>> processor_fields_;
+  std::vector<Reply> safe_replies_;
   std::unique_ptr<mcap::Writer> writer_;
   std::string path_;
 

@@ -23,6 +23,7 @@ inline constexpr const char* vehicles = "/tether/vehicles";  // JSON: depth, hea
 inline constexpr const char* events = "/tether/events";      // JSON: misses, faults, aborts
 inline constexpr const char* summary = "/tether/summary";    // JSON: the session summary, at the end
 inline constexpr const char* feedback = "/tether/feedback";  // JSON: processors' corrections/estimates
+inline constexpr const char* safe_replies = "/tether/safe_replies";  // each endpoint's safe reply (binary), once
 inline constexpr const char* tf = "/tf";                     // foxglove.FrameTransform
 inline constexpr const char* scene = "/scene";               // foxglove.SceneUpdate
 inline constexpr const char* log = "/log";                   // foxglove.Log
@@ -55,6 +56,7 @@ struct Keyframe {
   std::vector<Reply> last_replies;  // per endpoint: the reply `hold` would reuse
   std::string model_params;       // serialize_model_params of the session's model
   std::vector<std::string> processor_state;  // per feedback processor
+  std::string devices;            // hal::DeviceBank::snapshot (noise streams, actuator states)
 };
 
 /// Appends a reply (wrenches and measurements) to `out`.
@@ -65,6 +67,10 @@ void encode_keyframe(const Keyframe& keyframe, std::string& out);
 /// past the end.
 bool decode_step(std::string_view bytes, StepRecord& out, std::string* error);
 bool decode_keyframe(std::string_view bytes, Keyframe& out, std::string* error);
+/// What each endpoint's `safe` policy applies (u32 version, u32 n, n replies), so replay
+/// applies exactly that on the recorded misses.
+void encode_safe_replies(const std::vector<Reply>& replies, std::string& out);
+bool decode_safe_replies(std::string_view bytes, std::vector<Reply>& out, std::string* error);
 
 /// The model parameters online estimation may change (mass, volume, centre of buoyancy,
 /// damping per body; water density and current), exactly.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tether/hal/device_spec.hpp"
 #include "tether/runtime/config.hpp"
 #include "tether/runtime/world_model.hpp"
 #include "tether/runtime/world_state.hpp"
@@ -63,6 +64,7 @@ struct Scenario {
   LoopConfig loop;
   std::vector<EndpointConfig> endpoints;
   std::vector<FeedbackConfig> feedback;  // in the order the file lists them
+  std::vector<hal::DeviceSpec> devices;  // every body's devices; index = device index
   RecordingConfig recording;
   std::shared_ptr<ConfigContext> context;  // for errors found later (endpoint parsers)
 

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "tether/hal/device_bank.hpp"
+#include "tether/runtime/device_world.hpp"
 #include "tether/runtime/endpoint.hpp"
 #include "tether/runtime/feedback.hpp"
 #include "tether/runtime/pacing.hpp"
@@ -71,6 +73,8 @@ class Session {
   const WorldState& state() const { return state_; }
   /// The session's model: the scenario's, as changed by `model`-phase processors.
   const WorldModel& model() const { return model_; }
+  /// The session's devices (sampled on the projected state each step).
+  const hal::DeviceBank& devices() const { return devices_; }
   const std::vector<std::unique_ptr<FeedbackProcessor>>& processors() const { return processors_; }
   Outcome outcome() const { return outcome_; }
   const std::string& abort_reason() const { return abort_reason_; }
@@ -91,6 +95,10 @@ class Session {
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::vector<std::unique_ptr<FeedbackProcessor>> processors_;
   std::vector<std::vector<Measurement>> measurements_;  // per vehicle, this step
+  hal::DeviceBank devices_;
+  DeviceWorld device_view_;
+  std::vector<hal::Wrench> device_wrenches_;
+  std::uint64_t invalid_commands_ = 0;
   std::vector<Slot> slots_;
   SessionOptions options_;
   double rtf_ = 1;

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a scenario says about one device: its name, kind, where it is mounted, how often it
+// samples, its kind-specific parameters and its noise. Plain data, built at configure time
+// (runtime/scenario_devices.hpp parses it from YAML) and handed to a DeviceBank.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "tether/firmware_shim/payloads.h"
+#include "tether/hal/device_name.hpp"
+#include "tether/hal/noise.hpp"
+#include "tether/hal/world_view.hpp"
+
+namespace tether::hal {
+
+using DeviceKind = tether_device_kind_t;
+
+/// Where a device sits on its body: a point relative to the centre of mass and a rotation
+/// from the device frame to the body frame. Device axes: a ray sensor looks along +x, a
+/// downward sensor (altimeter, DVL) along -z, a thruster pushes along +x, a fin hinges about
+/// +z, a wheel axle runs along y.
+struct Mount {
+  Vec3 position_m{0, 0, 0};
+  Quat orientation = Quat::Identity();
+};
+
+/// range, sonar, altimeter, dvl: the beam. Sonar casts `rays` rays in a cone (one on the
+/// axis, the rest evenly on the cone's edge) and reports the nearest echo.
+struct RayParams {
+  double min_range_m = 0;
+  double max_range_m = 5;
+  double beam_width_deg = 10;  // sonar: full cone angle
+  std::uint32_t rays = 9;      // sonar
+};
+
+/// depth: pressure = atmospheric + density * |g| * depth.
+struct DepthParams {
+  double atmospheric_pa = 101325;
+};
+
+/// compass: reports magnetic heading = true heading - declination (east declination > 0).
+struct CompassParams {
+  double declination_deg = 0;
+};
+
+/// gps: local metres (x east, y north) around a datum become latitude and longitude; a fix
+/// only while the antenna is no deeper than surface_tolerance_m (always without water).
+struct GpsParams {
+  double datum_lat_deg = 0;
+  double datum_lon_deg = 0;
+  double datum_alt_m = 0;              // altitude of the water surface / world z = 0
+  double surface_tolerance_m = 0.05;
+  std::int64_t utc_start_s = 1'704'067'200;  // UTC of simulation time 0 (2024-01-01T00:00:00Z)
+  std::uint32_t satellites = 8;
+  double hdop = 0.9;
+};
+
+/// contact: contacts of the body within radius_m of the mount point (0: anywhere on the body)
+/// whose summed force is at least min_force_n.
+struct ContactParams {
+  double radius_m = 0;
+  double min_force_n = 0;
+};
+
+enum class RotorModel : std::uint8_t { first_order, yoerger };
+
+/// thruster: command u in [-1, 1] -> rotor speed Omega -> thrust Ct * Omega * |Omega| along +x.
+///   first_order:  tau dOmega/dt = u * max_speed - Omega
+///   yoerger:      dOmega/dt = beta * u - alpha * Omega * |Omega|
+/// Unset coefficients (0) are derived: ct = max_thrust / max_speed^2; alpha = 1 / (2 tau
+/// max_speed) (same small-signal time constant at full speed); beta = alpha * max_speed^2.
+struct ThrusterParams {
+  RotorModel model = RotorModel::first_order;
+  double max_thrust_n = 10;
+  double max_speed_rad_s = 300;
+  double time_constant_s = 0.1;
+  double ct = 0;     // N/(rad/s)^2
+  double alpha = 0;  // 1/rad
+  double beta = 0;   // rad/s^2 per unit command
+  double dead_band = 0;      // |u| below this gives u = 0
+  double reverse_ratio = 1;  // thrust in reverse relative to forward at the same speed
+  double reaction_torque_nm_per_n = 0;  // propeller torque about -x per newton of thrust
+};
+
+/// dc_motor: armature model T = K_T (V - K_E w) / R on a rotor J dw/dt = T - b w - cq w|w|;
+/// the body feels -(T - b w) about +x and, with a propeller (ct > 0), thrust ct w|w| along +x.
+struct DcMotorParams {
+  double kt_nm_per_a = 0.05;
+  double ke_v_s_per_rad = 0.05;
+  double resistance_ohm = 1.0;
+  double inertia_kg_m2 = 1e-4;
+  double damping_nm_s_per_rad = 1e-5;
+  double supply_v = 12;
+  double ct = 0;  // N/(rad/s)^2, 0: no propeller
+  double cq = 0;  // N m/(rad/s)^2, propeller load torque
+};
+
+/// fin / rudder: a plate hinged about +z, chord along +x at zero deflection. Lift and drag
+/// from the flow in the x-y plane of the mount: CL = cl_alpha * a (held at the stall angle
+/// beyond it), CD = cd0 + cd_alpha * sin^2 a, force q * area * C with q = rho U^2 / 2.
+struct FinParams {
+  double area_m2 = 0.01;
+  double cl_alpha_per_rad = 3.0;
+  double stall_angle_deg = 20;
+  double cd0 = 0.02;
+  double cd_alpha = 1.0;
+  double max_angle_deg = 30;
+  double rate_deg_s = 0;  // deflection rate limit; 0: the fin is where it is commanded
+  double air_density_kg_m3 = 1.225;
+};
+
+/// servo: a rate-limited position (no force of its own; a fin has its own rate limit).
+struct ServoParams {
+  double min_angle_deg = -90;
+  double max_angle_deg = 90;
+  double max_rate_deg_s = 60;
+};
+
+/// wheel_drive: two wheels at +-track/2 along the mount's y axis; wheel speeds follow the
+/// commands with a first-order lag; where a wheel touches the ground (a ray from its hub
+/// finds ground within its radius) a slip force pushes it, limited by friction * load.
+struct WheelDriveParams {
+  double track_m = 0.3;
+  double wheel_radius_m = 0.05;
+  double max_wheel_speed_rad_s = 20;
+  double time_constant_s = 0.05;
+  double friction = 0.8;
+  double slip_speed_m_s = 0.1;  // slip at which the force reaches friction * load
+};
+
+using DeviceParams = std::variant<std::monostate, RayParams, DepthParams, CompassParams, GpsParams,
+                                  ContactParams, ThrusterParams, DcMotorParams, FinParams,
+                                  ServoParams, WheelDriveParams>;
+
+/// One device of a scenario.
+struct DeviceSpec {
+  DeviceName name;
+  DeviceKind kind = TETHER_KIND_NONE;
+  int body = -1;  // index into the world's bodies
+  Mount mount;
+  /// Samples per second; 0 = every loop step. A slower sensor holds its last sample (value
+  /// and status) between samples; DeviceBank::fresh() tells whether a sample is new.
+  double rate_hz = 0;
+  DeviceParams params;
+  NoiseSpec noise;      // first channel group (see kind_info)
+  NoiseSpec noise_b;    // second group: imu accelerometer, dvl altitude
+};
+
+/// Static facts about a kind: its channels, noise groups, units.
+struct KindInfo {
+  const char* name = "unknown";
+  bool actuator = false;
+  int channels = 0;          // values the noise chain sees (wire convention)
+  int group_a_channels = 0;  // channels [0, group_a) use DeviceSpec::noise
+  int noisy_channels = 0;    // channels [group_a, noisy) use noise_b; the rest none
+  const char* units = "";
+  const char* noise_b_key = nullptr;  // scenario key of noise_b, if the kind has one
+};
+
+/// Facts about `kind` (a KindInfo named "unknown" with zero channels for an unknown kind).
+const KindInfo& kind_info(DeviceKind kind);
+/// The kind of that lower-case name ("range", "thruster", ...), or TETHER_KIND_NONE.
+DeviceKind kind_from_name(std::string_view name);
+/// The parameter set a kind starts from (before the scenario's params override it).
+DeviceParams default_params(DeviceKind kind);
+/// Derives the unset thruster coefficients (ct, alpha, beta) from the others.
+ThrusterParams resolve_thruster(ThrusterParams p);
+/// Checks a spec for consistency (kind known, params of the right type, numbers in range);
+/// false and a reason in `error` if not.
+bool validate_spec(const DeviceSpec& spec, std::string* error);
+
+}  // namespace tether::hal

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// `tether report`: one self-contained HTML file (inline CSS and SVG, nothing fetched) that
+// shows what a recording holds: trajectories, depth and attitude over time, commands,
+// round-trip latency, deadline misses, feedback corrections, events and the summary.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace tether::runtime {
+
+struct ReportOptions {
+  /// Long series are down-sampled (min/max preserving) to at most this many points per line.
+  std::size_t max_points_per_line = 2000;
+  /// At most this many events are listed (the rest are counted).
+  std::size_t max_events = 200;
+};
+
+/// Renders the report of the recording at `recording_path` into `html`; false with a reason
+/// if the file is not a readable Tether recording. A truncated recording (session killed)
+/// renders what it holds and says that the session did not finish.
+bool render_report(const std::string& recording_path, std::string& html, std::string* error,
+                   const ReportOptions& options = {});
+
+/// Renders the report and writes it to `html_path` (replacing it); false with a reason on failure.
+bool write_report(const std::string& recording_path, const std::string& html_path, std::string* error,
+                  const ReportOptions& options = {});
+
+}  // namespace tether::runtime
