@@ -15,7 +15,8 @@ double shape_volume(const Shape& s) {
     case ShapeKind::cylinder: return pi * s.radius_m * s.radius_m * 2.0 * s.half_length_m;
     case ShapeKind::capsule:
       return pi * s.radius_m * s.radius_m * (2.0 * s.half_length_m + 4.0 / 3.0 * s.radius_m);
-    case ShapeKind::plane: return 0;
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: return 0;
   }
   return 0;
 }
@@ -53,7 +54,8 @@ Mat3 shape_inertia(const Shape& s, double m) {
       inertia.diagonal() << axial, transverse, transverse;
       break;
     }
-    case ShapeKind::plane: inertia.setIdentity(); break;
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: inertia.setIdentity(); break;
   }
   return inertia;
 }
@@ -68,7 +70,8 @@ double shape_vertical_half_extent(const Shape& s, const Quat& q) {
     case ShapeKind::cylinder:
       return zc.x() * s.half_length_m + s.radius_m * std::sqrt(std::max(0.0, 1.0 - zc.x() * zc.x()));
     case ShapeKind::capsule: return zc.x() * s.half_length_m + s.radius_m;
-    case ShapeKind::plane: return 0;
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: return 0;
   }
   return 0;
 }

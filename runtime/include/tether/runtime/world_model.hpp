@@ -11,10 +11,12 @@
 
 namespace tether::runtime {
 
-enum class ShapeKind : std::uint8_t { sphere, box, cylinder, capsule, plane };
+enum class ShapeKind : std::uint8_t { sphere, box, cylinder, capsule, plane, heightfield };
 
 /// A collision/mass shape in its own frame. Cylinders and capsules lie along the body x axis
 /// (the long axis of a torpedo-shaped vehicle); planes are half-spaces {p : normal·p <= offset}.
+/// A heightfield (static geometry only) is terrain: WorldModel::heightfields[heightfield], its
+/// grid corner at the shape's origin, cells along +x and +y, heights along +z.
 struct Shape {
   ShapeKind kind = ShapeKind::sphere;
   double radius_m = 0.5;        // sphere, cylinder, capsule
@@ -22,6 +24,25 @@ struct Shape {
   Vec3 half_extents_m{0.5, 0.5, 0.5};  // box
   Vec3 normal{0, 0, 1};         // plane (unit)
   double offset_m = 0;          // plane
+  int heightfield = -1;         // heightfield: index into WorldModel::heightfields
+};
+
+/// A terrain grid: heights_m[row * columns + column] is the height at
+/// (column * cell_size_m, row * cell_size_m) in the owning static body's frame. Each cell is
+/// split into two triangles along its (0,0)-(1,1) diagonal; outside the grid there is no terrain.
+struct HeightField {
+  std::string name;
+  int columns = 0;            // vertices along x (>= 2)
+  int rows = 0;               // vertices along y (>= 2)
+  double cell_size_m = 1;
+  std::vector<double> heights_m;
+  double min_height_m = 0;    // filled by finish_heightfield() (terrain.hpp)
+  double max_height_m = 0;
+
+  double height(int column, int row) const {
+    return heights_m[static_cast<std::size_t>(row) * static_cast<std::size_t>(columns) +
+                     static_cast<std::size_t>(column)];
+  }
 };
 
 /// Volume of a closed shape in m^3 (0 for a plane).
@@ -80,14 +101,56 @@ struct Water {
   Vec3 current_m_s{0, 0, 0};
 };
 
+/// Where the broad phase looks for candidate pairs (docs/physics.md has the measurements).
+enum class BroadPhaseKind : std::uint8_t { grid, sweep_and_prune, brute_force };
+
+/// Collision and sub-step tuning; the defaults suit bodies from centimetres to metres.
+struct ContactSettings {
+  /// No body moves (or turns its surface) more than this fraction of its size per sub-step;
+  /// size = radius of a sphere, capsule or cylinder, smallest half extent of a box.
+  double max_motion_fraction = 0.5;
+  /// Sub-steps are never shorter than this (a body faster than size/min_substep_s moves more).
+  double min_substep_s = 1e-6;
+  /// At most this many sub-steps per loop step; reaching it is counted in StepReport.
+  std::uint32_t max_substeps = 100000;
+  /// Most sequential-impulse sweeps per island and sub-step; an island stops earlier once no
+  /// sweep changes a velocity by more than velocity_tolerance_fraction of the speeds at stake
+  /// (or velocity_tolerance_m_s). The first sub-step of a loop step starts cold (nothing
+  /// carries between loop steps): its islands may sweep up to cold_velocity_iterations times
+  /// as long as that stays within cold_solve_budget contact updates per island.
+  int velocity_iterations = 8;
+  int cold_velocity_iterations = 128;
+  std::uint32_t cold_solve_budget = 4096;
+  double velocity_tolerance_m_s = 1e-7;
+  double velocity_tolerance_fraction = 1e-4;
+  /// Most position-projection sweeps per sub-step that remove overlap deeper than twice the
+  /// slop (they stop as soon as nothing is deeper; each sweep only visits contacts next to
+  /// bodies the previous sweep moved).
+  int position_iterations = 150;
+  /// Overlap that is left alone (keeps resting contact still): per pair the smaller of slop_m
+  /// and slop_fraction of the smaller body's size. The position projection starts on overlaps
+  /// deeper than twice the slop and pushes them apart to a gap of one slop.
+  double slop_m = 1e-4;
+  double slop_fraction = 0.002;
+  /// Impacts slower than this are inelastic (resting contact does not bounce).
+  double bounce_threshold_m_s = 0.01;
+  /// Impacts are always resolved at their own time of impact inside a sub-step. With cuts > 0,
+  /// up to this many sub-steps per loop step are also cut short to end exactly at the earliest
+  /// impact (exact timing under forces too, at the cost of extra sub-steps in busy scenes).
+  std::uint32_t max_toi_cuts = 0;
+  BroadPhaseKind broad_phase = BroadPhaseKind::grid;
+};
+
 struct WorldModel {
   Vec3 gravity_m_s2{0, 0, -9.81};
   Water water;
   std::vector<BodyModel> bodies;
   std::vector<StaticBody> statics;
+  std::vector<HeightField> heightfields;  // terrain grids, referenced by heightfield statics
   std::vector<VehicleModel> vehicles;
   /// Largest physics sub-step inside one loop step; the integrator splits dt to stay below it.
   double max_substep_s = 0.002;
+  ContactSettings contact;
 
   /// Index of a body by fully qualified name, or -1.
   int find_body(const std::string& name) const;
