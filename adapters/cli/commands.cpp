@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tether/adapters/endpoint_factory.hpp"
+#include "tether/adapters/serial_port.hpp"
 #include "tether/hal/device_table.hpp"
 #include "tether/runtime/recorder.hpp"
 #include "tether/runtime/replay.hpp"
@@ -208,6 +209,9 @@ int run_command(const RunOptions& options) {
     std::vector<runtime::Reply> safe(session.endpoints().size());
     for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
     recorder->set_safe_replies(std::move(safe));
+    // unpaced: nothing real-time is lost by waiting for the disk, and a step dropped
+    // from the recording would end its replay there
+    recorder->set_wait_when_full(options.real_time_factor.value_or(scenario.loop.real_time_factor) == 0);
     std::string error;
     if (!recorder->open(recording_path, &error)) {
       std::cerr << "tether: cannot record to " << recording_path << ": " << error << '\n';
@@ -449,6 +453,15 @@ int report_command(const ReportOptions& options) {
     return exit_usage;
   }
   std::cout << "report: " << output << '\n';
+  return exit_ok;
+}
+
+}  // namespace tether::cli
+
+namespace tether::cli {
+
+int ports_command() {
+  std::cout << adapters::list_ports_text();
   return exit_ok;
 }
 

@@ -59,4 +59,7 @@ int devices_command(const DevicesOptions& options);
 /// `tether check`: returns the process exit code.
 int check_command(const CheckOptions& options);
 
+/// `tether ports`: lists the serial ports libserialport finds; returns the process exit code.
+int ports_command();
+
 }  // namespace tether::cli

@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   auto* check_cmd = app.add_subcommand("check", "Validate a scenario file and its endpoints");
   check_cmd->add_option("scenario", check.scenario, "Scenario file (YAML)")->required();
 
+  auto* ports_cmd = app.add_subcommand("ports", "List serial ports (libserialport); pseudo-terminals are not listed");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (*run_cmd) return run_command(run);
+  if (*ports_cmd) return ports_command();
   if (*check_cmd) return check_command(check);
   if (*devices_cmd) return devices_command(devices);
   if (*replay_cmd) return replay_command(replay);

@@ -1,0 +1,1079 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/adapters/serial_endpoint.hpp"
+
+// Boost 1.74 + GCC 12 + C++20: <utility> must come before any Asio header (FACTS.md)
+#include <utility>
+
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tether/adapters/child_process.hpp"
+#include "tether/firmware_shim/payloads.h"
+#include "tether/hal/device_bank.hpp"
+
+namespace tether::adapters {
+
+namespace asio = boost::asio;
+using runtime::SteadyClock;
+using std::chrono::milliseconds;
+
+namespace {
+
+std::atomic<bool> g_quiet{false};
+
+// the endpoint's own progress lines and the program's output; warnings always show
+template <typename... Args>
+void info(spdlog::format_string_t<Args...> fmt, Args&&... args) {
+  if (!g_quiet.load(std::memory_order_relaxed)) spdlog::info(fmt, std::forward<Args>(args)...);
+}
+
+}  // namespace
+
+void set_serial_logs_quiet(bool quiet) { g_quiet.store(quiet); }
+
+// ---- configuration -------------------------------------------------------------------------
+
+bool expand_env(const std::string& text, std::string& out, std::string* missing) {
+  out.clear();
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.compare(i, 2, "${") == 0) {
+      const std::size_t end = text.find('}', i + 2);
+      if (end != std::string::npos) {
+        std::string expr = text.substr(i + 2, end - i - 2);
+        std::string fallback;
+        bool has_fallback = false;
+        if (const std::size_t dash = expr.find(":-"); dash != std::string::npos) {
+          fallback = expr.substr(dash + 2);
+          expr.resize(dash);
+          has_fallback = true;
+        }
+        const char* value = std::getenv(expr.c_str());
+        if (value != nullptr && *value != '\0') {
+          out += value;
+        } else if (has_fallback) {
+          out += fallback;
+        } else {
+          if (missing) *missing = expr;
+          return false;
+        }
+        i = end + 1;
+        continue;
+      }
+    }
+    out += text[i++];
+  }
+  return true;
+}
+
+namespace {
+
+constexpr const char* default_qemu_machine = "lm3s6965evb";
+constexpr const char* default_qemu_binary = "qemu-system-arm";
+
+std::string scenario_dir(const runtime::Scenario& scenario) {
+  std::filesystem::path p(scenario.path);
+  std::error_code ec;
+  std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::current_path(ec);
+  return std::filesystem::absolute(dir, ec).lexically_normal().string();
+}
+
+// ${VAR} expansion, {scenario_dir}, then a relative path made absolute against the scenario
+std::string resolve_text(const runtime::ConfigNode& node, const std::string& raw, const std::string& base,
+                         bool is_path) {
+  std::string text;
+  std::string missing;
+  if (!expand_env(raw, text, &missing)) {
+    node.error("environment variable " + missing + " is not set (write ${" + missing + ":-default} for a default)");
+    return raw;
+  }
+  for (std::size_t at; (at = text.find("{scenario_dir}")) != std::string::npos;) text.replace(at, 14, base);
+  if (is_path && !text.empty() && text.front() != '/' && text.find('/') != std::string::npos)
+    text = (std::filesystem::path(base) / text).lexically_normal().string();
+  return text;
+}
+
+std::string scalar(const runtime::ConfigNode& n) { return n.yaml().IsScalar() ? n.yaml().Scalar() : std::string(); }
+
+// a `safe:` value: a number (one f32), a list of numbers (f32s) or {bytes: [..]}
+bool parse_safe_value(const runtime::ConfigNode& v, std::uint16_t size, runtime::DeviceCommand& c) {
+  const YAML::Node& y = v.yaml();
+  std::vector<std::uint8_t> bytes;
+  if (y.IsMap()) {
+    if (!v.expect_map({"bytes"})) return false;
+    const YAML::Node& b = y["bytes"];
+    if (!b.IsSequence()) {
+      v.expected("bytes", "a list of byte values 0..255");
+      return false;
+    }
+    for (const auto& e : b) {
+      int x = -1;
+      try {
+        x = e.as<int>();
+      } catch (const YAML::Exception&) {
+      }
+      if (x < 0 || x > 255) {
+        v.expected("bytes", "a list of byte values 0..255");
+        return false;
+      }
+      bytes.push_back(static_cast<std::uint8_t>(x));
+    }
+  } else {
+    std::vector<double> numbers;
+    try {
+      if (y.IsScalar()) {
+        numbers.push_back(y.as<double>());
+      } else if (y.IsSequence()) {
+        for (const auto& e : y) numbers.push_back(e.as<double>());
+      }
+    } catch (const YAML::Exception&) {
+      numbers.clear();
+    }
+    if (numbers.empty()) {
+      v.error("expected a number, a list of numbers or {bytes: [...]}, got " + runtime::describe_value(y));
+      return false;
+    }
+    for (double x : numbers) {
+      std::uint8_t f[4];
+      tether_put_f32le(f, static_cast<float>(x));
+      bytes.insert(bytes.end(), f, f + 4);
+    }
+  }
+  if (bytes.size() != size) {
+    v.error("this device's command is " + std::to_string(size) + " bytes (" + std::to_string(size / 4) + " float" +
+            (size / 4 == 1 ? "" : "s") + "), the value gives " + std::to_string(bytes.size()));
+    return false;
+  }
+  c.size = static_cast<std::uint8_t>(size);
+  std::copy(bytes.begin(), bytes.end(), c.bytes.begin());
+  return true;
+}
+
+}  // namespace
+
+SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
+  const runtime::ConfigNode& n = config.node;
+  SerialEndpointConfig out;
+  n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "port", "baud", "data_bits", "parity",
+                "stop_bits", "flow_control", "launch", "safe", "devices", "handshake_timeout_ms", "resend_ms"});
+  const std::string base = scenario_dir(scenario);
+
+  // where the firmware is: a port, or a program to launch
+  const bool has_port = n.has("port");
+  const bool has_launch = n.has("launch");
+  if (has_port == has_launch) n.error("a serial endpoint needs exactly one of `port` and `launch`");
+  if (has_port) out.port = resolve_text(n["port"], n.string("port"), base, true);
+  out.settings.baud = static_cast<int>(n.integer_or("baud", 115200, 50, 4'000'000));
+  out.settings.data_bits = static_cast<int>(n.integer_or("data_bits", 8, 5, 8));
+  out.settings.stop_bits = static_cast<int>(n.integer_or("stop_bits", 1, 1, 2));
+  const std::string parity = n.choice_or("parity", "none", {"none", "odd", "even", "mark", "space"});
+  out.settings.parity = parity == "odd"     ? Parity::odd
+                        : parity == "even"  ? Parity::even
+                        : parity == "mark"  ? Parity::mark
+                        : parity == "space" ? Parity::space
+                                            : Parity::none;
+  const std::string flow = n.choice_or("flow_control", "none", {"none", "xonxoff", "rtscts", "dtrdsr"});
+  out.settings.flow_control = flow == "xonxoff"  ? FlowControl::xonxoff
+                              : flow == "rtscts" ? FlowControl::rtscts
+                              : flow == "dtrdsr" ? FlowControl::dtrdsr
+                                                 : FlowControl::none;
+  out.handshake_timeout_ms = n.integer_or("handshake_timeout_ms", 5000, 1, 3'600'000);
+  out.resend_ms = n.integer_or("resend_ms", 20, 0, 3'600'000);
+
+  if (has_launch) {
+    const runtime::ConfigNode l = n["launch"];
+    SerialLaunchConfig launch;
+    if (l.expect_map(
+            {"command", "pty", "qemu", "machine", "qemu_binary", "env", "cwd", "exit_wait_ms", "kill_after_ms"})) {
+      const bool has_command = l.has("command");
+      const bool has_qemu = l.has("qemu");
+      if (has_command == has_qemu) l.error("`launch` needs exactly one of `command` and `qemu`");
+      if (has_command) {
+        const runtime::ConfigNode c = l["command"];
+        if (!c.is_sequence() || c.size() == 0) {
+          c.error("expected a list of strings (the program and its arguments), got " +
+                  runtime::describe_value(c.yaml()));
+        } else {
+          for (std::size_t i = 0; i < c.size(); ++i) {
+            const runtime::ConfigNode a = c.at(i);
+            if (!a.yaml().IsScalar()) {
+              a.error("expected a string, got " + runtime::describe_value(a.yaml()));
+              continue;
+            }
+            launch.command.push_back(resolve_text(a, scalar(a), base, i == 0));
+          }
+        }
+        launch.pty = l.boolean_or("pty", true);
+        if (l.has("machine") || l.has("qemu_binary")) l.error("`machine` and `qemu_binary` go with `qemu`");
+      }
+      if (has_qemu) {
+        const std::string elf = resolve_text(l["qemu"], l.string("qemu"), base, true);
+        const std::string elf_abs =
+            elf.empty() || elf.front() == '/' ? elf : (std::filesystem::path(base) / elf).lexically_normal().string();
+        // clang-format off
+        launch.command = {l.string_or("qemu_binary", default_qemu_binary), "-M",
+                          l.string_or("machine", default_qemu_machine), "-nographic", "-monitor", "none",
+                          "-serial", "pty", "-serial", "stdio", "-kernel", elf_abs};
+        // clang-format on
+        launch.pty = false;  // QEMU makes the pty and says which
+        launch.qemu_elf = elf_abs;
+        if (l.has("pty")) l["pty"].error("with `qemu`, QEMU creates the pseudo-terminal itself; remove `pty`");
+        launch.exit_wait_ms = 0;  // QEMU does not exit when the firmware returns
+      }
+      if (l.has("env")) {
+        const runtime::ConfigNode e = l["env"];
+        if (!e.is_map()) {
+          e.error("expected a map of variable: value, got " + runtime::describe_value(e.yaml()));
+        } else {
+          for (const auto& kv : e.yaml()) {
+            const std::string key = kv.first.as<std::string>();
+            const runtime::ConfigNode v = e[key.c_str()];
+            launch.env.emplace_back(key, resolve_text(v, scalar(v), base, false));
+          }
+        }
+      }
+      if (l.has("cwd")) launch.cwd = resolve_text(l["cwd"], l.string("cwd"), base, true);
+      launch.exit_wait_ms = l.integer_or("exit_wait_ms", launch.exit_wait_ms, 0, 600'000);
+      launch.kill_after_ms = l.integer_or("kill_after_ms", launch.kill_after_ms, 0, 600'000);
+    }
+    out.launch = std::move(launch);
+  }
+
+  // the devices offered: the endpoint's vehicle's (all, without a vehicle), optionally filtered
+  std::vector<std::string> patterns;
+  if (n.has("devices")) {
+    const runtime::ConfigNode d = n["devices"];
+    if (!d.is_sequence())
+      d.error("expected a list of device names (`*` matches anything), got " + runtime::describe_value(d.yaml()));
+    else
+      for (std::size_t i = 0; i < d.size(); ++i) patterns.push_back(scalar(d.at(i)));
+  }
+  std::vector<bool> pattern_used(patterns.size(), false);
+  for (std::size_t i = 0; i < scenario.devices.size(); ++i) {
+    const hal::DeviceSpec& spec = scenario.devices[i];
+    if (!config.vehicle.empty() && spec.name.vehicle != config.vehicle) continue;
+    const std::string full = spec.name.full();
+    if (!patterns.empty()) {
+      bool match = false;
+      for (std::size_t p = 0; p < patterns.size(); ++p)
+        if (fnmatch(patterns[p].c_str(), full.c_str(), 0) == 0) match = pattern_used[p] = true;
+      if (!match) continue;
+    }
+    const std::uint16_t size = tether_kind_payload_size(static_cast<std::uint8_t>(spec.kind));
+    const std::uint8_t direction = tether_kind_direction(static_cast<std::uint8_t>(spec.kind));
+    if (size == 0 || direction == 0 || i > 0xFFFF) continue;
+    out.table.push_back(
+        SerialDevice{static_cast<std::uint16_t>(i), static_cast<std::uint8_t>(spec.kind), direction, size, full});
+  }
+  for (std::size_t p = 0; p < patterns.size(); ++p)
+    if (!pattern_used[p])
+      n["devices"].error(
+          "\"" + patterns[p] + "\" matches no device of " +
+          (config.vehicle.empty() ? std::string("this scenario") : "vehicle \"" + config.vehicle + "\""));
+
+  // the safe reply: every actuator offered at zero unless `safe:` says otherwise
+  for (const SerialDevice& d : out.table) {
+    if (d.direction != TETHER_DIRECTION_ACTUATOR || d.payload_size > runtime::DeviceCommand::max_bytes) continue;
+    runtime::DeviceCommand c;
+    c.device = d.index;
+    c.size = static_cast<std::uint8_t>(d.payload_size);
+    out.safe.push_back(c);
+  }
+  if (n.has("safe")) {
+    const runtime::ConfigNode s = n["safe"];
+    if (!s.is_map()) {
+      s.error("expected a map of device name: value, got " + runtime::describe_value(s.yaml()));
+    } else {
+      for (const auto& kv : s.yaml()) {
+        const std::string key = kv.first.as<std::string>();
+        const runtime::ConfigNode v = s[key.c_str()];
+        // the full name, or its tail after a dot ("thruster_left", "hull.thruster_left") if unique
+        std::vector<runtime::DeviceCommand*> found;
+        for (runtime::DeviceCommand& c : out.safe) {
+          const std::string full = scenario.devices[c.device].name.full();
+          const bool tail = full.size() > key.size() && full.compare(full.size() - key.size(), key.size(), key) == 0 &&
+                            full[full.size() - key.size() - 1] == '.';
+          if (full == key) {
+            found.assign(1, &c);
+            break;
+          }
+          if (tail) found.push_back(&c);
+        }
+        if (found.empty()) {
+          v.error("no actuator \"" + key + "\" among this endpoint's devices");
+          continue;
+        }
+        if (found.size() > 1) {
+          v.error("\"" + key + "\" is ambiguous: write the full name (vehicle.part.device)");
+          continue;
+        }
+        parse_safe_value(v, found.front()->size, *found.front());
+      }
+    }
+  }
+  return out;
+}
+
+// ---- the I/O thread ------------------------------------------------------------------------
+
+namespace {
+
+// one io_context and thread for every serial endpoint of the process
+class IoThread {
+ public:
+  static std::shared_ptr<IoThread> get() {
+    static std::mutex mutex;
+    static std::weak_ptr<IoThread> instance;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto p = instance.lock();
+    if (!p) {
+      p = std::shared_ptr<IoThread>(new IoThread());
+      instance = p;
+    }
+    return p;
+  }
+  ~IoThread() {
+    guard_.reset();
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  asio::io_context& io() { return io_; }
+
+  // runs `f` on the I/O thread and waits for it
+  template <typename F>
+  void run_sync(F&& f) {
+    std::promise<void> done;
+    asio::post(io_, [&]() {
+      f();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+
+ private:
+  IoThread() : guard_(asio::make_work_guard(io_)) {
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  std::thread thread_;
+};
+
+constexpr std::size_t max_backlog_bytes = 256 * 1024;
+constexpr std::size_t output_tail_lines = 20;
+constexpr std::size_t max_output_line = 2000;
+
+std::string tail_text(const std::deque<std::string>& tail) {
+  std::string out;
+  for (const auto& l : tail) out += "\n  | " + l;
+  return out;
+}
+
+// the first /dev/pts/N in a line of the program's output (QEMU: "char device redirected to
+// /dev/pts/3 (label serial0)"; simavr_bridge: "uart0 on /dev/pts/4")
+std::string find_pty_path(const std::string& line) {
+  const std::size_t at = line.find("/dev/pts/");
+  if (at == std::string::npos) return {};
+  std::size_t end = at + 9;
+  while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end]))) ++end;
+  return end > at + 9 ? line.substr(at, end - at) : std::string();
+}
+
+// everything the I/O thread touches; handlers hold it by shared_ptr, state is under `m`
+struct Link : std::enable_shared_from_this<Link> {
+  Link(asio::io_context& io_context, std::string endpoint_name, std::vector<SerialDevice> table)
+      : io(io_context), name(std::move(endpoint_name)), proto(name, std::move(table)) {
+    backlog.reserve(4096);
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  }
+  ~Link() {
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+
+  // something a waiting gather() must look at happened (m held)
+  void wake() {
+    cv.notify_all();
+    if (gather_waiting) {
+      const std::uint64_t one = 1;
+      ssize_t ignored = ::write(wake_fd, &one, sizeof one);
+      (void)ignored;
+    }
+  }
+
+  asio::io_context& io;
+  std::string name;
+  std::mutex m;
+  std::condition_variable cv;
+  SerialProtocol proto;
+  bool closed = false;  // close_all ran: handlers do nothing more
+
+  // the line
+  int fd = -1;                                         // the SerialLine's descriptor: writes (from any thread, under m)
+  std::optional<asio::posix::stream_descriptor> line;  // a duplicate the I/O thread watches
+  std::array<std::uint8_t, 1024> rx{};
+  std::vector<std::uint8_t> backlog;  // bytes the line did not take yet
+  bool write_armed = false;
+  int wake_fd = -1;             // eventfd: the I/O thread wakes a waiting gather()
+  bool gather_waiting = false;  // gather() is in ppoll() on the line and wake_fd
+  bool line_closed = false;
+  std::string line_error;
+  std::uint64_t backlog_events = 0;
+
+  // the program
+  ChildProcess* child = nullptr;
+  std::optional<asio::posix::stream_descriptor> exit_watch, out_pipe, err_pipe;
+  std::optional<asio::steady_timer> exit_poll;
+  std::array<char, 1024> out_buf{}, err_buf{};
+  std::string out_partial, err_partial;
+  std::deque<std::string> tail;
+  bool child_exited = false;
+  int child_status = 0;
+  bool want_port = false;
+  std::string announced_port;
+
+  // ---- writing (m held) ----
+  void flush_outbox() {
+    auto& out = proto.outbox();
+    if (out.empty()) return;
+    if (line_closed || fd < 0) {
+      out.clear();
+      return;
+    }
+    std::size_t done = 0;
+    if (backlog.empty()) {
+      const ssize_t n = ::write(fd, out.data(), out.size());
+      if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        set_line_closed(std::string("write: ") + std::strerror(errno));
+        out.clear();
+        return;
+      }
+      done = n > 0 ? static_cast<std::size_t>(n) : 0;
+      proto.counters().bytes_tx += done;
+    }
+    if (done < out.size()) {
+      backlog.insert(backlog.end(), out.begin() + static_cast<std::ptrdiff_t>(done), out.end());
+      ++backlog_events;
+      if (backlog.size() > max_backlog_bytes)
+        set_line_closed("the other side does not read: " + std::to_string(backlog.size()) + " bytes queued");
+      else if (!write_armed) {
+        write_armed = true;
+        asio::post(io, [self = shared_from_this()] { self->arm_write(); });
+      }
+    }
+    out.clear();
+  }
+
+  void set_line_closed(std::string why) {
+    if (!line_closed) {
+      line_closed = true;
+      line_error = std::move(why);
+    }
+    wake();
+  }
+
+  // ---- I/O thread ----
+  void arm_write() {
+    std::lock_guard<std::mutex> lock(m);
+    if (closed || !line) return;
+    line->async_wait(asio::posix::stream_descriptor::wait_write,
+                     [self = shared_from_this()](boost::system::error_code ec) {
+                       std::lock_guard<std::mutex> lock(self->m);
+                       self->write_armed = false;
+                       if (ec || self->closed) return;
+                       self->drain_backlog();
+                     });
+  }
+
+  void drain_backlog() {  // m held
+    if (line_closed || backlog.empty()) return;
+    const ssize_t n = ::write(fd, backlog.data(), backlog.size());
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      set_line_closed(std::string("write: ") + std::strerror(errno));
+      return;
+    }
+    if (n > 0) {
+      backlog.erase(backlog.begin(), backlog.begin() + n);
+      proto.counters().bytes_tx += static_cast<std::uint64_t>(n);
+    }
+    if (!backlog.empty() && !write_armed) {
+      write_armed = true;
+      asio::post(io, [self = shared_from_this()] { self->arm_write(); });
+    }
+  }
+
+  // Reads are done under `m` by whichever thread gets there first: the I/O thread when the
+  // line becomes readable, or gather() itself, which waits on the line directly so a reply
+  // costs one wake-up, not two. Either way bytes reach the decoder in order.
+  void read_line() {
+    line->async_wait(asio::posix::stream_descriptor::wait_read,
+                     [self = shared_from_this()](boost::system::error_code ec) {
+                       std::lock_guard<std::mutex> lock(self->m);
+                       if (self->closed || !self->line) return;
+                       if (ec) {
+                         if (ec != asio::error::operation_aborted) self->set_line_closed("wait: " + ec.message());
+                         return;
+                       }
+                       // re-arm before draining: bytes that arrive after the drain raise a new edge
+                       if (!self->line_closed) self->read_line();
+                       self->drain();
+                     });
+  }
+
+  // reads everything the line holds and decodes it (m held)
+  void drain() {
+    if (line_closed || fd < 0) return;
+    const bool had_hello = proto.have_hello();
+    const bool had_reply = proto.reply_ready();
+    const auto phase = proto.phase();
+    for (;;) {
+      const ssize_t n = ::read(fd, rx.data(), rx.size());
+      if (n > 0) {
+        proto.on_bytes(rx.data(), static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n == 0) {
+        set_line_closed("end of file");
+      } else if (errno == EINTR) {
+        continue;
+      } else if (errno != EAGAIN) {
+        set_line_closed(std::string("read: ") + std::strerror(errno));
+      }
+      break;
+    }
+    flush_outbox();
+    if (proto.phase() != SerialProtocol::Phase::running && !proto.logs().empty()) {
+      // before the run (and after it) nobody collects LOG lines with a reply: log them now
+      for (const auto& l : proto.logs()) log_firmware_line(l);
+      proto.logs().clear();
+    }
+    if (proto.have_hello() != had_hello || proto.reply_ready() != had_reply || proto.phase() != phase) wake();
+  }
+
+  void log_firmware_line(const runtime::LogLine& l) const {
+    if (l.level >= 2)
+      spdlog::error("[{}] {}", name, l.text);
+    else if (l.level == 1)
+      spdlog::warn("[{}] {}", name, l.text);
+    else
+      info("[{}] {}", name, l.text);
+  }
+
+  void watch_child() {
+    if (exit_watch) {
+      exit_watch->async_wait(asio::posix::stream_descriptor::wait_read,
+                             [self = shared_from_this()](boost::system::error_code ec) {
+                               if (!ec) self->check_child();
+                             });
+    } else {
+      exit_poll->expires_after(milliseconds(20));
+      exit_poll->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec) self->check_child();
+      });
+    }
+  }
+
+  void check_child() {
+    std::lock_guard<std::mutex> lock(m);
+    if (closed || child == nullptr) return;
+    if (auto st = child->try_wait()) {
+      child_exited = true;
+      child_status = *st;
+      wake();
+      return;
+    }
+    watch_child();
+  }
+
+  void read_pipe(bool is_err) {
+    auto& pipe = is_err ? err_pipe : out_pipe;
+    auto& buf = is_err ? err_buf : out_buf;
+    pipe->async_read_some(asio::buffer(buf),
+                          [self = shared_from_this(), is_err](boost::system::error_code ec, std::size_t n) {
+                            std::lock_guard<std::mutex> lock(self->m);
+                            if (self->closed) return;
+                            if (ec) {
+                              self->end_output(is_err);
+                              return;
+                            }
+                            self->take_output(is_err, (is_err ? self->err_buf : self->out_buf).data(), n);
+                            self->read_pipe(is_err);
+                          });
+  }
+
+  // splits the program's output into lines for the log (m held)
+  void take_output(bool is_err, const char* data, std::size_t n) {
+    std::string& partial = is_err ? err_partial : out_partial;
+    for (std::size_t i = 0; i < n; ++i) {
+      const char c = data[i];
+      if (c == '\n' || partial.size() >= max_output_line) {
+        output_line(is_err, partial);
+        partial.clear();
+        if (c == '\n') continue;
+      }
+      if (c != '\r') partial += c;
+    }
+  }
+
+  void end_output(bool is_err) {
+    std::string& partial = is_err ? err_partial : out_partial;
+    if (!partial.empty()) output_line(is_err, partial);
+    partial.clear();
+  }
+
+  void output_line(bool is_err, const std::string& raw) {
+    const std::string text = printable(raw.data(), raw.size());
+    (void)is_err;  // both streams are the program's output; its own words say how bad
+    info("[{}] {}", name, text);
+    tail.push_back(text);
+    if (tail.size() > output_tail_lines) tail.pop_front();
+    if (want_port && announced_port.empty()) {
+      announced_port = find_pty_path(raw);
+      if (!announced_port.empty()) wake();
+    }
+  }
+
+  // drains what the pipes still hold, then closes every descriptor (I/O thread)
+  void close_all() {
+    std::lock_guard<std::mutex> lock(m);
+    for (bool is_err : {false, true}) {
+      auto& pipe = is_err ? err_pipe : out_pipe;
+      if (!pipe) continue;
+      char buf[1024];
+      for (int i = 0; i < 64; ++i) {
+        const ssize_t n = ::read(pipe->native_handle(), buf, sizeof buf);
+        if (n <= 0) break;
+        take_output(is_err, buf, static_cast<std::size_t>(n));
+      }
+      end_output(is_err);
+    }
+    closed = true;
+    boost::system::error_code ignored;
+    for (auto* d : {&line, &exit_watch, &out_pipe, &err_pipe})
+      if (*d) {
+        (*d)->close(ignored);
+        d->reset();
+      }
+    if (exit_poll) {
+      exit_poll->cancel();
+      exit_poll.reset();
+    }
+    wake();
+  }
+};
+
+}  // namespace
+
+// ---- the endpoint --------------------------------------------------------------------------
+
+struct SerialEndpoint::Impl {
+  std::shared_ptr<IoThread> io;
+  std::shared_ptr<Link> link;
+  mutable std::mutex link_mutex;  // `link` is replaced by start() while others may read counters
+
+  std::shared_ptr<Link> current_link() const {
+    std::lock_guard<std::mutex> lock(link_mutex);
+    return link;
+  }
+  std::unique_ptr<ChildProcess> child;
+  SerialLine line;
+  int pty_slave = -1;
+  std::string pty_path;
+  std::uint64_t last_step = 0;
+  bool published = false;
+  SteadyClock::time_point next_resend{};
+  bool stopped = false;
+  std::string exit_description;  // how the program ended, once it has
+};
+
+SerialEndpoint::SerialEndpoint(const runtime::EndpointConfig& config, const runtime::Scenario& scenario)
+    : Endpoint(config), config_(parse_serial_config(config, scenario)), impl_(std::make_unique<Impl>()) {}
+
+SerialEndpoint::SerialEndpoint(const runtime::EndpointConfig& config, SerialEndpointConfig serial)
+    : Endpoint(config), config_(std::move(serial)), impl_(std::make_unique<Impl>()) {}
+
+SerialEndpoint::~SerialEndpoint() { stop(); }
+
+namespace {
+
+// why the endpoint cannot go on, or empty (m held)
+std::string fault_reason(const Link& link, const std::string& what) {
+  if (link.proto.failed()) return link.proto.failure() + " " + what;
+  if (link.child_exited) {
+    std::string s = "firmware process " + ChildProcess::describe_status(link.child_status) + " " + what;
+    if (!link.tail.empty()) s += " (last output: " + link.tail.back() + ")";
+    return s;
+  }
+  if (link.line_closed) return "serial line closed " + what + ": " + link.line_error;
+  return {};
+}
+
+// the loop's counters: replies for other steps and undecodable input
+void sync_counters(const SerialCounters& c, runtime::EndpointCounters& out) {
+  out.stale = c.stale + c.duplicate;
+  out.corrupt = c.dropped_frames() + c.malformed;
+}
+
+}  // namespace
+
+void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::WorldState& initial) {
+  (void)model;
+  (void)initial;
+  Impl& s = *impl_;
+  s.io = IoThread::get();
+  {
+    std::lock_guard<std::mutex> lock(s.link_mutex);
+    s.link = std::make_shared<Link>(s.io->io(), name(), config_.table);
+  }
+  s.stopped = false;
+  Link& link = *s.link;
+  const auto handshake = milliseconds(config_.handshake_timeout_ms);
+  try {
+    if (config_.launch) {
+      const SerialLaunchConfig& l = *config_.launch;
+      if (!l.qemu_elf.empty() && !std::filesystem::exists(l.qemu_elf))
+        throw std::runtime_error("firmware image " + l.qemu_elf +
+                                 " not found (scripts/build_firmware.sh cortex_m3 builds the examples)");
+      LaunchSpec spec;
+      spec.argv = l.command;
+      spec.env = l.env;
+      spec.cwd = l.cwd;
+      if (l.pty) {
+        PtyPair pair = open_pty_pair();
+        s.pty_slave = pair.slave;
+        s.pty_path = pair.slave_path;
+        s.line = SerialLine::adopt(pair.master, "pty master of " + pair.slave_path);
+        spec.env.emplace_back("TETHER_PORT", pair.slave_path);
+        for (auto& a : spec.argv)
+          for (std::size_t at; (at = a.find("{port}")) != std::string::npos;) a.replace(at, 6, pair.slave_path);
+      }
+      s.child = std::make_unique<ChildProcess>(spec);
+      info("endpoint \"{}\": launched {} (pid {}){}", name(), s.child->command_line(), s.child->pid(),
+           l.pty ? " on " + s.pty_path : std::string());
+      {
+        std::lock_guard<std::mutex> lock(link.m);
+        link.child = s.child.get();
+        link.want_port = !l.pty;
+      }
+      s.io->run_sync([&] {
+        std::lock_guard<std::mutex> lock(link.m);
+        auto& io = s.io->io();
+        link.out_pipe.emplace(io, s.child->take_stdout());
+        link.err_pipe.emplace(io, s.child->take_stderr());
+        if (s.child->exit_fd() >= 0)
+          link.exit_watch.emplace(io, ::dup(s.child->exit_fd()));
+        else
+          link.exit_poll.emplace(io);
+        link.read_pipe(false);
+        link.read_pipe(true);
+        link.watch_child();
+      });
+      if (!l.pty) {
+        // the program names its pty on its output
+        std::unique_lock<std::mutex> lock(link.m);
+        const auto until = SteadyClock::now() + handshake;
+        link.cv.wait_until(lock, until, [&] { return !link.announced_port.empty() || link.child_exited; });
+        if (link.announced_port.empty()) {
+          if (link.child_exited)
+            throw std::runtime_error(s.child->command_line() + " " + ChildProcess::describe_status(link.child_status) +
+                                     " before it named a pseudo-terminal; its last output:" + tail_text(link.tail));
+          throw std::runtime_error(
+              s.child->command_line() + " named no pseudo-terminal (/dev/pts/N) on its output within " +
+              std::to_string(config_.handshake_timeout_ms) + " ms" +
+              (link.tail.empty() ? std::string(" (no output)") : "; its last output:" + tail_text(link.tail)));
+        }
+        const std::string path = link.announced_port;
+        lock.unlock();
+        s.line = SerialLine::open(path, config_.settings);
+      }
+    } else {
+      if (config_.port.empty()) throw std::runtime_error("no port configured");
+      s.line = SerialLine::open(config_.port, config_.settings);
+    }
+    info("endpoint \"{}\": serial line {} ({})", name(), s.line.description(), to_string(s.line.method()));
+
+    const int read_fd = fcntl(s.line.fd(), F_DUPFD_CLOEXEC, 0);
+    if (read_fd < 0) throw std::runtime_error(std::string("dup: ") + std::strerror(errno));
+    s.io->run_sync([&] {
+      std::lock_guard<std::mutex> lock(link.m);
+      link.fd = s.line.fd();
+      link.line.emplace(s.io->io(), read_fd);
+      link.read_line();
+      link.drain();  // what arrived before the line was watched (a HELLO already waiting)
+    });
+
+    // HELLO
+    std::unique_lock<std::mutex> lock(link.m);
+    auto until = SteadyClock::now() + handshake;
+    const auto broken = [&] { return link.proto.failed() || link.child_exited || link.line_closed; };
+    link.cv.wait_until(lock, until, [&] { return link.proto.have_hello() || broken(); });
+    if (link.child_exited && !link.proto.failed())
+      throw std::runtime_error("firmware process " + ChildProcess::describe_status(link.child_status) +
+                               " before the handshake ended; its last output:" + tail_text(link.tail));
+    if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
+    if (link.line_closed)
+      throw std::runtime_error("serial line " + s.line.description() + " closed: " + link.line_error);
+    if (!link.proto.have_hello()) {
+      const SerialCounters& c = link.proto.counters();
+      std::string hint;
+      if (c.bytes_rx == 0)
+        hint = "nothing was received: is the firmware running and on this line?";
+      else if (c.frames_rx == 0)
+        hint = std::to_string(c.bytes_rx) +
+               " bytes but no valid frame were received: wrong baud rate or not Tether firmware?";
+      else
+        hint = std::to_string(c.frames_rx) + " frames but no HELLO were received";
+      throw std::runtime_error("no HELLO from the firmware on " + s.line.description() + " within " +
+                               std::to_string(config_.handshake_timeout_ms) + " ms: " + hint);
+    }
+
+    // DEVICES, then READY
+    link.proto.send_devices();
+    link.flush_outbox();
+    if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
+    until = SteadyClock::now() + handshake;
+    link.cv.wait_until(lock, until, [&] { return link.proto.phase() == SerialProtocol::Phase::running || broken(); });
+    if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
+    if (link.child_exited)
+      throw std::runtime_error("firmware process " + ChildProcess::describe_status(link.child_status) +
+                               " before READY; its last output:" + tail_text(link.tail));
+    if (link.line_closed)
+      throw std::runtime_error("serial line " + s.line.description() + " closed: " + link.line_error);
+    if (link.proto.phase() != SerialProtocol::Phase::running)
+      throw std::runtime_error("firmware `" + std::string(link.proto.hello().name) + "` sent no READY within " +
+                               std::to_string(config_.handshake_timeout_ms) + " ms of the device table");
+    std::string opened;
+    for (std::uint16_t idx : link.proto.slot_devices()) {
+      for (const auto& d : config_.table)
+        if (d.index == idx) opened += (opened.empty() ? "" : ", ") + d.name;
+    }
+    const tether_hello_t& h = link.proto.hello();
+    info("endpoint \"{}\": firmware `{}` build 0x{:08x}, protocol {}, {} devices offered, opened: {}", name(), h.name,
+         h.build_id, static_cast<unsigned>(h.protocol_version), config_.table.size(),
+         opened.empty() ? std::string("none") : opened);
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+bool SerialEndpoint::publish(const runtime::StepContext& ctx, const runtime::WorldState& projected) {
+  Impl& s = *impl_;
+  if (!s.link) {
+    fault_message_ = "not started";
+    return false;
+  }
+  Link& link = *s.link;
+  std::lock_guard<std::mutex> lock(link.m);
+  const std::string at = "at step " + std::to_string(ctx.step);
+  if (link.proto.failed() || link.child_exited || link.line_closed) {
+    fault_message_ = fault_reason(link, at);
+    return false;
+  }
+  const std::uint64_t time_us = projected.time_ns > 0 ? static_cast<std::uint64_t>(projected.time_ns / 1000) : 0;
+  link.proto.send_sensors(static_cast<std::uint32_t>(ctx.step), time_us, devices_);
+  link.flush_outbox();
+  s.last_step = ctx.step;
+  s.published = true;
+  s.next_resend = SteadyClock::now() + milliseconds(config_.resend_ms);
+  if (link.proto.failed() || link.line_closed) {
+    fault_message_ = fault_reason(link, at);
+    return false;
+  }
+  return true;
+}
+
+runtime::GatherStatus SerialEndpoint::gather(const runtime::StepContext& ctx, runtime::SteadyClock::time_point deadline,
+                                             runtime::Reply& reply) {
+  Impl& s = *impl_;
+  if (!s.link) {
+    fault_message_ = "not started";
+    return runtime::GatherStatus::fault;
+  }
+  Link& link = *s.link;
+  std::unique_lock<std::mutex> lock(link.m);
+  for (;;) {
+    if (link.proto.reply_ready()) {
+      reply.clear();
+      reply.step = ctx.step;
+      for (const auto& c : link.proto.commands()) reply.commands.push_back(c);
+      for (auto& l : link.proto.logs()) reply.logs.push_back(std::move(l));
+      link.proto.logs().clear();
+      link.proto.mark_taken();
+      sync_counters(link.proto.counters(), counters);
+      return runtime::GatherStatus::ready;
+    }
+    if (link.line_closed && link.child != nullptr && !link.child_exited) {
+      // the line went first; the exit status says more than "end of file"
+      link.cv.wait_for(lock, milliseconds(200), [&] { return link.child_exited; });
+    }
+    if (link.proto.failed() || link.child_exited || link.line_closed) {
+      fault_message_ = fault_reason(link, "at step " + std::to_string(ctx.step));
+      sync_counters(link.proto.counters(), counters);
+      return runtime::GatherStatus::fault;
+    }
+    const auto now = SteadyClock::now();
+    if (now >= deadline) {
+      sync_counters(link.proto.counters(), counters);
+      return runtime::GatherStatus::timeout;
+    }
+    if (config_.resend_ms > 0 && now >= s.next_resend) {
+      // a SENSORS or ACTUATE lost on the line: ask again (the firmware answers a repeated
+      // SENSORS(k) with ACTUATE(k) without stepping twice)
+      if (link.backlog.empty()) {
+        link.proto.resend();
+        link.flush_outbox();
+      }
+      s.next_resend = now + milliseconds(config_.resend_ms);
+      continue;
+    }
+    // wait on the line itself (and on the I/O thread's wake-ups) until the next thing to do
+    link.drain();
+    if (link.proto.reply_ready() || link.line_closed) continue;
+    const auto wake_at = config_.resend_ms > 0 ? std::min(deadline, s.next_resend) : deadline;
+    const auto wait_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake_at - now).count();
+    const timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+    pollfd fds[2] = {{link.fd, POLLIN, 0}, {link.wake_fd, POLLIN, 0}};
+    link.gather_waiting = true;
+    lock.unlock();
+    ppoll(fds, 2, &timeout, nullptr);
+    lock.lock();
+    link.gather_waiting = false;
+    if (fds[1].revents & POLLIN) {
+      std::uint64_t count = 0;
+      ssize_t ignored = ::read(link.wake_fd, &count, sizeof count);
+      (void)ignored;
+    }
+  }
+}
+
+void SerialEndpoint::safe_reply(runtime::Reply& reply) const {
+  reply.clear();
+  reply.commands.assign(config_.safe.begin(), config_.safe.end());
+}
+
+void SerialEndpoint::stop() {
+  Impl& s = *impl_;
+  if (s.stopped || !s.link) return;
+  s.stopped = true;
+  Link& link = *s.link;
+  bool told = false;
+  {
+    std::lock_guard<std::mutex> lock(link.m);
+    if (link.proto.phase() == SerialProtocol::Phase::running) {
+      link.proto.send_stop(static_cast<std::uint32_t>(s.last_step));
+      link.flush_outbox();
+    }
+    told = link.proto.told_to_end() && !link.line_closed;
+  }
+  if (s.child) {
+    // a program told STOP (or ERROR) may end by itself; anything else is terminated now
+    const auto wait = milliseconds(told && config_.launch ? config_.launch->exit_wait_ms : 0);
+    std::optional<int> st = s.child->wait_for(wait);
+    if (!st) st = s.child->terminate(milliseconds(config_.launch ? config_.launch->kill_after_ms : 2000));
+    s.exit_description = ChildProcess::describe_status(*st);
+  }
+  s.io->run_sync([&] { link.close_all(); });
+  {
+    std::lock_guard<std::mutex> lock(link.m);
+    for (const auto& l : link.proto.logs()) link.log_firmware_line(l);
+    link.proto.logs().clear();
+    link.fd = -1;
+    link.child = nullptr;
+  }
+  if (s.child) {
+    info("endpoint \"{}\": firmware process {}", name(), s.exit_description);
+  }
+  s.line.close();
+  if (s.pty_slave >= 0) ::close(s.pty_slave);
+  s.pty_slave = -1;
+}
+
+SerialCounters SerialEndpoint::serial_counters() const {
+  const auto link = impl_->current_link();
+  if (!link) return {};
+  std::lock_guard<std::mutex> lock(link->m);
+  return link->proto.counters();
+}
+
+std::string SerialEndpoint::line_description() const { return impl_->line.description(); }
+
+std::optional<int> SerialEndpoint::child_pid() const {
+  if (impl_->child && !impl_->child->status()) return impl_->child->pid();
+  return std::nullopt;
+}
+
+std::string SerialEndpoint::firmware_name() const {
+  const auto link = impl_->current_link();
+  if (!link) return {};
+  std::lock_guard<std::mutex> lock(link->m);
+  return link->proto.have_hello() ? std::string(link->proto.hello().name) : std::string();
+}
+
+void SerialEndpoint::summarize(nlohmann::json& out) const {
+  const Impl& s = *impl_;
+  nlohmann::json j;
+  j["line"] = s.line.description();
+  j["opened_with"] = to_string(s.line.method());
+  if (config_.launch) {
+    j["program"] = s.child ? s.child->command_line() : std::string();
+    if (!s.exit_description.empty()) j["program_exit"] = s.exit_description;
+  }
+  j["devices_offered"] = config_.table.size();
+  if (s.link) {
+    std::lock_guard<std::mutex> lock(s.link->m);
+    const SerialProtocol& p = s.link->proto;
+    if (p.have_hello()) {
+      j["firmware"] = p.hello().name;
+      char build[16];
+      std::snprintf(build, sizeof build, "0x%08x", p.hello().build_id);
+      j["build_id"] = build;
+      j["max_payload"] = p.hello().max_payload;
+    }
+    std::vector<std::string> opened;
+    for (std::uint16_t idx : p.slot_devices())
+      for (const auto& d : config_.table)
+        if (d.index == idx) opened.push_back(d.name);
+    j["devices_opened"] = opened;
+    const SerialCounters& c = p.counters();
+    j["counters"] = {{"bytes_rx", c.bytes_rx},           {"bytes_tx", c.bytes_tx},
+                     {"frames_rx", c.frames_rx},         {"frames_tx", c.frames_tx},
+                     {"garbage_bytes", c.garbage_bytes}, {"crc_errors", c.crc_errors},
+                     {"cobs_errors", c.cobs_errors},     {"runts", c.runts},
+                     {"length_errors", c.length_errors}, {"oversize", c.oversize},
+                     {"bad_version", c.bad_version},     {"unknown_type", c.unknown_type},
+                     {"malformed", c.malformed},         {"stale", c.stale},
+                     {"duplicate", c.duplicate},         {"resent", c.resent},
+                     {"hello_repeats", c.hello_repeats}, {"ready_repeats", c.ready_repeats},
+                     {"unexpected", c.unexpected},       {"logs", c.logs},
+                     {"logs_dropped", c.logs_dropped},   {"write_backlogs", s.link->backlog_events}};
+    if (p.failed()) j["protocol_failure"] = p.failure();
+  }
+  out["serial"] = std::move(j);
+}
+
+}  // namespace tether::adapters

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: Apache-2.0
+// Firmware in the loop over a serial line: how fast, how steady. All in one run, same machine:
+//
+//   1  ceiling      raw pty round trips with frames of depth_heading_hold's sizes (34 bytes
+//                   out, 32 back), echoed by a forked process; one thread, blocking poll
+//   1b firmware     the host firmware driven by the shim protocol from one thread, no I/O
+//                   thread: what this firmware and a pty allow
+//   2a endpoint     SerialEndpoint publish/gather by hand against the host firmware
+//   2  session      a Session at rtf 0 (physics, devices, endpoint) with the host firmware
+//   3  qemu         the same session with the Cortex-M3 build under qemu-system-arm
+//   4  real time    1 ms period for --duration s with the host firmware: overruns and
+//                   deadline misses, against a bare clock_nanosleep 1 kHz loop (the Pacer
+//                   with no work) measured just before it
+//
+// Usage: serial_lockstep [--quick] [--duration S] [--steps N] [--qemu-steps N]
+//                        [--firmware PATH] [--elf PATH]
+// Defaults look in the build folder: firmware/host/depth_heading_hold (CMake target
+// fw_depth_heading_hold) and firmware/cortex_m3/depth_heading_hold.elf
+// (scripts/build_firmware.sh cortex_m3, whose default output is build/firmware).
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_util.hpp"
+#include "tether/adapters/child_process.hpp"
+#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/adapters/serial_endpoint.hpp"
+#include "tether/adapters/serial_port.hpp"
+#include "tether/adapters/serial_protocol.hpp"
+#include "tether/hal/device_bank.hpp"
+#include "tether/runtime/device_world.hpp"
+#include "tether/runtime/histogram.hpp"
+#include "tether/runtime/pacing.hpp"
+#include "tether/runtime/session.hpp"
+
+using namespace tether;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Figures {
+  std::string name;
+  double rate = 0;  // round trips (or steps) per second
+  std::uint64_t p50 = 0, p99 = 0, max = 0;
+  std::string note;
+};
+
+std::uint64_t ns_since(Clock::time_point t0) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
+
+Figures from_histogram(const std::string& name, double rate, const runtime::Histogram& h, std::string note = "") {
+  return {name, rate, h.percentile(0.5), h.percentile(0.99), h.max(), std::move(note)};
+}
+
+std::vector<std::uint8_t> frame_of_payload(std::uint8_t type, std::size_t payload_size) {
+  std::vector<std::uint8_t> payload(payload_size, 0x5A);
+  const tether_frame_header_t h{1, type, 7, static_cast<std::uint16_t>(payload_size)};
+  std::vector<std::uint8_t> out(TETHER_WIRE_FRAME_MAX(payload_size));
+  std::size_t n = 0;
+  if (!tether_frame_encode(&h, payload.data(), out.data(), out.size(), &n)) std::abort();
+  out.resize(n);
+  return out;
+}
+
+// waits for a 0x00 on fd (blocking poll); false on error or 2 s of silence
+bool read_until_delimiter(int fd) {
+  std::uint8_t buf[256];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 2000) <= 0) return false;
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) {
+      if (n < 0 && errno == EAGAIN) continue;
+      return false;
+    }
+    if (std::memchr(buf, 0, static_cast<std::size_t>(n)) != nullptr) return true;
+  }
+}
+
+void write_all(int fd, const std::vector<std::uint8_t>& b) {
+  std::size_t done = 0;
+  while (done < b.size()) {
+    const ssize_t n = write(fd, b.data() + done, b.size() - done);
+    if (n > 0)
+      done += static_cast<std::size_t>(n);
+    else if (n < 0 && errno != EAGAIN && errno != EINTR)
+      return;
+  }
+}
+
+// 1: raw pty echo, frames of the protocol's per-step sizes, echoed by a forked process
+class RawEcho {
+ public:
+  RawEcho()
+      : sensors_(frame_of_payload(TETHER_MSG_SENSORS, 22)),  // 8 time + depth 1+8 + compass 1+4
+        actuate_(frame_of_payload(TETHER_MSG_ACTUATE, 20)),  // 4 thrusters x (1+4)
+        pair_(adapters::open_pty_pair()) {
+    child_ = fork();
+    if (child_ == 0) {
+      close(pair_.master);
+      for (;;) {
+        if (!read_until_delimiter(pair_.slave)) _exit(0);
+        write_all(pair_.slave, actuate_);
+      }
+    }
+  }
+  ~RawEcho() {
+    kill(child_, SIGKILL);
+    waitpid(child_, nullptr, 0);
+    close(pair_.master);
+    close(pair_.slave);
+  }
+  void run(long n, runtime::Histogram& h, double& wall) {
+    const auto t0 = Clock::now();
+    for (long i = 0; i < n; ++i) {
+      const auto s = Clock::now();
+      write_all(pair_.master, sensors_);
+      if (!read_until_delimiter(pair_.master)) break;
+      h.record(ns_since(s));
+    }
+    wall += bench::seconds_since(t0);
+  }
+  std::string note() const {
+    return std::to_string(sensors_.size()) + " B out, " + std::to_string(actuate_.size()) + " B back";
+  }
+
+ private:
+  std::vector<std::uint8_t> sensors_, actuate_;
+  adapters::PtyPair pair_;
+  pid_t child_ = -1;
+};
+
+// the scenario: an AUV with the devices depth_heading_hold opens; `endpoint` is the YAML entry
+std::string scenario_text(const std::string& endpoint, long steps, double period_ms, double rtf) {
+  return R"(name: serial_lockstep
+world:
+  water: {density_kg_m3: 1025, surface_z_m: 0}
+  tank: {size_m: [400, 20, 8], floor_z_m: -8}
+vehicles:
+  - name: auv
+    bodies:
+      - name: hull
+        shape: {type: cylinder, radius_m: 0.1, length_m: 1.2}
+        mass_kg: 38.64
+        centre_of_buoyancy_m: [0, 0, 0.02]
+        damping: {linear: [10, 30, 30], quadratic: [20, 80, 80], angular_linear: [2, 6, 6], angular_quadratic: [1, 4, 4]}
+        initial: {position_m: [-190, 0, -0.2]}
+        devices:
+          - {name: depth, kind: depth}
+          - {name: compass, kind: compass}
+          - {name: thruster_left, kind: thruster, mount: {position_m: [-0.55, 0.14, 0]}}
+          - {name: thruster_right, kind: thruster, mount: {position_m: [-0.55, -0.14, 0]}}
+          - {name: thruster_vfront, kind: thruster, mount: {position_m: [0.35, 0, 0], orientation_rpy_deg: [0, 90, 0]}}
+          - {name: thruster_vrear, kind: thruster, mount: {position_m: [-0.35, 0, 0], orientation_rpy_deg: [0, 90, 0]}}
+loop: {period_ms: )" +
+         std::to_string(period_ms) + ", real_time_factor: " + std::to_string(rtf) +
+         ", steps: " + std::to_string(steps) + "}\nrecording: {enabled: false}\nendpoints:\n" + endpoint;
+}
+
+std::string launch_entry(const std::string& launch, const std::string& policy, double deadline_ms) {
+  char deadline[32];
+  std::snprintf(deadline, sizeof deadline, "%g", deadline_ms);
+  return "  - {name: fw, type: serial, vehicle: auv, launch: " + launch + ", deadline_ms: " + deadline +
+         ", timeout_policy: " + policy + "}\n";
+}
+
+// 1b: the host firmware, driven by the protocol code from this thread only
+class DirectFirmware {
+ public:
+  explicit DirectFirmware(const std::string& firmware)
+      : scenario_(runtime::parse_scenario(
+            scenario_text(launch_entry("{command: ['" + firmware + "']}", "block", 1000), 1, 10, 0), "bench.yaml")),
+        pair_(adapters::open_pty_pair()),
+        fw_({{firmware}, {{"TETHER_PORT", pair_.slave_path}}, {}}),
+        proto_("fw", adapters::parse_serial_config(scenario_.endpoints[0], scenario_).table) {
+    ok_ = pump([&] { return proto_.have_hello(); });
+    proto_.send_devices();
+    flush();
+    ok_ = ok_ && pump([&] { return proto_.phase() == adapters::SerialProtocol::Phase::running; });
+  }
+  ~DirectFirmware() {
+    proto_.send_stop(step_);
+    flush();
+    fw_.wait_for(std::chrono::seconds(2));
+    fw_.terminate(std::chrono::seconds(1));
+    close(pair_.master);
+    close(pair_.slave);
+  }
+  void run(long n, runtime::Histogram& h, double& wall) {
+    const auto t0 = Clock::now();
+    for (long i = 0; i < n && ok_; ++i) {
+      ++step_;
+      const auto s = Clock::now();
+      proto_.send_sensors(step_, static_cast<std::uint64_t>(step_) * 10000, nullptr);
+      flush();
+      ok_ = pump([&] { return proto_.reply_ready(); });
+      if (ok_) h.record(ns_since(s));
+    }
+    wall += bench::seconds_since(t0);
+  }
+
+ private:
+  void flush() {
+    write_all(pair_.master, proto_.outbox());
+    proto_.outbox().clear();
+  }
+  template <typename F>
+  bool pump(F done) {
+    std::uint8_t buf[512];
+    while (!done()) {
+      pollfd p{pair_.master, POLLIN, 0};
+      if (poll(&p, 1, 2000) <= 0) return false;
+      const ssize_t n = read(pair_.master, buf, sizeof buf);
+      if (n > 0) proto_.on_bytes(buf, static_cast<std::size_t>(n));
+      if (!proto_.outbox().empty()) flush();
+    }
+    return true;
+  }
+  runtime::Scenario scenario_;
+  adapters::PtyPair pair_;
+  adapters::ChildProcess fw_;
+  adapters::SerialProtocol proto_;
+  std::uint32_t step_ = 0;
+  bool ok_ = false;
+};
+
+// 2a: the endpoint alone, publish/gather by hand, readings from a sensed bank
+class EndpointOnly {
+ public:
+  explicit EndpointOnly(const std::string& firmware)
+      : scenario_(runtime::parse_scenario(
+            scenario_text(launch_entry("{command: ['" + firmware + "']}", "block", 1000), 1, 10, 0), "bench.yaml")),
+        endpoints_(adapters::make_endpoints(scenario_)),
+        bank_(scenario_.devices, 1, scenario_.model.bodies.size()),
+        view_(scenario_.model) {
+    view_.update(scenario_.initial, nullptr, 0.01);
+    bank_.sense(view_, 0);
+    endpoints_[0]->attach_devices(&bank_);
+    endpoints_[0]->start(scenario_.model, scenario_.initial);
+  }
+  ~EndpointOnly() { endpoints_[0]->stop(); }
+  void run(long n, runtime::Histogram& h, double& wall) {
+    runtime::Endpoint& ep = *endpoints_[0];
+    const auto t0 = Clock::now();
+    for (long i = 0; i < n; ++i) {
+      ++step_;
+      const runtime::StepContext ctx{step_, static_cast<std::int64_t>(step_) * 10'000'000, 10'000'000};
+      const auto s = Clock::now();
+      if (!ep.publish(ctx, scenario_.initial)) break;
+      if (ep.gather(ctx, s + std::chrono::seconds(2), reply_) != runtime::GatherStatus::ready) {
+        ++misses_;
+        continue;
+      }
+      h.record(ns_since(s));
+    }
+    wall += bench::seconds_since(t0);
+  }
+  long misses() const { return misses_; }
+
+ private:
+  runtime::Scenario scenario_;
+  std::vector<std::unique_ptr<runtime::Endpoint>> endpoints_;
+  hal::DeviceBank bank_;
+  runtime::DeviceWorld view_;
+  runtime::Reply reply_;
+  std::uint64_t step_ = 0;
+  long misses_ = 0;
+};
+
+// a whole session; `h` gets the time between consecutive step ends (at rtf 0: the lock-step
+// period, round trip + physics + devices + loop), `wall` the run's wall time after start
+struct SessionRound {
+  nlohmann::json summary;
+  std::uint64_t steps = 0;
+  std::uint64_t misses = 0;
+};
+
+SessionRound run_session(const std::string& text, runtime::Histogram& h, double& wall) {
+  const runtime::Scenario sc = runtime::parse_scenario(text, "bench.yaml");
+  runtime::SessionOptions options;
+  Clock::time_point last{};
+  options.after_step = [&](const runtime::WorldState&) {
+    const auto now = Clock::now();
+    if (last != Clock::time_point{})
+      h.record(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count()));
+    last = now;
+    return true;
+  };
+  runtime::Session session(sc, adapters::make_endpoints(sc), options);
+  std::atomic<bool> stop{false};
+  session.run(stop);
+  SessionRound r;
+  r.summary = session.summary();
+  r.steps = session.steps_done();
+  r.misses = session.endpoints()[0]->counters.misses;
+  wall += r.summary["wall_time_s"].get<double>();
+  return r;
+}
+
+void print_row(const Figures& f) {
+  std::printf("  %-28s %10.0f /s   %8.1f %8.1f %9.1f us   %s\n", f.name.c_str(), f.rate,
+              static_cast<double>(f.p50) / 1e3, static_cast<double>(f.p99) / 1e3, static_cast<double>(f.max) / 1e3,
+              f.note.c_str());
+  std::fflush(stdout);
+}
+
+#ifndef TETHER_BINARY_DIR
+std::string beside_binary(const char* relative) {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (exe.parent_path() / relative).lexically_normal().string();
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = bench::quick_mode(argc, argv);
+  double duration_s = quick ? 2 : 60;
+  long steps = quick ? 2000 : 20000;
+  long qemu_steps = quick ? 500 : 5000;
+#ifdef TETHER_BINARY_DIR
+  std::string firmware = std::string(TETHER_BINARY_DIR) + "/firmware/host/depth_heading_hold";
+  std::string elf = std::string(TETHER_BINARY_DIR) + "/firmware/cortex_m3/depth_heading_hold.elf";
+#else
+  std::string firmware = beside_binary("../firmware/host/depth_heading_hold");
+  std::string elf = beside_binary("../firmware/cortex_m3/depth_heading_hold.elf");
+#endif
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--duration")
+      duration_s = std::stod(next());
+    else if (a == "--steps")
+      steps = std::stol(next());
+    else if (a == "--qemu-steps")
+      qemu_steps = std::stol(next());
+    else if (a == "--firmware")
+      firmware = next();
+    else if (a == "--elf")
+      elf = next();
+    else if (a != "--quick") {
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--duration S] [--steps N] [--qemu-steps N] [--firmware PATH] [--elf PATH]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  adapters::set_serial_logs_quiet(true);
+  if (!std::filesystem::exists(firmware)) {
+    std::fprintf(stderr, "host firmware not found: %s (build the fw_depth_heading_hold target)\n", firmware.c_str());
+    return 1;
+  }
+  std::printf("serial lock-step, depth_heading_hold (34 B SENSORS, 32 B ACTUATE per step); %u cores\n",
+              std::thread::hardware_concurrency());
+  std::printf("  %-28s %13s   %8s %8s %9s\n", "", "rate", "p50", "p99", "max");
+
+  // the pty measurements take turns in rounds, so a burst of load on this shared machine
+  // falls on all of them alike
+  const int rounds = quick ? 4 : 10;
+  const long per_round = std::max(1L, steps / rounds);
+  RawEcho raw;
+  DirectFirmware direct(firmware);
+  EndpointOnly endpoint(firmware);
+  runtime::Histogram h_raw, h_direct, h_endpoint, h_session;
+  double w_raw = 0, w_direct = 0, w_endpoint = 0, w_session = 0;
+  std::uint64_t session_steps = 0, session_misses = 0;
+  for (int r = 0; r < rounds; ++r) {
+    raw.run(per_round, h_raw, w_raw);
+    direct.run(per_round, h_direct, w_direct);
+    endpoint.run(per_round, h_endpoint, w_endpoint);
+    const SessionRound s =
+        run_session(scenario_text(launch_entry("{command: ['" + firmware + "']}", "block", 1000), per_round, 10, 0),
+                    h_session, w_session);
+    session_steps += s.steps;
+    session_misses += s.misses;
+  }
+  auto rate = [](const runtime::Histogram& h, double wall, std::uint64_t count = 0) {
+    return wall > 0 ? static_cast<double>(count ? count : h.count()) / wall : 0.0;
+  };
+  const Figures ceiling = from_histogram("1  raw pty echo (ceiling)", rate(h_raw, w_raw), h_raw, raw.note());
+  const Figures direct_f = from_histogram("1b firmware, 1 thread", rate(h_direct, w_direct), h_direct,
+                                          "shim protocol, no I/O thread, no physics");
+  const Figures endpoint_f = from_histogram("2a endpoint publish/gather", rate(h_endpoint, w_endpoint), h_endpoint,
+                                            "I/O thread, no physics; " + std::to_string(endpoint.misses()) + " misses");
+  const Figures session = from_histogram(
+      "2  session rtf 0, host fw", rate(h_session, w_session, session_steps), h_session,
+      std::to_string(session_steps) + " steps, " + std::to_string(session_misses) + " misses; times are step to step");
+  std::printf("  (%d rounds of %ld round trips each, taking turns)\n", rounds, per_round);
+  for (const Figures* f : {&ceiling, &direct_f, &endpoint_f, &session}) print_row(*f);
+  Figures qemu{"3  session rtf 0, QEMU fw", 0, 0, 0, 0, "skipped: no " + elf};
+  if (std::filesystem::exists(elf) && std::system("command -v qemu-system-arm >/dev/null 2>&1") == 0) {
+    runtime::Histogram h_qemu;
+    double w_qemu = 0;
+    const SessionRound s = run_session(
+        scenario_text(launch_entry("{qemu: '" + elf + "'}", "block", 1000), qemu_steps, 10, 0), h_qemu, w_qemu);
+    qemu = from_histogram(qemu.name, rate(h_qemu, w_qemu, s.steps), h_qemu,
+                          std::to_string(s.steps) + " steps, " + std::to_string(s.misses) + " misses");
+  }
+  print_row(qemu);
+  std::printf("  ratio session / raw echo: %.2f by rate, %.2f by p50 (goal >= 0.8)\n", session.rate / ceiling.rate,
+              static_cast<double>(ceiling.p50) / static_cast<double>(std::max<std::uint64_t>(1, session.p50)));
+  std::printf("  ratio session / firmware driven from one thread: %.2f by rate, %.2f by p50\n",
+              session.rate / direct_f.rate,
+              static_cast<double>(direct_f.p50) / static_cast<double>(std::max<std::uint64_t>(1, session.p50)));
+  std::printf("  ratio endpoint alone / raw echo: %.2f by rate, %.2f by p50\n", endpoint_f.rate / ceiling.rate,
+              static_cast<double>(ceiling.p50) / static_cast<double>(std::max<std::uint64_t>(1, endpoint_f.p50)));
+
+  // 4: real time, 1 ms period: the bare Pacer first, then the session, each for duration_s
+  const long rt_steps = static_cast<long>(duration_s * 1000);
+  std::printf("\nreal time, 1 ms period, %.0f s each (bare loop first, then the session)\n", duration_s);
+  runtime::Pacer::reduce_timer_slack();
+  runtime::Pacer bare;
+  bare.start(Clock::now(), 1'000'000);
+  for (long i = 0; i < rt_steps; ++i) bare.wait_next();
+  const runtime::Histogram& late = bare.wake_lateness_ns();
+  std::printf(
+      "  bare clock_nanosleep loop:  overruns %llu, cycles skipped (> 1 period late) %llu, wake lateness p50 %.1f "
+      "p99 %.1f max %.1f us\n",
+      static_cast<unsigned long long>(bare.overruns()), static_cast<unsigned long long>(bare.reanchors()),
+      static_cast<double>(late.percentile(0.5)) / 1e3, static_cast<double>(late.percentile(0.99)) / 1e3,
+      static_cast<double>(late.max()) / 1e3);
+  runtime::Histogram h_rt;
+  double w_rt = 0;
+  const SessionRound rt = run_session(
+      scenario_text(launch_entry("{command: ['" + firmware + "']}", "hold", 0.9), rt_steps, 1, 1), h_rt, w_rt);
+  const nlohmann::json& e = rt.summary["endpoints"][0];
+  const nlohmann::json& rtt = e["round_trip_ns"];
+  std::printf(
+      "  session with host firmware: overruns %llu, cycles skipped (> 1 period late) %llu, firmware deadline "
+      "(0.9 ms) misses %llu of %ld, late replies counted stale %llu, round trip p50 %.1f p99 %.1f max %.1f us, "
+      "step p99 %.1f us\n",
+      static_cast<unsigned long long>(rt.summary["overruns"].get<std::uint64_t>()),
+      static_cast<unsigned long long>(rt.summary["reanchors"].get<std::uint64_t>()),
+      static_cast<unsigned long long>(e["misses"].get<std::uint64_t>()), rt_steps,
+      static_cast<unsigned long long>(e["stale"].get<std::uint64_t>()), rtt["p50"].get<double>() / 1e3,
+      rtt["p99"].get<double>() / 1e3, rtt["max"].get<double>() / 1e3,
+      rt.summary["step_time_ns"]["p99"].get<double>() / 1e3);
+  return 0;
+}

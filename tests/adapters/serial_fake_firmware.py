@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""A scriptable stand-in for firmware in the loop, for the serial endpoint's fault tests.
+
+It speaks the Tether wire protocol (tests/firmware_shim/tether_wire.py, an implementation
+independent of the C shim) on the line named by TETHER_PORT: HELLO (repeated until
+answered), opens every device of the table, READY, then answers each SENSORS(k) with
+ACTUATE(k) commanding every actuator it opened with the value (k % 1000) / 1000. Options
+make it misbehave at a chosen step:
+
+  --silent-at N     stop answering from step N on (stays alive, keeps reading)
+  --exit-at N       exit with --status (default 1) when SENSORS(N) arrives
+  --garbage-at N    before ACTUATE(N): noise, a frame with a bad CRC, a runt
+  --stale-at N      before ACTUATE(N): an ACTUATE for step N-1 (stale) and, after it,
+                    a second ACTUATE(N) (duplicate)
+  --drop-at N       ignore the first SENSORS(N) (the runtime must send it again)
+  --error-at N      answer SENSORS(N) with ERROR(FIRMWARE)
+  --log-every N     a LOG line every N steps
+  --log-readings    a LOG line each step with the first float of every sensor reading,
+                    "slot:value" ("-" for NO_DATA), so tests can check what SENSORS carried
+  --version V       speak protocol version V in HELLO
+  --hello-repeats N send N extra HELLOs right away (as an emulator's buffer would)
+"""
+import argparse
+import os
+import select
+import struct
+import sys
+import termios
+import tty
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "firmware_shim"))
+import tether_wire as w  # noqa: E402
+
+
+def parse_devices(p):
+    count = struct.unpack("<H", p[:2])[0]
+    out, i = [], 2
+    for _ in range(count):
+        index, kind, direction, size, n = struct.unpack("<HBBHB", p[i:i + 7])
+        out.append((index, kind, direction, size, p[i + 7:i + 7 + n].decode("ascii")))
+        i += 7 + n
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--name", default="fake_fw")
+    ap.add_argument("--version", type=int, default=w.VERSION)
+    ap.add_argument("--silent-at", type=int, default=-1)
+    ap.add_argument("--exit-at", type=int, default=-1)
+    ap.add_argument("--status", type=int, default=1)
+    ap.add_argument("--garbage-at", type=int, default=-1)
+    ap.add_argument("--stale-at", type=int, default=-1)
+    ap.add_argument("--drop-at", type=int, default=-1)
+    ap.add_argument("--error-at", type=int, default=-1)
+    ap.add_argument("--log-every", type=int, default=0)
+    ap.add_argument("--log-readings", action="store_true")
+    ap.add_argument("--hello-repeats", type=int, default=0)
+    args = ap.parse_args()
+
+    fd = os.open(os.environ["TETHER_PORT"], os.O_RDWR | os.O_NOCTTY)
+    tty.setraw(fd)
+    dec = w.Decoder()
+
+    def send(mtype, step, payload, version=w.VERSION):
+        data = w.frame(mtype, step, payload, version)
+        while data:
+            data = data[os.write(fd, data):]
+
+    def hello():
+        os.write(fd, b"\x00")
+        send(w.HELLO, 0, w.hello(args.name, 0xC0FFEE, 1024, args.version), args.version)
+
+    pending = []
+
+    def recv(timeout):
+        while not pending:
+            r, _, _ = select.select([fd], [], [], timeout)
+            if not r:
+                return None
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                sys.exit(0)
+            if not data:
+                sys.exit(0)
+            pending.extend(dec.feed(data))
+        return pending.pop(0)
+
+    hello()
+    for _ in range(args.hello_repeats):
+        hello()
+    table = None
+    while table is None:
+        f = recv(0.1)
+        if f is None:
+            hello()
+            continue
+        if f[1] == w.ERROR:
+            code, value = struct.unpack("<BH", f[3][:3])
+            sys.stderr.write("fake firmware: runtime sent ERROR %d (value %d): %s\n"
+                             % (code, value, f[3][3:].decode("ascii", "replace")))
+            sys.exit(4)
+        if f[1] == w.DEVICES:
+            table = parse_devices(f[3])
+    slots = [(d[0], d[2], d[3]) for d in table]  # index, direction, size; slot = position
+    send(w.READY, 0, w.ready([d[0] for d in table]))
+    actuators = [(s, size) for s, (_, direction, size) in enumerate(slots) if direction == w.ACTUATOR]
+    sys.stdout.write("fake firmware %s: %d devices, %d actuators\n" % (args.name, len(slots), len(actuators)))
+    sys.stdout.flush()
+
+    answered = None
+    dropped = False
+    while True:
+        f = recv(1.0)
+        if f is None:
+            if answered is None:
+                send(w.READY, 0, w.ready([d[0] for d in table]))
+            continue
+        _, mtype, step, payload = f
+        if mtype == w.STOP:
+            sys.stdout.write("fake firmware: STOP after step %d\n" % step)
+            return 0
+        if mtype == w.ERROR:
+            return 5
+        if mtype != w.SENSORS:
+            continue
+        if step == args.exit_at:
+            sys.stderr.write("fake firmware: exiting at step %d as told\n" % step)
+            sys.stderr.flush()
+            os._exit(args.status)
+        if args.silent_at >= 0 and step >= args.silent_at:
+            continue
+        if step == args.drop_at and not dropped:
+            dropped = True
+            continue
+        if step == args.error_at:
+            send(w.ERROR, step, w.error(w.ERROR_FIRMWARE, 7, "fake firmware gives up"))
+            return 6  # the session is over for both sides
+        value = (step % 1000) / 1000.0
+        commands = [(s, w.f32(*([value] * (size // 4)))) for s, size in actuators]
+        if step == args.garbage_at:
+            os.write(fd, b"\x13\x37garbage\xff\xfe\x00")           # noise, then a delimiter
+            bad = bytearray(w.frame(w.ACTUATE, step, w.actuate(commands)))
+            bad[3] ^= 0x01                                             # bad CRC
+            os.write(fd, bytes(bad))
+            os.write(fd, b"\x02\x01\x00")                              # a runt
+        if step == args.stale_at:
+            send(w.ACTUATE, step - 1, w.actuate(commands))
+        if args.log_readings:
+            sizes = {s: size for s, (_, direction, size) in enumerate(slots) if direction == w.SENSOR}
+            items = w.parse_items(payload[8:], sizes, True)
+            text = " ".join("%d:%s" % (s, "-" if d is None else "%.4f" % struct.unpack("<f", d[:4])[0])
+                            for s, d in items)
+            send(w.LOG, step, w.log(0, text))
+        if args.log_every and step % args.log_every == 0:
+            send(w.LOG, step, w.log(0, "step %d" % step))
+        send(w.ACTUATE, step, w.actuate(commands))
+        if step == args.stale_at:
+            send(w.ACTUATE, step, w.actuate(commands))
+        answered = step
+
+
+if __name__ == "__main__":
+    sys.exit(main())
