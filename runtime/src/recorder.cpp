@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/runtime/recorder.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <numbers>
@@ -27,6 +31,106 @@ json quat(const Quat& q) { return json{{"x", q.x()}, {"y", q.y()}, {"z", q.z()},
 json pose(const Vec3& p, const Quat& q) { return json{{"position", vec(p)}, {"orientation", quat(q)}}; }
 
 json color(double r, double g, double b, double a) { return json{{"r", r}, {"g", g}, {"b", b}, {"a", a}}; }
+
+// Compact JSON appended to a reused string, for the per-step channels. Numbers use the
+// shortest text that reads back to the same double (std::to_chars); NaN and infinities,
+// which JSON cannot hold, are written as null (as nlohmann::json does).
+struct JsonText {
+  std::string& s;
+  void raw(std::string_view v) { s.append(v); }
+  void comma() { s.push_back(','); }
+  void open() { s.push_back('{'); }
+  void close() { s.push_back('}'); }
+  void num(double v) {
+    if (!std::isfinite(v)) {
+      s.append("null");
+      return;
+    }
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    s.append(buf, r.ptr);
+  }
+  void num(std::uint64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    s.append(buf, r.ptr);
+  }
+  void num(std::int64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    s.append(buf, r.ptr);
+  }
+  void str(std::string_view v) {
+    s.push_back('"');
+    for (const char c : v) {
+      if (c == '"' || c == '\\') {
+        s.push_back('\\');
+        s.push_back(c);
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        s.append(buf);
+      } else {
+        s.push_back(c);
+      }
+    }
+    s.push_back('"');
+  }
+  void key(const char* k) {
+    s.push_back('"');
+    s.append(k);
+    s.append("\":");
+  }
+  void field(const char* k, double v) {
+    s.push_back(',');
+    key(k);
+    num(v);
+  }
+  void stamp(std::int64_t time_ns) {
+    s.append("{\"sec\":");
+    num(static_cast<std::int64_t>(time_ns / 1'000'000'000));
+    s.append(",\"nsec\":");
+    num(static_cast<std::int64_t>(time_ns % 1'000'000'000));
+    s.push_back('}');
+  }
+  void vec(const Vec3& v) {
+    s.append("{\"x\":");
+    num(v.x());
+    s.append(",\"y\":");
+    num(v.y());
+    s.append(",\"z\":");
+    num(v.z());
+    s.push_back('}');
+  }
+  void xyz_m(const Vec3& v) {
+    s.append("{\"x_m\":");
+    num(v.x());
+    s.append(",\"y_m\":");
+    num(v.y());
+    s.append(",\"z_m\":");
+    num(v.z());
+    s.push_back('}');
+  }
+  void quat(const Quat& q) {
+    s.append("{\"x\":");
+    num(q.x());
+    s.append(",\"y\":");
+    num(q.y());
+    s.append(",\"z\":");
+    num(q.z());
+    s.append(",\"w\":");
+    num(q.w());
+    s.push_back('}');
+  }
+  // the rest of a foxglove.PoseInFrame after its timestamp
+  void pose_in_world(const Vec3& p, const Quat& q) {
+    s.append("\"frame_id\":\"world\",\"pose\":{\"position\":");
+    vec(p);
+    s.append(",\"orientation\":");
+    quat(q);
+    s.push_back('}');
+  }
+};
 
 // minimal JSON Schemas for Foxglove's well-known message types: Foxglove picks its
 // panels by the schema name; the schema text documents the fields we write
@@ -97,6 +201,9 @@ void add_shape(json& entity, const Shape& s, const Vec3& p, const Quat& q, const
       entity["cubes"].push_back({{"pose", pose(centre, align)}, {"size", vec(Vec3(40, 40, 0.02))}, {"color", rgba}});
       break;
     }
+    case ShapeKind::heightfield:
+      // terrain is not drawn in the 3-D scene yet (it would be a triangle list of the grid)
+      break;
   }
 }
 
@@ -115,6 +222,15 @@ Recorder::Recorder(const Scenario& scenario, std::vector<std::string> endpoint_n
     : scenario_(scenario), endpoint_names_(std::move(endpoint_names)),
       processor_fields_(std::move(processor_fields)), writer_(std::make_unique<mcap::Writer>()) {
   ring_.resize(scenario.recording.queue_slots);
+  // the buffers the loop fills are grown here, not in the loop's first lap through the ring:
+  // a step item is three length-prefixed parts (step record, two states) and the values
+  const std::size_t state_bytes = 20 + scenario.model.bodies.size() * state_doubles_per_body * 8;
+  const std::size_t step_bytes = 38 + scenario.endpoints.size() * (9 + 20 + 100 * scenario.model.bodies.size());
+  std::size_t values = 0;
+  for (const auto& p : processor_fields_) values += p.second.size();
+  const std::size_t item_bytes = 16 + step_bytes + 2 * state_bytes + 8 * values;
+  staging_.reserve(item_bytes);
+  for (Slot& slot : ring_) slot.bytes.reserve(item_bytes);
 }
 
 Recorder::~Recorder() {
@@ -238,7 +354,9 @@ void Recorder::encode_step_item(const StepRecord& record, const WorldState& actu
 
 void Recorder::push(ItemKind kind, std::uint64_t step, std::int64_t time_ns) {
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    if (count_ == ring_.size() && wait_when_full_ && thread_.joinable())
+      room_.wait(lock, [this] { return count_ < ring_.size(); });
     if (count_ == ring_.size()) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -250,6 +368,9 @@ void Recorder::push(ItemKind kind, std::uint64_t step, std::int64_t time_ns) {
     slot.bytes.swap(staging_);
     head_ = (head_ + 1) % ring_.size();
     ++count_;
+    // the writer polls every few milliseconds; waking it for every step would cost the
+    // loop a system call and a context switch per step
+    if (count_ * 4 < ring_.size()) return;
   }
   wake_.notify_one();
 }
@@ -263,12 +384,15 @@ void Recorder::event(std::uint64_t step, std::int64_t time_ns, int level, const 
 void Recorder::writer_loop() {
   const auto flush_every = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(scenario_.recording.flush_interval_s));
+  // how long queued items may wait for the writer when the queue is not filling up
+  constexpr auto poll = std::chrono::milliseconds(5);
   auto next_flush = std::chrono::steady_clock::now() + flush_every;
   Slot item;
   for (;;) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_until(lock, next_flush, [this] { return count_ > 0 || closing_; });
+      wake_.wait_until(lock, std::min(next_flush, std::chrono::steady_clock::now() + poll),
+                       [this] { return count_ > 0 || closing_; });
       if (count_ == 0 && closing_) return;
       if (count_ > 0) {
         Slot& slot = ring_[tail_];
@@ -279,6 +403,7 @@ void Recorder::writer_loop() {
         item.bytes.clear();
       }
     }
+    if (wait_when_full_) room_.notify_one();
     if (!item.bytes.empty()) {
       write_item(item);
       written_.fetch_add(1, std::memory_order_relaxed);
@@ -314,12 +439,12 @@ void Recorder::write_item(const Slot& item) {
   std::string_view record_bytes, actual_bytes, projected_bytes;
   if (!r.bytes(record_bytes) || !r.bytes(actual_bytes) || !r.bytes(projected_bytes)) return;
   std::uint32_t nvalues = 0;
-  std::vector<double> values;
+  values_.clear();
   if (r.u32(nvalues))
     for (std::uint32_t i = 0; i < nvalues; ++i) {
       double v;
       if (!r.f64(v)) break;
-      values.push_back(v);
+      values_.push_back(v);
     }
   // log time of step k's record: t_{k+1}, when its result exists
   const std::uint64_t t = log_time + static_cast<std::uint64_t>(scenario_.loop.period_ns);
@@ -327,69 +452,137 @@ void Recorder::write_item(const Slot& item) {
   const WorldModel& m = scenario_.model;
   if (m.bodies.size() <= scenario_.recording.state_every_step_max_bodies)
     writer_->write(ch_state_, sequence_++, t, t, actual_bytes);
-
-  StepRecord record;
-  WorldState actual, projected;
-  if (!decode_step(record_bytes, record, nullptr) || !deserialize_state(actual_bytes, actual, nullptr) ||
-      !deserialize_state(projected_bytes, projected, nullptr))
+  if (!decode_step(record_bytes, record_, nullptr) || !deserialize_state(actual_bytes, actual_, nullptr) ||
+      !deserialize_state(projected_bytes, projected_, nullptr) || actual_.bodies.size() != m.bodies.size() ||
+      projected_.bodies.size() != m.bodies.size())
     return;
-  const auto ts = stamp(static_cast<std::int64_t>(t));
-  json vehicles = json::array();
-  for (std::size_t vi = 0; vi < m.vehicles.size(); ++vi) {
-    const VehicleModel& v = m.vehicles[vi];
-    const int b = v.bodies.front();
-    const BodyState& s = actual.bodies[static_cast<std::size_t>(b)];
-    const BodyState& p = projected.bodies[static_cast<std::size_t>(b)];
-    writer_->write(ch_tf_, sequence_++, t, t,
-                   json{{"timestamp", ts}, {"parent_frame_id", "world"}, {"child_frame_id", v.name},
-                        {"translation", vec(s.position_m)}, {"rotation", quat(s.orientation)}}
-                       .dump());
-    writer_->write(ch_pose_[vi], sequence_++, t, t,
-                   json{{"timestamp", ts}, {"frame_id", "world"}, {"pose", pose(s.position_m, s.orientation)}}.dump());
-    writer_->write(ch_projected_[vi], sequence_++, t, t,
-                   json{{"timestamp", ts}, {"frame_id", "world"}, {"pose", pose(p.position_m, p.orientation)}}.dump());
-    const Vec3 vel = linear_velocity(m, actual, b);
-    const Vec3 rpy = rpy_from_quat(s.orientation);
-    json vj{{"name", v.name}, {"x_m", s.position_m.x()}, {"y_m", s.position_m.y()}, {"z_m", s.position_m.z()},
-            {"heading_deg", rpy.z() * 180 / std::numbers::pi}, {"roll_deg", rpy.x() * 180 / std::numbers::pi},
-            {"pitch_deg", rpy.y() * 180 / std::numbers::pi}, {"speed_m_s", vel.norm()},
-            {"projected", {{"x_m", p.position_m.x()}, {"y_m", p.position_m.y()}, {"z_m", p.position_m.z()}}}};
-    if (m.water.present) vj["depth_m"] = m.water.surface_z_m - s.position_m.z();
-    vehicles.push_back(std::move(vj));
-  }
-  // measurements, for the measured trajectory
-  for (const SlotRecord& slot : record.slots) {
+  write_views(t);
+}
+
+// The derived per-step channels, written as text into reused buffers: this is the writer
+// thread's hot path, and building a JSON document per message (one allocation per node)
+// made the writer slower than the loop it records.
+void Recorder::write_views(std::uint64_t t) {
+  const WorldModel& m = scenario_.model;
+  JsonText j{text_};
+  const auto stamp_at = [&] {
+    j.key("timestamp");
+    j.stamp(static_cast<std::int64_t>(t));
+  };
+  // which vehicles a measurement came for this step (the last one counts, as before)
+  measured_.assign(m.vehicles.size(), nullptr);
+  for (const SlotRecord& slot : record_.slots) {
     if (slot.outcome != SlotOutcome::fresh) continue;
     for (const Measurement& meas : slot.reply.measurements) {
       if (!meas.has_pose || meas.body >= m.bodies.size()) continue;
-      const auto vi = static_cast<std::size_t>(m.bodies[meas.body].vehicle);
-      writer_->write(ch_measured_[vi], sequence_++, t, t,
-                     json{{"timestamp", ts}, {"frame_id", "world"}, {"pose", pose(meas.position_m, meas.orientation)}}.dump());
-      vehicles[vi]["measured"] = {{"x_m", meas.position_m.x()}, {"y_m", meas.position_m.y()}, {"z_m", meas.position_m.z()}};
+      const int vi = m.bodies[meas.body].vehicle;
+      if (vi < 0 || static_cast<std::size_t>(vi) >= m.vehicles.size()) continue;
+      text_.clear();
+      j.open();
+      stamp_at();
+      j.comma();
+      j.pose_in_world(meas.position_m, meas.orientation);
+      j.close();
+      writer_->write(ch_measured_[static_cast<std::size_t>(vi)], sequence_++, t, t, text_);
+      measured_[static_cast<std::size_t>(vi)] = &meas;
     }
   }
-  writer_->write(ch_vehicles_, sequence_++, t, t, json{{"step", record.step}, {"vehicles", vehicles}}.dump());
 
-  json timing{{"step", record.step}, {"step_time_ns", record.step_time_ns}, {"endpoints", json::array()}};
-  for (std::size_t i = 0; i < record.slots.size(); ++i) {
-    const char* outcome = record.slots[i].outcome == SlotOutcome::fresh     ? "fresh"
-                          : record.slots[i].outcome == SlotOutcome::timeout ? "timeout"
-                                                                            : "fault";
-    timing["endpoints"].push_back({{"name", i < endpoint_names_.size() ? endpoint_names_[i] : "?"},
-                                   {"round_trip_ns", record.slots[i].round_trip_ns},
-                                   {"outcome", outcome}});
+  vehicles_text_.clear();
+  JsonText vj{vehicles_text_};
+  vj.raw("{\"step\":");
+  vj.num(record_.step);
+  vj.raw(",\"vehicles\":[");
+  for (std::size_t vi = 0; vi < m.vehicles.size(); ++vi) {
+    const VehicleModel& v = m.vehicles[vi];
+    const int b = v.bodies.front();
+    const BodyState& s = actual_.bodies[static_cast<std::size_t>(b)];
+    const BodyState& p = projected_.bodies[static_cast<std::size_t>(b)];
+    text_.clear();
+    j.open();
+    stamp_at();
+    j.raw(",\"parent_frame_id\":\"world\",\"child_frame_id\":");
+    j.str(v.name);
+    j.raw(",\"translation\":");
+    j.vec(s.position_m);
+    j.raw(",\"rotation\":");
+    j.quat(s.orientation);
+    j.close();
+    writer_->write(ch_tf_, sequence_++, t, t, text_);
+    for (const auto& [channel, body] : {std::pair{ch_pose_[vi], &s}, std::pair{ch_projected_[vi], &p}}) {
+      text_.clear();
+      j.open();
+      stamp_at();
+      j.comma();
+      j.pose_in_world(body->position_m, body->orientation);
+      j.close();
+      writer_->write(channel, sequence_++, t, t, text_);
+    }
+    const Vec3 vel = linear_velocity(m, actual_, b);
+    const Vec3 rpy = rpy_from_quat(s.orientation) * (180 / std::numbers::pi);
+    if (vi) vj.comma();
+    vj.raw("{\"name\":");
+    vj.str(v.name);
+    vj.field("x_m", s.position_m.x());
+    vj.field("y_m", s.position_m.y());
+    vj.field("z_m", s.position_m.z());
+    if (m.water.present) vj.field("depth_m", m.water.surface_z_m - s.position_m.z());
+    vj.field("heading_deg", rpy.z());
+    vj.field("roll_deg", rpy.x());
+    vj.field("pitch_deg", rpy.y());
+    vj.field("speed_m_s", vel.norm());
+    vj.raw(",\"projected\":");
+    vj.xyz_m(p.position_m);
+    if (measured_[vi]) {
+      vj.raw(",\"measured\":");
+      vj.xyz_m(measured_[vi]->position_m);
+    }
+    vj.close();
   }
-  writer_->write(ch_timing_, sequence_++, t, t, timing.dump());
+  vj.raw("]}");
+  writer_->write(ch_vehicles_, sequence_++, t, t, vehicles_text_);
+
+  text_.clear();
+  j.raw("{\"step\":");
+  j.num(record_.step);
+  j.raw(",\"step_time_ns\":");
+  j.num(record_.step_time_ns);
+  j.raw(",\"endpoints\":[");
+  for (std::size_t i = 0; i < record_.slots.size(); ++i) {
+    const SlotRecord& slot = record_.slots[i];
+    if (i) j.comma();
+    j.raw("{\"name\":");
+    j.str(i < endpoint_names_.size() ? std::string_view(endpoint_names_[i]) : std::string_view("?"));
+    j.raw(",\"round_trip_ns\":");
+    j.num(slot.round_trip_ns);
+    j.raw(slot.outcome == SlotOutcome::fresh     ? ",\"outcome\":\"fresh\"}"
+          : slot.outcome == SlotOutcome::timeout ? ",\"outcome\":\"timeout\"}"
+                                                 : ",\"outcome\":\"fault\"}");
+  }
+  j.raw("]}");
+  writer_->write(ch_timing_, sequence_++, t, t, text_);
 
   if (!processor_fields_.empty()) {
-    json fb{{"step", record.step}, {"processors", json::object()}};
+    text_.clear();
+    j.raw("{\"step\":");
+    j.num(record_.step);
+    j.raw(",\"processors\":{");
     std::size_t at = 0;
-    for (const auto& [name, fields] : processor_fields_) {
-      json p = json::object();
-      for (const auto& f : fields) p[f] = at < values.size() ? values[at++] : 0.0;
-      fb["processors"][name] = std::move(p);
+    for (std::size_t pi = 0; pi < processor_fields_.size(); ++pi) {
+      const auto& [name, fields] = processor_fields_[pi];
+      if (pi) j.comma();
+      j.str(name);
+      j.raw(":{");
+      for (std::size_t fi = 0; fi < fields.size(); ++fi) {
+        if (fi) j.comma();
+        j.str(fields[fi]);
+        j.raw(":");
+        j.num(at < values_.size() ? values_[at++] : 0.0);
+      }
+      j.raw("}");
     }
-    writer_->write(ch_feedback_, sequence_++, t, t, fb.dump());
+    j.raw("}}");
+    writer_->write(ch_feedback_, sequence_++, t, t, text_);
   }
 }
 

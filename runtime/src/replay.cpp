@@ -87,10 +87,10 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
       out.keyframes[k.state.step] = std::move(k);
     } else if (ch->topic == topics::summary) {
       auto j = nlohmann::json::parse(bytes, nullptr, false);
-      if (!j.is_discarded()) out.summary = std::move(j);
+      if (j.is_object()) out.summary = std::move(j);  // readers index it as an object
     } else if (ch->topic == topics::events) {
       auto j = nlohmann::json::parse(bytes, nullptr, false);
-      if (!j.is_discarded()) out.events.push_back(std::move(j));
+      if (j.is_object()) out.events.push_back(std::move(j));
     }
   }
   if (!reader.error().empty()) return fail(reader.error());

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tether/hal/device_spec.hpp"
 #include "tether/runtime/mcap_reader.hpp"
 #include "tether/runtime/recording.hpp"
 #include "tether/runtime/scenario.hpp"
@@ -41,7 +42,8 @@ struct VehicleSeries {
 // one plotted command value (a wrench component or an actuator payload value)
 struct CommandChannel {
   std::string label;
-  int group = 0;  // 0 force, 1 torque, 2 actuator command
+  std::string plot;  // which plot it goes in: "forces", "torques", "thruster commands", ...
+  std::string unit;  // that plot's y label
   std::vector<double> v;  // aligned with EndpointSeries::t (NaN when the endpoint sent nothing)
 };
 
@@ -53,6 +55,7 @@ struct EndpointSeries {
   std::uint64_t fresh = 0, timeouts = 0, faults = 0;
   std::map<std::string, CommandChannel> channels;  // by key, for lookup while reading
   std::vector<std::string> channel_order;          // keys in the order first seen
+  std::vector<std::string> plot_order;             // plots in the order first seen
 };
 
 struct EventRow {
@@ -104,15 +107,32 @@ std::string body_name(const Collected& c, std::uint32_t body) {
   return "body " + std::to_string(body);
 }
 
-CommandChannel& channel(EndpointSeries& e, const std::string& key, const std::string& label, int group) {
+CommandChannel& channel(EndpointSeries& e, const std::string& key, const std::string& label, const std::string& plot,
+                        const std::string& unit) {
   auto it = e.channels.find(key);
   if (it == e.channels.end()) {
-    it = e.channels.emplace(key, CommandChannel{label, group, {}}).first;
+    it = e.channels.emplace(key, CommandChannel{label, plot, unit, {}}).first;
     // the channel did not exist before this step: NaN for the steps so far
     it->second.v.assign(e.t.size(), nan_v);
     e.channel_order.push_back(key);
+    if (std::find(e.plot_order.begin(), e.plot_order.end(), plot) == e.plot_order.end()) e.plot_order.push_back(plot);
   }
   return it->second;
+}
+
+// an actuator's name, plot and unit from the scenario's device table (index = device index)
+void device_labels(const Collected& c, std::uint16_t device, std::string& name, std::string& plot, std::string& unit) {
+  if (c.scenario && device < c.scenario->devices.size()) {
+    const hal::DeviceSpec& d = c.scenario->devices[device];
+    const hal::KindInfo& info = hal::kind_info(d.kind);
+    name = d.name.full();
+    plot = std::string(info.name) + " commands";
+    unit = std::string(info.name) + " command" + (info.units[0] ? std::string(" (") + info.units + ")" : "");
+    return;
+  }
+  name = "device #" + std::to_string(device);
+  plot = "actuator commands";
+  unit = "command value";
 }
 
 void add_step(Collected& c, const StepRecord& r, double t_s) {
@@ -150,9 +170,11 @@ void add_step(Collected& c, const StepRecord& r, double t_s) {
         const std::string key = "w" + std::to_string(body) + "." + std::to_string(comp);
         auto it = e.channels.find(key);
         if (it == e.channels.end() && v == 0) continue;  // all-zero components stay out
+        const bool torque = (comp / 3) % 2 == 1;
         CommandChannel& ch = it != e.channels.end()
                                  ? it->second
-                                 : channel(e, key, body_name(c, body) + " " + component_names[comp], (comp / 3) % 2);
+                                 : channel(e, key, body_name(c, body) + " " + component_names[comp],
+                                           torque ? "torques" : "forces", torque ? "torque (N·m)" : "force (N)");
         double& slot_v = ch.v.back();
         slot_v = std::isnan(slot_v) ? v : slot_v + v;
       }
@@ -164,9 +186,15 @@ void add_step(Collected& c, const StepRecord& r, double t_s) {
         float f;
         std::memcpy(&f, cmd.bytes.data() + 4 * k, 4);
         const std::string key = "d" + std::to_string(cmd.device) + "." + std::to_string(k);
-        const std::string label =
-            "device #" + std::to_string(cmd.device) + (n > 1 ? "[" + std::to_string(k) + "]" : std::string());
-        channel(e, key, label, 2).v.back() = static_cast<double>(f);
+        auto it = e.channels.find(key);
+        if (it == e.channels.end()) {
+          std::string name, plot, unit;
+          device_labels(c, cmd.device, name, plot, unit);
+          if (n > 1) name += "[" + std::to_string(k) + "]";
+          channel(e, key, name, plot, unit);
+          it = e.channels.find(key);
+        }
+        it->second.v.back() = static_cast<double>(f);
       }
     }
     // measured poses of each vehicle's reference body
@@ -602,13 +630,14 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
     any = true;
     const bool water = v.has_depth;
     p.add("<h3>" + esc(v.name) + "</h3><div class=\"plots\">");
+    // measurements are a scatter under the lines: noisy, and absent on missed steps
     const bool measured = !v.mt.empty();
-    const bool sparse = v.mt.size() < 400;
-    auto measured_line = [&](std::vector<double> x, std::vector<double> y) {
+    auto measured_dots = [&](std::vector<double> x, std::vector<double> y, bool path) {
       svg::Line l = line("measured", std::move(x), std::move(y), 2);
-      l.dots = sparse;
-      l.path = true;
-      l.width_px = 1.2;
+      l.dots = true;
+      l.path = path;
+      l.width_px = 1.6;
+      l.opacity = 0.5;
       return l;
     };
     {
@@ -624,9 +653,9 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
       a.width_px = 2;
       svg::Line pr = line("projected", v.px, v.py, 1, true);
       pr.path = true;
-      plot.lines.push_back(std::move(a));
+      if (measured) plot.lines.push_back(measured_dots(v.mx, v.my, true));
       plot.lines.push_back(std::move(pr));
-      if (measured) plot.lines.push_back(measured_line(v.mx, v.my));
+      plot.lines.push_back(std::move(a));
       if (!v.x.empty()) {
         svg::Line start = line("start", {v.x.front()}, {v.y.front()}, 3);
         start.dots = true;
@@ -639,11 +668,11 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
     }
     {
       svg::Plot plot;
+      // not to scale: a dive over a long run would be a flat line
       plot.title = water ? "Depth profile (side view, x–depth)" : "Side view (x–z)";
       plot.x_label = "x (m)";
       plot.y_label = water ? "depth (m)" : "z (m)";
       plot.invert_y = water;
-      plot.equal_aspect = true;
       plot.min_span_x = plot.min_span_y = 1.0;
       plot.max_points_per_line = o.max_points_per_line;
       std::vector<double> pd = v.pz;
@@ -656,9 +685,9 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
       a.width_px = 2;
       svg::Line pr = line("projected", v.px, pd, 1, true);
       pr.path = true;
-      plot.lines.push_back(std::move(a));
+      if (measured) plot.lines.push_back(measured_dots(v.mx, water ? v.mdepth : v.mz, true));
       plot.lines.push_back(std::move(pr));
-      if (measured) plot.lines.push_back(measured_line(v.mx, water ? v.mdepth : v.mz));
+      plot.lines.push_back(std::move(a));
       if (water) plot.refs.push_back(svg::RefLine{false, 0.0, "surface", "#4a7bd0"});
       p.card(svg::render(plot));
     }
@@ -674,14 +703,10 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
         const double surface = c.scenario ? c.scenario->model.water.surface_z_m : 0.0;
         for (double& d : pd) d = surface - d;
       }
+      if (measured) plot.lines.push_back(measured_dots(v.mt, water ? v.mdepth : v.mz, false));
+      plot.lines.push_back(line("projected", v.t, pd, 1, true));
       plot.lines.push_back(line("actual", v.t, water ? v.depth : v.z, 0));
       plot.lines.back().width_px = 2;
-      plot.lines.push_back(line("projected", v.t, pd, 1, true));
-      if (measured) {
-        svg::Line m = line("measured", v.mt, water ? v.mdepth : v.mz, 2);
-        m.dots = sparse;
-        plot.lines.push_back(std::move(m));
-      }
       // the depth a controller was told to hold, when the summary says
       if (c.summary && (*c.summary).contains("endpoints") && (*c.summary)["endpoints"].is_array())
         for (const json& e : (*c.summary)["endpoints"])
@@ -701,15 +726,11 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
       svg::Plot plot;
       plot.title = "Heading over time";
       plot.x_label = "sim time (s)";
-      plot.y_label = "heading (°)";
+      plot.y_label = "heading (° yaw, 0 = +x, ccw)";
       plot.max_points_per_line = o.max_points_per_line;
       plot.min_span_y = 2;
+      if (measured) plot.lines.push_back(measured_dots(v.mt, v.mheading, false));
       plot.lines.push_back(line("actual", break_wraps_x(v.t, v.heading), break_wraps(v.heading), 0));
-      if (measured) {
-        svg::Line m = line("measured", break_wraps_x(v.mt, v.mheading), break_wraps(v.mheading), 2);
-        m.dots = sparse;
-        plot.lines.push_back(std::move(m));
-      }
       p.card(svg::render(plot));
     }
     {
@@ -742,26 +763,39 @@ void commands_section(Page& p, const Collected& c, const ReportOptions& o) {
   p.add("<h2>Commands</h2><p>What each endpoint sent, per step (gaps: no reply that step; the timeout "
         "policy then applied a held or safe command). Components that stayed zero are not drawn.</p>");
   bool any = false;
-  static const char* titles[3] = {"forces", "torques", "actuator commands"};
-  static const char* units[3] = {"force (N)", "torque (N·m)", "command value"};
   for (const EndpointSeries& e : c.endpoints) {
     if (e.channel_order.empty()) continue;
     p.add("<h3>" + esc(e.name) + "</h3><div class=\"plots\">");
-    for (int g = 0; g < 3; ++g) {
-      svg::Plot plot;
-      plot.title = e.name + ": " + titles[g];
-      plot.x_label = "sim time (s)";
-      plot.y_label = units[g];
-      plot.max_points_per_line = o.max_points_per_line;
+    // forces and torques first, then one plot per kind of actuator
+    std::vector<std::string> plots = e.plot_order;
+    std::stable_sort(plots.begin(), plots.end(), [](const std::string& a, const std::string& b) {
+      auto rank = [](const std::string& s) { return s == "forces" ? 0 : s == "torques" ? 1 : 2; };
+      return rank(a) < rank(b);
+    });
+    for (const std::string& name : plots) {
+      // forces and torques share a plot per kind; actuators get one plot each, since
+      // several switching commands drawn over each other cannot be told apart
+      const bool per_channel = name != "forces" && name != "torques";
+      std::vector<svg::Plot> cards;
       std::size_t color = 0;
       for (const std::string& key : e.channel_order) {
         const CommandChannel& ch = e.channels.at(key);
-        if (ch.group != g) continue;
-        plot.lines.push_back(line(ch.label, e.t, ch.v, color++));
+        if (ch.plot != name) continue;
+        if (cards.empty() || per_channel) {
+          cards.emplace_back();
+          svg::Plot& plot = cards.back();
+          plot.title = e.name + ": " + (per_channel ? ch.label : name);
+          plot.x_label = "sim time (s)";
+          plot.y_label = ch.unit;
+          plot.max_points_per_line = o.max_points_per_line;
+        }
+        cards.back().lines.push_back(line(per_channel ? "" : ch.label, e.t, ch.v, color++));
+        cards.back().lines.back().width_px = per_channel ? 1.0 : 1.5;
       }
-      if (plot.lines.empty()) continue;
-      any = true;
-      p.card(svg::render(plot));
+      for (const svg::Plot& plot : cards) {
+        any = true;
+        p.card(svg::render(plot));
+      }
     }
     p.add("</div>");
   }

@@ -191,6 +191,12 @@ std::string num(double v) {
   return buf;
 }
 
+std::string num2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
 void text(std::string& out, double x, double y, const char* anchor, const std::string& s,
           const char* extra = "") {
   out += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor + "\"" + extra + ">" +
@@ -269,6 +275,8 @@ std::string render(const Plot& p) {
     ay.log = true;
     ylo = any ? std::floor(std::log10(std::max(ylo, 1e-12))) : 0;
     yhi = any ? std::ceil(std::log10(std::max(yhi, 1e-12)) + 1e-9) : 1;
+    // bars stand on 0.5 so that a count of 1 is a visible bar, not a line on the axis
+    if (!p.bars.empty()) ylo = std::min(ylo, std::log10(0.5));
     if (yhi <= ylo) yhi = ylo + 1;
   } else {
     settle(ylo, yhi, p.min_span_y);
@@ -404,9 +412,10 @@ std::string render(const Plot& p) {
     const auto keep = downsample(std::span(l.x.data(), n), yv, p.max_points_per_line, l.path);
     if (keep.empty()) continue;
     if (l.dots) {
-      s += "<g fill=\"" + l.color + "\">";
+      s += "<g fill=\"" + l.color + "\"" + (l.opacity < 1 ? " fill-opacity=\"" + num2(l.opacity) + "\"" : "") + ">";
       for (std::size_t i : keep)
-        s += "<circle cx=\"" + num(ax.map(l.x[i])) + "\" cy=\"" + num(ay.map(yv[i])) + "\" r=\"2\"/>";
+        s += "<circle cx=\"" + num(ax.map(l.x[i])) + "\" cy=\"" + num(ay.map(yv[i])) + "\" r=\"" +
+             num(std::max(1.0, l.width_px)) + "\"/>";
       s += "</g>";
       continue;
     }
@@ -428,7 +437,8 @@ std::string render(const Plot& p) {
       first = false;
     }
     s += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + l.color + "\" stroke-width=\"" + num(l.width_px) +
-         "\" stroke-linejoin=\"round\"" + (l.dashed ? " stroke-dasharray=\"6 3\"" : "") + "/>";
+         "\" stroke-linejoin=\"round\"" + (l.dashed ? " stroke-dasharray=\"6 3\"" : "") +
+         (l.opacity < 1 ? " stroke-opacity=\"" + num2(l.opacity) + "\"" : "") + "/>";
   }
   s += "</g>";
   if (!any) text(s, left + pw / 2, top + ph / 2, "middle", "no data", " class=\"nodata\"");

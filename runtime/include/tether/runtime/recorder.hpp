@@ -46,7 +46,13 @@ class Recorder {
 
   /// Loop thread: the staging buffer for the next item; fill it, then push().
   std::string& staging() { return staging_; }
-  /// Loop thread: hands the staging buffer over (O(1) swap). Drops and counts if full.
+  /// For sessions that are not paced (real-time factor 0): when the queue is full, push()
+  /// waits for the writer instead of dropping the item, so the recording stays complete
+  /// and the loop runs as fast as the recorder allows. Off by default: a paced loop must
+  /// never wait for the disk.
+  void set_wait_when_full(bool wait) { wait_when_full_ = wait; }
+  /// Loop thread: hands the staging buffer over (O(1) swap). Drops and counts if full
+  /// (or waits, see set_wait_when_full).
   void push(ItemKind kind, std::uint64_t step, std::int64_t time_ns);
   /// Rare events (misses, faults, firmware log lines): level 1 debug .. 5 fatal.
   void event(std::uint64_t step, std::int64_t time_ns, int level, const std::string& source,
@@ -74,6 +80,7 @@ class Recorder {
   };
   void writer_loop();
   void write_item(const Slot& item);
+  void write_views(std::uint64_t log_time_ns);
   void write_scene();
 
   const Scenario& scenario_;
@@ -89,6 +96,8 @@ class Recorder {
   std::size_t count_ = 0;
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable room_;  // the writer took an item (set_wait_when_full)
+  bool wait_when_full_ = false;
   bool closing_ = false;
   std::thread thread_;
   std::string staging_;
@@ -101,6 +110,13 @@ class Recorder {
   std::uint16_t ch_step_ = 0, ch_state_ = 0, ch_keyframe_ = 0, ch_timing_ = 0, ch_vehicles_ = 0,
                 ch_events_ = 0, ch_summary_ = 0, ch_feedback_ = 0, ch_tf_ = 0, ch_scene_ = 0, ch_log_ = 0;
   std::vector<std::uint16_t> ch_pose_, ch_projected_, ch_measured_;  // per vehicle
+
+  // writer-thread scratch, reused from step to step
+  StepRecord record_;
+  WorldState actual_, projected_;
+  std::vector<double> values_;
+  std::vector<const Measurement*> measured_;  // per vehicle, this step
+  std::string text_, vehicles_text_;
 };
 
 }  // namespace tether::runtime

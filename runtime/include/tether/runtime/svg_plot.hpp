@@ -25,6 +25,7 @@ struct Line {
   bool dots = false;           // draw a dot per point instead of a line
   bool path = false;           // x is not monotonic (a trajectory): down-sample on x and y
   double width_px = 1.5;
+  double opacity = 1.0;
 };
 
 /// Histogram bars: counts[i] between edges[i] and edges[i + 1].
