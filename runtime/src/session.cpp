@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tether/runtime/hal_bridge.hpp"
 #include "tether/runtime/recorder.hpp"
 #include <spdlog/spdlog.h>
 
@@ -36,7 +37,8 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
                  SessionOptions options)
     : scenario_(scenario), model_(scenario.model), endpoints_(std::move(endpoints)),
       processors_(make_feedback_processors(scenario)),
-      devices_(scenario.devices, scenario.loop.seed, scenario.model.bodies.size()), device_view_(model_),
+      devices_(scenario.devices, scenario.loop.seed, scenario.model.bodies.size()),
+      device_view_(model_, &hal_ray_cast),
       options_(std::move(options)) {
   device_wrenches_.resize(model_.bodies.size());
   rtf_ = options_.real_time_factor.value_or(scenario_.loop.real_time_factor);
@@ -55,6 +57,8 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   for (auto& m : measurements_) m.reserve(8);
   inputs_.resize(bodies);
   held_inputs_.resize(bodies);
+  // touching pairs for contact sensors: a few per body is plenty (more are counted, dropped)
+  if (!scenario_.devices.empty()) projection_report_.reserve_contacts(8 * bodies + 16);
   slots_.resize(endpoints_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     for (Reply* r : {&slots_[i].reply, &slots_[i].last, &slots_[i].safe}) r->wrenches.reserve(bodies);
@@ -195,12 +199,14 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   projected_.step = state_.step;
   projected_.time_ns = state_.time_ns;
   projected_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
-  if (step(model_, projected_, held_inputs_, dt) != StepStatus::ok) {
+  if (step(model_, projected_, held_inputs_, dt, &projection_report_) != StepStatus::ok) {
     abort("numerical fault (NaN/Inf) in the projection of step " + std::to_string(ctx.step));
     return false;
   }
   // sensors sample the projected state: what the participants are told about S'_{k+1}
   if (devices_.size()) {
+    // contact sensors read the contacts of this same projected step
+    to_hal_contacts(projection_report_.contacts, dt, device_view_.contacts);
     device_view_.update(projected_, &state_, dt);
     devices_.sense(device_view_, projected_.time_ns);
   }

@@ -110,6 +110,7 @@ class Session {
   StepInputs inputs_;       // applied in this step
   StepInputs held_inputs_;  // applied in the previous step; used for the projection
   StepReport step_report_;
+  StepReport projection_report_;  // the projection's contacts feed contact sensors
   Recorder* recorder_ = nullptr;
   StepRecord record_;                  // this step's record, buffers reused
   std::vector<double> feedback_values_;  // processors' recorded values, reserved
