@@ -2,6 +2,7 @@
 #include "tether/runtime/scenario.hpp"
 
 #include "tether/runtime/scenario_devices.hpp"
+#include "tether/runtime/terrain.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -87,11 +88,20 @@ void add_tank(const ConfigNode& t, WorldModel& model) {
   plane("wall_y_max", {0, -1, 0}, -size[1] / 2);
 }
 
-void parse_world(const ConfigNode& w, WorldModel& model) {
+// `base_dir`: the scenario file's folder, for files it names (terrain images)
+void parse_world(const ConfigNode& w, WorldModel& model, const std::string& base_dir) {
   if (!w.has("gravity_m_s2") && !w.yaml().IsDefined()) return;
-  if (!w.expect_map({"gravity_m_s2", "water", "tank", "statics", "max_substep_s"})) return;
+  if (!w.expect_map({"gravity_m_s2", "water", "tank", "statics", "terrain", "max_substep_s", "broad_phase"}))
+    return;
   model.gravity_m_s2 = w.vec3_or("gravity_m_s2", model.gravity_m_s2);
   model.max_substep_s = w.number_or("max_substep_s", model.max_substep_s, Range::positive());
+  if (w.has("broad_phase")) {
+    const std::string kind = w.string("broad_phase");
+    if (kind == "grid") model.contact.broad_phase = BroadPhaseKind::grid;
+    else if (kind == "sweep_and_prune") model.contact.broad_phase = BroadPhaseKind::sweep_and_prune;
+    else if (kind == "brute_force") model.contact.broad_phase = BroadPhaseKind::brute_force;
+    else w["broad_phase"].error("expected one of grid, sweep_and_prune, brute_force, got \"" + kind + "\"");
+  }
   if (w.has("water")) {
     const ConfigNode water = w["water"];
     if (water.expect_map({"density_kg_m3", "surface_z_m", "current_m_s"})) {
@@ -118,6 +128,7 @@ void parse_world(const ConfigNode& w, WorldModel& model) {
       model.statics.push_back(b);
     }
   }
+  if (w.has("terrain")) parse_terrain(w["terrain"], model, base_dir);
 }
 
 void parse_body(const ConfigNode& b, const std::string& vehicle, int vehicle_index, WorldModel& model,
@@ -301,7 +312,7 @@ Scenario parse_scenario(const std::string& text, const std::string& label) {
   top.expect_map({"name", "description", "world", "vehicles", "loop", "endpoints", "recording"});
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
-  parse_world(top["world"], sc.model);
+  parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());
   parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback, sc.devices);
   parse_loop(top["loop"], sc.loop);
   parse_endpoints(top["endpoints"], sc);

@@ -2,12 +2,18 @@
 // The lock-step loop with test-double endpoints that go silent, fault or answer late.
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
+
+#include "tether/firmware_shim/payloads.h"
+#include "tether/hal/device_bank.hpp"
 
 #include "tether/runtime/in_process.hpp"
 #include "tether/runtime/session.hpp"
 
 using namespace tether::runtime;
+namespace hal = tether::hal;
 
 namespace {
 
@@ -191,6 +197,61 @@ TEST_CASE("the default scenario holds its target depth and runs deterministicall
   CHECK(a["state_hash"] == b["state_hash"]);
   CHECK(std::abs(a["endpoints"][0]["depth_error_m"].get<double>()) < 0.05);
   CHECK(a["steps"] == 3000);
+}
+
+TEST_CASE("tank_obstacles: the seabed rises under the altimeter, the sonar sees the block, the hull stops at it") {
+  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/tank_obstacles.yaml");
+  REQUIRE(sc.model.heightfields.size() == 1);
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
+  SessionOptions o;
+  o.steps = 4000;  // 40 s: dive, cruise east 19 m, run into the block
+  o.real_time_factor = 0;
+  const Session* session = nullptr;
+  const WorldState crates_start = sc.initial;
+  const double block_face_x = 8.0, hull_half_length = 0.6;
+  double max_front_x = -1e9, early_altitude = -1, late_altitude = -1, worst_sonar_error = 0;
+  int sonar_checks = 0;
+  bool bumped = false;
+  float f = 0;
+  o.after_step = [&](const WorldState& s) {
+    const hal::DeviceBank& bank = session->devices();
+    const double x = s.bodies[0].position_m.x();
+    max_front_x = std::max(max_front_x, x + hull_half_length);
+    const std::uint8_t* data = nullptr;
+    std::size_t size = 0;
+    if (bank.reading(static_cast<std::size_t>(bank.find("auv.hull.bump")), data, size) == hal::Status::ok &&
+        (data[TETHER_CONTACT_OFFSET_FLAGS] & TETHER_CONTACT_FLAG_CONTACT))
+      bumped = true;
+    if (bank.reading(static_cast<std::size_t>(bank.find("auv.hull.altimeter")), data, size) == hal::Status::ok) {
+      std::memcpy(&f, data + TETHER_ALTIMETER_OFFSET_ALTITUDE_M, sizeof f);
+      if (x < -2 && s.bodies[0].position_m.z() < -1.95) early_altitude = f;  // over the flat part
+      if (x > 6.5) late_altitude = f;
+    }
+    if (x > -4 && x < 4 &&
+        bank.reading(static_cast<std::size_t>(bank.find("auv.hull.sonar")), data, size) == hal::Status::ok) {
+      std::memcpy(&f, data + TETHER_SONAR_OFFSET_DISTANCE_M, sizeof f);
+      worst_sonar_error = std::max(worst_sonar_error, std::abs(f - (block_face_x - (x + hull_half_length))));
+      ++sonar_checks;
+    }
+    return true;
+  };
+  Session s(sc, std::move(eps), o);
+  session = &s;
+  std::atomic<bool> stop{false};
+  REQUIRE(s.run(stop) == Outcome::completed);
+  CAPTURE(max_front_x);
+  CHECK(max_front_x > block_face_x - 0.05);   // it got there
+  CHECK(max_front_x < block_face_x + 0.005);  // and did not pass into the block
+  CHECK(bumped);
+  // seabed at -6 m in the west, -5.2 m at x = 7; the hull holds 2 m depth
+  CHECK(early_altitude == doctest::Approx(3.9).epsilon(0.05));
+  CHECK(late_altitude < early_altitude - 0.5);
+  CHECK(sonar_checks > 100);
+  CHECK(worst_sonar_error < 0.3);  // the sonar's noise-free range to the block face, within the cone's spread
+  // the crates and the drum rest where they were put
+  for (std::size_t i = 1; i < 4; ++i)
+    CHECK((s.state().bodies[i].position_m - crates_start.bodies[i].position_m).norm() < 0.01);
 }
 
 TEST_CASE("pacing at a real-time factor keeps sim time close to wall time") {
