@@ -129,7 +129,8 @@ TEST_CASE("tether run: the default scenario (host firmware on a pty) holds depth
 
 TEST_CASE("tether run --json prints the summary as JSON") {
   const std::string dir = temp_dir("json");
-  const auto r = run(tether_fw + " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --json --out " + dir);
+  // stdout alone: the log (the firmware's launch, its lines) goes to stderr
+  const auto r = run("(" + tether_fw + " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --json --out " + dir + " 2>/dev/null)");
   CHECK(r.exit_code == 0);
   const auto summary = nlohmann::json::parse(r.out);
   CHECK(summary["outcome"] == "completed");

@@ -155,7 +155,7 @@ TEST_CASE("tether info describes the recording") {
   const auto r = sh(tether_bin + " info " + rec);
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);
   CHECK_FALSE(contains(r.out, "TRUNCATED"));
-  CHECK(contains(r.out, "scenario    default\n"));
+  CHECK(contains(r.out, "scenario    in_process_depth_hold\n"));
   CHECK(contains(r.out, "steps       2000 from step 0, 20.000 s at 10 ms; 20 keyframes\n"));
   CHECK(contains(r.out, "outcome     completed\n"));
   CHECK(contains(r.out, "endpoint    controller (in_process, policy hold): replies 2000, misses 0"));
@@ -173,7 +173,7 @@ TEST_CASE("tether report writes the HTML where it is told, and next to the recor
   const auto r = sh(tether_bin + " report " + rec + " -o " + dir + "/r.html");
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   CHECK(r.out == "report: " + dir + "/r.html\n");
-  CHECK(contains(slurp(dir + "/r.html"), "Tether session report: default"));
+  CHECK(contains(slurp(dir + "/r.html"), "Tether session report: in_process_depth_hold"));
   std::filesystem::copy_file(rec, dir + "/copy.mcap");
   CHECK(sh(tether_bin + " report " + dir + "/copy.mcap").exit_code == 0);
   CHECK(std::filesystem::exists(dir + "/copy.html"));
