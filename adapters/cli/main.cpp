@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
                          "ENDPOINT=LAUNCH: run new firmware in place of the recorded serial endpoint, fed the "
                          "recorded sensor readings, and compare its commands with the recorded ones. LAUNCH is a "
                          "host build (path [args]) or qemu:IMAGE.elf. Repeatable")
-      ->type_name("ENDPOINT=LAUNCH");
+      ->type_name("ENDPOINT=LAUNCH")
+      ->allow_extra_args(false);  // one spec per --firmware: a recording after it stays positional
   replay_cmd->add_flag("--closed-loop", replay.closed_loop,
                        "With --firmware: the new firmware's commands drive the world (default: open loop, the world "
                        "follows the recording and the commands are only compared)");
