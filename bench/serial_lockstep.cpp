@@ -76,12 +76,12 @@ std::vector<std::uint8_t> frame_of_payload(std::uint8_t type, std::size_t payloa
   return out;
 }
 
-// waits for a 0x00 on fd (blocking poll); false on error or 2 s of silence
-bool read_until_delimiter(int fd) {
+// waits for a 0x00 on fd (blocking poll); false on error or `timeout_ms` of silence (-1: none)
+bool read_until_delimiter(int fd, int timeout_ms = 2000) {
   std::uint8_t buf[256];
   for (;;) {
     pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 2000) <= 0) return false;
+    if (poll(&p, 1, timeout_ms) <= 0) return false;
     const ssize_t n = read(fd, buf, sizeof buf);
     if (n <= 0) {
       if (n < 0 && errno == EAGAIN) continue;
@@ -112,8 +112,10 @@ class RawEcho {
     child_ = fork();
     if (child_ == 0) {
       close(pair_.master);
+      // no timeout: the other measurements run between this one's rounds, for seconds
+      // under load; the destructor kills the echo
       for (;;) {
-        if (!read_until_delimiter(pair_.slave)) _exit(0);
+        if (!read_until_delimiter(pair_.slave, -1)) _exit(0);
         write_all(pair_.slave, actuate_);
       }
     }
@@ -129,19 +131,24 @@ class RawEcho {
     for (long i = 0; i < n; ++i) {
       const auto s = Clock::now();
       write_all(pair_.master, sensors_);
-      if (!read_until_delimiter(pair_.master)) break;
+      if (!read_until_delimiter(pair_.master)) {
+        ++lost_;
+        break;
+      }
       h.record(ns_since(s));
     }
     wall += bench::seconds_since(t0);
   }
   std::string note() const {
-    return std::to_string(sensors_.size()) + " B out, " + std::to_string(actuate_.size()) + " B back";
+    return std::to_string(sensors_.size()) + " B out, " + std::to_string(actuate_.size()) + " B back" +
+           (lost_ ? ", " + std::to_string(lost_) + " echoes lost (2 s timeouts)" : std::string());
   }
 
  private:
   std::vector<std::uint8_t> sensors_, actuate_;
   adapters::PtyPair pair_;
   pid_t child_ = -1;
+  long lost_ = 0;
 };
 
 // the scenario: an AUV with the devices depth_heading_hold opens; `endpoint` is the YAML entry
