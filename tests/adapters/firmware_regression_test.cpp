@@ -3,7 +3,8 @@
 // recording of the default scenario (the host firmware on a pty). The same firmware
 // reproduces every recorded command; a build with a changed depth gain (Kp 0.9 -> 1.8,
 // tests/CMakeLists.txt) is reported with its first divergent step, on the vertical
-// thrusters only. Also: --verify on a firmware recording, closed loop, and bad input.
+// thrusters only; the Cortex-M3 build under QEMU reproduces the host build's commands.
+// Also: --verify on a firmware recording, closed loop, and bad input.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -19,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "serial_test_util.hpp"
 #include "tether/adapters/firmware_regression.hpp"
 #include "tether/firmware_shim/payloads.h"
 
@@ -228,6 +230,23 @@ TEST_CASE("firmware regression: a changed depth gain is reported with its first 
   CHECK(contains(text.out, "result: DIVERGED, first at step " + std::to_string(first) +
                                "; auv.hull.thruster_vfront recorded "));
   CHECK(contains(text.out, "auv.hull.thruster_left"));
+}
+
+TEST_CASE("firmware regression: the Cortex-M3 build under QEMU commands exactly what the host build did") {
+  if (!adapters::test::have_tool("arm-none-eabi-gcc") || !adapters::test::have_tool("qemu-system-arm")) {
+    MESSAGE("arm-none-eabi-gcc or qemu-system-arm not installed: QEMU regression test skipped");
+    return;
+  }
+  const std::string elf = adapters::test::scratch_firmware("cortex_m3", "cortex_m3/depth_heading_hold.elf");
+  const auto r =
+      sh(tether_bin + " replay " + firmware_recording() + " --json --quiet --firmware firmware=qemu:" + elf);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.out);
+  const auto reg = nlohmann::json::parse(r.out)["firmware_regression"][0];
+  CHECK(reg["steps_compared"] == recorded_steps);
+  CHECK(reg["diverged"] == false);
+  // the same C source, IEEE-754 single precision on both (SSE on the host, libgcc soft
+  // float on the M3), each operation correctly rounded: not one bit differs
+  for (const auto& ch : reg["channels"]) CHECK(ch["max_abs_diff"] == 0.0);
 }
 
 TEST_CASE("firmware regression: closed loop, the new firmware drives the world") {
