@@ -272,6 +272,21 @@ TEST_CASE("firmware regression: closed loop, the new firmware drives the world")
   }
 }
 
+TEST_CASE("firmware regression: new firmware that dies mid-run is reported with the step") {
+  // the scriptable stand-in (commands (k % 1000) / 1000, so it diverges at once) exits at step 50
+  const auto r = sh(tether_bin + " replay " + firmware_recording() + " --json --quiet --firmware 'firmware=python3 " +
+                    adapters::test::fake_firmware() + " --exit-at 50 --status 3'");
+  REQUIRE_MESSAGE(r.exit_code == 1, r.out);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["complete"] == true);  // open loop: the recording is replayed to its end regardless
+  const auto& reg = j["firmware_regression"][0];
+  CHECK(reg["new_firmware_failure"]["step"] == 50);
+  CHECK(contains(reg["new_firmware_failure"]["reason"].get<std::string>(), "exited with status 3"));
+  CHECK(reg["steps_compared"] == 50);
+  CHECK(reg["steps_not_compared"]["after_new_firmware_failed"] == recorded_steps - 50);
+  CHECK(reg["first_divergent_step"] == 0);
+}
+
 TEST_CASE("firmware regression: bad input is refused with a message and exit 2 or 3") {
   const std::string rec = firmware_recording();
   SUBCASE("a spec without =") {
