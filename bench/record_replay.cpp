@@ -127,7 +127,7 @@ double replay_once(const Recording& rec, bool verify, std::uint64_t& verified) {
 
 int main(int argc, char** argv) {
   const bool quick = tether::bench::quick_mode(argc, argv);
-  const std::string scenario_path = TETHER_SOURCE_DIR "/config/scenarios/default.yaml";
+  const std::string scenario_path = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
   const Scenario sc = load_scenario(scenario_path);
   const std::uint64_t steps = quick ? 2'000 : 20'000;
   const int rounds = quick ? 1 : 5;

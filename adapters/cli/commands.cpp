@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -12,9 +13,11 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "tether/adapters/endpoint_factory.hpp"
+#include "tether/adapters/firmware_regression.hpp"
 #include "tether/adapters/serial_port.hpp"
 #include "tether/hal/device_table.hpp"
 #include "tether/runtime/recorder.hpp"
@@ -24,6 +27,12 @@
 #include "tether/runtime/session.hpp"
 
 namespace tether::cli {
+
+void log_to_stderr() {
+  auto logger = std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  logger->set_level(spdlog::default_logger()->level());
+  spdlog::set_default_logger(std::move(logger));
+}
 
 namespace {
 
@@ -282,6 +291,38 @@ void progress(std::uint64_t done, std::uint64_t total) {
 }  // namespace
 
 int replay_command(const ReplayOptions& options) {
+  // the --firmware specs first: bad usage is reported before anything is read or launched
+  std::vector<adapters::FirmwareSpec> specs;
+  for (const std::string& text : options.firmware) {
+    adapters::FirmwareSpec spec;
+    std::string why;
+    if (!adapters::parse_firmware_spec(text, spec, &why)) {
+      std::cerr << "tether: " << why << '\n';
+      return exit_usage;
+    }
+    for (const auto& other : specs)
+      if (other.endpoint == spec.endpoint) {
+        std::cerr << "tether: --firmware names endpoint \"" << spec.endpoint << "\" twice\n";
+        return exit_usage;
+      }
+    specs.push_back(std::move(spec));
+  }
+  const bool regression = !specs.empty();
+  const auto mode = options.closed_loop ? adapters::RegressionMode::closed_loop : adapters::RegressionMode::open_loop;
+  if (options.closed_loop && !regression) {
+    std::cerr << "tether: --closed-loop goes with --firmware ENDPOINT=LAUNCH\n";
+    return exit_usage;
+  }
+  if (regression && options.from_step) {
+    std::cerr << "tether: --firmware replays from the recording's first step (new firmware starts from reset; "
+                 "its state cannot be restored from a keyframe)\n";
+    return exit_usage;
+  }
+  if (options.closed_loop && options.verify) {
+    std::cerr << "tether: --verify cannot hold in closed loop: the new firmware's commands change the world\n";
+    return exit_usage;
+  }
+
   runtime::Recording rec;
   std::string error;
   if (!runtime::load_recording(options.recording, rec, &error)) {
@@ -305,9 +346,46 @@ int replay_command(const ReplayOptions& options) {
     start = &it->second;
     first = it->first;
   }
+  if (regression && first != rec.scenario.initial.step) {
+    std::cerr << "tether: " << options.recording << " starts at step " << first
+              << ", not at the session's start: new firmware starts from reset and cannot join mid-session\n";
+    return exit_usage;
+  }
   std::vector<std::unique_ptr<runtime::Endpoint>> endpoints;
-  for (std::size_t i = 0; i < rec.scenario.endpoints.size(); ++i)
-    endpoints.push_back(std::make_unique<runtime::ReplayEndpoint>(rec.scenario.endpoints[i], rec, i));
+  std::vector<adapters::RegressionEndpoint*> regressions;
+  std::vector<std::string> launches;
+  for (const auto& spec : specs) {
+    const bool known = std::any_of(rec.scenario.endpoints.begin(), rec.scenario.endpoints.end(),
+                                   [&](const auto& e) { return e.name == spec.endpoint; });
+    if (!known) {
+      std::string names;
+      for (const auto& e : rec.scenario.endpoints) names += (names.empty() ? "" : ", ") + e.name;
+      std::cerr << "tether: --firmware " << spec.endpoint << "=...: " << options.recording
+                << " has no endpoint \"" << spec.endpoint << "\" (its endpoints: " << (names.empty() ? "none" : names)
+                << ")\n";
+      return exit_usage;
+    }
+  }
+  for (std::size_t i = 0; i < rec.scenario.endpoints.size(); ++i) {
+    const auto spec = std::find_if(specs.begin(), specs.end(),
+                                   [&](const auto& s) { return s.endpoint == rec.scenario.endpoints[i].name; });
+    if (spec == specs.end()) {
+      endpoints.push_back(std::make_unique<runtime::ReplayEndpoint>(rec.scenario.endpoints[i], rec, i));
+      continue;
+    }
+    try {
+      auto ep = adapters::make_regression_endpoint(rec, *spec, mode, options.tolerance);
+      regressions.push_back(ep.get());
+      launches.push_back(spec->launch);
+      endpoints.push_back(std::move(ep));
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "tether: " << e.what() << '\n';
+      return exit_usage;
+    }
+  }
+  // open loop: the world must follow the recording, or the new firmware is not getting the
+  // readings the recorded one got; every state is checked
+  const bool verify = options.verify || (regression && mode == adapters::RegressionMode::open_loop);
 
   runtime::SessionOptions so;
   so.real_time_factor = options.real_time_factor;
@@ -317,7 +395,7 @@ int replay_command(const ReplayOptions& options) {
   const bool bar = !options.quiet && isatty(STDERR_FILENO);
   auto last_bar = std::chrono::steady_clock::now();
   so.after_step = [&](const runtime::WorldState& s) {
-    if (options.verify) {
+    if (verify) {
       divergence = runtime::compare_state(rec, s);
       if (divergence) return false;
       ++verified;
@@ -339,10 +417,16 @@ int replay_command(const ReplayOptions& options) {
     std::cerr << "tether: cannot start from the keyframe at step " << first << ": " << error << '\n';
     return exit_usage;
   }
-  std::atomic<bool> stop{false};
   install_signal_handlers();
   const auto t0 = std::chrono::steady_clock::now();
-  const runtime::Outcome outcome = session->run(g_stop);
+  runtime::Outcome outcome;
+  try {
+    outcome = session->run(g_stop);
+  } catch (const std::exception& e) {
+    if (bar) std::fputs("\r\033[K", stderr);
+    std::cerr << "tether: " << e.what() << '\n';
+    return exit_start_failed;
+  }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (bar) {
     progress(session->steps_done(), end - first);
@@ -353,10 +437,27 @@ int replay_command(const ReplayOptions& options) {
                         {"wall_time_s", wall}, {"speed_x_real_time", wall > 0 ? sim / wall : 0.0},
                         {"final_state_hash", runtime::hash_state(session->state())},
                         {"outcome", runtime::to_string(outcome)}};
-  if (options.verify) {
+  if (verify) {
     result["verified_steps"] = verified;
     result["identical"] = !divergence.has_value();
     if (divergence) result["first_divergence"] = divergence->describe();
+  }
+  bool commands_diverged = false;
+  if (regression) {
+    result["firmware_regression"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < regressions.size(); ++i) {
+      const adapters::RegressionEndpoint& r = *regressions[i];
+      nlohmann::json j = r.comparison().to_json();
+      j["endpoint"] = r.name();
+      j["mode"] = adapters::to_string(r.mode());
+      j["launch"] = launches[i];
+      j["recorded_firmware"] = r.recorded_firmware();
+      j["new_firmware"] = r.new_firmware_description();
+      result["firmware_regression"].push_back(std::move(j));
+      commands_diverged = commands_diverged || r.comparison().diverged();
+    }
+    // a replay stopped early (a state differed, SIGINT) compared only part of the recording
+    result["complete"] = session->steps_done() == end - first;
   }
   if (options.json) {
     std::cout << result.dump(2) << '\n';
@@ -364,15 +465,21 @@ int replay_command(const ReplayOptions& options) {
     std::printf("replayed %llu steps from step %llu in %.3f s (%.0fx real time), final state hash %016llx\n",
                 static_cast<unsigned long long>(session->steps_done()), static_cast<unsigned long long>(first), wall,
                 wall > 0 ? sim / wall : 0.0, static_cast<unsigned long long>(runtime::hash_state(session->state())));
-    if (options.verify) {
+    if (verify) {
       if (divergence)
         std::printf("verify: FAILED, first divergence at %s\n", divergence->describe().c_str());
+      else if (regression && !options.verify)
+        std::printf("verify: all %llu replayed states are bit-identical to the recording (the new firmware got "
+                    "the readings the recorded one got)\n",
+                    static_cast<unsigned long long>(verified));
       else
         std::printf("verify: all %llu replayed states are bit-identical to the recording\n",
                     static_cast<unsigned long long>(verified));
     }
+    for (std::size_t i = 0; i < regressions.size(); ++i)
+      std::fputs(adapters::regression_report_text(*regressions[i], launches[i]).c_str(), stdout);
   }
-  if (divergence) return exit_aborted;
+  if (divergence || commands_diverged || outcome == runtime::Outcome::aborted) return exit_aborted;
   if (outcome == runtime::Outcome::stopped && g_stop.load()) return exit_stopped;
   return exit_ok;
 }

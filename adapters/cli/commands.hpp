@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tether::cli {
 
@@ -19,6 +20,9 @@ struct RunOptions {
 struct ReplayOptions {
   std::string recording;
   bool verify = false;
+  std::vector<std::string> firmware;  // ENDPOINT=LAUNCH: new firmware in place of a recorded endpoint
+  bool closed_loop = false;           // the new firmware's commands drive the world
+  double tolerance = 1e-6;            // |new - recorded| beyond this is a divergence
   std::optional<std::uint64_t> from_step;
   double real_time_factor = 0;
   bool quiet = false;
@@ -50,6 +54,8 @@ enum ExitCode : int { exit_ok = 0, exit_aborted = 1, exit_usage = 2, exit_start_
 int run_command(const RunOptions& options);
 /// `tether replay`: returns the process exit code.
 int replay_command(const ReplayOptions& options);
+/// Sends the log (spdlog) to stderr, so that stdout carries only results (--json).
+void log_to_stderr();
 /// `tether info`: returns the process exit code.
 int info_command(const InfoOptions& options);
 /// `tether report`: returns the process exit code.

@@ -11,10 +11,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Exit codes:\n"
-      "  0    success (run: every planned step completed; check: the scenario is valid)\n"
+      "  0    success (run: every planned step completed; check: the scenario is valid;\n"
+      "       replay: replayed, verified, and new firmware within --tolerance)\n"
       "  1    the session was aborted (a timeout policy `abort`, an endpoint fault under\n"
-      "       `block`, or a numerical fault in the physics)\n"
-      "  2    bad usage or an invalid scenario (errors are printed with file:line:column)\n"
+      "       `block`, or a numerical fault in the physics); replay: a state differed from\n"
+      "       the recording, or the new firmware's commands diverged (or it failed mid-run)\n"
+      "  2    bad usage, an invalid scenario (errors are printed with file:line:column), an\n"
+      "       unreadable recording, a bad --firmware spec or an endpoint the recording lacks\n"
       "  3    an endpoint could not start (port, broker or firmware launch failed)\n"
       "  130  stopped by SIGINT/SIGTERM after a clean step (the summary is still printed)");
 
@@ -37,6 +40,18 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("--from-step", replay.from_step, "Start at the nearest keyframe at or before this step");
   replay_cmd->add_option("--rtf", replay.real_time_factor, "Real-time factor (default 0: as fast as possible)")
       ->check(CLI::Range(0.0, 1000.0));
+  replay_cmd->add_option("--firmware", replay.firmware,
+                         "ENDPOINT=LAUNCH: run new firmware in place of the recorded serial endpoint, fed the "
+                         "recorded sensor readings, and compare its commands with the recorded ones. LAUNCH is a "
+                         "host build (path [args]) or qemu:IMAGE.elf. Repeatable")
+      ->type_name("ENDPOINT=LAUNCH")
+      ->allow_extra_args(false);  // one spec per --firmware: a recording after it stays positional
+  replay_cmd->add_flag("--closed-loop", replay.closed_loop,
+                       "With --firmware: the new firmware's commands drive the world (default: open loop, the world "
+                       "follows the recording and the commands are only compared)");
+  replay_cmd->add_option("--tolerance", replay.tolerance,
+                         "With --firmware: a command differing by more than this is a divergence (default 1e-6)")
+      ->check(CLI::NonNegativeNumber);
   replay_cmd->add_flag("--quiet,-q", replay.quiet, "No progress bar");
   replay_cmd->add_flag("--json", replay.json, "Print the result as JSON");
 
@@ -61,6 +76,7 @@ int main(int argc, char** argv) {
 
   auto* ports_cmd = app.add_subcommand("ports", "List serial ports (libserialport); pseudo-terminals are not listed");
 
+  log_to_stderr();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

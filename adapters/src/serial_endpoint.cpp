@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +36,7 @@
 #include "tether/adapters/child_process.hpp"
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_bank.hpp"
+#include "tether/runtime/math.hpp"
 
 namespace tether::adapters {
 
@@ -175,11 +177,25 @@ bool parse_safe_value(const runtime::ConfigNode& v, std::uint16_t size, runtime:
 
 }  // namespace
 
+SerialLaunchConfig qemu_launch_config(const std::string& elf, const std::string& machine, const std::string& binary) {
+  SerialLaunchConfig launch;
+  // clang-format off
+  launch.command = {binary.empty() ? default_qemu_binary : binary, "-M",
+                    machine.empty() ? default_qemu_machine : machine, "-nographic", "-monitor", "none",
+                    "-serial", "pty", "-serial", "stdio", "-kernel", elf};
+  // clang-format on
+  launch.pty = false;  // QEMU makes the pty and says which
+  launch.qemu_elf = elf;
+  launch.exit_wait_ms = 0;  // QEMU does not exit when the firmware returns
+  return launch;
+}
+
 SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
   const runtime::ConfigNode& n = config.node;
   SerialEndpointConfig out;
   n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "port", "baud", "data_bits", "parity",
-                "stop_bits", "flow_control", "launch", "safe", "devices", "handshake_timeout_ms", "resend_ms"});
+                "stop_bits", "flow_control", "launch", "safe", "devices", "handshake_timeout_ms", "resend_ms",
+                "goal"});
   const std::string base = scenario_dir(scenario);
 
   // where the firmware is: a port, or a program to launch
@@ -203,6 +219,13 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
                                                  : FlowControl::none;
   out.handshake_timeout_ms = n.integer_or("handshake_timeout_ms", 5000, 1, 3'600'000);
   out.resend_ms = n.integer_or("resend_ms", 20, 0, 3'600'000);
+  if (n.has("goal")) {
+    const runtime::ConfigNode g = n["goal"];
+    if (g.expect_map({"depth_m", "heading_deg"})) {
+      if (g.has("depth_m")) out.goal_depth_m = g.number("depth_m");
+      if (g.has("heading_deg")) out.goal_heading_deg = g.number("heading_deg");
+    }
+  }
 
   if (has_launch) {
     const runtime::ConfigNode l = n["launch"];
@@ -234,15 +257,9 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
         const std::string elf = resolve_text(l["qemu"], l.string("qemu"), base, true);
         const std::string elf_abs =
             elf.empty() || elf.front() == '/' ? elf : (std::filesystem::path(base) / elf).lexically_normal().string();
-        // clang-format off
-        launch.command = {l.string_or("qemu_binary", default_qemu_binary), "-M",
-                          l.string_or("machine", default_qemu_machine), "-nographic", "-monitor", "none",
-                          "-serial", "pty", "-serial", "stdio", "-kernel", elf_abs};
-        // clang-format on
-        launch.pty = false;  // QEMU makes the pty and says which
-        launch.qemu_elf = elf_abs;
+        launch = qemu_launch_config(elf_abs, l.string_or("machine", default_qemu_machine),
+                                    l.string_or("qemu_binary", default_qemu_binary));
         if (l.has("pty")) l["pty"].error("with `qemu`, QEMU creates the pseudo-terminal itself; remove `pty`");
-        launch.exit_wait_ms = 0;  // QEMU does not exit when the firmware returns
       }
       if (l.has("env")) {
         const runtime::ConfigNode e = l["env"];
@@ -708,6 +725,12 @@ struct SerialEndpoint::Impl {
   SteadyClock::time_point next_resend{};
   bool stopped = false;
   std::string exit_description;  // how the program ended, once it has
+  // `goal`: the vehicle's first body and the water surface, and its last actual state
+  int goal_body = -1;
+  double surface_z_m = 0;
+  bool have_actual = false;
+  double final_depth_m = 0;
+  double final_heading_deg = 0;
 };
 
 SerialEndpoint::SerialEndpoint(const runtime::EndpointConfig& config, const runtime::Scenario& scenario)
@@ -741,9 +764,16 @@ void sync_counters(const SerialCounters& c, runtime::EndpointCounters& out) {
 }  // namespace
 
 void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::WorldState& initial) {
-  (void)model;
   (void)initial;
   Impl& s = *impl_;
+  s.have_actual = false;
+  s.goal_body = -1;
+  if ((config_.goal_depth_m || config_.goal_heading_deg) && vehicle() >= 0 &&
+      static_cast<std::size_t>(vehicle()) < model.vehicles.size() &&
+      !model.vehicles[static_cast<std::size_t>(vehicle())].bodies.empty()) {
+    s.goal_body = model.vehicles[static_cast<std::size_t>(vehicle())].bodies.front();
+    s.surface_z_m = model.water.surface_z_m;
+  }
   s.io = IoThread::get();
   {
     std::lock_guard<std::mutex> lock(s.link_mutex);
@@ -976,6 +1006,17 @@ void SerialEndpoint::safe_reply(runtime::Reply& reply) const {
   reply.commands.assign(config_.safe.begin(), config_.safe.end());
 }
 
+void SerialEndpoint::emit(const runtime::StepContext&, const runtime::WorldState& actual) {
+  Impl& s = *impl_;
+  if (s.goal_body < 0 || static_cast<std::size_t>(s.goal_body) >= actual.bodies.size()) return;
+  const runtime::BodyState& b = actual.bodies[static_cast<std::size_t>(s.goal_body)];
+  s.final_depth_m = s.surface_z_m - b.position_m.z();
+  // compass heading: clockwise from north; the world's yaw is counter-clockwise from east
+  const double heading = 90.0 - runtime::rpy_from_quat(b.orientation).z() * 180.0 / 3.14159265358979323846;
+  s.final_heading_deg = std::fmod(std::fmod(heading, 360.0) + 360.0, 360.0);
+  s.have_actual = true;
+}
+
 void SerialEndpoint::stop() {
   Impl& s = *impl_;
   if (s.stopped || !s.link) return;
@@ -1036,6 +1077,15 @@ std::string SerialEndpoint::firmware_name() const {
 
 void SerialEndpoint::summarize(nlohmann::json& out) const {
   const Impl& s = *impl_;
+  if (s.have_actual && config_.goal_depth_m) {
+    out["target_depth_m"] = *config_.goal_depth_m;
+    out["final_depth_m"] = s.final_depth_m;
+    out["depth_error_m"] = s.final_depth_m - *config_.goal_depth_m;
+  }
+  if (s.have_actual && config_.goal_heading_deg) {
+    out["target_heading_deg"] = *config_.goal_heading_deg;
+    out["final_heading_deg"] = s.final_heading_deg;
+  }
   nlohmann::json j;
   j["line"] = s.line.description();
   j["opened_with"] = to_string(s.line.method());

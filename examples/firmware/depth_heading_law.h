@@ -16,12 +16,29 @@
 #define DHH_TARGET_HEADING_RAD 1.5707964f /* east */
 #define DHH_CRUISE_COMMAND 0.3f
 
+/*
+ * The gains; each may be overridden at build time (-DDHH_DEPTH_KP=1.2f) to make a variant
+ * firmware, e.g. for `tether replay --firmware` regression reports (tests/CMakeLists.txt
+ * builds one). The runtime's in-process controller always uses these defaults.
+ */
+#ifndef DHH_DEPTH_KP
 #define DHH_DEPTH_KP 0.9f
+#endif
+#ifndef DHH_DEPTH_KI
 #define DHH_DEPTH_KI 0.08f
+#endif
+#ifndef DHH_DEPTH_KD
 #define DHH_DEPTH_KD 1.6f
+#endif
+#ifndef DHH_HEADING_KP
 #define DHH_HEADING_KP 0.8f
+#endif
+#ifndef DHH_HEADING_KI
 #define DHH_HEADING_KI 0.02f
+#endif
+#ifndef DHH_HEADING_KD
 #define DHH_HEADING_KD 0.9f
+#endif
 #define DHH_INTEGRAL_LIMIT 2.0f
 #define DHH_DEPTH_REACHED_M 0.1f
 #define DHH_PI_F 3.14159265f

@@ -46,7 +46,8 @@ CliResult sh(const std::string& command) {
 }
 
 const std::string tether_bin = TETHER_BINARY_DIR "/tether";
-const std::string default_scenario = TETHER_SOURCE_DIR "/config/scenarios/default.yaml";
+// the in-process variant of the default scenario: nothing to launch, so these tests are about recording
+const std::string in_process_scenario = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
 
 std::string fresh_dir(const char* name) {
   const auto dir =
@@ -81,7 +82,7 @@ std::string validate_with_mcap_core(const std::string& file, bool truncated) {
 const std::string& shared_recording() {
   static const std::string path = [] {
     const std::string dir = fresh_dir("shared");
-    const auto r = sh(tether_bin + " run " + default_scenario + " --rtf 0 --steps 2000 --quiet --out " + dir);
+    const auto r = sh(tether_bin + " run " + in_process_scenario + " --rtf 0 --steps 2000 --quiet --out " + dir);
     REQUIRE_MESSAGE(r.exit_code == 0, r.out);
     return dir + "/recording.mcap";
   }();
@@ -105,7 +106,7 @@ std::size_t find_record(const std::string& file, unsigned char opcode) {
 
 TEST_CASE("tether run leaves a recording, a summary and a report") {
   const std::string dir = fresh_dir("run");
-  const auto r = sh(tether_bin + " run " + default_scenario + " --rtf 0 --steps 1500 --quiet --out " + dir);
+  const auto r = sh(tether_bin + " run " + in_process_scenario + " --rtf 0 --steps 1500 --quiet --out " + dir);
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);
   CHECK(contains(r.out, "  recording: " + dir + "/recording.mcap\n  report: " + dir + "/report.html\n"));
   CHECK(std::filesystem::file_size(dir + "/recording.mcap") > 10'000);
@@ -154,7 +155,7 @@ TEST_CASE("tether info describes the recording") {
   const auto r = sh(tether_bin + " info " + rec);
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);
   CHECK_FALSE(contains(r.out, "TRUNCATED"));
-  CHECK(contains(r.out, "scenario    default\n"));
+  CHECK(contains(r.out, "scenario    in_process_depth_hold\n"));
   CHECK(contains(r.out, "steps       2000 from step 0, 20.000 s at 10 ms; 20 keyframes\n"));
   CHECK(contains(r.out, "outcome     completed\n"));
   CHECK(contains(r.out, "endpoint    controller (in_process, policy hold): replies 2000, misses 0"));
@@ -172,7 +173,7 @@ TEST_CASE("tether report writes the HTML where it is told, and next to the recor
   const auto r = sh(tether_bin + " report " + rec + " -o " + dir + "/r.html");
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   CHECK(r.out == "report: " + dir + "/r.html\n");
-  CHECK(contains(slurp(dir + "/r.html"), "Tether session report: default"));
+  CHECK(contains(slurp(dir + "/r.html"), "Tether session report: in_process_depth_hold"));
   std::filesystem::copy_file(rec, dir + "/copy.mcap");
   CHECK(sh(tether_bin + " report " + dir + "/copy.mcap").exit_code == 0);
   CHECK(std::filesystem::exists(dir + "/copy.html"));
@@ -192,7 +193,7 @@ TEST_CASE("a session killed with SIGKILL leaves a truncated recording that loads
     const int devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, STDOUT_FILENO);
     dup2(devnull, STDERR_FILENO);
-    execl(tether_bin.c_str(), tether_bin.c_str(), "run", default_scenario.c_str(), "--rtf", "1", "--steps", "100000",
+    execl(tether_bin.c_str(), tether_bin.c_str(), "run", in_process_scenario.c_str(), "--rtf", "1", "--steps", "100000",
           "--quiet", "--out", dir.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

@@ -293,7 +293,7 @@ TEST_CASE("write_report writes the file and refuses unreadable input without cra
 }
 
 TEST_CASE("the report of a real session shows the depth the controller held") {
-  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
   std::vector<std::unique_ptr<Endpoint>> eps;
   eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
   SessionOptions o;

@@ -65,10 +65,15 @@ TEST_CASE("a valid scenario") {
   CHECK(sc.endpoints[0].vehicle_index == 0);
 }
 
-TEST_CASE("the default scenario in config/ is valid") {
+TEST_CASE("the default scenario in config/ is valid and puts firmware in the loop") {
   const Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
   CHECK(sc.name == "default");
-  CHECK(sc.endpoints.size() == 1);
+  REQUIRE(sc.endpoints.size() == 1);
+  CHECK(sc.endpoints[0].type == "serial");
+  const Scenario in_process = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
+  CHECK(in_process.name == "in_process_depth_hold");
+  REQUIRE(in_process.endpoints.size() == 1);
+  CHECK(in_process.endpoints[0].type == "in_process");
 }
 
 TEST_CASE("config errors name file, line, column and key path, and say what was expected") {

@@ -179,9 +179,9 @@ TEST_CASE("a faulted endpoint: hold keeps going and counts, block aborts") {
   }
 }
 
-TEST_CASE("the default scenario holds its target depth and runs deterministically") {
+TEST_CASE("the in-process depth_heading_hold scenario holds its target depth and runs deterministically") {
   auto run = [](std::uint64_t steps) {
-    Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+    Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
     std::vector<std::unique_ptr<Endpoint>> eps;
     eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
     SessionOptions o;
