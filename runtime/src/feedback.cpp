@@ -3,8 +3,10 @@
 
 #include <functional>
 
-#include "tether/runtime/scenario.hpp"
 #include <utility>
+
+#include "feedback_processors.hpp"
+#include "tether/runtime/scenario.hpp"
 
 namespace tether::runtime {
 
@@ -24,6 +26,11 @@ using Factory = std::function<std::unique_ptr<FeedbackProcessor>()>;
 // the registry: one line per processor type
 const std::vector<std::pair<std::string, Factory>>& registry() {
   static const std::vector<std::pair<std::string, Factory>> r = {
+      {"direct", feedback_detail::make_direct},
+      {"blend", feedback_detail::make_blend},
+      {"vector_adjust", feedback_detail::make_vector_adjust},
+      {"kalman", feedback_detail::make_kalman},
+      {"estimate", feedback_detail::make_estimate},
   };
   return r;
 }

@@ -69,8 +69,10 @@ class FeedbackProcessor {
     (void)ctx, (void)model, (void)before, (void)state;
   }
   /// Phase model: may change the vehicle's parameters in `model` (a session-owned copy).
+  /// `state` is S_k; `inputs` the step's inputs gathered so far (actuator forces included),
+  /// which a processor may scale by parameters the model has no field for (thrust gain).
   virtual void update_model(const FeedbackContext& ctx, WorldModel& model, const WorldState& state,
-                            const StepInputs& inputs) {
+                            StepInputs& inputs) {
     (void)ctx, (void)model, (void)state, (void)inputs;
   }
   /// Figures for the summary (corrections, innovations, estimates so far).
