@@ -3,6 +3,8 @@
 // from a truth model (the runtime's own step() on a copy of the model with other parameters).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -10,6 +12,7 @@
 
 #include "tether/runtime/feedback.hpp"
 #include "tether/runtime/scenario.hpp"
+#include "tether/runtime/session.hpp"
 
 using namespace tether::runtime;
 
@@ -270,7 +273,7 @@ TEST_CASE("feedback: estimate recovers known parameters from synthetic data with
   nlohmann::json j;
   ps[0]->summarize(j);
   const auto& e = j["estimates"];
-  MESSAGE(j.dump());
+  INFO(j.dump());
   auto within = [](double est, double truth_value) { return std::abs(est - truth_value) <= 0.05 * std::abs(truth_value); };
   CHECK(within(e["thrust_coefficient"], 0.8));
   CHECK(within(e["linear_drag_x"], 13));
@@ -285,4 +288,88 @@ TEST_CASE("feedback: estimate recovers known parameters from synthetic data with
   // the model copy carries them
   CHECK(model.bodies[0].damping.linear.x() == doctest::Approx(static_cast<double>(e["linear_drag_x"])));
   CHECK(model.water.current_m_s.x() == doctest::Approx(static_cast<double>(e["current_x_m_s"])));
+}
+
+namespace {
+
+// replays precomputed truth measurements and commands by step index, like a vehicle would
+class MeasuringEndpoint final : public Endpoint {
+ public:
+  MeasuringEndpoint(const EndpointConfig& c, std::vector<Measurement> ms, std::vector<BodyWrench> cmds)
+      : Endpoint(c), ms_(std::move(ms)), cmds_(std::move(cmds)) {}
+  bool publish(const StepContext&, const WorldState&) override { return true; }
+  GatherStatus gather(const StepContext& ctx, SteadyClock::time_point, Reply& reply) override {
+    reply.clear();
+    reply.step = ctx.step;
+    reply.wrenches.emplace_back(0, cmds_.at(ctx.step));
+    reply.measurements.push_back(ms_.at(ctx.step));
+    return GatherStatus::ready;
+  }
+
+ private:
+  std::vector<Measurement> ms_;
+  std::vector<BodyWrench> cmds_;
+};
+
+}  // namespace
+
+TEST_CASE("feedback: a session with processors continues bit for bit from a keyframe") {
+  std::string text = auv_scenario(
+      "[{type: estimate, horizon_steps: 20, update_every_steps: 5}, {type: vector_adjust}, {type: kalman}]");
+  text += "endpoints:\n  - {name: vehicle, type: measuring, vehicle: auv}\n";
+  const Scenario sc = parse_scenario(text, "fb.yaml");
+  Truth truth(sc);
+  std::vector<Measurement> ms;
+  std::vector<BodyWrench> cmds;
+  StepInputs in;
+  in.resize(1);
+  for (int k = 0; k < 300; ++k) {
+    cmds.push_back(Truth::command(k * 0.01));
+    in.wrenches[0] = cmds.back();
+    in.wrenches[0].force_body_n *= truth.thrust;
+    in.wrenches[0].torque_body_nm *= truth.thrust;
+    REQUIRE(step(truth.model, truth.state, in, 0.01) == StepStatus::ok);
+    Measurement m = pose_of(truth.state.bodies[0]);
+    m.position_m.x() += 0.002 * std::sin(k * 1.7);  // noise, deterministic
+    m.has_velocity = true;
+    m.velocity_m_s = linear_velocity(truth.model, truth.state, 0);
+    ms.push_back(m);
+  }
+  auto endpoints = [&] {
+    std::vector<std::unique_ptr<Endpoint>> eps;
+    eps.push_back(std::make_unique<MeasuringEndpoint>(sc.endpoints[0], ms, cmds));
+    return eps;
+  };
+  std::atomic<bool> stop{false};
+  Keyframe at150;
+  std::vector<std::uint64_t> hashes;
+  SessionOptions o;
+  o.steps = 300;
+  o.real_time_factor = 0;
+  Session* full_ptr = nullptr;
+  o.after_step = [&](const WorldState& s) {
+    hashes.push_back(hash_state(s));
+    if (s.step == 150) at150 = full_ptr->keyframe();
+    return true;
+  };
+  Session full(sc, endpoints(), o);
+  full_ptr = &full;
+  REQUIRE(full.run(stop) == Outcome::completed);
+  CHECK(full.model().bodies[0].damping.linear.x() != sc.model.bodies[0].damping.linear.x());  // it learned
+
+  SessionOptions o2;
+  o2.steps = 150;
+  o2.real_time_factor = 0;
+  std::vector<std::uint64_t> resumed;
+  o2.after_step = [&](const WorldState& s) {
+    resumed.push_back(hash_state(s));
+    return true;
+  };
+  Session part(sc, endpoints(), o2);
+  std::string error;
+  REQUIRE(part.restore(at150, &error));
+  REQUIRE(part.run(stop) == Outcome::completed);
+  REQUIRE(resumed.size() == 150);
+  CHECK(std::equal(resumed.begin(), resumed.end(), hashes.begin() + 150));
+  CHECK(hash_state(part.state()) == hash_state(full.state()));
 }
