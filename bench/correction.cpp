@@ -249,7 +249,8 @@ Result run_case(const std::string& text, const std::string& path, const Case& c,
   const auto t0 = tether::bench::Clock::now();
   const Outcome outcome = session.run(stop);
   r.seconds = tether::bench::seconds_since(t0);
-  if (outcome != Outcome::completed) std::fprintf(stderr, "%s: session %s: %s\n", c.label.c_str(), to_string(outcome), session.abort_reason().c_str());
+  if (outcome != Outcome::completed)
+    std::fprintf(stderr, "%s: session %s: %s\n", c.label.c_str(), to_string(outcome), session.abort_reason().c_str());
   r.rms_m = std::sqrt(sum_sq / static_cast<double>(std::max<std::size_t>(r.err_m.size(), 1)));
 
   // open loop: the model as it stood at t_off, from the vehicle's true state, its commands
