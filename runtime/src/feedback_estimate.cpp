@@ -53,6 +53,8 @@ class EstimateProcessor final : public FeedbackProcessor {
                      "max_buoyancy_offset_n", "max_current_m_s", "max_step_fraction", "initial_stddev"});
     body_ = part_body(node, model, vehicle);
     const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
+    if (!model.water.present || model.gravity_m_s2.norm() <= 0)
+      node.error("the estimate processor needs world.water and gravity (drag, buoyancy and current act in water)");
     // which groups are estimated
     active_.fill(false);
     if (node.has("parameters")) {
@@ -114,7 +116,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     }
     p_ = p0_;
     volume0_m3_ = b.volume_m3;
-    buoyancy_per_m3_ = model.water.density_kg_m3 * model.gravity_m_s2.norm();
+    buoyancy_per_m3_ = std::max(model.water.density_kg_m3 * model.gravity_m_s2.norm(), 1e-9);
     // pre-sized: the step never allocates
     ring_.assign(static_cast<std::size_t>(horizon_ + 2), Entry{});
     trial_.bodies.resize(model.bodies.size());

@@ -85,6 +85,14 @@ TEST_CASE("feedback: the registry knows every processor and rejects unknown keys
   CHECK_THROWS_AS(make_feedback_processors(bad), ConfigError);
   const Scenario alpha = parse_scenario(auv_scenario("[{type: blend, alpha: 1.5}]"), "fb.yaml");
   CHECK_THROWS_AS(make_feedback_processors(alpha), ConfigError);
+  const Scenario dry = parse_scenario(R"(name: dry
+vehicles:
+  - name: v
+    bodies: [{name: b, shape: {type: sphere, radius_m: 0.5}, mass_kg: 1}]
+    feedback: [{type: estimate}]
+)",
+                                      "dry.yaml");
+  CHECK_THROWS_WITH_AS(make_feedback_processors(dry), doctest::Contains("needs world.water"), ConfigError);
 }
 
 TEST_CASE("feedback: direct sets the pose and velocity to the measurement; blend moves a fraction alpha") {
