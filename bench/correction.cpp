@@ -171,7 +171,8 @@ struct Result {
   double rms_m = 0, max_m = 0;
   double open_final_m = 0, open_max_m = 0;
   std::vector<double> t_s, x_m, y_m, err_m;
-  std::vector<std::pair<double, nlohmann::json>> estimates;  // time, estimates
+  std::vector<std::pair<double, nlohmann::json>> estimates;  // every 10 s: time, estimates and stddev
+  std::vector<std::pair<double, nlohmann::json>> series;     // every 1 s, for the plot
   double seconds = 0;
 };
 
@@ -231,12 +232,14 @@ Result run_case(const std::string& text, const std::string& path, const Case& c,
     r.y_m.push_back(p.y());
     r.err_m.push_back(e);
     const bool tick = (twin.time_ns - sc.initial.time_ns) % every_10s == 0;
-    if (twin.time_ns == off_ns || tick) {
+    const bool second = (twin.time_ns - sc.initial.time_ns) % 1'000'000'000 == 0;
+    if (twin.time_ns == off_ns || tick || second) {
       for (const auto& proc : session_ptr->processors()) {
         if (proc->type() != "estimate") continue;
         nlohmann::json j;
         proc->summarize(j);
         if (tick) r.estimates.emplace_back(t, j);
+        if (second) r.series.emplace_back(t, j["estimates"]);
         if (twin.time_ns == off_ns) thrust_at_off = j["estimates"].value("thrust_coefficient", 1.0);
       }
       if (twin.time_ns == off_ns) model_at_off = session_ptr->model();
@@ -272,7 +275,8 @@ Result run_case(const std::string& text, const std::string& path, const Case& c,
 }
 
 std::string write_html(const std::vector<Result>& results, const std::vector<double>& tt, const std::vector<double>& tx,
-                       const std::vector<double>& ty, const std::string& path) {
+                       const std::vector<double>& ty, const std::vector<std::pair<std::string, double>>& truths,
+                       const std::string& path) {
   namespace svg = tether::runtime::svg;
   svg::Plot plan;
   plan.title = "Plan view: the vehicle and its twin";
@@ -313,6 +317,27 @@ std::string write_html(const std::vector<Result>& results, const std::vector<dou
     for (double& v : e) v = std::max(v, 1e-5);
     err.lines.push_back(svg::Line{r.label, r.t_s, e, svg::palette(i)});
   }
+  svg::Plot params;
+  params.title = "estimate: parameter error over time (% of the hidden value)";
+  params.x_label = "t (s)";
+  params.y_label = "error (%)";
+  params.width_px = 900;
+  params.y_min = -60;
+  params.y_max = 60;
+  params.refs.push_back(svg::RefLine{false, 5, "+5 %"});
+  params.refs.push_back(svg::RefLine{false, -5, "-5 %"});
+  for (const Result& r : results) {
+    if (r.label != "estimate" || r.series.empty()) continue;
+    for (std::size_t p = 0; p < truths.size(); ++p) {
+      svg::Line l{truths[p].first, {}, {}, svg::palette(p)};
+      for (const auto& [t, est] : r.series) {
+        if (!est.contains(truths[p].first)) continue;
+        l.x.push_back(t);
+        l.y.push_back(100.0 * (est[truths[p].first].get<double>() - truths[p].second) / std::abs(truths[p].second));
+      }
+      params.lines.push_back(std::move(l));
+    }
+  }
   std::ofstream out(path);
   out << "<!doctype html><html><head><meta charset=\"utf-8\"><title>Tether correction experiment</title></head>"
          "<body style=\"font-family:sans-serif\"><h1>Correction experiment (tank_trial)</h1>"
@@ -322,7 +347,9 @@ std::string write_html(const std::vector<Result>& results, const std::vector<dou
   for (const Result& r : results)
     out << "<tr><td>" << svg::escape(r.label) << "</td><td>" << r.rms_m << "</td><td>" << r.max_m << "</td><td>"
         << r.open_final_m << "</td></tr>";
-  out << "</table>\n" << svg::render(plan) << "<br>" << svg::render(xt) << "<br>" << svg::render(err) << "</body></html>\n";
+  out << "</table>\n" << svg::render(plan) << "<br>" << svg::render(xt) << "<br>" << svg::render(err);
+  if (!params.lines.empty()) out << "<br>" << svg::render(params);
+  out << "</body></html>\n";
   return path;
 }
 
@@ -386,6 +413,8 @@ int main(int argc, char** argv) {
                           {"quadratic_drag_x", hidden.quadratic.x()}, {"quadratic_drag_y", hidden.quadratic.y()},
                           {"quadratic_drag_z", hidden.quadratic.z()}, {"buoyancy_offset_n", hidden.buoyancy_n},
                           {"current_x_m_s", hidden.current.x()}, {"current_y_m_s", hidden.current.y()}};
+  std::vector<std::pair<std::string, double>> truth_list;
+  for (const Truth& tr : truths) truth_list.emplace_back(tr.name, tr.value);
   const char* short_names[] = {"thrust", "lin_x", "lin_y", "lin_z", "quad_x", "quad_y", "quad_z", "buoy", "cur_x", "cur_y"};
   for (const Result& r : results) {
     if (r.estimates.empty()) continue;
@@ -430,6 +459,6 @@ int main(int argc, char** argv) {
       ty.push_back(v.state().bodies[0].position_m.y());
     }
   }
-  std::printf("\n  plot: %s\n", write_html(results, tt, tx, ty, html).c_str());
+  std::printf("\n  plot: %s\n", write_html(results, tt, tx, ty, truth_list, html).c_str());
   return 0;
 }
