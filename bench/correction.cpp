@@ -58,8 +58,9 @@ double wrap(double a) { return std::remainder(a, 2 * pi); }
 class StandInVehicle final : public Endpoint {
  public:
   StandInVehicle(const EndpointConfig& config, const Scenario& sc, const Hidden& h, std::uint64_t seed,
-                 std::int64_t t_off_ns)
-      : Endpoint(config), truth_(sc.model), state_(sc.initial), hidden_(h), rng_(seed), t_off_ns_(t_off_ns) {
+                 std::int64_t t_off_ns, bool pose_only = false)
+      : Endpoint(config), truth_(sc.model), state_(sc.initial), hidden_(h), rng_(seed), t_off_ns_(t_off_ns),
+        pose_only_(pose_only) {
     BodyModel& b = truth_.bodies[0];
     b.damping.linear = h.linear;
     b.damping.quadratic = h.quadratic;
@@ -111,7 +112,8 @@ class StandInVehicle final : public Endpoint {
     Measurement m;
     m.body = 0;
     m.measured_time_ns = t_ns;
-    m.has_pose = m.has_velocity = m.has_covariance = true;
+    m.has_pose = m.has_covariance = true;
+    m.has_velocity = !pose_only_;
     m.position_m = b.position_m + noise(hidden_.position_noise_m);
     const Vec3 r = noise(hidden_.orientation_noise_rad);
     m.orientation = (Quat(Eigen::AngleAxisd(r.norm(), r.normalized())) * b.orientation).normalized();
@@ -154,6 +156,7 @@ class StandInVehicle final : public Endpoint {
   Hidden hidden_;
   std::mt19937_64 rng_;
   std::int64_t t_off_ns_;
+  bool pose_only_;
   StepInputs inputs_;
   Reply reply_;
   int leg_ = 0;
@@ -164,6 +167,7 @@ class StandInVehicle final : public Endpoint {
 struct Case {
   std::string label;
   std::vector<std::string> types;  // processor types, in order, taken from the scenario's entries or defaults
+  bool pose_only = false;          // the vehicle measures no velocities (a motion-capture rig)
 };
 
 struct Result {
@@ -206,7 +210,7 @@ Result run_case(const std::string& text, const std::string& path, const Case& c,
   const double dt = static_cast<double>(sc.loop.period_ns) * 1e-9;
   const auto steps = static_cast<std::uint64_t>(std::llround(trial_s / dt));
   const auto off_ns = static_cast<std::int64_t>(std::llround(off_s * 1e9)) + sc.initial.time_ns;
-  auto vehicle = std::make_unique<StandInVehicle>(sc.endpoints.at(0), sc, hidden, sc.loop.seed, off_ns);
+  auto vehicle = std::make_unique<StandInVehicle>(sc.endpoints.at(0), sc, hidden, sc.loop.seed, off_ns, c.pose_only);
   StandInVehicle* truth = vehicle.get();
   std::vector<std::unique_ptr<Endpoint>> eps;
   eps.push_back(std::move(vehicle));
@@ -327,7 +331,7 @@ std::string write_html(const std::vector<Result>& results, const std::vector<dou
   params.refs.push_back(svg::RefLine{false, 5, "+5 %"});
   params.refs.push_back(svg::RefLine{false, -5, "-5 %"});
   for (const Result& r : results) {
-    if (r.label != "estimate" || r.series.empty()) continue;
+    if (r.label != "estimate" || r.series.empty()) continue;  // the other estimate cases look alike
     for (std::size_t p = 0; p < truths.size(); ++p) {
       svg::Line l{truths[p].first, {}, {}, svg::palette(p)};
       for (const auto& [t, est] : r.series) {
@@ -378,7 +382,8 @@ int main(int argc, char** argv) {
                                    {"vector_adjust", {"vector_adjust"}},
                                    {"kalman", {"kalman"}},
                                    {"estimate", {"estimate"}},
-                                   {"estimate+kalman", {"estimate", "kalman"}}};
+                                   {"estimate+kalman", {"estimate", "kalman"}},
+                                   {"est+kalman, pose", {"estimate", "kalman"}, true}};
   std::vector<Result> results;
   try {
     for (const Case& c : cases) results.push_back(run_case(text, path, c, hidden, trial_s, off_s, open_s));
