@@ -32,6 +32,8 @@ constexpr int n_params = 10;
 using VecP = Eigen::Matrix<double, n_params, 1>;
 using MatP = Eigen::Matrix<double, n_params, n_params>;
 using Mat6 = Eigen::Matrix<double, 6, 6>;
+using Vec15 = Eigen::Matrix<double, 15, 1>;
+using Mat15 = Eigen::Matrix<double, 15, 15>;
 
 const std::array<const char*, n_params> param_names = {
     "thrust_coefficient", "linear_drag_x", "linear_drag_y", "linear_drag_z", "quadratic_drag_x",
@@ -255,13 +257,18 @@ class EstimateProcessor final : public FeedbackProcessor {
     model.water.current_m_s.y() = th[9];
   }
 
-  // replays steps [t0, t1) from the measured S_t0 with parameters th; false on a fault
+  // replays steps [t0, t1) from the measured S_t0 (its velocity changed by dv) with
+  // parameters th: the landing (position, velocity) and the positions at the checkpoints
+  // (track); false on a fault
   bool replay(WorldModel& model, const WorldState& twin, std::int64_t t0, std::int64_t t1, double dt,
-              const VecP& th, Vec6& landing) {
+              const VecP& th, Vec6& landing, const Vec3& dv = Vec3::Zero(), Vec15* track = nullptr) {
     apply(model, th);
     trial_.bodies.assign(twin.bodies.begin(), twin.bodies.end());
-    trial_.bodies[static_cast<std::size_t>(body_)] = entry(t0).state;
+    BodyState& start = trial_.bodies[static_cast<std::size_t>(body_)];
+    start = entry(t0).state;
+    start.linear_momentum += model.bodies[static_cast<std::size_t>(body_)].mass_kg * dv;
     for (auto& w : trial_inputs_.wrenches) w = BodyWrench{};
+    int next_checkpoint = 0;
     for (std::int64_t t = t0; t < t1; ++t) {
       BodyWrench& w = trial_inputs_.wrenches[static_cast<std::size_t>(body_)];
       w = entry(t).input;
@@ -270,6 +277,8 @@ class EstimateProcessor final : public FeedbackProcessor {
       w.force_body_n *= th[0];
       w.torque_body_nm *= th[0];
       if (step(model, trial_, trial_inputs_, dt, nullptr, scratch_) != StepStatus::ok) return false;
+      if (track && next_checkpoint < checkpoints && t + 1 == checkpoint(t0, t1, next_checkpoint))
+        track->segment<3>(3 * next_checkpoint++) = trial_.bodies[static_cast<std::size_t>(body_)].position_m;
     }
     const BodyState& s = trial_.bodies[static_cast<std::size_t>(body_)];
     landing.head<3>() = s.position_m;
@@ -284,6 +293,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     if (start.time_index != t0 || !start.valid) return;
     for (std::int64_t t = t0; t < t1; ++t)
       if (entry(t).time_index != t || !entry(t).has_input) return;
+    if (!start.has_velocity) return update_from_positions(ctx, model, twin, t0, t1);
     const Entry& end = entry(t1);
     const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
     Vec6 measured;
@@ -313,14 +323,67 @@ class EstimateProcessor final : public FeedbackProcessor {
     const double rv = end.has_velocity ? 2 * sigma_v_ * sigma_v_ : 1e6;  // unmeasured: ignored
     r.diagonal() << rp, rp, rp, rv, rv, rv;
     const Vec6 nu = measured - base;
-    const Mat6 s = jac * p_ * jac.transpose() + r;
-    const Eigen::LDLT<Mat6> s_inv(s);
+    rls<6>(nu, jac, r, model);
+  }
+
+  // a window without measured velocities: the positions at `checkpoints` points of the
+  // window, with the start's position and velocity as nuisance parameters projected out
+  // (they are fitted along with theta instead of being taken from the twin, whose velocity
+  // leans on the very model being fitted)
+  void update_from_positions(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin,
+                             std::int64_t t0, std::int64_t t1) {
+    if (t1 - t0 < checkpoints) return;
+    Vec15 measured;
+    for (int j = 0; j < checkpoints; ++j) {
+      const Entry& e = entry(checkpoint(t0, t1, j));
+      if (e.time_index != checkpoint(t0, t1, j) || !e.valid) return;
+      measured.segment<3>(3 * j) = e.state.position_m;
+    }
+    Vec6 landing;
+    Vec15 base, probe;
+    if (!replay(model, twin, t0, t1, ctx.dt_s, theta_, landing, Vec3::Zero(), &base)) return fault(model);
+    Eigen::Matrix<double, 15, n_params> jac = Eigen::Matrix<double, 15, n_params>::Zero();
+    for (int i = 0; i < n_params; ++i) {
+      if (!active_[static_cast<std::size_t>(i)]) continue;
+      VecP th = theta_;
+      const double h = i == 0 ? 1e-4 : i < 7 ? 1e-4 * std::max(std::abs(theta_[i]), 1.0) : i == 7 ? 1e-3 : 1e-5;
+      th[i] += h;
+      if (!replay(model, twin, t0, t1, ctx.dt_s, th, landing, Vec3::Zero(), &probe)) return fault(model);
+      jac.col(i) = (probe - base) / h;
+    }
+    // nuisance: start position (moves every checkpoint alike) and start velocity
+    Eigen::Matrix<double, 15, 6> jn = Eigen::Matrix<double, 15, 6>::Zero();
+    for (int j = 0; j < checkpoints; ++j) jn.block<3, 3>(3 * j, 0).setIdentity();
+    for (int i = 0; i < 3; ++i) {
+      const double h = 1e-3;
+      if (!replay(model, twin, t0, t1, ctx.dt_s, theta_, landing, Vec3::Unit(i) * h, &probe)) return fault(model);
+      jn.col(3 + i) = (probe - base) / h;
+    }
+    apply(model);
+    const Eigen::Matrix<double, 6, 6> ntn = jn.transpose() * jn;
+    const Mat15 q = Mat15::Identity() - jn * ntn.ldlt().solve(jn.transpose());
+    const Vec15 nu = q * (measured - base);
+    const Eigen::Matrix<double, 15, n_params> jq = q * jac;
+    const Mat15 r = Mat15::Identity() * (sigma_p_ * sigma_p_);
+    rls<15>(nu, jq, r, model);
+  }
+
+  static constexpr int checkpoints = 5;
+  static std::int64_t checkpoint(std::int64_t t0, std::int64_t t1, int j) { return t0 + ((j + 1) * (t1 - t0)) / checkpoints; }
+
+  // the recursive least-squares step with forgetting, bounded
+  template <int Rows>
+  void rls(const Eigen::Matrix<double, Rows, 1>& nu, const Eigen::Matrix<double, Rows, n_params>& jac,
+           const Eigen::Matrix<double, Rows, Rows>& r, WorldModel& model) {
+    using MatR = Eigen::Matrix<double, Rows, Rows>;
+    const MatR s = jac * p_ * jac.transpose() + r;
+    const Eigen::LDLT<MatR> s_inv(s);
     nis_ = nu.dot(s_inv.solve(nu));
     if (gate_ > 0 && nis_ > gate_) {  // a collision the model missed, a glitch: not data
       ++rejected_;
       return;
     }
-    const Eigen::Matrix<double, n_params, 6> k = s_inv.solve(jac * p_).transpose();
+    const Eigen::Matrix<double, n_params, Rows> k = s_inv.solve(jac * p_).transpose();
     VecP d = k * nu;
     for (int i = 0; i < n_params; ++i) {
       d[i] = std::clamp(d[i], -step_max_[i], step_max_[i]);
