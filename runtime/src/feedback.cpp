@@ -3,8 +3,10 @@
 
 #include <functional>
 
-#include "tether/runtime/scenario.hpp"
 #include <utility>
+
+#include "feedback_processors.hpp"
+#include "tether/runtime/scenario.hpp"
 
 namespace tether::runtime {
 
@@ -21,9 +23,14 @@ namespace {
 
 using Factory = std::function<std::unique_ptr<FeedbackProcessor>()>;
 
-// the registry: one line per processor type
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> r = {
+// the registry: one line per built-in processor type; register_feedback_processor appends
+std::vector<std::pair<std::string, Factory>>& registry() {
+  static std::vector<std::pair<std::string, Factory>> r = {
+      {"direct", feedback_detail::make_direct},
+      {"blend", feedback_detail::make_blend},
+      {"vector_adjust", feedback_detail::make_vector_adjust},
+      {"kalman", feedback_detail::make_kalman},
+      {"estimate", feedback_detail::make_estimate},
   };
   return r;
 }
@@ -55,6 +62,13 @@ std::vector<std::unique_ptr<FeedbackProcessor>> make_feedback_processors(const S
   }
   scenario.throw_if_errors();
   return out;
+}
+
+bool register_feedback_processor(const std::string& type, Factory factory) {
+  for (const auto& entry : registry())
+    if (entry.first == type) return false;
+  registry().emplace_back(type, std::move(factory));
+  return true;
 }
 
 std::vector<std::string> feedback_processor_types() {

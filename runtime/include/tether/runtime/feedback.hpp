@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -69,8 +70,10 @@ class FeedbackProcessor {
     (void)ctx, (void)model, (void)before, (void)state;
   }
   /// Phase model: may change the vehicle's parameters in `model` (a session-owned copy).
+  /// `state` is S_k; `inputs` the step's inputs gathered so far (actuator forces included),
+  /// which a processor may scale by parameters the model has no field for (thrust gain).
   virtual void update_model(const FeedbackContext& ctx, WorldModel& model, const WorldState& state,
-                            const StepInputs& inputs) {
+                            StepInputs& inputs) {
     (void)ctx, (void)model, (void)state, (void)inputs;
   }
   /// Figures for the summary (corrections, innovations, estimates so far).
@@ -98,8 +101,15 @@ class FeedbackProcessor {
   std::string type_;
 };
 
-/// The processor of that type, or nullptr. Adding one: a class and one line here.
+/// The processor of that type, or nullptr. Adding one: a class and one line in the
+/// registry of runtime/src/feedback.cpp (built in), or register_feedback_processor().
 std::unique_ptr<FeedbackProcessor> make_feedback_processor(const std::string& type);
+
+/// Makes a processor type known to make_feedback_processor (for processors outside the
+/// library: examples/feedback_processor/). Call at set-up, before scenarios are loaded; not
+/// thread-safe. Returns false if the type is already known (the existing one stays).
+bool register_feedback_processor(const std::string& type,
+                                 std::function<std::unique_ptr<FeedbackProcessor>()> factory);
 
 /// Processor types make_feedback_processor knows, for messages and docs.
 std::vector<std::string> feedback_processor_types();

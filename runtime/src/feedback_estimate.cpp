@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: Apache-2.0
+// `estimate`: online estimation of a vehicle's model parameters from the residuals between
+// what the model predicts and what was measured (seeds/000 §7: correcting the model, not
+// only the state). A model-phase processor: it changes the session's model copy before the
+// advance, so the twin runs on the learned parameters.
+//
+// Parameters theta: thrust coefficient (a gain on the commanded wrench), linear and quadratic
+// drag per body axis, buoyancy offset (N, up), water current (x, y). Each update takes a
+// window of `horizon_steps` recorded steps: it starts the real step() from the measured state
+// at the window's start, replays the inputs with theta, and compares the landing with the
+// measured position and velocity at the end. The Jacobian d(landing)/d(theta) comes from
+// forward differences over the same replay; theta is then updated by recursive least squares
+// with exponential forgetting (an iterated EKF on constant parameters). Windows start every
+// `update_every_steps`, so consecutive windows share no measurement and their noise is
+// independent. Bounded: each parameter stays in its range, moves at most a fraction of it per
+// update, innovations beyond the gate are rejected, and the covariance never exceeds its
+// initial value (forgetting cannot wind it up while the vehicle does not excite a parameter).
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include <Eigen/Cholesky>
+#include <nlohmann/json.hpp>
+
+#include "feedback_processors.hpp"
+
+namespace tether::runtime::feedback_detail {
+
+namespace {
+
+constexpr int n_params = 10;
+using VecP = Eigen::Matrix<double, n_params, 1>;
+using MatP = Eigen::Matrix<double, n_params, n_params>;
+using Mat6 = Eigen::Matrix<double, 6, 6>;
+using Vec15 = Eigen::Matrix<double, 15, 1>;
+using Mat15 = Eigen::Matrix<double, 15, 15>;
+
+const std::array<const char*, n_params> param_names = {
+    "thrust_coefficient", "linear_drag_x", "linear_drag_y", "linear_drag_z", "quadratic_drag_x",
+    "quadratic_drag_y", "quadratic_drag_z", "buoyancy_offset_n", "current_x_m_s", "current_y_m_s"};
+
+// parameter groups as the scenario names them
+struct Group {
+  const char* name;
+  int first, count;
+};
+constexpr std::array<Group, 5> groups = {{{"thrust", 0, 1}, {"linear_drag", 1, 3}, {"quadratic_drag", 4, 3},
+                                          {"buoyancy", 7, 1}, {"current", 8, 2}}};
+
+class EstimateProcessor final : public FeedbackProcessor {
+ public:
+  void configure(const ConfigNode& node, const WorldModel& model, int vehicle) override {
+    node.expect_map({"name", "type", "part", "parameters", "horizon_steps", "update_every_steps", "forgetting",
+                     "position_stddev_m", "velocity_stddev_m_s", "gate", "thrust_range", "drag_range_factor",
+                     "max_buoyancy_offset_n", "max_current_m_s", "max_step_fraction", "initial_stddev"});
+    body_ = part_body(node, model, vehicle);
+    const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
+    if (!model.water.present || model.gravity_m_s2.norm() <= 0)
+      node.error("the estimate processor needs world.water and gravity (drag, buoyancy and current act in water)");
+    // which groups are estimated
+    active_.fill(false);
+    if (node.has("parameters")) {
+      const ConfigNode ps = node["parameters"];
+      if (ps.expect_sequence())
+        for (std::size_t i = 0; i < ps.size(); ++i) {
+          const std::string g = ps.at(i).yaml().IsScalar() ? ps.at(i).yaml().as<std::string>() : "";
+          bool known = false;
+          for (const Group& gr : groups)
+            if (g == gr.name) {
+              known = true;
+              for (int j = 0; j < gr.count; ++j) active_[static_cast<std::size_t>(gr.first + j)] = true;
+            }
+          if (!known)
+            ps.at(i).error("unknown parameter group \"" + g +
+                           "\" (known: thrust, linear_drag, quadratic_drag, buoyancy, current)");
+        }
+    } else {
+      active_.fill(true);
+    }
+    horizon_ = static_cast<int>(node.integer_or("horizon_steps", 50, 1, 1000));
+    every_ = static_cast<int>(node.integer_or("update_every_steps", 5, 1, 1000));
+    lambda_ = node.number_or("forgetting", 0.9995, Range{0.9, 1, false});
+    sigma_p_ = node.number_or("position_stddev_m", 0.005, Range::positive());
+    sigma_v_ = node.number_or("velocity_stddev_m_s", 0.01, Range::positive());
+    gate_ = node.number_or("gate", 50.0, Range::non_negative());
+    const auto thrust_range = node.numbers_or("thrust_range", {0.3, 3.0}, 2, Range::positive());
+    const double drag_factor = node.number_or("drag_range_factor", 5.0, Range{1, 1e6, true});
+    const double weight_n = b.mass_kg * model.gravity_m_s2.norm();
+    const double max_buoy = node.number_or("max_buoyancy_offset_n", 0.25 * weight_n, Range::positive());
+    const double max_current = node.number_or("max_current_m_s", 1.0, Range::positive());
+    step_fraction_ = node.number_or("max_step_fraction", 0.05, Range{0, 1, true});
+    const double sd_scale = node.number_or("initial_stddev", 1.0, Range::positive());
+
+    // nominal values (the scenario's) and bounds
+    theta_[0] = 1;
+    for (int i = 0; i < 3; ++i) {
+      theta_[1 + i] = b.damping.linear[i];
+      theta_[4 + i] = b.damping.quadratic[i];
+    }
+    theta_[7] = 0;
+    theta_[8] = model.water.current_m_s.x();
+    theta_[9] = model.water.current_m_s.y();
+    nominal_ = theta_;
+    lo_[0] = std::min(thrust_range[0], thrust_range[1]);
+    hi_[0] = std::max(thrust_range[0], thrust_range[1]);
+    for (int i = 1; i < 7; ++i) {
+      lo_[i] = 0;
+      hi_[i] = std::max(drag_factor * theta_[i], theta_[i] + (i < 4 ? 20.0 : 50.0));
+    }
+    lo_[7] = -max_buoy, hi_[7] = max_buoy;
+    lo_[8] = lo_[9] = -max_current, hi_[8] = hi_[9] = max_current;
+    // prior: about a third of the range, so the data decide; zero for what is not estimated
+    p0_.setZero();
+    for (int i = 0; i < n_params; ++i) {
+      const double sd = sd_scale * (i == 0 ? 0.3 : i < 7 ? std::max(0.5 * theta_[i], 5.0) : i == 7 ? 0.1 * max_buoy : 0.2);
+      if (active_[static_cast<std::size_t>(i)]) p0_(i, i) = sd * sd;
+      step_max_[i] = step_fraction_ * (hi_[i] - lo_[i]);
+    }
+    p_ = p0_;
+    volume0_m3_ = b.volume_m3;
+    buoyancy_per_m3_ = std::max(model.water.density_kg_m3 * model.gravity_m_s2.norm(), 1e-9);
+    // pre-sized: the step never allocates
+    ring_.assign(static_cast<std::size_t>(horizon_ + 2), Entry{});
+    trial_.bodies.resize(model.bodies.size());
+    trial_inputs_.resize(model.bodies.size());
+  }
+  FeedbackPhase phase() const override { return FeedbackPhase::model; }
+
+  void update_model(const FeedbackContext& ctx, WorldModel& model, const WorldState& state,
+                    StepInputs& inputs) override {
+    const auto k = static_cast<std::int64_t>(ctx.step);
+    if (static_cast<std::size_t>(body_) >= inputs.wrenches.size()) return;
+    // S_k's entry: its velocities from the twin when the measurement had none
+    Entry& now = entry(k);
+    if (now.time_index == k && now.valid && !now.has_velocity) {
+      now.state.linear_momentum = state.bodies[static_cast<std::size_t>(body_)].linear_momentum;
+      now.state.angular_momentum = state.bodies[static_cast<std::size_t>(body_)].angular_momentum;
+    }
+    if (now.time_index != k) now = fresh_entry(k);
+    now.input = inputs.wrenches[static_cast<std::size_t>(body_)];  // as commanded, before the gain
+    now.has_input = true;
+
+    // the measurement of S_{k+1} goes to the next entry
+    Entry& next = entry(k + 1);
+    next = fresh_entry(k + 1);
+    if (const Measurement* m = measurement_of(ctx, body_)) {
+      next.valid = true;
+      next.state.position_m = m->position_m;
+      next.state.orientation = m->orientation;
+      next.has_velocity = m->has_velocity;
+      if (m->has_velocity) {
+        const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
+        next.state.linear_momentum = b.mass_kg * m->velocity_m_s;
+        const Mat3 r = m->orientation.toRotationMatrix();
+        next.state.angular_momentum = r * b.inertia_body * r.transpose() * m->angular_velocity_rad_s;
+      }
+      // a window from S_{k+1-N} to S_{k+1}, every `every_` steps
+      if ((k + 1) % every_ == 0) update_from_window(ctx, model, state, k + 1 - horizon_, k + 1);
+    }
+    apply(model);
+    BodyWrench& w = inputs.wrenches[static_cast<std::size_t>(body_)];
+    w.force_world_n *= theta_[0];
+    w.torque_world_nm *= theta_[0];
+    w.force_body_n *= theta_[0];
+    w.torque_body_nm *= theta_[0];
+  }
+
+  void summarize(nlohmann::json& out) const override {
+    out["updates"] = updates_;
+    out["rejected"] = rejected_;
+    auto& est = out["estimates"] = nlohmann::json::object();
+    auto& sd = out["stddev"] = nlohmann::json::object();
+    for (int i = 0; i < n_params; ++i) {
+      if (!active_[static_cast<std::size_t>(i)]) continue;
+      est[param_names[static_cast<std::size_t>(i)]] = theta_[i];
+      sd[param_names[static_cast<std::size_t>(i)]] = std::sqrt(std::max(p_(i, i), 0.0));
+    }
+  }
+  std::vector<std::string> record_fields() const override {
+    std::vector<std::string> out;
+    for (const char* n : param_names) out.emplace_back(n);
+    for (const char* n : param_names) out.emplace_back(std::string(n) + "_stddev");
+    out.emplace_back("nis");
+    return out;
+  }
+  void record(std::vector<double>& out) const override {
+    for (int i = 0; i < n_params; ++i) out.push_back(theta_[i]);
+    for (int i = 0; i < n_params; ++i) out.push_back(std::sqrt(std::max(p_(i, i), 0.0)));
+    out.push_back(nis_);
+  }
+  void snapshot(std::string& out) const override {
+    put_bytes(out, theta_);
+    put_bytes(out, p_);
+    put_bytes(out, updates_);
+    put_bytes(out, rejected_);
+    put_bytes(out, nis_);
+    for (const Entry& e : ring_) put_entry(out, e);
+  }
+  bool restore(std::string_view b) override {
+    if (!get_bytes(b, theta_) || !get_bytes(b, p_) || !get_bytes(b, updates_) || !get_bytes(b, rejected_) ||
+        !get_bytes(b, nis_))
+      return false;
+    for (Entry& e : ring_)
+      if (!get_entry(b, e)) return false;
+    return b.empty();
+  }
+
+ private:
+  // one recorded step: the measured state at time index t and the input from t to t+1
+  struct Entry {
+    std::int64_t time_index = -1;
+    bool valid = false;         // state measured
+    bool has_velocity = false;  // its momenta measured (else taken from the twin)
+    bool has_input = false;
+    BodyState state;
+    BodyWrench input;
+  };
+  static Entry fresh_entry(std::int64_t t) {
+    Entry e;
+    e.time_index = t;
+    return e;
+  }
+  // field by field: no padding bytes in keyframes
+  static void put_entry(std::string& out, const Entry& e) {
+    put_bytes(out, e.time_index);
+    put_bytes(out, static_cast<std::uint8_t>(e.valid | e.has_velocity << 1 | e.has_input << 2));
+    put_bytes(out, e.state.position_m);
+    put_bytes(out, e.state.orientation.coeffs());
+    put_bytes(out, e.state.linear_momentum);
+    put_bytes(out, e.state.angular_momentum);
+    put_bytes(out, e.input.force_world_n);
+    put_bytes(out, e.input.torque_world_nm);
+    put_bytes(out, e.input.force_body_n);
+    put_bytes(out, e.input.torque_body_nm);
+  }
+  static bool get_entry(std::string_view& in, Entry& e) {
+    std::uint8_t flags = 0;
+    Eigen::Vector4d q;
+    const bool ok = get_bytes(in, e.time_index) && get_bytes(in, flags) && get_bytes(in, e.state.position_m) &&
+                    get_bytes(in, q) && get_bytes(in, e.state.linear_momentum) &&
+                    get_bytes(in, e.state.angular_momentum) && get_bytes(in, e.input.force_world_n) &&
+                    get_bytes(in, e.input.torque_world_nm) && get_bytes(in, e.input.force_body_n) &&
+                    get_bytes(in, e.input.torque_body_nm);
+    e.state.orientation.coeffs() = q;
+    e.valid = flags & 1, e.has_velocity = flags & 2, e.has_input = flags & 4;
+    return ok;
+  }
+  Entry& entry(std::int64_t t) { return ring_[static_cast<std::size_t>(t % static_cast<std::int64_t>(ring_.size()))]; }
+
+  void apply(WorldModel& model) const { apply(model, theta_); }
+  void apply(WorldModel& model, const VecP& th) const {
+    BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
+    b.damping.linear = th.segment<3>(1);
+    b.damping.quadratic = th.segment<3>(4);
+    b.volume_m3 = std::max(volume0_m3_ + th[7] / buoyancy_per_m3_, 0.0);
+    model.water.current_m_s.x() = th[8];
+    model.water.current_m_s.y() = th[9];
+  }
+
+  // replays steps [t0, t1) from the measured S_t0 (its velocity changed by dv) with
+  // parameters th: the landing (position, velocity) and the positions at the checkpoints
+  // (track); false on a fault
+  bool replay(WorldModel& model, const WorldState& twin, std::int64_t t0, std::int64_t t1, double dt,
+              const VecP& th, Vec6& landing, const Vec3& dv = Vec3::Zero(), Vec15* track = nullptr) {
+    apply(model, th);
+    trial_.bodies.assign(twin.bodies.begin(), twin.bodies.end());
+    BodyState& start = trial_.bodies[static_cast<std::size_t>(body_)];
+    start = entry(t0).state;
+    start.linear_momentum += model.bodies[static_cast<std::size_t>(body_)].mass_kg * dv;
+    for (auto& w : trial_inputs_.wrenches) w = BodyWrench{};
+    int next_checkpoint = 0;
+    for (std::int64_t t = t0; t < t1; ++t) {
+      BodyWrench& w = trial_inputs_.wrenches[static_cast<std::size_t>(body_)];
+      w = entry(t).input;
+      w.force_world_n *= th[0];
+      w.torque_world_nm *= th[0];
+      w.force_body_n *= th[0];
+      w.torque_body_nm *= th[0];
+      if (step(model, trial_, trial_inputs_, dt, nullptr, scratch_) != StepStatus::ok) return false;
+      if (track && next_checkpoint < checkpoints && t + 1 == checkpoint(t0, t1, next_checkpoint))
+        track->segment<3>(3 * next_checkpoint++) = trial_.bodies[static_cast<std::size_t>(body_)].position_m;
+    }
+    const BodyState& s = trial_.bodies[static_cast<std::size_t>(body_)];
+    landing.head<3>() = s.position_m;
+    landing.tail<3>() = s.linear_momentum * model.bodies[static_cast<std::size_t>(body_)].inv_mass;
+    return true;
+  }
+
+  void update_from_window(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin, std::int64_t t0,
+                          std::int64_t t1) {
+    if (t0 < 0) return;
+    const Entry& start = entry(t0);
+    if (start.time_index != t0 || !start.valid) return;
+    for (std::int64_t t = t0; t < t1; ++t)
+      if (entry(t).time_index != t || !entry(t).has_input) return;
+    if (!start.has_velocity) return update_from_positions(ctx, model, twin, t0, t1);
+    const Entry& end = entry(t1);
+    const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
+    Vec6 measured;
+    measured.head<3>() = end.state.position_m;
+    measured.tail<3>() = end.state.linear_momentum * b.inv_mass;
+
+    Vec6 base;
+    if (!replay(model, twin, t0, t1, ctx.dt_s, theta_, base)) return fault(model);
+    Eigen::Matrix<double, 6, n_params> jac = Eigen::Matrix<double, 6, n_params>::Zero();
+    for (int i = 0; i < n_params; ++i) {
+      if (!active_[static_cast<std::size_t>(i)]) continue;
+      VecP th = theta_;
+      const double h = i == 0 ? 1e-4 : i < 7 ? 1e-4 * std::max(std::abs(theta_[i]), 1.0) : i == 7 ? 1e-3 : 1e-5;
+      th[i] += h;
+      Vec6 probe;
+      if (!replay(model, twin, t0, t1, ctx.dt_s, th, probe)) return fault(model);
+      jac.col(i) = (probe - base) / h;
+    }
+    apply(model);
+
+    // measurement noise of the window: both ends' noise, and the start velocity's noise
+    // carried over the horizon
+    const double span_s = static_cast<double>(t1 - t0) * ctx.dt_s;
+    const double sv_start = start.has_velocity ? sigma_v_ : 3 * sigma_v_;
+    Mat6 r = Mat6::Zero();
+    const double rp = 2 * sigma_p_ * sigma_p_ + span_s * span_s * sv_start * sv_start;
+    const double rv = end.has_velocity ? 2 * sigma_v_ * sigma_v_ : 1e6;  // unmeasured: ignored
+    r.diagonal() << rp, rp, rp, rv, rv, rv;
+    const Vec6 nu = measured - base;
+    rls<6>(nu, jac, r, model);
+  }
+
+  // a window without measured velocities: the positions at `checkpoints` points of the
+  // window, with the start's position and velocity as nuisance parameters projected out
+  // (they are fitted along with theta instead of being taken from the twin, whose velocity
+  // leans on the very model being fitted)
+  void update_from_positions(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin,
+                             std::int64_t t0, std::int64_t t1) {
+    if (t1 - t0 < checkpoints) return;
+    Vec15 measured;
+    for (int j = 0; j < checkpoints; ++j) {
+      const Entry& e = entry(checkpoint(t0, t1, j));
+      if (e.time_index != checkpoint(t0, t1, j) || !e.valid) return;
+      measured.segment<3>(3 * j) = e.state.position_m;
+    }
+    Vec6 landing;
+    Vec15 base, probe;
+    if (!replay(model, twin, t0, t1, ctx.dt_s, theta_, landing, Vec3::Zero(), &base)) return fault(model);
+    Eigen::Matrix<double, 15, n_params> jac = Eigen::Matrix<double, 15, n_params>::Zero();
+    for (int i = 0; i < n_params; ++i) {
+      if (!active_[static_cast<std::size_t>(i)]) continue;
+      VecP th = theta_;
+      const double h = i == 0 ? 1e-4 : i < 7 ? 1e-4 * std::max(std::abs(theta_[i]), 1.0) : i == 7 ? 1e-3 : 1e-5;
+      th[i] += h;
+      if (!replay(model, twin, t0, t1, ctx.dt_s, th, landing, Vec3::Zero(), &probe)) return fault(model);
+      jac.col(i) = (probe - base) / h;
+    }
+    // nuisance: start position (moves every checkpoint alike) and start velocity
+    Eigen::Matrix<double, 15, 6> jn = Eigen::Matrix<double, 15, 6>::Zero();
+    for (int j = 0; j < checkpoints; ++j) jn.block<3, 3>(3 * j, 0).setIdentity();
+    for (int i = 0; i < 3; ++i) {
+      const double h = 1e-3;
+      if (!replay(model, twin, t0, t1, ctx.dt_s, theta_, landing, Vec3::Unit(i) * h, &probe)) return fault(model);
+      jn.col(3 + i) = (probe - base) / h;
+    }
+    apply(model);
+    const Eigen::Matrix<double, 6, 6> ntn = jn.transpose() * jn;
+    const Mat15 q = Mat15::Identity() - jn * ntn.ldlt().solve(jn.transpose());
+    const Vec15 nu = q * (measured - base);
+    const Eigen::Matrix<double, 15, n_params> jq = q * jac;
+    const Mat15 r = Mat15::Identity() * (sigma_p_ * sigma_p_);
+    rls<15>(nu, jq, r, model);
+  }
+
+  static constexpr int checkpoints = 5;
+  static std::int64_t checkpoint(std::int64_t t0, std::int64_t t1, int j) { return t0 + ((j + 1) * (t1 - t0)) / checkpoints; }
+
+  // the recursive least-squares step with forgetting, bounded
+  template <int Rows>
+  void rls(const Eigen::Matrix<double, Rows, 1>& nu, const Eigen::Matrix<double, Rows, n_params>& jac,
+           const Eigen::Matrix<double, Rows, Rows>& r, WorldModel& model) {
+    using MatR = Eigen::Matrix<double, Rows, Rows>;
+    const MatR s = jac * p_ * jac.transpose() + r;
+    const Eigen::LDLT<MatR> s_inv(s);
+    nis_ = nu.dot(s_inv.solve(nu));
+    if (gate_ > 0 && nis_ > gate_) {  // a collision the model missed, a glitch: not data
+      ++rejected_;
+      return;
+    }
+    const Eigen::Matrix<double, n_params, Rows> k = s_inv.solve(jac * p_).transpose();
+    VecP d = k * nu;
+    for (int i = 0; i < n_params; ++i) {
+      d[i] = std::clamp(d[i], -step_max_[i], step_max_[i]);
+      theta_[i] = std::clamp(theta_[i] + d[i], lo_[i], hi_[i]);
+    }
+    p_ = (p_ - k * jac * p_) / lambda_;
+    p_ = 0.5 * (p_ + p_.transpose()).eval();
+    // no wind-up: a parameter the motion does not excite keeps at most its prior uncertainty
+    for (int i = 0; i < n_params; ++i) {
+      if (p_(i, i) <= p0_(i, i)) continue;
+      const double f = std::sqrt(p0_(i, i) / p_(i, i));
+      p_.row(i) *= f;
+      p_.col(i) *= f;
+    }
+    ++updates_;
+    apply(model);
+  }
+  void fault(WorldModel& model) {
+    ++rejected_;
+    apply(model);
+  }
+
+  int body_ = 0;
+  std::array<bool, n_params> active_{};
+  int horizon_ = 50, every_ = 5;
+  double lambda_ = 0.9995, sigma_p_ = 0.005, sigma_v_ = 0.01, gate_ = 50, step_fraction_ = 0.05;
+  VecP theta_ = VecP::Zero(), nominal_ = VecP::Zero(), lo_ = VecP::Zero(), hi_ = VecP::Zero(), step_max_ = VecP::Zero();
+  MatP p_ = MatP::Zero(), p0_ = MatP::Zero();
+  double volume0_m3_ = 0, buoyancy_per_m3_ = 1;
+  std::vector<Entry> ring_;
+  WorldState trial_;
+  StepInputs trial_inputs_;
+  PhysicsScratch scratch_;
+  std::uint64_t updates_ = 0, rejected_ = 0;
+  double nis_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<FeedbackProcessor> make_estimate() { return std::make_unique<EstimateProcessor>(); }
+
+}  // namespace tether::runtime::feedback_detail
