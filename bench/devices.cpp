@@ -18,6 +18,7 @@
 #include "bench_util.hpp"
 #include "tether/hal/device_bank.hpp"
 #include "tether/runtime/device_world.hpp"
+#include "tether/runtime/hal_bridge.hpp"
 #include "tether/runtime/physics.hpp"
 #include "tether/runtime/scenario.hpp"
 #include "tether/runtime/scenario_devices.hpp"
@@ -37,7 +38,7 @@ std::uint64_t rays_cast = 0;
 hal::RayHit counting_ray_cast(const WorldModel& m, const WorldState& s, const Vec3& o, const Vec3& d, double r,
                               int ignore) {
   ++rays_cast;
-  return basic_ray_cast(m, s, o, d, r, ignore);
+  return hal_ray_cast(m, s, o, d, r, ignore);  // what the session uses
 }
 
 // a stand-in that answers at once: what sensing costs apart from the ray casts
@@ -145,7 +146,7 @@ int main(int argc, char** argv) try {
   }
   const Vec3 origin = state.bodies[0].position_m;
   const double ray_ns = time_ns(200000, [&](int i) {
-    (void)basic_ray_cast(sc.model, state, origin, dirs[static_cast<std::size_t>(i) & 63], 30, 0);
+    (void)hal_ray_cast(sc.model, state, origin, dirs[static_cast<std::size_t>(i) & 63], 30, 0);
   });
 
   // actuation: every actuator commanded
@@ -172,7 +173,7 @@ int main(int argc, char** argv) try {
   std::printf("  sense without ray casts, scenario rates     %9.0f ns\n", sense_norays_ns);
   std::printf("  sense without ray casts, every sensor due   %9.0f ns  (%.0f ns per sensor; goal < 5000 for 20 devices)\n",
               sense_all_norays_ns, per_device_ns);
-  std::printf("  one ray (basic_ray_cast, %zu statics + %zu bodies) %6.0f ns  (stub call %.1f ns)\n",
+  std::printf("  one ray (hal_ray_cast, %zu statics + %zu bodies) %6.0f ns  (stub call %.1f ns)\n",
               sc.model.statics.size(), sc.model.bodies.size(), ray_ns, ray_stub_ns);
   std::printf("  actuate (every actuator commanded)          %9.0f ns\n", actuate_ns);
   std::printf("  snapshot (%zu bytes)                       %9.0f ns\n", snap.size(), snapshot_ns);
