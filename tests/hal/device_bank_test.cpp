@@ -122,7 +122,7 @@ TEST_CASE("device bank: the error codes") {
   CHECK(std::string(to_string(Status::size_mismatch)) == "size_mismatch");
 }
 
-TEST_CASE("device bank: readings match the world; time") {
+TEST_CASE("device bank: readings match the world, time") {
   DeviceBank bank({make_spec(TETHER_KIND_DEPTH, "depth"), make_spec(TETHER_KIND_CLOCK, "clock"),
                    make_spec(TETHER_KIND_ACCEL, "accel")},
                   1, 2);
@@ -191,7 +191,7 @@ TEST_CASE("device bank: a slow sensor holds its sample between samples") {
   CHECK(bank.counters().samples == 3);
 }
 
-TEST_CASE("device bank: dropout reports not_ready; delay shifts the stream") {
+TEST_CASE("device bank: dropout reports not_ready, delay shifts the stream") {
   SUBCASE("dropout 1: never a reading") {
     DeviceSpec s = make_spec(TETHER_KIND_DEPTH, "depth");
     s.noise.dropout = 1;
@@ -227,7 +227,7 @@ TEST_CASE("device bank: dropout reports not_ready; delay shifts the stream") {
   }
 }
 
-TEST_CASE("device bank: commands become wrenches on the right body; actuator delay") {
+TEST_CASE("device bank: commands become wrenches on the right body, actuator delay") {
   DeviceSpec t = make_spec(TETHER_KIND_THRUSTER, "t0", 1);
   std::get<ThrusterParams>(t.params).time_constant_s = 1e-4;
   DeviceSpec late = make_spec(TETHER_KIND_THRUSTER, "t1", 0);

@@ -215,7 +215,7 @@ TEST_CASE("dvl: velocity over ground in the sensor frame, and altitude") {
   }
 }
 
-TEST_CASE("gps: a fix only at the surface; latitude, longitude and a valid GGA") {
+TEST_CASE("gps: a fix only at the surface, latitude, longitude and a valid GGA") {
   SimpleWorld w = make_world();
   w.water.present = true;
   DeviceSpec s = make_spec(TETHER_KIND_GPS, "gps");

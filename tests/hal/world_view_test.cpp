@@ -32,7 +32,7 @@ TEST_CASE("simple world: rays against a tank's floor and walls") {
   }
 }
 
-TEST_CASE("simple world: spheres, fixed and on bodies; the own body is ignored") {
+TEST_CASE("simple world: spheres, fixed and on bodies, the own body is ignored") {
   SimpleWorld w;
   w.bodies.resize(2);
   w.bodies[1].position_m = Vec3(5, 0, 0);

@@ -95,7 +95,7 @@ vehicles:
   CHECK_THROWS_WITH_AS(make_feedback_processors(dry), doctest::Contains("needs world.water"), ConfigError);
 }
 
-TEST_CASE("feedback: direct sets the pose and velocity to the measurement; blend moves a fraction alpha") {
+TEST_CASE("feedback: direct sets the pose and velocity to the measurement, blend moves a fraction alpha") {
   const Scenario sc = parse_scenario(auv_scenario("[{type: direct}, {name: half, type: blend, alpha: 0.25}]"), "fb.yaml");
   auto ps = make_feedback_processors(sc);
   REQUIRE(ps.size() == 2);

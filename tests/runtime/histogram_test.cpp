@@ -17,7 +17,7 @@ TEST_CASE("histogram percentiles are within the bucket resolution") {
   CHECK(h.percentile(1.0) == 1'000'000);
 }
 
-TEST_CASE("small values are exact; empty is zero; huge values do not overflow") {
+TEST_CASE("small values are exact, empty is zero, huge values do not overflow") {
   Histogram h;
   CHECK(h.percentile(0.5) == 0);
   for (std::uint64_t v : {3u, 3u, 7u, 31u}) h.record(v);

@@ -344,7 +344,7 @@ TEST_CASE("head-on elastic collision of equal spheres swaps velocities") {
   }
 }
 
-TEST_CASE("restitution loses the expected energy; momentum is always conserved") {
+TEST_CASE("restitution loses the expected energy, momentum is always conserved") {
   for (double e : {0.0, 0.25, 0.5, 0.8, 1.0}) {
     CAPTURE(e);
     World w;

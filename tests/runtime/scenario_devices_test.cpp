@@ -174,7 +174,7 @@ TEST_CASE("parse_devices: positioned errors") {
   CHECK(has_error(errors, "[9].accel_noise: unknown key"));
 }
 
-TEST_CASE("parse_devices: an absent list is empty; a non-list is an error") {
+TEST_CASE("parse_devices: an absent list is empty, a non-list is an error") {
   CHECK(parse("").empty());
   std::vector<std::string> errors;
   parse("{name: psd}", &errors);

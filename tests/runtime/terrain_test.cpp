@@ -56,7 +56,7 @@ TEST_CASE("terrain height: at vertices, inside both triangles, outside the grid"
   CHECK_FALSE(heightfield_height(f, 1, 2.01, z));
 }
 
-TEST_CASE("terrain from PGM: P2 and P5, 8 and 16 bit, comments; PNG refused") {
+TEST_CASE("terrain from PGM: P2 and P5, 8 and 16 bit, comments, PNG refused") {
   const std::string p2 = "P2\n# a comment\n3 2\n# another\n100\n0 50 100\n100 100 100\n";
   const HeightField a = heightfield_from_pgm(p2, 0.5, 2.0, -1.0);
   CHECK(a.columns == 3);
