@@ -226,7 +226,7 @@ void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state,
 
 void parse_loop(const ConfigNode& l, LoopConfig& loop) {
   if (!l.yaml().IsDefined()) return;
-  if (!l.expect_map({"period_ms", "real_time_factor", "steps", "duration_s", "seed"})) return;
+  if (!l.expect_map({"period_ms", "real_time_factor", "steps", "duration_s", "seed", "history_steps"})) return;
   const double period_ms = l.number_or("period_ms", 10.0, Range{0.01, 60'000, false});
   loop.period_ns = std::llround(period_ms * 1e6);
   loop.real_time_factor = l.number_or("real_time_factor", 1.0, Range::between(0, 1000));
@@ -237,6 +237,7 @@ void parse_loop(const ConfigNode& l, LoopConfig& loop) {
     loop.steps = static_cast<std::uint64_t>(std::ceil(d * 1e9 / static_cast<double>(loop.period_ns) - 1e-9));
   }
   loop.seed = l.unsigned_or("seed", loop.seed);
+  loop.history_steps = static_cast<std::uint32_t>(l.integer_or("history_steps", loop.history_steps, 1, 1'000'000));
 }
 
 void parse_recording(const ConfigNode& r, RecordingConfig& rec) {

@@ -44,6 +44,8 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   rtf_ = options_.real_time_factor.value_or(scenario_.loop.real_time_factor);
   steps_total_ = options_.steps.value_or(scenario_.loop.steps);
   state_ = scenario_.initial;
+  history_ = StateStore(scenario_.loop.history_steps);
+  history_.push(state_);
   projected_ = scenario_.initial;
   before_ = scenario_.initial;
   start_time_ns_ = scenario_.initial.time_ns;
@@ -300,6 +302,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   }
 
   // 7 emit the actual state; hand the step to the recorder
+  history_.push(state_);
   for (auto& e : endpoints_) e->emit(ctx, state_);
   std::swap(held_inputs_, inputs_);
 
@@ -370,6 +373,8 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   held_inputs_.wrenches.resize(model_.bodies.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].last = k.last_replies[i];
   start_time_ns_ = state_.time_ns;
+  history_.clear();
+  history_.push(state_);
   return true;
 }
 

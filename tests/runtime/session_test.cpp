@@ -254,6 +254,45 @@ TEST_CASE("tank_obstacles: the seabed rises under the altimeter, the sonar sees 
     CHECK((s.state().bodies[i].position_m - crates_start.bodies[i].position_m).norm() < 0.01);
 }
 
+TEST_CASE("the session keeps loop.history_steps states: state_at(t) between them, a rewind re-advances bit for bit") {
+  std::string text = scenario_text;
+  text.replace(text.find("steps: 10}"), 10, "steps: 10, history_steps: 4}");
+  Scenario sc = parse_scenario(text, "loop.yaml");
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  eps.push_back(std::make_unique<ScriptedEndpoint>(sc.endpoints[0], TimeoutPolicy::hold));
+  SessionOptions o;
+  o.steps = 10;
+  std::vector<WorldState> seen;
+  o.after_step = [&](const WorldState& s) {
+    seen.push_back(s);
+    return true;
+  };
+  Session s(sc, std::move(eps), o);
+  std::atomic<bool> stop{false};
+  REQUIRE(s.run(stop) == Outcome::completed);
+  const StateStore& h = s.history();
+  REQUIRE(h.size() == 4);
+  CHECK(h.newest()->step == 10);
+  CHECK(h.oldest()->step == 7);
+  CHECK(hash_state(*h.newest()) == hash_state(s.state()));
+  CHECK(hash_state(*h.at_step(8)) == hash_state(seen[7]));
+  // halfway between steps 8 and 9 (force k + 1 along x: positions differ)
+  WorldState mid;
+  REQUIRE(h.state_at((h.at_step(8)->time_ns + h.at_step(9)->time_ns) / 2, mid));
+  CHECK(mid.bodies[0].position_m.x() ==
+        doctest::Approx((h.at_step(8)->bodies[0].position_m.x() + h.at_step(9)->bodies[0].position_m.x()) / 2));
+  CHECK_FALSE(h.state_at(h.oldest()->time_ns - 1, mid));
+  // step 8 -> 9 again with the reply step 8 got (force 9 along x): the stored step 9 exactly
+  StateStore copy = h;
+  WorldState again;
+  REQUIRE(copy.rewind(8, again));
+  StepInputs in;
+  in.resize(1);
+  in.wrenches[0].force_world_n = Vec3(9, 0, 0);
+  REQUIRE(step(s.model(), again, in, static_cast<double>(sc.loop.period_ns) * 1e-9) == StepStatus::ok);
+  CHECK(hash_state(again) == hash_state(seen[8]));
+}
+
 TEST_CASE("pacing at a real-time factor keeps sim time close to wall time") {
   // behaviour, not speed: at rtf 1 the loop must not finish faster than real time
   Scenario sc = parse_scenario(scenario_text, "loop.yaml");

@@ -24,6 +24,7 @@ struct LoopConfig {
   double real_time_factor = 1.0;  // 0 = as fast as the participants allow
   std::uint64_t steps = 1000;
   std::uint64_t seed = 1;
+  std::uint32_t history_steps = 256;  // states the session keeps for rewind and state_at(t)
 };
 
 /// The keys every endpoint has; type-specific keys stay in `node` for the endpoint's own parser.

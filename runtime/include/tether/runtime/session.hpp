@@ -19,6 +19,7 @@
 #include "tether/runtime/pacing.hpp"
 #include "tether/runtime/recording.hpp"
 #include "tether/runtime/scenario.hpp"
+#include "tether/runtime/state_store.hpp"
 
 namespace tether::runtime {
 
@@ -71,6 +72,8 @@ class Session {
   nlohmann::json summary() const;
 
   const WorldState& state() const { return state_; }
+  /// The last loop.history_steps states, S_k included (state_at(t), rewind).
+  const StateStore& history() const { return history_; }
   /// The session's model: the scenario's, as changed by `model`-phase processors.
   const WorldModel& model() const { return model_; }
   /// The session's devices (sampled on the projected state each step).
@@ -106,6 +109,7 @@ class Session {
 
   WorldState state_;
   WorldState projected_;
+  StateStore history_;
   WorldState before_;       // S_k, for post-advance processors
   StepInputs inputs_;       // applied in this step
   StepInputs held_inputs_;  // applied in the previous step; used for the projection
