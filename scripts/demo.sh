@@ -1,11 +1,36 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, run the default scenario, say where its
 # results went. Usage: scripts/demo.sh [extra `tether run` options]
+#        scripts/demo.sh tank [extra `tether run` options]: a tank trial with a local
+#        mosquitto on a free loopback port and the stand-in vehicle (docs/mqtt.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_BUILD_TESTS=OFF >/dev/null
+if [[ "${1:-}" == tank ]]; then
+  shift
+  cmake --build build --target tether tether-vehicle -j "$(nproc)"
+  dir=$(mktemp -d /tmp/tether-demo-mosquitto-XXXXXX)
+  chmod 755 "$dir"  # mosquitto drops to its own user
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # set_tcp_nodelay: the broker's sockets need it as much as the clients' (docs/mqtt.md)
+  printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\nlog_dest stderr\n' \
+    "$port" >"$dir/mosquitto.conf"
+  /usr/sbin/mosquitto -c "$dir/mosquitto.conf" 2>"$dir/mosquitto.log" &
+  broker_pid=$!
+  trap 'kill "$broker_pid" 2>/dev/null; wait "$broker_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+  for _ in $(seq 100); do  # until it listens (at most ~5 s)
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.05
+  done
+  export TETHER_MQTT_BROKER="tcp://127.0.0.1:$port" TETHER_BUILD_DIR="$PWD/build"
+  out="runs/tank-$(date +%Y%m%d-%H%M%S)"
+  echo "demo: mosquitto on $TETHER_MQTT_BROKER; running config/scenarios/tank_trial.yaml"
+  ./build/tether run config/scenarios/tank_trial.yaml --out "$out" "$@"
+  echo "demo: session folder: $out (summary: $out/summary.json)"
+  exit 0
+fi
 cmake --build build --target tether -j "$(nproc)"
 
 out="runs/default-$(date +%Y%m%d-%H%M%S)"

@@ -149,6 +149,14 @@ namespace {
 
 constexpr std::size_t max_queued = 64;
 
+std::atomic<bool> g_quiet{false};
+
+// the endpoint's own progress lines and the vehicle program's output; warnings always show
+template <typename... Args>
+void info(spdlog::format_string_t<Args...> fmt, Args&&... args) {
+  if (!g_quiet.load(std::memory_order_relaxed)) spdlog::info(fmt, std::forward<Args>(args)...);
+}
+
 // at most one line per second per kind of problem; the rest are counted
 class RateLimitedLog {
  public:
@@ -172,6 +180,8 @@ class RateLimitedLog {
 };
 
 }  // namespace
+
+void set_mqtt_logs_quiet(bool quiet) { g_quiet.store(quiet); }
 
 struct MqttEndpoint::Impl {
   std::unique_ptr<::mqtt::async_client> client;
@@ -238,7 +248,7 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
       spec.env = config_.launch->env;
       spec.cwd = config_.launch->cwd;
       s.child = std::make_unique<ChildProcess>(spec);
-      spdlog::info("endpoint \"{}\": launched {} (pid {})", name(), s.child->command_line(), s.child->pid());
+      info("endpoint \"{}\": launched {} (pid {})", name(), s.child->command_line(), s.child->pid());
       const int out_fd = s.child->take_stdout();
       const int err_fd = s.child->take_stderr();
       // the program's output goes to the log, line by line, until both pipes close
@@ -255,7 +265,7 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
             const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
             if (n <= 0) {
               if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-              if (!partial[i].empty()) spdlog::info("[{}] {}", name(), partial[i]);
+              if (!partial[i].empty()) info("[{}] {}", name(), partial[i]);
               ::close(fds[i].fd);
               fds[i].fd = -1;
               --open;
@@ -263,7 +273,7 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
             }
             for (ssize_t k = 0; k < n; ++k) {
               if (buf[k] == '\n') {
-                spdlog::info("[{}] {}", name(), partial[i]);
+                info("[{}] {}", name(), partial[i]);
                 std::lock_guard<std::mutex> lock(t.m);
                 t.output_tail.push_back(partial[i]);
                 if (t.output_tail.size() > 10) t.output_tail.pop_front();
@@ -384,7 +394,7 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
     } catch (const ::mqtt::exception& e) {
       throw std::runtime_error("subscribing at " + config_.broker + ": " + e.what());
     }
-    spdlog::info("endpoint \"{}\": connected to {} as \"{}\"; vehicle \"{}\" on tether/{}/{}/*", name(),
+    info("endpoint \"{}\": connected to {} as \"{}\"; vehicle \"{}\" on tether/{}/{}/*", name(),
                  config_.broker, config_.client_id, config_.vehicle_id, config_.session, config_.vehicle_id);
 
     if (config_.wait_online_ms > 0) {
@@ -514,7 +524,7 @@ void MqttEndpoint::stop() {
   }
   if (s.child) {
     const int st = s.child->terminate(milliseconds(config_.launch ? config_.launch->kill_after_ms : 2000));
-    spdlog::info("endpoint \"{}\": vehicle program {}", name(), ChildProcess::describe_status(st));
+    info("endpoint \"{}\": vehicle program {}", name(), ChildProcess::describe_status(st));
   }
   if (s.output_thread.joinable()) s.output_thread.join();
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +58,7 @@ class Mosquitto {
     std::string username;  // with a user name: a password file, anonymous access off
     std::string password;
     std::string binary = "/usr/sbin/mosquitto";
+    bool broker_nodelay = true;  // set_tcp_nodelay on the broker's sockets (docs/mqtt.md)
   };
 
   Mosquitto() : Mosquitto(Options{}) {}
@@ -73,8 +76,8 @@ class Mosquitto {
     std::ofstream conf(dir_ + "/mosquitto.conf");
     conf << "listener " << port_ << " 127.0.0.1\n"
          << "persistence false\n"
-         << "log_dest file " << dir_ << "/mosquitto.log\n"
-         << "set_tcp_nodelay true\n"
+         << "log_dest stderr\n"  // into stdout.log (mosquitto runs as its own user)
+         << "set_tcp_nodelay " << (options_.broker_nodelay ? "true" : "false") << "\n"
          << "max_inflight_messages 0\n";
     if (options_.username.empty()) {
       conf << "allow_anonymous true\n";
@@ -104,12 +107,16 @@ class Mosquitto {
   void start() {
     if (pid_ > 0) return;
     const std::string conf = dir_ + "/mosquitto.conf";
+    const std::string log = dir_ + "/stdout.log";
+    std::fflush(nullptr);  // or the child's copy of unwritten output is written twice
     pid_ = ::fork();
     if (pid_ == 0) {
       ::setpgid(0, 0);
-      std::freopen("/dev/null", "r", stdin);
-      std::freopen((dir_ + "/stdout.log").c_str(), "a", stdout);
-      std::freopen((dir_ + "/stdout.log").c_str(), "a", stderr);
+      const int in = ::open("/dev/null", O_RDONLY);
+      const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(in, 0);
+      ::dup2(out, 1);
+      ::dup2(out, 2);
       ::execl(options_.binary.c_str(), "mosquitto", "-c", conf.c_str(), static_cast<char*>(nullptr));
       std::_Exit(127);
     }

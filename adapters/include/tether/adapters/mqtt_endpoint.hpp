@@ -69,6 +69,10 @@ struct MqttCounters {
   int nodelay_sockets = 0;            // sockets TCP_NODELAY was set on
 };
 
+/// Hides the MQTT endpoints' info lines (progress, the vehicle program's output); warnings
+/// and errors still show. For benchmarks.
+void set_mqtt_logs_quiet(bool quiet);
+
 class MqttEndpoint final : public runtime::Endpoint {
  public:
   MqttEndpoint(const runtime::EndpointConfig& config, const runtime::Scenario& scenario);
