@@ -42,6 +42,17 @@ struct Figures {
   double rate = 0;
   double p50_us = 0, p99_us = 0;
   std::uint64_t count = 0;
+  double wall_s = 0;
+  runtime::Histogram h;  // ping-pong: round trips; session: step to step
+
+  // adds a round's samples and recomputes the figures over all rounds
+  void add(std::uint64_t n, double wall) {
+    count += n;
+    wall_s += wall;
+    rate = wall_s > 0 ? static_cast<double>(count) / wall_s : 0;
+    p50_us = static_cast<double>(h.percentile(0.5)) * 1e-3;
+    p99_us = static_cast<double>(h.percentile(0.99)) * 1e-3;
+  }
 };
 
 void print(const Figures& f) {
@@ -131,8 +142,8 @@ int run_ponger(const std::string& uri, int qos, std::size_t back, bool nodelay) 
 }
 
 // one client publishes `forward` bytes, the other (another process) answers each with `back` bytes
-Figures ping_pong(const char* self, const std::string& uri, int qos, bool nodelay, std::size_t forward,
-                  std::size_t back, long count, double max_s) {
+void ping_pong(const char* self, const std::string& uri, int qos, bool nodelay, std::size_t forward,
+               std::size_t back, long count, double max_s, Figures& f) {
   adapters::LaunchSpec spec;
   spec.argv = {self, "--pong", uri, std::to_string(qos), std::to_string(back), nodelay ? "1" : "0"};
   int to_child[2];
@@ -174,7 +185,7 @@ Figures ping_pong(const char* self, const std::string& uri, int qos, bool nodela
   if (nodelay) adapters::mqtt::set_tcp_nodelay_for_broker(uri);
   pinger.subscribe("bench/pong", qos)->wait();
 
-  runtime::Histogram h;
+  runtime::Histogram& h = f.h;
   const auto t0 = Clock::now();
   long done = 0;
   for (; done < count && bench::seconds_since(t0) < max_s; ++done) {
@@ -190,15 +201,12 @@ Figures ping_pong(const char* self, const std::string& uri, int qos, bool nodela
   ::close(from_child[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  Figures f;
-  f.rate = static_cast<double>(done) / wall;
-  f.p50_us = static_cast<double>(h.percentile(0.5)) * 1e-3;
-  f.p99_us = static_cast<double>(h.percentile(0.99)) * 1e-3;
-  f.count = static_cast<std::uint64_t>(done);
-  return f;
+  f.add(static_cast<std::uint64_t>(done), wall);
 }
 
-Figures lock_step(const std::string& broker, bool nodelay, long steps, const std::string& session, std::size_t& errors) {
+// one session; `f` gets its step-to-step times, `round_trip` the endpoint's last figures
+void lock_step(const std::string& broker, bool nodelay, long steps, const std::string& session, Figures& f,
+               Figures* round_trip, std::size_t& errors) {
   const std::string text =
       scenario_text(broker, session, nodelay, steps, nodelay ? std::string() : std::string(", \"--no-nodelay\""));
   char tmpl[] = "/tmp/tether-bench-mqtt-XXXXXX";
@@ -206,19 +214,28 @@ Figures lock_step(const std::string& broker, bool nodelay, long steps, const std
   const std::string path = std::string(tmpl) + "/scenario.yaml";
   std::ofstream(path) << text;
   const runtime::Scenario sc = runtime::load_scenario(path);
-  runtime::Session session_run(sc, adapters::make_endpoints(sc));
+  runtime::SessionOptions options;
+  Clock::time_point last{};
+  options.after_step = [&](const runtime::WorldState&) {
+    const auto now = Clock::now();
+    if (last != Clock::time_point{})
+      f.h.record(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count()));
+    last = now;
+    return true;
+  };
+  runtime::Session session_run(sc, adapters::make_endpoints(sc), options);
   std::atomic<bool> stop{false};
   session_run.run(stop);
   const nlohmann::json s = session_run.summary();
   std::filesystem::remove_all(tmpl);
   const runtime::Endpoint& ep = *session_run.endpoints()[1];
-  Figures f;
-  f.count = session_run.steps_done();
-  f.rate = static_cast<double>(f.count) / s["wall_time_s"].get<double>();
-  f.p50_us = static_cast<double>(ep.counters.round_trip_ns.percentile(0.5)) * 1e-3;
-  f.p99_us = static_cast<double>(ep.counters.round_trip_ns.percentile(0.99)) * 1e-3;
-  errors = ep.counters.misses + ep.counters.stale + ep.counters.corrupt;
-  return f;
+  f.add(session_run.steps_done(), s["wall_time_s"].get<double>());
+  if (round_trip) {
+    round_trip->count += session_run.steps_done();
+    round_trip->p50_us = static_cast<double>(ep.counters.round_trip_ns.percentile(0.5)) * 1e-3;
+    round_trip->p99_us = static_cast<double>(ep.counters.round_trip_ns.percentile(0.99)) * 1e-3;
+  }
+  errors += ep.counters.misses + ep.counters.stale + ep.counters.corrupt;
 }
 
 }  // namespace
@@ -247,42 +264,49 @@ int main(int argc, char** argv) {
   std::printf("MQTT lock-step through a local mosquitto (%s); projected %zu B, feedback %zu B; %u cores\n",
               broker.uri().c_str(), projected, feedback, std::thread::hardware_concurrency());
 
-  std::printf("bare Paho ping-pong (the ceiling):\n");
-  Figures q1 = ping_pong(argv[0], broker.uri(), 1, true, projected, feedback, steps, quick ? 1 : 10);
-  q1.name = "QoS 1, TCP_NODELAY";
-  print(q1);
-  Figures q0 = ping_pong(argv[0], broker.uri(), 0, true, projected, feedback, steps, quick ? 1 : 10);
-  q0.name = "QoS 0, TCP_NODELAY";
-  print(q0);
-  Figures q1n = ping_pong(argv[0], broker.uri(), 1, false, projected, feedback, quick ? 5 : 50, quick ? 1 : 5);
-  q1n.name = "QoS 1, Nagle on (Paho's default)";
-  print(q1n);
-
-  std::printf("Tether lock-step, rtf 0, QoS 1, stand-in vehicle process (round trip = publish -> feedback):\n");
+  // the ceiling and the session take turns, so that the machine's noise hits both alike
+  const int rounds = quick ? 2 : 5;
+  const long per_round = std::max(1L, steps / rounds);
+  Figures q1, q0, ls, rt;
+  q1.name = "ping-pong QoS 1";
+  q0.name = "ping-pong QoS 0";
+  ls.name = "session (step to step)";
+  rt.name = "session round trip (last round)";
   std::size_t errors = 0;
-  Figures ls = lock_step(broker.uri(), true, steps, "bench", errors);
-  ls.name = "session, TCP_NODELAY";
+  for (int r = 0; r < rounds; ++r) {
+    ping_pong(argv[0], broker.uri(), 1, true, projected, feedback, per_round, quick ? 1 : 10, q1);
+    ping_pong(argv[0], broker.uri(), 0, true, projected, feedback, per_round, quick ? 1 : 10, q0);
+    lock_step(broker.uri(), true, per_round, "bench" + std::to_string(r), ls, &rt, errors);
+  }
+  std::printf("TCP_NODELAY on client and broker sockets (%d rounds of %ld, taking turns):\n", rounds, per_round);
+  std::printf(" bare Paho ping-pong between two processes (the ceiling)\n");
+  print(q1);
+  print(q0);
+  std::printf(" Tether lock-step, rtf 0, QoS 1: in-process controller + stand-in vehicle process\n");
   print(ls);
+  std::printf("  %-40s %12s   p50 %8.1f us   p99 %8.1f us\n", rt.name.c_str(), "", rt.p50_us, rt.p99_us);
   if (errors) std::printf("  (%zu misses/stale/corrupt)\n", errors);
-  // the ceiling again after the session (the machine is noisy; the better of the two counts)
-  Figures q1b = ping_pong(argv[0], broker.uri(), 1, true, projected, feedback, steps, quick ? 1 : 10);
-  q1b.name = "ping-pong QoS 1, TCP_NODELAY, again";
-  print(q1b);
-  if (q1b.rate > q1.rate) q1 = q1b;
-  Figures lsn = lock_step(broker.uri(), false, quick ? 5 : 50, "bench-nagle", errors);
-  lsn.name = "session, Nagle on";
+
+  std::printf("Nagle's algorithm left on (Paho's default):\n");
+  Figures q1n, lsn;
+  q1n.name = "ping-pong QoS 1";
+  lsn.name = "session (step to step)";
+  ping_pong(argv[0], broker.uri(), 1, false, projected, feedback, quick ? 5 : 50, quick ? 1 : 5, q1n);
+  lock_step(broker.uri(), false, quick ? 5 : 50, "bench-nagle", lsn, nullptr, errors);
+  print(q1n);
   print(lsn);
 
   // the broker's sockets matter too: mosquitto's own set_tcp_nodelay off
   test::Mosquitto::Options nagle_broker;
   nagle_broker.broker_nodelay = false;
   test::Mosquitto broker_nagle(nagle_broker);
-  std::printf("the same with mosquitto's set_tcp_nodelay false (clients still TCP_NODELAY):\n");
-  Figures bq1 = ping_pong(argv[0], broker_nagle.uri(), 1, true, projected, feedback, quick ? 5 : 50, quick ? 1 : 5);
+  std::printf("mosquitto with set_tcp_nodelay false (clients still TCP_NODELAY):\n");
+  Figures bq1, bls;
   bq1.name = "ping-pong QoS 1";
+  bls.name = "session (step to step)";
+  ping_pong(argv[0], broker_nagle.uri(), 1, true, projected, feedback, quick ? 5 : 50, quick ? 1 : 5, bq1);
+  lock_step(broker_nagle.uri(), true, quick ? 5 : 50, "bench-broker-nagle", bls, nullptr, errors);
   print(bq1);
-  Figures bls = lock_step(broker_nagle.uri(), true, quick ? 5 : 50, "bench-broker-nagle", errors);
-  bls.name = "session";
   print(bls);
 
   std::printf("ratio lock-step / QoS 1 ping-pong: %.2f by rate, %.2f by p50 (goal >= 0.8)\n", ls.rate / q1.rate,
