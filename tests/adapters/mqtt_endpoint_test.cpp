@@ -173,7 +173,7 @@ TEST_CASE("mqtt: lock-step with the stand-in vehicle through mosquitto") {
   CHECK(s["endpoints"][1]["replies"] == 300);
 }
 
-TEST_CASE("mqtt: hostile feedback is counted and never applied; the loop keeps stepping") {
+TEST_CASE("mqtt: hostile feedback is counted and never applied while the loop keeps stepping") {
   test::Mosquitto broker;
   const Scenario sc = parse_scenario(tank_scenario(broker.uri(), "hostile", "hold", 50, 10), "hostile.yaml");
   EndpointConfig ec = sc.endpoints[1];
@@ -255,7 +255,7 @@ TEST_CASE("mqtt: hostile feedback is counted and never applied; the loop keeps s
   ep.stop();
 }
 
-TEST_CASE("mqtt: the broker killed and restarted mid-session; the policy holds, lock-step resumes") {
+TEST_CASE("mqtt: the broker killed and restarted mid-session - the policy holds and lock-step resumes") {
   test::Mosquitto broker;
   ScenarioFile file(tank_scenario(broker.uri(), "restart", "hold", 100, 100000));
   const Scenario sc = load_scenario(file.path);
@@ -306,7 +306,7 @@ TEST_CASE("mqtt: the broker killed and restarted mid-session; the policy holds, 
   check_lock_step(*rec, sc.loop.period_ns);
 }
 
-TEST_CASE("mqtt: authentication failure is reported clearly; the right password connects") {
+TEST_CASE("mqtt: authentication failure is reported clearly and the right password connects") {
   test::Mosquitto broker({"tether", "s3cret"});
   const Scenario sc = parse_scenario(tank_scenario(broker.uri(), "auth", "hold", 50, 10), "auth.yaml");
   EndpointConfig ec = sc.endpoints[1];
@@ -334,7 +334,7 @@ TEST_CASE("mqtt: authentication failure is reported clearly; the right password 
   ep.stop();
 }
 
-TEST_CASE("mqtt: configuration errors are positioned; environment defaults expand") {
+TEST_CASE("mqtt: configuration errors are positioned and environment defaults expand") {
   const std::string text = R"(name: cfg
 world: {gravity_m_s2: [0, 0, 0]}
 vehicles:

@@ -57,7 +57,7 @@ TEST_CASE("stand-in vehicle: without hidden differences it is the model") {
   CHECK_FALSE(m.has_covariance);
 }
 
-TEST_CASE("stand-in vehicle: hidden drag and thrust make it slower; noise and delay show in measurements") {
+TEST_CASE("stand-in vehicle: hidden drag and thrust make it slower and noise and delay show in measurements") {
   const Scenario sc = parse_scenario(scenario_text, "stand_in.yaml");
   StandInVehicle model_twin(sc, 0, HiddenParams{}, 7);
   HiddenParams h;
