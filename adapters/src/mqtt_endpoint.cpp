@@ -66,7 +66,7 @@ MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, cons
   MqttEndpointConfig out;
   n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "broker", "client_id", "username",
                 "password", "ca_file", "session", "vehicle_id", "qos", "tcp_nodelay", "publish_actual", "keep_alive_s",
-                "connect_timeout_ms", "wait_online_ms", "max_payload_bytes", "launch"});
+                "connect_timeout_ms", "wait_online_ms", "max_payload_bytes", "resend_ms", "launch"});
   const std::string base = scenario_dir(scenario);
   out.scenario_path =
       scenario.path.empty() ? std::string() : std::filesystem::absolute(scenario.path).lexically_normal().string();
@@ -104,6 +104,7 @@ MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, cons
   out.keep_alive_s = n.integer_or("keep_alive_s", 5, 1, 3600);
   out.connect_timeout_ms = n.integer_or("connect_timeout_ms", 5000, 1, 600'000);
   out.wait_online_ms = n.integer_or("wait_online_ms", 10000, 0, 600'000);
+  out.resend_ms = n.integer_or("resend_ms", 500, 0, 600'000);
   out.max_payload_bytes = static_cast<std::size_t>(n.integer_or("max_payload_bytes", 64 * 1024, 256, 16 << 20));
 
   if (n.has("launch")) {
@@ -199,6 +200,11 @@ struct MqttEndpoint::Impl {
   std::string vehicle_state;
   bool have_applied = false;
   std::uint64_t last_applied = 0;
+  bool connected = false;  // as the handlers saw it (never ask Paho while holding m: it calls
+                           // the handlers with its own lock held)
+  bool published_ok = false;             // the step's projected went to Paho
+  std::uint64_t connects_at_publish = 0;  // a reconnect since then may have lost it
+  SteadyClock::time_point sent_at{};      // when the step's projected was last handed to Paho
   RateLimitedLog reject_log, order_log;
   std::string last_reject;
   bool stopped = true;
@@ -336,6 +342,8 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
       {
         std::lock_guard<std::mutex> lock(t.m);
         ++t.c.connects;
+        t.connected = true;
+        t.cv.notify_all();  // a gather waiting on a lost projected publishes it again
       }
       if (config_.tcp_nodelay) {
         const int n = mqtt::set_tcp_nodelay_for_broker(config_.broker);
@@ -356,6 +364,7 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
       {
         std::lock_guard<std::mutex> lock(t.m);
         ++t.c.connection_lost;
+        t.connected = false;
       }
       spdlog::warn("endpoint \"{}\": lost the broker {}{}; reconnecting", name(), config_.broker,
                    cause.empty() ? std::string() : " (" + cause + ")");
@@ -426,17 +435,32 @@ bool MqttEndpoint::publish(const runtime::StepContext& ctx, const runtime::World
     return false;
   }
   mqtt::encode_projected(s.buffer, config_.vehicle_id, ctx, *s.model, projected, vehicle(), devices_, s.actuators);
+  send_projected(ctx.step);
+  return true;
+}
+
+// hands the projected message in the buffer to Paho (m not held: Paho may call back)
+void MqttEndpoint::send_projected(std::uint64_t step) {
+  Impl& s = *impl_;
+  std::uint64_t connects = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.m);
+    connects = s.c.connects;
+  }
   try {
     s.client->publish(s.topics.projected, s.buffer.data(), s.buffer.size(), config_.qos, false);
     std::lock_guard<std::mutex> lock(s.m);
     ++s.c.published;
+    s.published_ok = true;
+    s.connects_at_publish = connects;
+    s.sent_at = SteadyClock::now();
   } catch (const ::mqtt::exception& e) {
     // the broker is away: the gather times out and the policy applies; Paho reconnects
     std::lock_guard<std::mutex> lock(s.m);
     ++s.c.publish_errors;
-    s.order_log.warn(name(), "publish of step " + std::to_string(ctx.step) + " refused: " + e.what());
+    s.published_ok = false;
+    s.order_log.warn(name(), "publish of step " + std::to_string(step) + " refused: " + e.what());
   }
-  return true;
 }
 
 runtime::GatherStatus MqttEndpoint::gather(const runtime::StepContext& ctx, runtime::SteadyClock::time_point deadline,
@@ -488,7 +512,21 @@ runtime::GatherStatus MqttEndpoint::gather(const runtime::StepContext& ctx, runt
       sync();
       return runtime::GatherStatus::timeout;
     }
-    s.cv.wait_until(lock, deadline);
+    // the step's projected never reached the broker, or a reconnect since may have lost it:
+    // send it again once connected (the vehicle answers a repeated step without stepping)
+    // ... and every resend_ms without an answer (the vehicle may have been reconnecting)
+    const auto now = SteadyClock::now();
+    const bool resend_due = config_.resend_ms > 0 && s.published_ok && now >= s.sent_at + milliseconds(config_.resend_ms);
+    if ((!s.published_ok || s.c.connects != s.connects_at_publish || resend_due) && s.connected) {
+      ++s.c.republished;
+      lock.unlock();
+      send_projected(ctx.step);
+      lock.lock();
+      continue;
+    }
+    auto wake = deadline;
+    if (config_.resend_ms > 0 && s.published_ok) wake = std::min(wake, s.sent_at + milliseconds(config_.resend_ms));
+    s.cv.wait_until(lock, wake);
   }
 }
 
@@ -548,7 +586,7 @@ void MqttEndpoint::summarize(nlohmann::json& out) const {
                    {"stale", c.stale},             {"duplicate", c.duplicate},
                    {"out_of_order", c.out_of_order}, {"malformed", c.malformed},
                    {"wrong_vehicle", c.wrong_vehicle}, {"queue_overflow", c.queue_overflow},
-                   {"connects", c.connects},       {"connection_lost", c.connection_lost},
+                   {"connects", c.connects}, {"republished", c.republished},       {"connection_lost", c.connection_lost},
                    {"vehicle_offline", c.vehicle_offline}, {"nodelay_sockets", c.nodelay_sockets}};
   {
     std::lock_guard<std::mutex> lock(impl_->m);

@@ -306,6 +306,44 @@ TEST_CASE("mqtt: the broker killed and restarted mid-session - the policy holds 
   check_lock_step(*rec, sc.loop.period_ns);
 }
 
+TEST_CASE("mqtt: under policy block a broker restart only delays the session") {
+  test::Mosquitto broker;
+  ScenarioFile file(tank_scenario(broker.uri(), "restart_block", "block", 100, 150));
+  const Scenario sc = load_scenario(file.path);
+  Recording* rec = nullptr;
+  std::atomic<bool> killed{false};
+  SessionOptions options;
+  std::uint64_t steps = 0;
+  options.after_step = [&](const WorldState&) {
+    if (++steps == 50) {
+      broker.kill();
+      killed = true;
+    }
+    return true;
+  };
+  Session session(sc, endpoints_with_recording(sc, rec), options);
+  // brings the broker back once the endpoint has noticed it was gone (bounded wait)
+  std::thread restarter([&] {
+    const auto until = SteadyClock::now() + std::chrono::seconds(20);
+    while (SteadyClock::now() < until &&
+           !(killed && rec != nullptr && rec->mqtt().mqtt_counters().connection_lost >= 1))
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling a condition
+    broker.start();
+  });
+  std::atomic<bool> stop{false};
+  const Outcome outcome = session.run(stop);
+  restarter.join();
+  CHECK(outcome == Outcome::completed);
+  REQUIRE(rec != nullptr);
+  CHECK(rec->counters.misses == 0);
+  CHECK(rec->counters.late >= 1);
+  const adapters::MqttCounters c = rec->mqtt().mqtt_counters();
+  CHECK(c.applied == 150);
+  CHECK(c.connects >= 2);
+  CHECK(c.republished >= 1);
+  check_lock_step(*rec, sc.loop.period_ns);
+}
+
 TEST_CASE("mqtt: authentication failure is reported clearly and the right password connects") {
   test::Mosquitto broker({"tether", "s3cret"});
   const Scenario sc = parse_scenario(tank_scenario(broker.uri(), "auth", "hold", 50, 10), "auth.yaml");

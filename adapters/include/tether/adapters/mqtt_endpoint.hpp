@@ -44,6 +44,7 @@ struct MqttEndpointConfig {
   std::int64_t keep_alive_s = 5;
   std::int64_t connect_timeout_ms = 5000;
   std::int64_t wait_online_ms = 10000;  // start() waits for the vehicle's "online" status; 0: not
+  std::int64_t resend_ms = 500;         // projected(k) again after this long without feedback(k); 0: never
   std::size_t max_payload_bytes = 64 * 1024;
   std::optional<MqttLaunchConfig> launch;
 };
@@ -64,6 +65,7 @@ struct MqttCounters {
   std::uint64_t wrong_vehicle = 0;   // another vehicle's id or bodies
   std::uint64_t queue_overflow = 0;  // dropped because the loop did not keep up
   std::uint64_t connects = 0;        // successful connections (1 + reconnects)
+  std::uint64_t republished = 0;     // projected sent again after a refused publish or a reconnect
   std::uint64_t connection_lost = 0;
   std::uint64_t vehicle_offline = 0;  // "offline" status messages (last will or clean exit)
   int nodelay_sockets = 0;            // sockets TCP_NODELAY was set on
@@ -102,6 +104,8 @@ class MqttEndpoint final : public runtime::Endpoint {
   const MqttEndpointConfig& config() const { return config_; }
 
  private:
+  void send_projected(std::uint64_t step);
+
   struct Impl;
   MqttEndpointConfig config_;
   std::unique_ptr<Impl> impl_;
