@@ -237,8 +237,11 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
   s.stopped = false;
   s.model = &model;
   s.topics = mqtt::topics_for(config_.session, config_.vehicle_id);
-  s.status_online = mqtt::encode_status("online", config_.client_id);
-  s.status_offline = mqtt::encode_status("offline", config_.client_id);
+  // a vehicle that outlives one run restarts its model when the run id changes
+  const std::string run = std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" +
+                          std::to_string(::getpid());
+  s.status_online = mqtt::encode_status("online", config_.client_id, run);
+  s.status_offline = mqtt::encode_status("offline", config_.client_id, run);
   if (devices_) s.actuators = mqtt::vehicle_actuators(*devices_, model, vehicle());
   s.buffer.reserve(4096);
   try {

@@ -169,8 +169,10 @@ void encode_feedback(std::string& out, const std::string& vehicle_id, std::uint6
   out = j.dump();
 }
 
-std::string encode_status(const std::string& state, const std::string& client_id) {
-  return json{{"schema", schema_version}, {"type", "status"}, {"state", state}, {"client_id", client_id}}.dump();
+std::string encode_status(const std::string& state, const std::string& client_id, const std::string& run) {
+  json j{{"schema", schema_version}, {"type", "status"}, {"state", state}, {"client_id", client_id}};
+  if (!run.empty()) j["run"] = run;
+  return j.dump();
 }
 
 Reject parse_projected(std::string_view text, const std::string& vehicle_id, Projected& out, std::string& reason,
@@ -320,10 +322,14 @@ Reject parse_feedback(std::string_view text, const std::string& vehicle_id, cons
   return Reject::none;
 }
 
-std::string parse_status(std::string_view text) {
+std::string parse_status(std::string_view text, std::string* run) {
   if (text.size() > 4096) return {};
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return {};
+  if (run) {
+    const auto r = j.find("run");
+    *run = r != j.end() && r->is_string() ? r->get<std::string>() : std::string();
+  }
   const auto s = j.find("state");
   return s != j.end() && s->is_string() ? s->get<std::string>() : std::string();
 }

@@ -52,6 +52,11 @@ struct Options {
 // everything the Paho thread and the main thread share
 struct Rig {
   Options opt;
+  std::unique_ptr<rt::Scenario> scenario;
+  int vehicle = 0;
+  rt::HiddenParams hidden;
+  std::string run;  // the runtime's run id: a new one starts the model again
+  std::uint64_t restarts = 0;
   std::unique_ptr<rt::StandInVehicle> truth;
   mq::Topics topics;
   std::unique_ptr<mqtt::async_client> client;
@@ -131,6 +136,23 @@ void on_projected(Rig& r, const std::string& payload) {
   publish_feedback(r, p.step);
 }
 
+// the runtime's status: a new run (another `tether run`) starts the vehicle from the scenario again
+void on_runtime_status(Rig& r, const std::string& payload) {
+  std::string run;
+  if (mq::parse_status(payload, &run) != "online" || run.empty()) return;
+  std::lock_guard<std::mutex> lock(r.m);
+  if (run == r.run) return;
+  if (!r.run.empty() || r.have_last) {
+    r.truth = std::make_unique<rt::StandInVehicle>(*r.scenario, r.vehicle, r.hidden, r.opt.seed);
+    r.device_index.clear();
+    r.have_last = false;
+    ++r.restarts;
+    if (!r.opt.quiet) std::printf("tether-vehicle: a new run of the runtime: starting again from the scenario\n");
+    std::fflush(stdout);
+  }
+  r.run = run;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,7 +193,8 @@ int main(int argc, char** argv) {
 
   Rig r;
   try {
-    const rt::Scenario sc = rt::load_scenario(o.scenario);
+    r.scenario = std::make_unique<rt::Scenario>(rt::load_scenario(o.scenario));
+    const rt::Scenario& sc = *r.scenario;
     const int v = o.vehicle.empty() ? 0 : sc.model.find_vehicle(o.vehicle);
     if (v < 0 || sc.model.vehicles.empty()) {
       std::fprintf(stderr, "tether-vehicle: %s has no vehicle \"%s\"\n", o.scenario.c_str(), o.vehicle.c_str());
@@ -189,6 +212,8 @@ int main(int argc, char** argv) {
     if (o.velocity_noise_m_s >= 0) h.velocity_noise_m_s = o.velocity_noise_m_s;
     if (o.delay_steps >= 0) h.delay_steps = static_cast<std::uint32_t>(o.delay_steps);
     r.opt = o;
+    r.vehicle = v;
+    r.hidden = h;
     r.truth = std::make_unique<rt::StandInVehicle>(sc, v, h, o.seed);
     r.period_ns = sc.loop.period_ns;
   } catch (const std::exception& e) {
@@ -201,12 +226,16 @@ int main(int argc, char** argv) {
 
   r.client = std::make_unique<mqtt::async_client>(o.broker, o.client_id, static_cast<mqtt::iclient_persistence*>(nullptr));
   r.client->set_message_callback([&r](mqtt::const_message_ptr msg) {
-    if (msg->get_topic() == r.topics.projected) on_projected(r, msg->get_payload());
+    if (msg->get_topic() == r.topics.projected)
+      on_projected(r, msg->get_payload());
+    else if (msg->get_topic() == r.topics.runtime_status)
+      on_runtime_status(r, msg->get_payload());
   });
   r.client->set_connected_handler([&r, &online](const std::string&) {
     if (r.opt.nodelay) mq::set_tcp_nodelay_for_broker(r.opt.broker);
     try {
       r.client->subscribe(r.topics.projected, r.opt.qos);
+      r.client->subscribe(r.topics.runtime_status, 1);
       r.client->publish(r.topics.status, online.data(), online.size(), 1, true);
     } catch (const mqtt::exception& e) {
       std::fprintf(stderr, "tether-vehicle: subscribing: %s\n", e.what());

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mosquitto_util.hpp"
+#include "tether/adapters/child_process.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/mqtt_endpoint.hpp"
 #include "tether/adapters/mqtt_messages.hpp"
@@ -29,7 +30,7 @@ namespace {
 // the AUV of the demos: depth sensor, compass, four thrusters; the in-process depth and
 // heading law controls it, the stand-in vehicle on MQTT plays the real one
 std::string tank_scenario(const std::string& broker, const std::string& session, const std::string& policy,
-                          int deadline_ms, int steps, const std::string& extra = "") {
+                          int deadline_ms, int steps, const std::string& extra = "", bool launch = true) {
   return R"(name: mqtt_test
 world:
   gravity_m_s2: [0, 0, -9.81]
@@ -61,11 +62,13 @@ endpoints:
     broker: )" + broker + R"(
     session: )" + session + R"(
     deadline_ms: )" + std::to_string(deadline_ms) + R"(
-    timeout_policy: )" + policy + R"(
-    launch:
+    timeout_policy: )" + policy + "\n" +
+         (launch ? R"(    launch:
       command: [")" + std::string(TETHER_BINARY_DIR) +
-         R"(/tether-vehicle", "--scenario", "{scenario}", "--broker", "{broker}", "--session", "{session}", "--delay-steps", "0"]
-)" + extra;
+                       R"(/tether-vehicle", "--scenario", "{scenario}", "--broker", "{broker}", "--session", "{session}", "--delay-steps", "0"]
+)"
+                 : std::string()) +
+         extra;
 }
 
 // a scenario file in a temporary folder (the vehicle program reads it too)
@@ -342,6 +345,25 @@ TEST_CASE("mqtt: under policy block a broker restart only delays the session") {
   CHECK(c.connects >= 2);
   CHECK(c.republished >= 1);
   check_lock_step(*rec, sc.loop.period_ns);
+}
+
+TEST_CASE("mqtt: a vehicle that outlives a run starts again with the next run") {
+  test::Mosquitto broker;
+  ScenarioFile file(tank_scenario(broker.uri(), "two_runs", "block", 2000, 60, "", false));
+  adapters::LaunchSpec spec;
+  spec.argv = {std::string(TETHER_BINARY_DIR) + "/tether-vehicle", "--scenario", file.path, "--broker", broker.uri(),
+               "--session", "two_runs", "--quiet"};
+  adapters::ChildProcess vehicle(spec);
+  for (int run = 0; run < 2; ++run) {
+    const Scenario sc = load_scenario(file.path);
+    Recording* rec = nullptr;
+    Session session(sc, endpoints_with_recording(sc, rec));
+    std::atomic<bool> stop{false};
+    REQUIRE(session.run(stop) == Outcome::completed);
+    CHECK(rec->mqtt().mqtt_counters().applied == 60);
+    check_lock_step(*rec, sc.loop.period_ns);  // the second run's vehicle starts at t = 0 again
+  }
+  vehicle.terminate(std::chrono::milliseconds(2000));
 }
 
 TEST_CASE("mqtt: authentication failure is reported clearly and the right password connects") {

@@ -74,8 +74,8 @@ void encode_actual(std::string& out, const std::string& vehicle_id, const runtim
 /// Writes a feedback message; body names come from `model`.
 void encode_feedback(std::string& out, const std::string& vehicle_id, std::uint64_t step,
                      const runtime::WorldModel& model, const std::vector<runtime::Measurement>& measurements);
-/// Writes a status message ("online" / "offline").
-std::string encode_status(const std::string& state, const std::string& client_id);
+/// Writes a status message ("online" / "offline"); `run` (the runtime's) names one session run.
+std::string encode_status(const std::string& state, const std::string& client_id, const std::string& run = {});
 
 /// Parses a projected message addressed to `vehicle_id`; `reason` says why not.
 Reject parse_projected(std::string_view text, const std::string& vehicle_id, Projected& out, std::string& reason,
@@ -84,7 +84,7 @@ Reject parse_projected(std::string_view text, const std::string& vehicle_id, Pro
 Reject parse_feedback(std::string_view text, const std::string& vehicle_id, const runtime::WorldModel& model,
                       int vehicle, Feedback& out, std::string& reason,
                       std::size_t max_bytes = default_max_payload_bytes);
-/// The "state" of a status message, or empty if it is not one.
-std::string parse_status(std::string_view text);
+/// The "state" of a status message, or empty if it is not one; `run` gets its run id if any.
+std::string parse_status(std::string_view text, std::string* run = nullptr);
 
 }  // namespace tether::adapters::mqtt
