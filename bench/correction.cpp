@@ -55,9 +55,9 @@ double wrap(double a) { return std::remainder(a, 2 * pi); }
 // the stand-in vehicle: a truth simulation with its own autopilot that surveys the tank
 // (a rectangle of waypoints at changing depths and speeds, with a sway excitation), replying
 // each step with its commands (for the twin) and its noisy measurement of its own pose
-class StandInVehicle final : public Endpoint {
+class TruthVehicle final : public Endpoint {
  public:
-  StandInVehicle(const EndpointConfig& config, const Scenario& sc, const Hidden& h, std::uint64_t seed,
+  TruthVehicle(const EndpointConfig& config, const Scenario& sc, const Hidden& h, std::uint64_t seed,
                  std::int64_t t_off_ns, bool pose_only = false)
       : Endpoint(config), truth_(sc.model), state_(sc.initial), hidden_(h), rng_(seed), t_off_ns_(t_off_ns),
         pose_only_(pose_only) {
@@ -210,8 +210,8 @@ Result run_case(const std::string& text, const std::string& path, const Case& c,
   const double dt = static_cast<double>(sc.loop.period_ns) * 1e-9;
   const auto steps = static_cast<std::uint64_t>(std::llround(trial_s / dt));
   const auto off_ns = static_cast<std::int64_t>(std::llround(off_s * 1e9)) + sc.initial.time_ns;
-  auto vehicle = std::make_unique<StandInVehicle>(sc.endpoints.at(0), sc, hidden, sc.loop.seed, off_ns, c.pose_only);
-  StandInVehicle* truth = vehicle.get();
+  auto vehicle = std::make_unique<TruthVehicle>(sc.endpoints.at(0), sc, hidden, sc.loop.seed, off_ns, c.pose_only);
+  TruthVehicle* truth = vehicle.get();
   std::vector<std::unique_ptr<Endpoint>> eps;
   eps.push_back(std::move(vehicle));
 
@@ -344,7 +344,7 @@ std::string write_html(const std::vector<Result>& results, const std::vector<dou
   }
   std::ofstream out(path);
   out << "<!doctype html><html><head><meta charset=\"utf-8\"><title>Tether correction experiment</title></head>"
-         "<body style=\"font-family:sans-serif\"><h1>Correction experiment (tank_trial)</h1>"
+         "<body style=\"font-family:sans-serif\"><h1>Correction experiment (correction_trial)</h1>"
          "<p>The same trial, the twin corrected by each feedback processor set (docs/feedback.md).</p>\n";
   out << "<table border=1 cellpadding=4 style=\"border-collapse:collapse\"><tr><th>case</th><th>RMS error (m)</th>"
          "<th>max error (m)</th><th>open-loop error after 10 s (m)</th></tr>";
@@ -361,7 +361,7 @@ std::string write_html(const std::vector<Result>& results, const std::vector<dou
 
 int main(int argc, char** argv) {
   const bool quick = tether::bench::quick_mode(argc, argv);
-  std::string path = TETHER_SOURCE_DIR "/config/scenarios/tank_trial.yaml";
+  std::string path = TETHER_SOURCE_DIR "/config/scenarios/correction_trial.yaml";
   std::string html = TETHER_BINARY_DIR "/bench/correction.html";
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--scenario") path = argv[i + 1];
@@ -454,7 +454,7 @@ int main(int argc, char** argv) {
   {
     const Scenario sc = with_feedback(text, path, {});
     const double dt = static_cast<double>(sc.loop.period_ns) * 1e-9;
-    StandInVehicle v(sc.endpoints.at(0), sc, hidden, sc.loop.seed, -1);
+    TruthVehicle v(sc.endpoints.at(0), sc, hidden, sc.loop.seed, -1);
     WorldState dummy;
     for (std::uint64_t k = 0; k < static_cast<std::uint64_t>(std::llround(trial_s / dt)); ++k) {
       const StepContext ctx{k, sc.initial.time_ns + static_cast<std::int64_t>(k) * sc.loop.period_ns, sc.loop.period_ns};

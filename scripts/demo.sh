@@ -3,21 +3,52 @@
 # default scenario (the host-built depth_heading_hold firmware on a pseudo-terminal, in
 # lock-step with the AUV), say where its results went.
 # Usage: scripts/demo.sh [extra `tether run` options, e.g. --rtf 0 --steps 3000]
+#        scripts/demo.sh tank [extra `tether run` options]: a tank trial with a local
+#        mosquitto on a free loopback port and the stand-in vehicle (docs/mqtt.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_BUILD_TESTS=OFF >/dev/null
+export TETHER_BUILD_DIR="$PWD/build"  # where the scenarios find firmware and tether-vehicle
+
+where() {
+  echo "demo: session folder: $1"
+  echo "demo:   recording $1/recording.mcap (tether replay $1/recording.mcap --verify)"
+  echo "demo:   report    $1/report.html"
+  echo "demo:   summary   $1/summary.json"
+}
+
+if [[ "${1:-}" == tank ]]; then
+  shift
+  cmake --build build --target tether tether-vehicle -j "$(nproc)"
+  dir=$(mktemp -d /tmp/tether-demo-mosquitto-XXXXXX)
+  chmod 755 "$dir"  # mosquitto drops to its own user
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # set_tcp_nodelay: the broker's sockets need it as much as the clients' (docs/mqtt.md)
+  printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\nlog_dest stderr\n' \
+    "$port" >"$dir/mosquitto.conf"
+  /usr/sbin/mosquitto -c "$dir/mosquitto.conf" 2>"$dir/mosquitto.log" &
+  broker_pid=$!
+  trap 'kill "$broker_pid" 2>/dev/null; wait "$broker_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+  for _ in $(seq 100); do  # until it listens (at most ~5 s)
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.05
+  done
+  export TETHER_MQTT_BROKER="tcp://127.0.0.1:$port"
+  out="runs/tank-$(date +%Y%m%d-%H%M%S)"
+  echo "demo: mosquitto on $TETHER_MQTT_BROKER; running config/scenarios/tank_trial.yaml"
+  ./build/tether run config/scenarios/tank_trial.yaml --out "$out" "$@"
+  where "$out"
+  exit 0
+fi
+
 # the runtime, and the firmware the default scenario launches (build/firmware/host/)
 cmake --build build --target tether fw_depth_heading_hold -j "$(nproc)"
-
 out="runs/default-$(date +%Y%m%d-%H%M%S)"
 echo "demo: running config/scenarios/default.yaml (firmware build/firmware/host/depth_heading_hold on a pty)"
-# the scenario finds the firmware in ${TETHER_BUILD_DIR:-../../build}, i.e. ./build
-TETHER_BUILD_DIR="$PWD/build" ./build/tether run config/scenarios/default.yaml --out "$out" "$@"
-echo "demo: session folder: $out"
-echo "demo:   recording $out/recording.mcap (tether replay $out/recording.mcap --verify)"
-echo "demo:   report    $out/report.html"
-echo "demo:   summary   $out/summary.json"
+./build/tether run config/scenarios/default.yaml --out "$out" "$@"
+where "$out"
 echo "demo: the same control law in-process: config/scenarios/in_process_depth_hold.yaml;"
-echo "demo: the Cortex-M3 build under QEMU: scripts/build_firmware.sh cortex_m3, then config/scenarios/qemu_depth_hold.yaml"
+echo "demo: the Cortex-M3 build under QEMU: scripts/build_firmware.sh cortex_m3, then config/scenarios/qemu_depth_hold.yaml;"
+echo "demo: a tank trial over MQTT with a stand-in vehicle: scripts/demo.sh tank"

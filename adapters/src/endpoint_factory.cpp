@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/adapters/endpoint_factory.hpp"
 
+#include "tether/adapters/mqtt_endpoint.hpp"
 #include "tether/adapters/serial_endpoint.hpp"
 #include "tether/runtime/in_process.hpp"
 
@@ -13,6 +14,8 @@ std::vector<std::unique_ptr<runtime::Endpoint>> make_endpoints(const runtime::Sc
       out.push_back(std::make_unique<runtime::InProcessEndpoint>(config, scenario.model));
     } else if (config.type == "serial") {
       out.push_back(std::make_unique<SerialEndpoint>(config, scenario));
+    } else if (config.type == "mqtt") {
+      out.push_back(std::make_unique<MqttEndpoint>(config, scenario));
     } else if (!config.type.empty()) {
       std::string list;
       for (const char* t : endpoint_types) list += std::string(list.empty() ? "" : ", ") + t;

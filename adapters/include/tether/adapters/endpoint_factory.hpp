@@ -12,7 +12,7 @@
 namespace tether::adapters {
 
 /// Endpoint types a scenario may name, for messages and docs.
-inline constexpr const char* endpoint_types[] = {"in_process", "serial"};
+inline constexpr const char* endpoint_types[] = {"in_process", "serial", "mqtt"};
 
 /// Constructs every endpoint of the scenario. Throws runtime::ConfigError listing all
 /// problems (unknown types, bad keys) found across the endpoints.

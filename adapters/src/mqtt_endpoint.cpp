@@ -1,0 +1,601 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/adapters/mqtt_endpoint.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include <mqtt/async_client.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "tether/adapters/child_process.hpp"
+#include "tether/adapters/mqtt_messages.hpp"
+#include "tether/adapters/mqtt_socket.hpp"
+#include "tether/adapters/serial_endpoint.hpp"  // expand_env
+
+namespace tether::adapters {
+
+using runtime::SteadyClock;
+using std::chrono::milliseconds;
+
+// ---- configuration -------------------------------------------------------------------------
+
+namespace {
+
+std::string scenario_dir(const runtime::Scenario& scenario) {
+  std::filesystem::path p(scenario.path);
+  std::error_code ec;
+  std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::current_path(ec);
+  return std::filesystem::absolute(dir, ec).lexically_normal().string();
+}
+
+// ${VAR:-default} expansion; a relative path with a slash is made absolute against `base`
+std::string resolve(const runtime::ConfigNode& node, const std::string& raw, const std::string& base, bool is_path) {
+  std::string text;
+  std::string missing;
+  if (!expand_env(raw, text, &missing)) {
+    node.error("environment variable " + missing + " is not set (write ${" + missing + ":-default} for a default)");
+    return raw;
+  }
+  if (is_path && !text.empty() && text.front() != '/' && text.find('/') != std::string::npos)
+    text = (std::filesystem::path(base) / text).lexically_normal().string();
+  return text;
+}
+
+std::string scalar(const runtime::ConfigNode& n) { return n.yaml().IsScalar() ? n.yaml().Scalar() : std::string(); }
+
+bool topic_safe(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c == '/' || c == '+' || c == '#' || static_cast<unsigned char>(c) < 0x20) return false;
+  return true;
+}
+
+}  // namespace
+
+MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
+  const runtime::ConfigNode& n = config.node;
+  MqttEndpointConfig out;
+  n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "broker", "client_id", "username",
+                "password", "ca_file", "session", "vehicle_id", "qos", "tcp_nodelay", "publish_actual", "keep_alive_s",
+                "connect_timeout_ms", "wait_online_ms", "max_payload_bytes", "resend_ms", "launch"});
+  const std::string base = scenario_dir(scenario);
+  out.scenario_path =
+      scenario.path.empty() ? std::string() : std::filesystem::absolute(scenario.path).lexically_normal().string();
+  if (config.vehicle.empty()) n.error("an mqtt endpoint needs `vehicle`: the scenario vehicle the real one stands for");
+
+  if (n.has("broker")) {
+    out.broker = resolve(n["broker"], n.string("broker"), base, false);
+    std::string host;
+    int port = 0;
+    if (!mqtt::split_broker_uri(out.broker, host, port))
+      n.expected("broker", "a broker URI tcp://host:port or ssl://host:port, got \"" + out.broker + "\"");
+  } else {
+    n.expected("broker", "a broker URI tcp://host:port or ssl://host:port");
+  }
+  out.session = resolve(n["session"], n.string_or("session", "default"), base, false);
+  if (!topic_safe(out.session)) n.expected("session", "a topic level without '/', '+', '#'");
+  out.vehicle_id = resolve(n["vehicle_id"], n.string_or("vehicle_id", config.vehicle), base, false);
+  if (!out.vehicle_id.empty() && !topic_safe(out.vehicle_id))
+    n.expected("vehicle_id", "a topic level without '/', '+', '#'");
+  out.client_id = n.has("client_id") ? resolve(n["client_id"], n.string("client_id"), base, false)
+                                     : "tether-" + out.session + "-" + out.vehicle_id + "-runtime";
+  if (n.has("username")) out.username = resolve(n["username"], n.string("username"), base, false);
+  if (n.has("password")) out.password = resolve(n["password"], n.string("password"), base, false);
+  if (n.has("password") && !n.has("username")) n["password"].error("`password` needs `username`");
+  if (n.has("ca_file")) {
+    out.ca_file = resolve(n["ca_file"], n.string("ca_file"), base, true);
+    if (!out.ca_file.empty() && out.ca_file.front() != '/')
+      out.ca_file = (std::filesystem::path(base) / out.ca_file).lexically_normal().string();
+    if (out.broker.rfind("ssl://", 0) != 0 && out.broker.rfind("mqtts://", 0) != 0)
+      n["ca_file"].error("`ca_file` needs an ssl:// broker");
+  }
+  out.qos = static_cast<int>(n.integer_or("qos", 1, 0, 2));
+  out.tcp_nodelay = n.boolean_or("tcp_nodelay", true);
+  out.publish_actual = n.boolean_or("publish_actual", true);
+  out.keep_alive_s = n.integer_or("keep_alive_s", 5, 1, 3600);
+  out.connect_timeout_ms = n.integer_or("connect_timeout_ms", 5000, 1, 600'000);
+  out.wait_online_ms = n.integer_or("wait_online_ms", 10000, 0, 600'000);
+  out.resend_ms = n.integer_or("resend_ms", 500, 0, 600'000);
+  out.max_payload_bytes = static_cast<std::size_t>(n.integer_or("max_payload_bytes", 64 * 1024, 256, 16 << 20));
+
+  if (n.has("launch")) {
+    const runtime::ConfigNode l = n["launch"];
+    MqttLaunchConfig launch;
+    if (l.expect_map({"command", "env", "cwd", "kill_after_ms"})) {
+      const runtime::ConfigNode c = l["command"];
+      if (!c.is_sequence() || c.size() == 0) {
+        c.error("expected a list of strings (the program and its arguments), got " + runtime::describe_value(c.yaml()));
+      } else {
+        for (std::size_t i = 0; i < c.size(); ++i) {
+          const runtime::ConfigNode a = c.at(i);
+          if (!a.yaml().IsScalar()) {
+            a.error("expected a string, got " + runtime::describe_value(a.yaml()));
+            continue;
+          }
+          launch.command.push_back(resolve(a, scalar(a), base, i == 0));
+        }
+      }
+      if (l.has("env")) {
+        const runtime::ConfigNode e = l["env"];
+        if (!e.is_map()) {
+          e.error("expected a map of variable: value, got " + runtime::describe_value(e.yaml()));
+        } else {
+          for (const auto& kv : e.yaml()) {
+            const std::string key = kv.first.as<std::string>();
+            const runtime::ConfigNode v = e[key.c_str()];
+            launch.env.emplace_back(key, resolve(v, scalar(v), base, false));
+          }
+        }
+      }
+      if (l.has("cwd")) launch.cwd = resolve(l["cwd"], l.string("cwd"), base, true);
+      launch.kill_after_ms = l.integer_or("kill_after_ms", 2000, 0, 600'000);
+    }
+    out.launch = std::move(launch);
+  }
+  return out;
+}
+
+// ---- the endpoint --------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::size_t max_queued = 64;
+
+std::atomic<bool> g_quiet{false};
+
+// the endpoint's own progress lines and the vehicle program's output; warnings always show
+template <typename... Args>
+void info(spdlog::format_string_t<Args...> fmt, Args&&... args) {
+  if (!g_quiet.load(std::memory_order_relaxed)) spdlog::info(fmt, std::forward<Args>(args)...);
+}
+
+// at most one line per second per kind of problem; the rest are counted
+class RateLimitedLog {
+ public:
+  void warn(const std::string& endpoint, const std::string& what) {
+    const auto now = SteadyClock::now();
+    if (now < next_) {
+      ++suppressed_;
+      return;
+    }
+    next_ = now + std::chrono::seconds(1);
+    if (suppressed_ > 0)
+      spdlog::warn("endpoint \"{}\": {} ({} similar messages not shown)", endpoint, what, suppressed_);
+    else
+      spdlog::warn("endpoint \"{}\": {}", endpoint, what);
+    suppressed_ = 0;
+  }
+
+ private:
+  SteadyClock::time_point next_{};
+  std::uint64_t suppressed_ = 0;
+};
+
+}  // namespace
+
+void set_mqtt_logs_quiet(bool quiet) { g_quiet.store(quiet); }
+
+struct MqttEndpoint::Impl {
+  std::unique_ptr<::mqtt::async_client> client;
+  mqtt::Topics topics;
+  const runtime::WorldModel* model = nullptr;
+  std::vector<std::size_t> actuators;
+  std::string buffer;
+  std::string status_online, status_offline;
+
+  mutable std::mutex m;
+  std::condition_variable cv;
+  std::deque<mqtt::Feedback> queue;
+  MqttCounters c;
+  bool vehicle_online = false;
+  std::string vehicle_state;
+  bool have_applied = false;
+  std::uint64_t last_applied = 0;
+  bool connected = false;  // as the handlers saw it (never ask Paho while holding m: it calls
+                           // the handlers with its own lock held)
+  bool published_ok = false;             // the step's projected went to Paho
+  std::uint64_t connects_at_publish = 0;  // a reconnect since then may have lost it
+  SteadyClock::time_point sent_at{};      // when the step's projected was last handed to Paho
+  RateLimitedLog reject_log, order_log;
+  std::string last_reject;
+  bool stopped = true;
+
+  std::unique_ptr<ChildProcess> child;
+  std::thread output_thread;
+  std::deque<std::string> output_tail;
+  std::atomic<bool> child_exited{false};
+};
+
+MqttEndpoint::MqttEndpoint(const runtime::EndpointConfig& config, const runtime::Scenario& scenario)
+    : Endpoint(config), config_(parse_mqtt_config(config, scenario)), impl_(std::make_unique<Impl>()) {}
+
+MqttEndpoint::MqttEndpoint(const runtime::EndpointConfig& config, MqttEndpointConfig mqtt)
+    : Endpoint(config), config_(std::move(mqtt)), impl_(std::make_unique<Impl>()) {}
+
+MqttEndpoint::~MqttEndpoint() { stop(); }
+
+namespace {
+
+void replace_all(std::string& s, const std::string& what, const std::string& with) {
+  for (std::size_t at = 0; (at = s.find(what, at)) != std::string::npos; at += with.size()) s.replace(at, what.size(), with);
+}
+
+}  // namespace
+
+void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldState& initial) {
+  (void)initial;
+  Impl& s = *impl_;
+  s.stopped = false;
+  s.model = &model;
+  s.topics = mqtt::topics_for(config_.session, config_.vehicle_id);
+  // a vehicle that outlives one run restarts its model when the run id changes
+  const std::string run = std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" +
+                          std::to_string(::getpid());
+  s.status_online = mqtt::encode_status("online", config_.client_id, run);
+  s.status_offline = mqtt::encode_status("offline", config_.client_id, run);
+  if (devices_) s.actuators = mqtt::vehicle_actuators(*devices_, model, vehicle());
+  s.buffer.reserve(4096);
+  try {
+    if (config_.launch) {
+      LaunchSpec spec;
+      spec.argv = config_.launch->command;
+      for (auto& a : spec.argv) {
+        replace_all(a, "{broker}", config_.broker);
+        replace_all(a, "{session}", config_.session);
+        replace_all(a, "{vehicle_id}", config_.vehicle_id);
+        replace_all(a, "{scenario}", config_.scenario_path);
+      }
+      spec.env = config_.launch->env;
+      spec.cwd = config_.launch->cwd;
+      s.child = std::make_unique<ChildProcess>(spec);
+      info("endpoint \"{}\": launched {} (pid {})", name(), s.child->command_line(), s.child->pid());
+      const int out_fd = s.child->take_stdout();
+      const int err_fd = s.child->take_stderr();
+      // the program's output goes to the log, line by line, until both pipes close
+      s.output_thread = std::thread([this, out_fd, err_fd] {
+        Impl& t = *impl_;
+        pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+        std::string partial[2];
+        int open = 2;
+        char buf[1024];
+        while (open > 0) {
+          if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
+          for (int i = 0; i < 2; ++i) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+            if (n <= 0) {
+              if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+              if (!partial[i].empty()) info("[{}] {}", name(), partial[i]);
+              ::close(fds[i].fd);
+              fds[i].fd = -1;
+              --open;
+              continue;
+            }
+            for (ssize_t k = 0; k < n; ++k) {
+              if (buf[k] == '\n') {
+                info("[{}] {}", name(), partial[i]);
+                std::lock_guard<std::mutex> lock(t.m);
+                t.output_tail.push_back(partial[i]);
+                if (t.output_tail.size() > 10) t.output_tail.pop_front();
+                partial[i].clear();
+              } else if (buf[k] != '\r' && partial[i].size() < 2000) {
+                partial[i] += buf[k];
+              }
+            }
+          }
+        }
+        t.child_exited = true;
+        t.cv.notify_all();
+      });
+    }
+
+    s.client = std::make_unique<::mqtt::async_client>(config_.broker, config_.client_id,
+                                                      static_cast<::mqtt::iclient_persistence*>(nullptr));
+    s.client->set_message_callback([this](::mqtt::const_message_ptr msg) {
+      Impl& t = *impl_;
+      const std::string& topic = msg->get_topic();
+      const std::string& payload = msg->get_payload();
+      if (topic == t.topics.status) {
+        const std::string state = mqtt::parse_status(payload);
+        std::lock_guard<std::mutex> lock(t.m);
+        t.vehicle_state = state;
+        const bool online = state == "online";
+        if (!online && t.vehicle_online) {
+          ++t.c.vehicle_offline;
+          spdlog::warn("endpoint \"{}\": vehicle \"{}\" went offline", name(), config_.vehicle_id);
+        }
+        t.vehicle_online = online;
+        t.cv.notify_all();
+        return;
+      }
+      if (topic != t.topics.feedback) return;
+      mqtt::Feedback f;
+      std::string reason;
+      const mqtt::Reject r = mqtt::parse_feedback(payload, config_.vehicle_id, *t.model, vehicle(), f, reason,
+                                                  config_.max_payload_bytes);
+      std::lock_guard<std::mutex> lock(t.m);
+      ++t.c.received;
+      if (r != mqtt::Reject::none) {
+        if (r == mqtt::Reject::wrong_vehicle)
+          ++t.c.wrong_vehicle;
+        else
+          ++t.c.malformed;
+        t.last_reject = std::string(mqtt::to_string(r)) + ": " + reason;
+        t.reject_log.warn(name(), "feedback rejected (" + t.last_reject + ")");
+        return;
+      }
+      if (t.queue.size() >= max_queued) {
+        t.queue.pop_front();
+        ++t.c.queue_overflow;
+      }
+      t.queue.push_back(std::move(f));
+      t.cv.notify_all();
+    });
+    s.client->set_connected_handler([this](const std::string&) {
+      Impl& t = *impl_;
+      {
+        std::lock_guard<std::mutex> lock(t.m);
+        ++t.c.connects;
+        t.connected = true;
+        t.cv.notify_all();  // a gather waiting on a lost projected publishes it again
+      }
+      if (config_.tcp_nodelay) {
+        const int n = mqtt::set_tcp_nodelay_for_broker(config_.broker);
+        std::lock_guard<std::mutex> lock(t.m);
+        if (n > 0) t.c.nodelay_sockets += n;
+      }
+      // a clean session forgets subscriptions: (re)subscribe on every connection
+      try {
+        t.client->subscribe(t.topics.feedback, config_.qos);
+        t.client->subscribe(t.topics.status, 1);
+        t.client->publish(t.topics.runtime_status, t.status_online.data(), t.status_online.size(), 1, true);
+      } catch (const ::mqtt::exception& e) {
+        spdlog::warn("endpoint \"{}\": subscribing after connect: {}", name(), e.what());
+      }
+    });
+    s.client->set_connection_lost_handler([this](const std::string& cause) {
+      Impl& t = *impl_;
+      {
+        std::lock_guard<std::mutex> lock(t.m);
+        ++t.c.connection_lost;
+        t.connected = false;
+      }
+      spdlog::warn("endpoint \"{}\": lost the broker {}{}; reconnecting", name(), config_.broker,
+                   cause.empty() ? std::string() : " (" + cause + ")");
+    });
+
+    ::mqtt::connect_options opts;
+    opts.set_clean_session(true);
+    opts.set_keep_alive_interval(static_cast<int>(config_.keep_alive_s));
+    opts.set_connect_timeout(std::chrono::milliseconds(config_.connect_timeout_ms));
+    opts.set_automatic_reconnect(1, 2);
+    if (!config_.username.empty()) opts.set_user_name(config_.username);
+    if (!config_.password.empty()) opts.set_password(config_.password);
+    opts.set_will(::mqtt::will_options(s.topics.runtime_status, s.status_offline, 1, true));
+    if (config_.broker.rfind("ssl://", 0) == 0 || config_.broker.rfind("mqtts://", 0) == 0) {
+      ::mqtt::ssl_options ssl;
+      if (!config_.ca_file.empty()) ssl.set_trust_store(config_.ca_file);
+      ssl.set_enable_server_cert_auth(true);
+      opts.set_ssl(std::move(ssl));
+    }
+    try {
+      auto tok = s.client->connect(opts);
+      if (!tok->wait_for(milliseconds(config_.connect_timeout_ms + 1000)))
+        throw std::runtime_error("no answer from the MQTT broker " + config_.broker + " within " +
+                                 std::to_string(config_.connect_timeout_ms) + " ms");
+    } catch (const ::mqtt::exception& e) {
+      throw std::runtime_error("cannot connect to the MQTT broker " + config_.broker + " as \"" + config_.client_id +
+                               "\": " + mqtt::describe_connect_failure(e.get_return_code(), e.get_reason_code(), e.what()));
+    }
+    // the first step's feedback must not arrive before the subscription: wait for it here
+    // (subscribing twice is harmless; the connected handler does it on every reconnect)
+    try {
+      const auto limit = milliseconds(config_.connect_timeout_ms);
+      if (!s.client->subscribe(s.topics.feedback, config_.qos)->wait_for(limit) ||
+          !s.client->subscribe(s.topics.status, 1)->wait_for(limit))
+        throw std::runtime_error("the broker " + config_.broker + " did not confirm the subscriptions in time");
+    } catch (const ::mqtt::exception& e) {
+      throw std::runtime_error("subscribing at " + config_.broker + ": " + e.what());
+    }
+    info("endpoint \"{}\": connected to {} as \"{}\"; vehicle \"{}\" on tether/{}/{}/*", name(),
+                 config_.broker, config_.client_id, config_.vehicle_id, config_.session, config_.vehicle_id);
+
+    if (config_.wait_online_ms > 0) {
+      std::unique_lock<std::mutex> lock(s.m);
+      const bool online = s.cv.wait_for(lock, milliseconds(config_.wait_online_ms),
+                                        [&] { return s.vehicle_online || s.child_exited.load(); });
+      if (!online || !s.vehicle_online) {
+        std::string tail;
+        for (const auto& l : s.output_tail) tail += "\n  | " + l;
+        if (s.child_exited)
+          throw std::runtime_error("the vehicle program " + s.child->command_line() +
+                                   " ended before it reported online" + (tail.empty() ? "" : "; its last output:" + tail));
+        throw std::runtime_error("vehicle \"" + config_.vehicle_id + "\" did not report \"online\" on " + s.topics.status +
+                                 " within " + std::to_string(config_.wait_online_ms) +
+                                 " ms (is tether-vehicle running against " + config_.broker + " with --session " +
+                                 config_.session + "?)" + (tail.empty() ? "" : "; its last output:" + tail));
+      }
+    }
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+bool MqttEndpoint::publish(const runtime::StepContext& ctx, const runtime::WorldState& projected) {
+  Impl& s = *impl_;
+  if (!s.client) {
+    fault_message_ = "not started";
+    return false;
+  }
+  mqtt::encode_projected(s.buffer, config_.vehicle_id, ctx, *s.model, projected, vehicle(), devices_, s.actuators);
+  send_projected(ctx.step);
+  return true;
+}
+
+// hands the projected message in the buffer to Paho (m not held: Paho may call back)
+void MqttEndpoint::send_projected(std::uint64_t step) {
+  Impl& s = *impl_;
+  std::uint64_t connects = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.m);
+    connects = s.c.connects;
+  }
+  try {
+    s.client->publish(s.topics.projected, s.buffer.data(), s.buffer.size(), config_.qos, false);
+    std::lock_guard<std::mutex> lock(s.m);
+    ++s.c.published;
+    s.published_ok = true;
+    s.connects_at_publish = connects;
+    s.sent_at = SteadyClock::now();
+  } catch (const ::mqtt::exception& e) {
+    // the broker is away: the gather times out and the policy applies; Paho reconnects
+    std::lock_guard<std::mutex> lock(s.m);
+    ++s.c.publish_errors;
+    s.published_ok = false;
+    s.order_log.warn(name(), "publish of step " + std::to_string(step) + " refused: " + e.what());
+  }
+}
+
+runtime::GatherStatus MqttEndpoint::gather(const runtime::StepContext& ctx, runtime::SteadyClock::time_point deadline,
+                                           runtime::Reply& reply) {
+  Impl& s = *impl_;
+  std::unique_lock<std::mutex> lock(s.m);
+  const auto sync = [&] {
+    counters.stale = s.c.stale + s.c.duplicate + s.c.out_of_order;
+    counters.corrupt = s.c.malformed + s.c.wrong_vehicle;
+  };
+  for (;;) {
+    while (!s.queue.empty()) {
+      mqtt::Feedback& f = s.queue.front();
+      if (f.step == ctx.step && !(s.have_applied && s.last_applied >= f.step)) {
+        reply.clear();
+        reply.step = ctx.step;
+        reply.measurements.assign(f.measurements.begin(), f.measurements.end());
+        s.have_applied = true;
+        s.last_applied = f.step;
+        ++s.c.applied;
+        s.queue.pop_front();
+        sync();
+        return runtime::GatherStatus::ready;
+      }
+      // never applied: an earlier step, the step already applied, or one not asked for yet
+      const char* what = "stale";
+      if (s.have_applied && f.step == s.last_applied) {
+        ++s.c.duplicate;
+        what = "duplicate";
+      } else if (f.step > ctx.step) {
+        ++s.c.out_of_order;
+        what = "out-of-order";
+      } else {
+        ++s.c.stale;
+      }
+      s.order_log.warn(name(), std::string(what) + " feedback for step " + std::to_string(f.step) + " at step " +
+                                   std::to_string(ctx.step) + " not applied");
+      s.queue.pop_front();
+    }
+    if (s.child_exited && s.child) {
+      const auto st = s.child->try_wait();
+      fault_message_ = "vehicle program " +
+                       (st ? ChildProcess::describe_status(*st) : std::string("closed its output")) + " at step " +
+                       std::to_string(ctx.step);
+      sync();
+      return runtime::GatherStatus::fault;
+    }
+    if (SteadyClock::now() >= deadline) {
+      sync();
+      return runtime::GatherStatus::timeout;
+    }
+    // the step's projected never reached the broker, or a reconnect since may have lost it:
+    // send it again once connected (the vehicle answers a repeated step without stepping)
+    // ... and every resend_ms without an answer (the vehicle may have been reconnecting)
+    const auto now = SteadyClock::now();
+    const bool resend_due = config_.resend_ms > 0 && s.published_ok && now >= s.sent_at + milliseconds(config_.resend_ms);
+    if ((!s.published_ok || s.c.connects != s.connects_at_publish || resend_due) && s.connected) {
+      ++s.c.republished;
+      lock.unlock();
+      send_projected(ctx.step);
+      lock.lock();
+      continue;
+    }
+    auto wake = deadline;
+    if (config_.resend_ms > 0 && s.published_ok) wake = std::min(wake, s.sent_at + milliseconds(config_.resend_ms));
+    s.cv.wait_until(lock, wake);
+  }
+}
+
+void MqttEndpoint::emit(const runtime::StepContext& ctx, const runtime::WorldState& actual) {
+  Impl& s = *impl_;
+  if (!config_.publish_actual || !s.client) return;
+  mqtt::encode_actual(s.buffer, config_.vehicle_id, ctx, *s.model, actual, vehicle());
+  try {
+    s.client->publish(s.topics.actual, s.buffer.data(), s.buffer.size(), 0, false);
+  } catch (const ::mqtt::exception&) {
+    // observers miss a state while the broker is away; nothing to count against the vehicle
+  }
+}
+
+void MqttEndpoint::stop() {
+  Impl& s = *impl_;
+  if (s.stopped) return;
+  s.stopped = true;
+  if (s.client) {
+    try {
+      if (s.client->is_connected()) {
+        s.client->publish(s.topics.runtime_status, s.status_offline.data(), s.status_offline.size(), 1, true)
+            ->wait_for(milliseconds(500));
+        s.client->disconnect()->wait_for(milliseconds(1000));
+      }
+    } catch (const ::mqtt::exception& e) {
+      spdlog::debug("endpoint \"{}\": disconnect: {}", name(), e.what());
+    }
+    try {
+      s.client->disable_callbacks();
+    } catch (...) {
+    }
+  }
+  if (s.child) {
+    const int st = s.child->terminate(milliseconds(config_.launch ? config_.launch->kill_after_ms : 2000));
+    info("endpoint \"{}\": vehicle program {}", name(), ChildProcess::describe_status(st));
+  }
+  if (s.output_thread.joinable()) s.output_thread.join();
+}
+
+MqttCounters MqttEndpoint::mqtt_counters() const {
+  std::lock_guard<std::mutex> lock(impl_->m);
+  return impl_->c;
+}
+
+void MqttEndpoint::summarize(nlohmann::json& out) const {
+  const MqttCounters c = mqtt_counters();
+  nlohmann::json j;
+  j["broker"] = config_.broker;
+  j["client_id"] = config_.client_id;
+  j["session"] = config_.session;
+  j["vehicle_id"] = config_.vehicle_id;
+  j["qos"] = config_.qos;
+  j["tcp_nodelay"] = config_.tcp_nodelay;
+  j["counters"] = {{"published", c.published},     {"publish_errors", c.publish_errors},
+                   {"received", c.received},       {"applied", c.applied},
+                   {"stale", c.stale},             {"duplicate", c.duplicate},
+                   {"out_of_order", c.out_of_order}, {"malformed", c.malformed},
+                   {"wrong_vehicle", c.wrong_vehicle}, {"queue_overflow", c.queue_overflow},
+                   {"connects", c.connects}, {"republished", c.republished},       {"connection_lost", c.connection_lost},
+                   {"vehicle_offline", c.vehicle_offline}, {"nodelay_sockets", c.nodelay_sockets}};
+  {
+    std::lock_guard<std::mutex> lock(impl_->m);
+    if (!impl_->last_reject.empty()) j["last_rejected"] = impl_->last_reject;
+  }
+  out["mqtt"] = std::move(j);
+}
+
+}  // namespace tether::adapters

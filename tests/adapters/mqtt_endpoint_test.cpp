@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: Apache-2.0
+// The MQTT endpoint against a real mosquitto on a free loopback port: lock-step with the
+// stand-in vehicle program, hostile payloads, a broker killed and restarted mid-session, and
+// authentication failures.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <mqtt/async_client.h>
+#include <nlohmann/json.hpp>
+
+#include "mosquitto_util.hpp"
+#include "tether/adapters/child_process.hpp"
+#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/adapters/mqtt_endpoint.hpp"
+#include "tether/adapters/mqtt_messages.hpp"
+#include "tether/hal/device_bank.hpp"
+#include "tether/runtime/session.hpp"
+
+using namespace tether;
+using namespace tether::runtime;
+using adapters::MqttEndpoint;
+
+namespace {
+
+// the AUV of the demos: depth sensor, compass, four thrusters; the in-process depth and
+// heading law controls it, the stand-in vehicle on MQTT plays the real one
+std::string tank_scenario(const std::string& broker, const std::string& session, const std::string& policy,
+                          int deadline_ms, int steps, const std::string& extra = "", bool launch = true) {
+  return R"(name: mqtt_test
+world:
+  gravity_m_s2: [0, 0, -9.81]
+  water: {density_kg_m3: 1025, surface_z_m: 0}
+  tank: {size_m: [80, 20, 8], floor_z_m: -8}
+vehicles:
+  - name: auv
+    bodies:
+      - name: hull
+        shape: {type: cylinder, radius_m: 0.1, length_m: 1.2}
+        mass_kg: 38.0
+        centre_of_buoyancy_m: [0, 0, 0.02]
+        damping: {linear: [10, 30, 30], quadratic: [20, 80, 80], angular_linear: [2, 6, 6], angular_quadratic: [1, 4, 4]}
+        initial: {position_m: [-35, 0, -0.2]}
+        devices:
+          - {name: depth, kind: depth}
+          - {name: compass, kind: compass}
+          - {name: thruster_left, kind: thruster, mount: {position_m: [-0.55, 0.14, 0]}, params: {max_thrust_n: 20}}
+          - {name: thruster_right, kind: thruster, mount: {position_m: [-0.55, -0.14, 0]}, params: {max_thrust_n: 20}}
+          - {name: thruster_vfront, kind: thruster, mount: {position_m: [0.35, 0, 0], orientation_rpy_deg: [0, 90, 0]}, params: {max_thrust_n: 15}}
+          - {name: thruster_vrear, kind: thruster, mount: {position_m: [-0.35, 0, 0], orientation_rpy_deg: [0, 90, 0]}, params: {max_thrust_n: 15}}
+loop: {period_ms: 10, real_time_factor: 0, steps: )" +
+         std::to_string(steps) + R"(, seed: 3}
+endpoints:
+  - {name: controller, type: in_process, vehicle: auv, controller: depth_heading_hold, deadline_ms: 5}
+  - name: tank
+    type: mqtt
+    vehicle: auv
+    broker: )" + broker + R"(
+    session: )" + session + R"(
+    deadline_ms: )" + std::to_string(deadline_ms) + R"(
+    timeout_policy: )" + policy + "\n" +
+         (launch ? R"(    launch:
+      command: [")" + std::string(TETHER_BINARY_DIR) +
+                       R"(/tether-vehicle", "--scenario", "{scenario}", "--broker", "{broker}", "--session", "{session}", "--delay-steps", "0"]
+)"
+                 : std::string()) +
+         extra;
+}
+
+// a scenario file in a temporary folder (the vehicle program reads it too)
+struct ScenarioFile {
+  explicit ScenarioFile(const std::string& text) {
+    char tmpl[] = "/tmp/tether-mqtt-test-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    path = dir + "/scenario.yaml";
+    std::ofstream(path) << text;
+  }
+  ~ScenarioFile() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string dir, path;
+};
+
+// wraps the MQTT endpoint and records what the loop got from it
+class Recording final : public Endpoint {
+ public:
+  explicit Recording(const EndpointConfig& config, std::unique_ptr<Endpoint> inner)
+      : Endpoint(config), inner_(std::move(inner)) {}
+  struct Applied {
+    std::uint64_t ctx_step, reply_step;
+    std::int64_t ctx_time_ns, measured_time_ns;
+  };
+  void start(const WorldModel& model, const WorldState& initial) override {
+    inner_->attach_devices(devices_);
+    inner_->start(model, initial);
+  }
+  bool publish(const StepContext& ctx, const WorldState& projected) override { return inner_->publish(ctx, projected); }
+  GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline, Reply& reply) override {
+    const GatherStatus st = inner_->gather(ctx, deadline, reply);
+    counters.stale = inner_->counters.stale;
+    counters.corrupt = inner_->counters.corrupt;
+    if (st == GatherStatus::ready) {
+      std::lock_guard<std::mutex> lock(m);
+      applied.push_back({ctx.step, reply.step, ctx.time_ns,
+                         reply.measurements.empty() ? -1 : reply.measurements.front().measured_time_ns});
+    } else if (st == GatherStatus::timeout) {
+      ++timeouts;
+    }
+    return st;
+  }
+  void emit(const StepContext& ctx, const WorldState& actual) override { inner_->emit(ctx, actual); }
+  void stop() override { inner_->stop(); }
+  MqttEndpoint& mqtt() { return static_cast<MqttEndpoint&>(*inner_); }
+
+  std::mutex m;
+  std::vector<Applied> applied;
+  std::atomic<int> timeouts{0};
+
+ private:
+  std::unique_ptr<Endpoint> inner_;
+};
+
+// builds the endpoints, wrapping the MQTT one
+std::vector<std::unique_ptr<Endpoint>> endpoints_with_recording(const Scenario& sc, Recording*& rec) {
+  auto endpoints = adapters::make_endpoints(sc);
+  for (auto& e : endpoints)
+    if (e->type() == "mqtt") {
+      EndpointConfig c = sc.endpoints[static_cast<std::size_t>(&e - endpoints.data())];
+      auto r = std::make_unique<Recording>(c, std::move(e));
+      rec = r.get();
+      e = std::move(r);
+    }
+  return endpoints;
+}
+
+void check_lock_step(Recording& rec, std::int64_t period_ns) {
+  std::lock_guard<std::mutex> lock(rec.m);
+  std::uint64_t previous = 0;
+  bool first = true;
+  for (const auto& a : rec.applied) {
+    CHECK(a.reply_step == a.ctx_step);
+    if (!first) CHECK(a.ctx_step > previous);  // never a step applied twice
+    // the vehicle stepped exactly once per step it answered: its measurement is t_{k+1}
+    CHECK(a.measured_time_ns == a.ctx_time_ns + period_ns);
+    previous = a.ctx_step;
+    first = false;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("mqtt: lock-step with the stand-in vehicle through mosquitto") {
+  test::Mosquitto broker;
+  ScenarioFile file(tank_scenario(broker.uri(), "lockstep", "block", 2000, 300));
+  const Scenario sc = load_scenario(file.path);
+  Recording* rec = nullptr;
+  Session session(sc, endpoints_with_recording(sc, rec));
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  REQUIRE(rec != nullptr);
+  CHECK(rec->counters.stale == 0);
+  CHECK(rec->counters.corrupt == 0);
+  const adapters::MqttCounters c = rec->mqtt().mqtt_counters();
+  CHECK(c.applied == 300);
+  CHECK(c.published == 300);
+  CHECK(c.nodelay_sockets >= 1);
+  CHECK(rec->applied.size() == 300);
+  check_lock_step(*rec, sc.loop.period_ns);
+  const nlohmann::json s = session.summary();
+  CHECK(s["endpoints"][1]["replies"] == 300);
+}
+
+TEST_CASE("mqtt: hostile feedback is counted and never applied while the loop keeps stepping") {
+  test::Mosquitto broker;
+  const Scenario sc = parse_scenario(tank_scenario(broker.uri(), "hostile", "hold", 50, 10), "hostile.yaml");
+  EndpointConfig ec = sc.endpoints[1];
+  adapters::MqttEndpointConfig mc = adapters::parse_mqtt_config(ec, sc);
+  mc.launch.reset();
+  mc.wait_online_ms = 0;
+  MqttEndpoint ep(ec, mc);
+  hal::DeviceBank bank(sc.devices, 1, sc.model.bodies.size());
+  ep.attach_devices(&bank);
+  ep.start(sc.model, sc.initial);
+
+  // the attacker: a plain Paho client on the feedback topic
+  const auto topics = adapters::mqtt::topics_for("hostile", "auv");
+  ::mqtt::async_client attacker(broker.uri(), "attacker", static_cast<::mqtt::iclient_persistence*>(nullptr));
+  attacker.connect()->wait();
+  const auto send = [&](const std::string& payload) {
+    attacker.publish(topics.feedback, payload.data(), payload.size(), 1, false)->wait();
+  };
+  const auto good = [&](std::uint64_t step, const std::string& vehicle = "auv") {
+    Measurement m;
+    m.body = 0;
+    m.measured_time_ns = static_cast<std::int64_t>(step + 1) * 10'000'000;
+    m.has_pose = true;
+    m.position_m = Vec3(1, 2, static_cast<double>(step));
+    std::string out;
+    adapters::mqtt::encode_feedback(out, vehicle, step, sc.model, {m});
+    return out;
+  };
+  const auto ctx = [](std::uint64_t k) { return StepContext{k, static_cast<std::int64_t>(k) * 10'000'000, 10'000'000}; };
+  const auto within = [] { return SteadyClock::now() + std::chrono::seconds(10); };
+  Reply reply;
+
+  // step 0: garbage of every kind first, then the one right answer
+  REQUIRE(ep.publish(ctx(0), sc.initial));
+  send("not json {");
+  send(std::string(10 << 20, 'x'));  // 10 MB
+  send(R"({"schema":1,"type":"feedback","vehicle":"auv","step":"zero","bodies":[]})");
+  send(R"({"schema":1,"type":"feedback","vehicle":"auv","step":0,"bodies":[{"name":"auv.hull","measured_time_ns":1,"position_m":["a","b","c"],"orientation_wxyz":[1,0,0,0]}]})");
+  send(R"({"schema":1,"type":"feedback","vehicle":"auv","step":0,"bodies":[{"name":"other.hull","measured_time_ns":1,"velocity_m_s":[0,0,0]}]})");
+  send(R"({"schema":2,"vehicle":"auv","step":0})");
+  send("[1,2,3]");
+  send(good(0, "intruder"));
+  send(good(5));  // a step not asked for yet
+  send(good(0));
+  REQUIRE(ep.gather(ctx(0), within(), reply) == GatherStatus::ready);
+  REQUIRE(reply.measurements.size() == 1);
+  CHECK(reply.measurements[0].position_m.isApprox(Vec3(1, 2, 0)));
+  adapters::MqttCounters c = ep.mqtt_counters();
+  CHECK(c.malformed == 7);
+  CHECK(c.wrong_vehicle == 1);
+  CHECK(c.out_of_order == 1);
+  CHECK(c.applied == 1);
+
+  // step 1: the same answer again (a duplicate) before the right one
+  REQUIRE(ep.publish(ctx(1), sc.initial));
+  send(good(0));
+  send(good(1));
+  REQUIRE(ep.gather(ctx(1), within(), reply) == GatherStatus::ready);
+  CHECK(reply.measurements[0].position_m.z() == 1.0);
+  // step 2: an old answer (stale) and a duplicate of step 1; then silence: a timeout
+  REQUIRE(ep.publish(ctx(2), sc.initial));
+  send(good(0));
+  send(good(1));
+  send(good(2));
+  REQUIRE(ep.gather(ctx(2), within(), reply) == GatherStatus::ready);
+  REQUIRE(ep.publish(ctx(3), sc.initial));
+  send(good(2));
+  CHECK(ep.gather(ctx(3), SteadyClock::now() + std::chrono::milliseconds(50), reply) == GatherStatus::timeout);
+  c = ep.mqtt_counters();
+  CHECK(c.duplicate >= 2);
+  CHECK(c.stale >= 1);
+  CHECK(c.applied == 3);
+  CHECK(ep.counters.stale == c.stale + c.duplicate + c.out_of_order);
+  CHECK(ep.counters.corrupt == 8);
+  nlohmann::json summary;
+  ep.summarize(summary);
+  CHECK(summary["mqtt"]["counters"]["malformed"] == 7);
+  attacker.disconnect()->wait();
+  ep.stop();
+}
+
+TEST_CASE("mqtt: the broker killed and restarted mid-session - the policy holds and lock-step resumes") {
+  test::Mosquitto broker;
+  ScenarioFile file(tank_scenario(broker.uri(), "restart", "hold", 100, 100000));
+  const Scenario sc = load_scenario(file.path);
+  Recording* rec = nullptr;
+  std::uint64_t steps = 0, killed_at = 0, restarted_at = 0;
+  std::size_t applied_before_restart = 0;
+  SteadyClock::time_point restarted_wall{};
+  bool gave_up = false;
+  SessionOptions options;
+  options.after_step = [&](const WorldState&) {
+    ++steps;
+    if (steps == 50) {
+      broker.kill();
+      killed_at = steps;
+    }
+    if (killed_at && !restarted_at && steps >= killed_at + 10) {
+      broker.start();
+      restarted_at = steps;
+      restarted_wall = SteadyClock::now();
+      std::lock_guard<std::mutex> lock(rec->m);
+      applied_before_restart = rec->applied.size();
+    }
+    if (restarted_at) {
+      std::lock_guard<std::mutex> lock(rec->m);
+      if (rec->applied.size() >= applied_before_restart + 50) return false;  // resumed for 50 steps
+      if (SteadyClock::now() - restarted_wall > std::chrono::seconds(30)) {
+        gave_up = true;
+        return false;
+      }
+    }
+    return true;
+  };
+  Session session(sc, endpoints_with_recording(sc, rec), options);
+  std::atomic<bool> stop{false};
+  session.run(stop);
+  REQUIRE(rec != nullptr);
+  CHECK_FALSE(gave_up);
+  CHECK(restarted_at > 0);
+  CHECK(rec->counters.misses >= 10);  // the steps while the broker was away
+  const adapters::MqttCounters c = rec->mqtt().mqtt_counters();
+  CHECK(c.connection_lost >= 1);
+  CHECK(c.connects >= 2);
+  CHECK(c.publish_errors >= 1);
+  {
+    std::lock_guard<std::mutex> lock(rec->m);
+    CHECK(rec->applied.size() >= applied_before_restart + 50);
+  }
+  check_lock_step(*rec, sc.loop.period_ns);
+}
+
+TEST_CASE("mqtt: under policy block a broker restart only delays the session") {
+  test::Mosquitto broker;
+  ScenarioFile file(tank_scenario(broker.uri(), "restart_block", "block", 100, 150));
+  const Scenario sc = load_scenario(file.path);
+  Recording* rec = nullptr;
+  std::atomic<bool> killed{false};
+  SessionOptions options;
+  std::uint64_t steps = 0;
+  options.after_step = [&](const WorldState&) {
+    if (++steps == 50) {
+      broker.kill();
+      killed = true;
+    }
+    return true;
+  };
+  Session session(sc, endpoints_with_recording(sc, rec), options);
+  // brings the broker back once the endpoint has noticed it was gone (bounded wait)
+  std::thread restarter([&] {
+    const auto until = SteadyClock::now() + std::chrono::seconds(20);
+    while (SteadyClock::now() < until &&
+           !(killed && rec != nullptr && rec->mqtt().mqtt_counters().connection_lost >= 1))
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling a condition
+    broker.start();
+  });
+  std::atomic<bool> stop{false};
+  const Outcome outcome = session.run(stop);
+  restarter.join();
+  CHECK(outcome == Outcome::completed);
+  REQUIRE(rec != nullptr);
+  CHECK(rec->counters.misses == 0);
+  CHECK(rec->counters.late >= 1);
+  const adapters::MqttCounters c = rec->mqtt().mqtt_counters();
+  CHECK(c.applied == 150);
+  CHECK(c.connects >= 2);
+  CHECK(c.republished >= 1);
+  check_lock_step(*rec, sc.loop.period_ns);
+}
+
+TEST_CASE("mqtt: a vehicle that outlives a run starts again with the next run") {
+  test::Mosquitto broker;
+  ScenarioFile file(tank_scenario(broker.uri(), "two_runs", "block", 2000, 60, "", false));
+  adapters::LaunchSpec spec;
+  spec.argv = {std::string(TETHER_BINARY_DIR) + "/tether-vehicle", "--scenario", file.path, "--broker", broker.uri(),
+               "--session", "two_runs", "--quiet"};
+  adapters::ChildProcess vehicle(spec);
+  for (int run = 0; run < 2; ++run) {
+    const Scenario sc = load_scenario(file.path);
+    Recording* rec = nullptr;
+    Session session(sc, endpoints_with_recording(sc, rec));
+    std::atomic<bool> stop{false};
+    REQUIRE(session.run(stop) == Outcome::completed);
+    CHECK(rec->mqtt().mqtt_counters().applied == 60);
+    check_lock_step(*rec, sc.loop.period_ns);  // the second run's vehicle starts at t = 0 again
+  }
+  vehicle.terminate(std::chrono::milliseconds(2000));
+}
+
+TEST_CASE("mqtt: authentication failure is reported clearly and the right password connects") {
+  test::Mosquitto broker({"tether", "s3cret"});
+  const Scenario sc = parse_scenario(tank_scenario(broker.uri(), "auth", "hold", 50, 10), "auth.yaml");
+  EndpointConfig ec = sc.endpoints[1];
+  adapters::MqttEndpointConfig mc = adapters::parse_mqtt_config(ec, sc);
+  mc.launch.reset();
+  mc.wait_online_ms = 0;
+  mc.username = "tether";
+  mc.password = "wrong";
+  {
+    MqttEndpoint ep(ec, mc);
+    std::string message;
+    try {
+      ep.start(sc.model, sc.initial);
+    } catch (const std::runtime_error& e) {
+      message = e.what();
+    }
+    INFO(message);
+    CHECK(message.find(broker.uri()) != std::string::npos);
+    CHECK((message.find("not authorized") != std::string::npos ||
+           message.find("bad user name or password") != std::string::npos));
+  }
+  mc.password = "s3cret";
+  MqttEndpoint ep(ec, mc);
+  CHECK_NOTHROW(ep.start(sc.model, sc.initial));
+  ep.stop();
+}
+
+TEST_CASE("mqtt: configuration errors are positioned and environment defaults expand") {
+  const std::string text = R"(name: cfg
+world: {gravity_m_s2: [0, 0, 0]}
+vehicles:
+  - name: auv
+    bodies: [{name: hull, shape: {type: sphere, radius_m: 0.5}, mass_kg: 1}]
+endpoints:
+  - name: tank
+    type: mqtt
+    vehicle: auv
+    broker: "${TETHER_TEST_UNSET_BROKER:-tcp://127.0.0.1:18830}"
+    qos: 7
+    colour: blue
+)";
+  const Scenario sc = parse_scenario(text, "cfg.yaml");
+  try {
+    adapters::make_endpoints(sc);
+    FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    std::string all;
+    for (const auto& l : e.errors()) all += l + "\n";
+    INFO(all);
+    CHECK(all.find("cfg.yaml:") != std::string::npos);
+    CHECK(all.find("qos") != std::string::npos);
+    CHECK(all.find("colour") != std::string::npos);
+    CHECK(all.find("].broker:") == std::string::npos);  // the default applied
+  }
+}
