@@ -118,6 +118,35 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
     }
     out << '\n';
   }
+  // feedback processors: what they did and, for estimators, what they learned
+  if (s.contains("feedback"))
+    for (const auto& f : s["feedback"]) {
+      out << "  feedback " << f.value("name", "?") << " (" << f.value("type", "?") << ", "
+          << f.value("phase", "?") << ", vehicle " << f.value("vehicle", "?") << ")";
+      if (f.contains("updates")) out << ": updates " << f["updates"];
+      if (f.contains("rejected")) out << ", rejected " << f["rejected"];
+      if (f.contains("mean_nis") && f["mean_nis"].is_number()) {
+        std::snprintf(line, sizeof line, ", mean NIS %.2f", f["mean_nis"].get<double>());
+        out << line;
+      }
+      out << '\n';
+      if (f.contains("estimates") && f["estimates"].is_object()) {
+        out << "    estimates:";
+        const char* separator = " ";
+        for (const auto& [key, value] : f["estimates"].items()) {
+          if (!value.is_number()) continue;
+          const auto& sd = f.contains("stddev") ? f["stddev"] : nlohmann::json();
+          std::snprintf(line, sizeof line, "%s%s %.4g", separator, key.c_str(), value.get<double>());
+          separator = "; ";
+          out << line;
+          if (sd.is_object() && sd.contains(key) && sd[key].is_number()) {
+            std::snprintf(line, sizeof line, " ± %.2g", sd[key].get<double>());
+            out << line;
+          }
+        }
+        out << '\n';
+      }
+    }
   char hash[32];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(s["state_hash"].get<std::uint64_t>()));
   out << "  final state hash " << hash << '\n';

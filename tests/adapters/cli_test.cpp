@@ -158,6 +158,20 @@ TEST_CASE("SIGINT stops a run cleanly after a step and still prints the summary"
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("tether run: the summary names each feedback processor and what an estimator learned") {
+  const std::string dir = temp_dir("feedback");
+  // no measurements reach the processors here (an in-process controller): no updates,
+  // the estimates are the priors, each with its uncertainty
+  const auto r = run(tether + " run " TETHER_SOURCE_DIR "/config/scenarios/correction_trial.yaml --rtf 0 --steps 20 --quiet --out " + dir);
+  CAPTURE(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("  feedback model (estimate, model, vehicle auv): updates 0, rejected 0\n") != std::string::npos);
+  CHECK(r.out.find("    estimates: buoyancy_offset_n 0 ± ") != std::string::npos);
+  CHECK(r.out.find("; thrust_coefficient 1 ± 0.3\n") != std::string::npos);
+  CHECK(r.out.find("  feedback filter (kalman, post, vehicle auv): updates 0") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("bad usage exits 2") {
   CHECK(run(tether + " run").exit_code == 2);
   CHECK(run(tether + " frobnicate").exit_code == 2);
