@@ -19,7 +19,7 @@
 #include "tether/adapters/child_process.hpp"
 #include "tether/adapters/mqtt_messages.hpp"
 #include "tether/adapters/mqtt_socket.hpp"
-#include "tether/adapters/serial_endpoint.hpp"  // expand_env
+#include "tether/adapters/config_text.hpp"
 
 namespace tether::adapters {
 
@@ -29,28 +29,6 @@ using std::chrono::milliseconds;
 // ---- configuration -------------------------------------------------------------------------
 
 namespace {
-
-std::string scenario_dir(const runtime::Scenario& scenario) {
-  std::filesystem::path p(scenario.path);
-  std::error_code ec;
-  std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::current_path(ec);
-  return std::filesystem::absolute(dir, ec).lexically_normal().string();
-}
-
-// ${VAR:-default} expansion; a relative path with a slash is made absolute against `base`
-std::string resolve(const runtime::ConfigNode& node, const std::string& raw, const std::string& base, bool is_path) {
-  std::string text;
-  std::string missing;
-  if (!expand_env(raw, text, &missing)) {
-    node.error("environment variable " + missing + " is not set (write ${" + missing + ":-default} for a default)");
-    return raw;
-  }
-  if (is_path && !text.empty() && text.front() != '/' && text.find('/') != std::string::npos)
-    text = (std::filesystem::path(base) / text).lexically_normal().string();
-  return text;
-}
-
-std::string scalar(const runtime::ConfigNode& n) { return n.yaml().IsScalar() ? n.yaml().Scalar() : std::string(); }
 
 bool topic_safe(const std::string& s) {
   if (s.empty()) return false;
@@ -73,7 +51,7 @@ MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, cons
   if (config.vehicle.empty()) n.error("an mqtt endpoint needs `vehicle`: the scenario vehicle the real one stands for");
 
   if (n.has("broker")) {
-    out.broker = resolve(n["broker"], n.string("broker"), base, false);
+    out.broker = resolve_config_text(n["broker"], n.string("broker"), base, false);
     std::string host;
     int port = 0;
     if (!mqtt::split_broker_uri(out.broker, host, port))
@@ -81,18 +59,18 @@ MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, cons
   } else {
     n.expected("broker", "a broker URI tcp://host:port or ssl://host:port");
   }
-  out.session = resolve(n["session"], n.string_or("session", "default"), base, false);
+  out.session = resolve_config_text(n["session"], n.string_or("session", "default"), base, false);
   if (!topic_safe(out.session)) n.expected("session", "a topic level without '/', '+', '#'");
-  out.vehicle_id = resolve(n["vehicle_id"], n.string_or("vehicle_id", config.vehicle), base, false);
+  out.vehicle_id = resolve_config_text(n["vehicle_id"], n.string_or("vehicle_id", config.vehicle), base, false);
   if (!out.vehicle_id.empty() && !topic_safe(out.vehicle_id))
     n.expected("vehicle_id", "a topic level without '/', '+', '#'");
-  out.client_id = n.has("client_id") ? resolve(n["client_id"], n.string("client_id"), base, false)
+  out.client_id = n.has("client_id") ? resolve_config_text(n["client_id"], n.string("client_id"), base, false)
                                      : "tether-" + out.session + "-" + out.vehicle_id + "-runtime";
-  if (n.has("username")) out.username = resolve(n["username"], n.string("username"), base, false);
-  if (n.has("password")) out.password = resolve(n["password"], n.string("password"), base, false);
+  if (n.has("username")) out.username = resolve_config_text(n["username"], n.string("username"), base, false);
+  if (n.has("password")) out.password = resolve_config_text(n["password"], n.string("password"), base, false);
   if (n.has("password") && !n.has("username")) n["password"].error("`password` needs `username`");
   if (n.has("ca_file")) {
-    out.ca_file = resolve(n["ca_file"], n.string("ca_file"), base, true);
+    out.ca_file = resolve_config_text(n["ca_file"], n.string("ca_file"), base, true);
     if (!out.ca_file.empty() && out.ca_file.front() != '/')
       out.ca_file = (std::filesystem::path(base) / out.ca_file).lexically_normal().string();
     if (out.broker.rfind("ssl://", 0) != 0 && out.broker.rfind("mqtts://", 0) != 0)
@@ -111,32 +89,8 @@ MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, cons
     const runtime::ConfigNode l = n["launch"];
     MqttLaunchConfig launch;
     if (l.expect_map({"command", "env", "cwd", "kill_after_ms"})) {
-      const runtime::ConfigNode c = l["command"];
-      if (!c.is_sequence() || c.size() == 0) {
-        c.error("expected a list of strings (the program and its arguments), got " + runtime::describe_value(c.yaml()));
-      } else {
-        for (std::size_t i = 0; i < c.size(); ++i) {
-          const runtime::ConfigNode a = c.at(i);
-          if (!a.yaml().IsScalar()) {
-            a.error("expected a string, got " + runtime::describe_value(a.yaml()));
-            continue;
-          }
-          launch.command.push_back(resolve(a, scalar(a), base, i == 0));
-        }
-      }
-      if (l.has("env")) {
-        const runtime::ConfigNode e = l["env"];
-        if (!e.is_map()) {
-          e.error("expected a map of variable: value, got " + runtime::describe_value(e.yaml()));
-        } else {
-          for (const auto& kv : e.yaml()) {
-            const std::string key = kv.first.as<std::string>();
-            const runtime::ConfigNode v = e[key.c_str()];
-            launch.env.emplace_back(key, resolve(v, scalar(v), base, false));
-          }
-        }
-      }
-      if (l.has("cwd")) launch.cwd = resolve(l["cwd"], l.string("cwd"), base, true);
+      parse_launch_command(l["command"], base, launch.command);
+      parse_launch_env_cwd(l, base, launch.env, launch.cwd);
       launch.kill_after_ms = l.integer_or("kill_after_ms", 2000, 0, 600'000);
     }
     out.launch = std::move(launch);

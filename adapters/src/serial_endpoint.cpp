@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/adapters/serial_endpoint.hpp"
 
+#include "tether/adapters/config_text.hpp"
+
 // Boost 1.74 + GCC 12 + C++20: <utility> must come before any Asio header (FACTS.md)
 #include <utility>
 
@@ -60,66 +62,10 @@ void set_serial_logs_quiet(bool quiet) { g_quiet.store(quiet); }
 
 // ---- configuration -------------------------------------------------------------------------
 
-bool expand_env(const std::string& text, std::string& out, std::string* missing) {
-  out.clear();
-  for (std::size_t i = 0; i < text.size();) {
-    if (text.compare(i, 2, "${") == 0) {
-      const std::size_t end = text.find('}', i + 2);
-      if (end != std::string::npos) {
-        std::string expr = text.substr(i + 2, end - i - 2);
-        std::string fallback;
-        bool has_fallback = false;
-        if (const std::size_t dash = expr.find(":-"); dash != std::string::npos) {
-          fallback = expr.substr(dash + 2);
-          expr.resize(dash);
-          has_fallback = true;
-        }
-        const char* value = std::getenv(expr.c_str());
-        if (value != nullptr && *value != '\0') {
-          out += value;
-        } else if (has_fallback) {
-          out += fallback;
-        } else {
-          if (missing) *missing = expr;
-          return false;
-        }
-        i = end + 1;
-        continue;
-      }
-    }
-    out += text[i++];
-  }
-  return true;
-}
-
 namespace {
 
 constexpr const char* default_qemu_machine = "lm3s6965evb";
 constexpr const char* default_qemu_binary = "qemu-system-arm";
-
-std::string scenario_dir(const runtime::Scenario& scenario) {
-  std::filesystem::path p(scenario.path);
-  std::error_code ec;
-  std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::current_path(ec);
-  return std::filesystem::absolute(dir, ec).lexically_normal().string();
-}
-
-// ${VAR} expansion, {scenario_dir}, then a relative path made absolute against the scenario
-std::string resolve_text(const runtime::ConfigNode& node, const std::string& raw, const std::string& base,
-                         bool is_path) {
-  std::string text;
-  std::string missing;
-  if (!expand_env(raw, text, &missing)) {
-    node.error("environment variable " + missing + " is not set (write ${" + missing + ":-default} for a default)");
-    return raw;
-  }
-  for (std::size_t at; (at = text.find("{scenario_dir}")) != std::string::npos;) text.replace(at, 14, base);
-  if (is_path && !text.empty() && text.front() != '/' && text.find('/') != std::string::npos)
-    text = (std::filesystem::path(base) / text).lexically_normal().string();
-  return text;
-}
-
-std::string scalar(const runtime::ConfigNode& n) { return n.yaml().IsScalar() ? n.yaml().Scalar() : std::string(); }
 
 // a `safe:` value: a number (one f32), a list of numbers (f32s) or {bytes: [..]}
 bool parse_safe_value(const runtime::ConfigNode& v, std::uint16_t size, runtime::DeviceCommand& c) {
@@ -202,7 +148,7 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
   const bool has_port = n.has("port");
   const bool has_launch = n.has("launch");
   if (has_port == has_launch) n.error("a serial endpoint needs exactly one of `port` and `launch`");
-  if (has_port) out.port = resolve_text(n["port"], n.string("port"), base, true);
+  if (has_port) out.port = resolve_config_text(n["port"], n.string("port"), base, true);
   out.settings.baud = static_cast<int>(n.integer_or("baud", 115200, 50, 4'000'000));
   out.settings.data_bits = static_cast<int>(n.integer_or("data_bits", 8, 5, 8));
   out.settings.stop_bits = static_cast<int>(n.integer_or("stop_bits", 1, 1, 2));
@@ -236,44 +182,19 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
       const bool has_qemu = l.has("qemu");
       if (has_command == has_qemu) l.error("`launch` needs exactly one of `command` and `qemu`");
       if (has_command) {
-        const runtime::ConfigNode c = l["command"];
-        if (!c.is_sequence() || c.size() == 0) {
-          c.error("expected a list of strings (the program and its arguments), got " +
-                  runtime::describe_value(c.yaml()));
-        } else {
-          for (std::size_t i = 0; i < c.size(); ++i) {
-            const runtime::ConfigNode a = c.at(i);
-            if (!a.yaml().IsScalar()) {
-              a.error("expected a string, got " + runtime::describe_value(a.yaml()));
-              continue;
-            }
-            launch.command.push_back(resolve_text(a, scalar(a), base, i == 0));
-          }
-        }
+        parse_launch_command(l["command"], base, launch.command);
         launch.pty = l.boolean_or("pty", true);
         if (l.has("machine") || l.has("qemu_binary")) l.error("`machine` and `qemu_binary` go with `qemu`");
       }
       if (has_qemu) {
-        const std::string elf = resolve_text(l["qemu"], l.string("qemu"), base, true);
+        const std::string elf = resolve_config_text(l["qemu"], l.string("qemu"), base, true);
         const std::string elf_abs =
             elf.empty() || elf.front() == '/' ? elf : (std::filesystem::path(base) / elf).lexically_normal().string();
         launch = qemu_launch_config(elf_abs, l.string_or("machine", default_qemu_machine),
                                     l.string_or("qemu_binary", default_qemu_binary));
         if (l.has("pty")) l["pty"].error("with `qemu`, QEMU creates the pseudo-terminal itself; remove `pty`");
       }
-      if (l.has("env")) {
-        const runtime::ConfigNode e = l["env"];
-        if (!e.is_map()) {
-          e.error("expected a map of variable: value, got " + runtime::describe_value(e.yaml()));
-        } else {
-          for (const auto& kv : e.yaml()) {
-            const std::string key = kv.first.as<std::string>();
-            const runtime::ConfigNode v = e[key.c_str()];
-            launch.env.emplace_back(key, resolve_text(v, scalar(v), base, false));
-          }
-        }
-      }
-      if (l.has("cwd")) launch.cwd = resolve_text(l["cwd"], l.string("cwd"), base, true);
+      parse_launch_env_cwd(l, base, launch.env, launch.cwd);
       launch.exit_wait_ms = l.integer_or("exit_wait_ms", launch.exit_wait_ms, 0, 600'000);
       launch.kill_after_ms = l.integer_or("kill_after_ms", launch.kill_after_ms, 0, 600'000);
     }
@@ -287,7 +208,7 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
     if (!d.is_sequence())
       d.error("expected a list of device names (`*` matches anything), got " + runtime::describe_value(d.yaml()));
     else
-      for (std::size_t i = 0; i < d.size(); ++i) patterns.push_back(scalar(d.at(i)));
+      for (std::size_t i = 0; i < d.size(); ++i) patterns.push_back(config_scalar(d.at(i)));
   }
   std::vector<bool> pattern_used(patterns.size(), false);
   for (std::size_t i = 0; i < scenario.devices.size(); ++i) {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "serial_test_util.hpp"
+#include "tether/adapters/config_text.hpp"
 #include "tether/adapters/child_process.hpp"
 #include "tether/adapters/serial_port.hpp"
 

@@ -59,10 +59,6 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
 SerialLaunchConfig qemu_launch_config(const std::string& elf, const std::string& machine = {},
                                       const std::string& binary = {});
 
-/// Replaces ${NAME} and ${NAME:-default} with the environment's values; false and the
-/// variable's name in `missing` if a variable without default is unset.
-bool expand_env(const std::string& text, std::string& out, std::string* missing);
-
 /// Hides the serial endpoints' info lines (progress, the programs' output); warnings and
 /// errors still show. For benchmarks.
 void set_serial_logs_quiet(bool quiet);

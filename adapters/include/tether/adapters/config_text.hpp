@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// Endpoint keys that name things outside the scenario: environment variables, paths relative
+// to the scenario file, programs to launch. Shared by the serial and MQTT endpoints.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tether/runtime/config.hpp"
+#include "tether/runtime/scenario.hpp"
+
+namespace tether::adapters {
+
+/// Replaces ${NAME} and ${NAME:-default} with the environment's values; false and the
+/// variable's name in `missing` if a variable without default is unset.
+bool expand_env(const std::string& text, std::string& out, std::string* missing);
+
+/// The scenario file's folder, absolute (the current folder for a scenario from a string).
+std::string scenario_dir(const runtime::Scenario& scenario);
+
+/// A key's text with ${VAR} expanded and {scenario_dir} replaced by `base`; with `is_path`, a
+/// relative path that has a '/' is made absolute against `base` (a bare name stays for PATH).
+/// An unset variable is an error on `node`; the raw text is returned then.
+std::string resolve_config_text(const runtime::ConfigNode& node, const std::string& raw, const std::string& base,
+                                bool is_path);
+
+/// The node's scalar text, or "" for maps, lists and absent keys.
+std::string config_scalar(const runtime::ConfigNode& node);
+
+/// `launch.command`: a non-empty list of strings, resolved (the first as a path) into `out`.
+void parse_launch_command(const runtime::ConfigNode& command, const std::string& base, std::vector<std::string>& out);
+
+/// `launch.env` (a map of variable: value) and `launch.cwd` (a path), when present.
+void parse_launch_env_cwd(const runtime::ConfigNode& launch, const std::string& base,
+                          std::vector<std::pair<std::string, std::string>>& env, std::string& cwd);
+
+}  // namespace tether::adapters
