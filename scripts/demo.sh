@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/deps.sh
+# ccache: paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the cache
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_BUILD_TESTS=OFF >/dev/null
 export TETHER_BUILD_DIR="$PWD/build"  # where the scenarios find firmware and tether-vehicle
 
