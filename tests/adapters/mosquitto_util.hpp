@@ -59,6 +59,7 @@ class Mosquitto {
     std::string password;
     std::string binary = "/usr/sbin/mosquitto";
     bool broker_nodelay = true;  // set_tcp_nodelay on the broker's sockets (docs/mqtt.md)
+    bool tls = false;            // a TLS listener with a fresh self-signed certificate (ca_file())
   };
 
   Mosquitto() : Mosquitto(Options{}) {}
@@ -73,12 +74,20 @@ class Mosquitto {
                                            std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
                                            std::filesystem::perms::others_exec);
     port_ = free_loopback_port();
+    if (options_.tls) {
+      // the certificate is its own CA; its name is the address clients connect to
+      const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+                              "-addext subjectAltName=IP:127.0.0.1 -keyout '" + dir_ + "/key.pem' -out '" + dir_ +
+                              "/cert.pem' >/dev/null 2>&1 && chmod 644 '" + dir_ + "/key.pem'";
+      if (std::system(cmd.c_str()) != 0) throw std::runtime_error("openssl could not make a certificate: " + cmd);
+    }
     std::ofstream conf(dir_ + "/mosquitto.conf");
     conf << "listener " << port_ << " 127.0.0.1\n"
          << "persistence false\n"
          << "log_dest stderr\n"  // into stdout.log (mosquitto runs as its own user)
          << "set_tcp_nodelay " << (options_.broker_nodelay ? "true" : "false") << "\n"
          << "max_inflight_messages 0\n";
+    if (options_.tls) conf << "certfile " << dir_ << "/cert.pem\nkeyfile " << dir_ << "/key.pem\n";
     if (options_.username.empty()) {
       conf << "allow_anonymous true\n";
     } else {
@@ -99,7 +108,9 @@ class Mosquitto {
   Mosquitto& operator=(const Mosquitto&) = delete;
 
   int port() const { return port_; }
-  std::string uri() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
+  std::string uri() const { return (options_.tls ? "ssl://127.0.0.1:" : "tcp://127.0.0.1:") + std::to_string(port_); }
+  /// The certificate clients trust (Options::tls).
+  std::string ca_file() const { return dir_ + "/cert.pem"; }
   const std::string& dir() const { return dir_; }
   pid_t pid() const { return pid_; }
 

@@ -397,6 +397,43 @@ TEST_CASE("mqtt: authentication failure is reported clearly and the right passwo
   ep.stop();
 }
 
+TEST_CASE("mqtt: TLS - the broker's certificate is checked against ca_file, and lock-step runs over ssl://") {
+  test::Mosquitto::Options o;
+  o.tls = true;
+  test::Mosquitto broker(o);
+  // the vehicle program trusts the same certificate
+  std::string text = tank_scenario(broker.uri(), "tls", "block", 5000, 50, "    ca_file: " + broker.ca_file() + "\n");
+  const std::string arg = "\"--broker\", \"{broker}\"";
+  text.replace(text.find(arg), arg.size(), arg + ", \"--ca-file\", \"" + broker.ca_file() + "\"");
+  ScenarioFile file(text);
+  const Scenario sc = load_scenario(file.path);
+  {
+    // a CA that did not sign the broker's certificate: refused, and the message says where
+    EndpointConfig ec = sc.endpoints[1];
+    adapters::MqttEndpointConfig mc = adapters::parse_mqtt_config(ec, sc);
+    mc.launch.reset();
+    mc.wait_online_ms = 0;
+    mc.connect_timeout_ms = 3000;
+    mc.ca_file = "/etc/ssl/certs/ca-certificates.crt";  // the system's CAs, not this one
+    MqttEndpoint ep(ec, mc);
+    std::string message;
+    try {
+      ep.start(sc.model, sc.initial);
+    } catch (const std::runtime_error& e) {
+      message = e.what();
+    }
+    INFO(message);
+    CHECK(message.find("cannot connect to the MQTT broker " + broker.uri()) != std::string::npos);
+  }
+  Recording* rec = nullptr;
+  Session session(sc, endpoints_with_recording(sc, rec));
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  REQUIRE(rec != nullptr);
+  CHECK(rec->mqtt().mqtt_counters().applied == 50);
+  check_lock_step(*rec, sc.loop.period_ns);
+}
+
 TEST_CASE("mqtt: configuration errors are positioned and environment defaults expand") {
   const std::string text = R"(name: cfg
 world: {gravity_m_s2: [0, 0, 0]}
