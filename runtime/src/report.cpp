@@ -497,6 +497,7 @@ svg .grid line{stroke:#e8eaee;stroke-width:1}
 svg .frame{fill:none;stroke:#9aa1ad;stroke-width:1}
 table{border-collapse:collapse;background:#fff;border:1px solid #dde1e7;margin:4px 0 12px}
 th,td{padding:4px 10px;border-bottom:1px solid #eceef2;text-align:left;vertical-align:top}
+td:last-child{max-width:560px;overflow-wrap:anywhere}  /* long figures (JSON) wrap instead of widening the page */
 th{background:#f0f2f5;font-weight:600}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 table.kv th{background:none;font-weight:500;color:#555;min-width:170px}
