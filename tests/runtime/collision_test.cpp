@@ -5,43 +5,13 @@
 
 #include <numbers>
 
+#include "shape_test_util.hpp"
+
 using namespace tether::runtime;
+using namespace tether::runtime::test;
 
 namespace {
 
-Shape sphere(double r) {
-  Shape s;
-  s.kind = ShapeKind::sphere;
-  s.radius_m = r;
-  return s;
-}
-Shape box(double hx, double hy, double hz) {
-  Shape s;
-  s.kind = ShapeKind::box;
-  s.half_extents_m = {hx, hy, hz};
-  return s;
-}
-Shape capsule(double r, double hl) {
-  Shape s;
-  s.kind = ShapeKind::capsule;
-  s.radius_m = r;
-  s.half_length_m = hl;
-  return s;
-}
-Shape cylinder(double r, double hl) {
-  Shape s;
-  s.kind = ShapeKind::cylinder;
-  s.radius_m = r;
-  s.half_length_m = hl;
-  return s;
-}
-Shape floor_plane(double z = 0) {
-  Shape s;
-  s.kind = ShapeKind::plane;
-  s.normal = {0, 0, 1};
-  s.offset_m = z;
-  return s;
-}
 Mat3 rot(double roll, double pitch, double yaw) { return quat_from_rpy(roll, pitch, yaw).toRotationMatrix(); }
 
 double min_sep(const ContactPoint* p, int n) {
@@ -69,7 +39,7 @@ TEST_CASE("sphere-sphere: gap, normal from b to a, midpoint") {
 }
 
 TEST_CASE("sphere-box: face, edge, corner and inside, in either order") {
-  const Shape s = sphere(0.1), b = box(0.5, 0.5, 0.5);
+  const Shape s = sphere(0.1), b = half_box(0.5, 0.5, 0.5);
   const ShapePose pb{&b, {0, 0, 0}, rot(0, 0, 0)};
   ContactPoint p[max_contact_points];
   REQUIRE(collide({&s, {0, 0, 0.7}, Mat3::Identity()}, pb, 1, p) == 1);
@@ -93,7 +63,7 @@ TEST_CASE("sphere-box: face, edge, corner and inside, in either order") {
 }
 
 TEST_CASE("box resting on a box gives a four-point face manifold") {
-  const Shape a = box(0.5, 0.5, 0.5), b = box(2, 2, 0.5);
+  const Shape a = half_box(0.5, 0.5, 0.5), b = half_box(2, 2, 0.5);
   ContactPoint p[max_contact_points];
   const int n = collide({&a, {0.2, 0.1, 1.0 + 1e-4}, rot(0, 0, 0.3)}, {&b, {0, 0, 0}, Mat3::Identity()}, 0.01, p);
   REQUIRE(n == 4);
@@ -114,7 +84,7 @@ TEST_CASE("box resting on a box gives a four-point face manifold") {
 }
 
 TEST_CASE("box-box edge against edge") {
-  const Shape a = box(0.5, 0.5, 0.5);
+  const Shape a = half_box(0.5, 0.5, 0.5);
   ContactPoint p[max_contact_points];
   // a turned 45 deg about x (edge pointing down along x), b turned 45 deg about y (edge up along y)
   const double e = 0.5 * std::sqrt(2.0);
@@ -127,10 +97,10 @@ TEST_CASE("box-box edge against edge") {
 }
 
 TEST_CASE("planes: box corners, capsule ends, cylinder rims") {
-  const Shape pl = floor_plane(0);
+  const Shape pl = half_space({0, 0, 1}, 0);
   const ShapePose pp{&pl, {0, 0, 0}, Mat3::Identity()};
   ContactPoint p[max_contact_points];
-  const Shape b = box(0.5, 0.3, 0.2);
+  const Shape b = half_box(0.5, 0.3, 0.2);
   REQUIRE(collide({&b, {0, 0, 0.2}, Mat3::Identity()}, pp, 0.01, p) == 4);
   CHECK(min_sep(p, 4) == doctest::Approx(0).scale(1));
   // tilted box: one corner lowest
@@ -206,7 +176,7 @@ TEST_CASE("sphere against cylinder and capsule sides and caps") {
 }
 
 TEST_CASE("GJK core distance matches closed forms") {
-  const Shape b = box(0.5, 0.5, 0.5), c = capsule(0.1, 0.5), cy = cylinder(0.2, 0.5);
+  const Shape b = half_box(0.5, 0.5, 0.5), c = capsule(0.1, 0.5), cy = cylinder(0.2, 0.5);
   double ma = 0, mb = 0;
   // capsule core (segment) above a box face
   ConvexDistance d = convex_core_distance({&c, {0, 0, 1.0}, Mat3::Identity()}, {&b, {0, 0, 0}, Mat3::Identity()}, ma, mb);
@@ -232,7 +202,7 @@ TEST_CASE("GJK core distance matches closed forms") {
 }
 
 TEST_CASE("bounding boxes of turned shapes") {
-  const Shape b = box(1, 0.5, 0.25);
+  const Shape b = half_box(1, 0.5, 0.25);
   Aabb a = shape_aabb({&b, {1, 2, 3}, rot(0, 0, std::numbers::pi / 2)});
   CHECK(a.min.isApprox(Vec3(0.5, 1, 2.75)));
   CHECK(a.max.isApprox(Vec3(1.5, 3, 3.25)));

@@ -10,9 +10,11 @@
 #include <numbers>
 #include <random>
 
+#include "shape_test_util.hpp"
 #include "tether/runtime/physics.hpp"
 
 using namespace tether::runtime;
+using namespace tether::runtime::test;
 
 namespace {
 
@@ -40,20 +42,6 @@ struct OneBody {
     for (int i = 0; i < steps; ++i) REQUIRE(step(model, state, inputs, dt) == StepStatus::ok);
   }
 };
-
-Shape sphere(double r) {
-  Shape s;
-  s.kind = ShapeKind::sphere;
-  s.radius_m = r;
-  return s;
-}
-
-Shape box(double x, double y, double z) {
-  Shape s;
-  s.kind = ShapeKind::box;
-  s.half_extents_m = Vec3(x, y, z) / 2;
-  return s;
-}
 
 double kinetic_energy(const WorldModel& m, const WorldState& s) {
   const Vec3 v = linear_velocity(m, s, 0);
@@ -99,7 +87,7 @@ TEST_CASE("a sphere sinking under quadratic drag reaches terminal velocity") {
 
 TEST_CASE("buoyancy: a neutral body stays put, a light one floats at the analytic draught") {
   SUBCASE("neutral") {
-    OneBody w(box(1, 1, 1), 1000.0);
+    OneBody w(half_box(0.5, 0.5, 0.5), 1000.0);
     w.model.water.present = true;
     w.model.water.density_kg_m3 = 1000;
     w.body().position_m = Vec3(0, 0, -2);
@@ -108,7 +96,7 @@ TEST_CASE("buoyancy: a neutral body stays put, a light one floats at the analyti
     CHECK(w.velocity().norm() < 1e-12);
   }
   SUBCASE("positive: half submerged at rest") {
-    OneBody w(box(1, 1, 1), 500.0);
+    OneBody w(half_box(0.5, 0.5, 0.5), 500.0);
     w.model.water.present = true;
     w.model.water.density_kg_m3 = 1000;
     w.model.bodies[0].damping.linear = Vec3(800, 800, 800);
@@ -121,7 +109,7 @@ TEST_CASE("buoyancy: a neutral body stays put, a light one floats at the analyti
 }
 
 TEST_CASE("a torque-free spinning box keeps its angular momentum and energy") {
-  OneBody w(box(0.4, 1.0, 1.6), 3.0, /*gravity=*/false);
+  OneBody w(half_box(0.2, 0.5, 0.8), 3.0, /*gravity=*/false);
   // mostly about the major axis, a little about the others: the body tumbles
   w.body().orientation = quat_from_rpy(0.3, -0.2, 0.7);
   set_velocity(w.model, w.state, 0, Vec3::Zero(), Vec3(0.3, -0.4, 2.0));
@@ -176,7 +164,7 @@ TEST_CASE("a NaN input is reported as a numerical fault, not hidden") {
 
 TEST_CASE("stepping is deterministic: same inputs, bit-identical state") {
   auto run = [] {
-    OneBody w(box(0.3, 0.5, 1.1), 7.0);
+    OneBody w(half_box(0.15, 0.25, 0.55), 7.0);
     w.model.water.present = true;
     w.model.water.current_m_s = Vec3(0.2, -0.1, 0);
     w.model.bodies[0].damping = {Vec3(5, 6, 7), Vec3(10, 11, 12), Vec3(1, 1, 1), Vec3(0.5, 0.5, 0.5)};
@@ -236,26 +224,6 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
-
-Shape ball(double r) {
-  Shape s;
-  s.kind = ShapeKind::sphere;
-  s.radius_m = r;
-  return s;
-}
-Shape half_box(double hx, double hy, double hz) {
-  Shape s;
-  s.kind = ShapeKind::box;
-  s.half_extents_m = {hx, hy, hz};
-  return s;
-}
-Shape half_space(Vec3 n, double offset) {
-  Shape s;
-  s.kind = ShapeKind::plane;
-  s.normal = n.normalized();
-  s.offset_m = offset;
-  return s;
-}
 
 struct World {
   WorldModel model;
@@ -329,8 +297,8 @@ TEST_CASE("head-on elastic collision of equal spheres swaps velocities") {
     CAPTURE(cuts);
     World w;
     w.model.contact.max_toi_cuts = cuts;
-    const int a = w.add(ball(0.1), 1.0, {-1, 0, 0}, {2, 0, 0}, 1.0, 0.0);
-    const int b = w.add(ball(0.1), 1.0, {1, 0, 0}, {-1, 0, 0}, 1.0, 0.0);
+    const int a = w.add(sphere(0.1), 1.0, {-1, 0, 0}, {2, 0, 0}, 1.0, 0.0);
+    const int b = w.add(sphere(0.1), 1.0, {1, 0, 0}, {-1, 0, 0}, 1.0, 0.0);
     const Vec3 p0 = w.momentum();
     const double e0 = w.kinetic_energy();
     w.run(1.0);
@@ -348,8 +316,8 @@ TEST_CASE("restitution loses the expected energy, momentum is always conserved")
   for (double e : {0.0, 0.25, 0.5, 0.8, 1.0}) {
     CAPTURE(e);
     World w;
-    const int a = w.add(ball(0.1), 1.0, {-0.5, 0, 0}, {3, 0, 0}, e, 0.0);
-    const int b = w.add(ball(0.15), 3.0, {0.5, 0, 0}, {-1, 0, 0}, e, 0.0);
+    const int a = w.add(sphere(0.1), 1.0, {-0.5, 0, 0}, {3, 0, 0}, e, 0.0);
+    const int b = w.add(sphere(0.15), 3.0, {0.5, 0, 0}, {-1, 0, 0}, e, 0.0);
     const Vec3 p0 = w.momentum();
     const double e0 = w.kinetic_energy();
     const double mu = 1.0 * 3.0 / 4.0;  // reduced mass
@@ -363,8 +331,8 @@ TEST_CASE("restitution loses the expected energy, momentum is always conserved")
 
 TEST_CASE("oblique collisions with friction conserve linear and angular momentum") {
   World w;
-  w.add(ball(0.1), 1.0, {-0.5, 0.05, 0}, {3, 0, 0.2}, 0.7, 0.6);
-  w.add(ball(0.2), 2.5, {0.5, -0.1, 0.02}, {-1, 0.3, 0}, 0.7, 0.6);
+  w.add(sphere(0.1), 1.0, {-0.5, 0.05, 0}, {3, 0, 0.2}, 0.7, 0.6);
+  w.add(sphere(0.2), 2.5, {0.5, -0.1, 0.02}, {-1, 0.3, 0}, 0.7, 0.6);
   w.add(half_box(0.1, 0.2, 0.15), 1.5, {0.0, 0.8, 0}, {0, -2, 0}, 0.7, 0.6, quat_from_rpy(0.2, 0.3, 0.4));
   const Vec3 p0 = w.momentum();
   const Vec3 l0 = w.angular_momentum_about_origin();
@@ -393,7 +361,7 @@ TEST_CASE("a crowd of colliding bodies conserves momentum and is deterministic")
       if (i % 3 == 2)
         w.add(half_box(0.08, 0.1, 0.12), 1.0 + 0.1 * i, p, v, 0.5, 0.4, quat_from_rpy(u(rng), u(rng), u(rng)));
       else
-        w.add(ball(0.1 + 0.002 * i), 1.0 + 0.05 * i, p, v, 0.5, 0.4);
+        w.add(sphere(0.1 + 0.002 * i), 1.0 + 0.05 * i, p, v, 0.5, 0.4);
     }
     return w;
   };
@@ -429,7 +397,7 @@ TEST_CASE("no tunnelling: small fast spheres against a thin plate, a plane and e
       // a 1 mm steel sheet, 0.2 m ahead
       World w;
       w.add_static(half_box(0.0005, 0.5, 0.5), {0.2, 0, 0});
-      const int s = w.add(ball(r), 0.01, {0, 0, 0}, {speed, 0, 0}, 0.5, 0.2);
+      const int s = w.add(sphere(r), 0.01, {0, 0, 0}, {speed, 0, 0}, 0.5, 0.2);
       StepReport rep;
       for (int k = 0; k < 100; ++k) {
         REQUIRE(step(w.model, w.state, w.inputs, 0.01, &rep) == StepStatus::ok);
@@ -441,7 +409,7 @@ TEST_CASE("no tunnelling: small fast spheres against a thin plate, a plane and e
       // a thin dynamic plate hit by a bullet: both move, neither passes through the other
       World w;
       const int plate = w.add(half_box(0.0005, 0.2, 0.2), 0.5, {0.2, 0, 0});
-      const int s = w.add(ball(r), 0.01, {0, 0, 0}, {speed, 0, 0}, 0.5, 0.2);
+      const int s = w.add(sphere(r), 0.01, {0, 0, 0}, {speed, 0, 0}, 0.5, 0.2);
       for (int k = 0; k < 50; ++k) {
         REQUIRE(step(w.model, w.state, w.inputs, 0.01) == StepStatus::ok);
         CHECK(w.x(s).x() <= w.x(plate).x() - 0.0005 - r + 1e-4);
@@ -451,7 +419,7 @@ TEST_CASE("no tunnelling: small fast spheres against a thin plate, a plane and e
       // a floor: falling with the speed of a bullet
       World w;
       w.add_static(half_space({0, 0, 1}, 0));
-      const int s = w.add(ball(r), 0.01, {0, 0, 0.5}, {0, 0, -speed}, 0.0, 0.2);
+      const int s = w.add(sphere(r), 0.01, {0, 0, 0.5}, {0, 0, -speed}, 0.0, 0.2);
       for (int k = 0; k < 50; ++k) {
         REQUIRE(step(w.model, w.state, w.inputs, 0.01) == StepStatus::ok);
         CHECK(w.x(s).z() >= r - 1e-4);
@@ -461,8 +429,8 @@ TEST_CASE("no tunnelling: small fast spheres against a thin plate, a plane and e
       // two bullets head-on, meeting after 0.25 s
       World w;
       const double d = r + 0.25 * speed;
-      const int a = w.add(ball(r), 0.01, {-d, 0, 0}, {speed, 0, 0}, 1.0, 0.0);
-      const int b = w.add(ball(r), 0.01, {d, 0, 0}, {-speed, 0, 0}, 1.0, 0.0);
+      const int a = w.add(sphere(r), 0.01, {-d, 0, 0}, {speed, 0, 0}, 1.0, 0.0);
+      const int b = w.add(sphere(r), 0.01, {d, 0, 0}, {-speed, 0, 0}, 1.0, 0.0);
       for (int k = 0; k < 50; ++k) {
         REQUIRE(step(w.model, w.state, w.inputs, 0.01) == StepStatus::ok);
         CHECK(w.x(b).x() - w.x(a).x() >= 2 * r - 1e-4);
@@ -475,14 +443,14 @@ TEST_CASE("no tunnelling: small fast spheres against a thin plate, a plane and e
 TEST_CASE("sub-steps shrink so that no body moves more than a fraction of its size") {
   World w;
   w.model.max_substep_s = 0.01;
-  w.add(ball(0.05), 1.0, {0, 0, 0}, {10, 0, 0});
+  w.add(sphere(0.05), 1.0, {0, 0, 0}, {10, 0, 0});
   StepReport r;
   REQUIRE(step(w.model, w.state, w.inputs, 0.01, &r) == StepStatus::ok);
   // 10 m/s * h <= 0.5 * 0.05 m  ->  h <= 2.5 ms  ->  4 sub-steps
   CHECK(r.substeps == 4);
   World slow;
   slow.model.max_substep_s = 0.01;
-  slow.add(ball(0.05), 1.0, {0, 0, 0}, {0.1, 0, 0});
+  slow.add(sphere(0.05), 1.0, {0, 0, 0}, {0.1, 0, 0});
   REQUIRE(step(slow.model, slow.state, slow.inputs, 0.01, &r) == StepStatus::ok);
   CHECK(r.substeps == 1);
 }
@@ -493,7 +461,7 @@ TEST_CASE("a box resting on the tank floor stays put for 10 minutes") {
   w.add_static(half_space({0, 0, 1}, -2.0));
   const int b = w.add(half_box(0.2, 0.15, 0.1), 3.0, {0.3, -0.2, -2.0 + 0.1}, Vec3::Zero(), 0.3, 0.6,
                       quat_from_rpy(0, 0, 0.4));
-  const int s = w.add(ball(0.1), 1.0, {-0.5, 0.5, -2.0 + 0.1}, Vec3::Zero(), 0.3, 0.6);
+  const int s = w.add(sphere(0.1), 1.0, {-0.5, 0.5, -2.0 + 0.1}, Vec3::Zero(), 0.3, 0.6);
   const Vec3 xb = w.x(b), xs = w.x(s);
   const Quat qb = w.state.bodies[0].orientation;
   w.run(600.0);
@@ -523,7 +491,7 @@ TEST_CASE("a dropped ball bounces to e^2 of its height") {
   World w;
   w.model.gravity_m_s2 = {0, 0, -9.81};
   w.add_static(half_space({0, 0, 1}, 0), Vec3::Zero(), Quat::Identity(), 0.5, 0.0);
-  const int b = w.add(ball(0.1), 1.0, {0, 0, 1.1}, Vec3::Zero(), 0.5, 0.0);
+  const int b = w.add(sphere(0.1), 1.0, {0, 0, 1.1}, Vec3::Zero(), 0.5, 0.0);
   double top_after_bounce = 0;
   bool bounced = false;
   for (int k = 0; k < 150; ++k) {
@@ -550,8 +518,8 @@ TEST_CASE("contact events name the pair, the normal and the impulse") {
   World w;
   w.model.gravity_m_s2 = {0, 0, -9.81};
   const int floor = w.add_static(half_space({0, 0, 1}, 0));
-  const int s = w.add(ball(0.1), 2.0, {0, 0, 0.1});
-  const int t = w.add(ball(0.1), 1.0, {0, 0, 0.3});
+  const int s = w.add(sphere(0.1), 2.0, {0, 0, 0.1});
+  const int t = w.add(sphere(0.1), 1.0, {0, 0, 0.3});
   StepReport r;
   r.reserve_contacts(8);
   w.run(0.5, 0.01, &r);
@@ -603,7 +571,7 @@ TEST_CASE("shapes of every kind settle in a tank without passing through anythin
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> u(-0.7, 0.7);
   for (int i = 0; i < 24; ++i) {
-    const Shape shapes[4] = {ball(0.08), half_box(0.08, 0.06, 0.05), cap, cyl};
+    const Shape shapes[4] = {sphere(0.08), half_box(0.08, 0.06, 0.05), cap, cyl};
     w.add(shapes[i % 4], 1.0, {u(rng), u(rng), 0.6 + 0.25 * i}, Vec3::Zero(), 0.3, 0.5,
           quat_from_rpy(u(rng), u(rng), u(rng)));
   }
@@ -626,7 +594,7 @@ TEST_CASE("after warm-up a step does not allocate") {
   World w;
   w.model.gravity_m_s2 = {0, 0, -9.81};
   w.add_static(half_space({0, 0, 1}, 0));
-  for (int i = 0; i < 40; ++i) w.add(ball(0.05), 1.0, {0.03 * (i % 7), 0.02 * (i % 5), 0.1 + 0.11 * i});
+  for (int i = 0; i < 40; ++i) w.add(sphere(0.05), 1.0, {0.03 * (i % 7), 0.02 * (i % 5), 0.1 + 0.11 * i});
   PhysicsScratch scratch;
   StepReport r;
   r.reserve_contacts(256);
