@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "tether/runtime/broadphase.hpp"
-#include "tether/runtime/collision.hpp"
-#include "tether/runtime/physics.hpp"
+#include "tether/physics/broadphase.hpp"
+#include "tether/physics/collision.hpp"
+#include "tether/physics/physics.hpp"
 
 #ifdef TETHER_HAVE_BULLET
 #include <btBulletDynamicsCommon.h>

@@ -23,8 +23,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "bench_util.hpp"
-#include "tether/runtime/session.hpp"
-#include "tether/runtime/svg_plot.hpp"
+#include "tether/loop/session.hpp"
+#include "tether/report/svg_plot.hpp"
 
 #ifndef TETHER_SOURCE_DIR
 #define TETHER_SOURCE_DIR "."

@@ -17,11 +17,11 @@
 
 #include "bench_util.hpp"
 #include "tether/hal/device_bank.hpp"
-#include "tether/runtime/device_world.hpp"
-#include "tether/runtime/hal_bridge.hpp"
-#include "tether/runtime/physics.hpp"
-#include "tether/runtime/scenario.hpp"
-#include "tether/runtime/scenario_devices.hpp"
+#include "tether/loop/device_world.hpp"
+#include "tether/loop/hal_bridge.hpp"
+#include "tether/physics/physics.hpp"
+#include "tether/scenario/scenario.hpp"
+#include "tether/scenario/scenario_devices.hpp"
 
 #ifndef TETHER_SOURCE_DIR
 #define TETHER_SOURCE_DIR "."

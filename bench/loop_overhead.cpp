@@ -6,8 +6,8 @@
 #include <cstdio>
 
 #include "bench_util.hpp"
-#include "tether/runtime/in_process.hpp"
-#include "tether/runtime/session.hpp"
+#include "tether/loop/in_process.hpp"
+#include "tether/loop/session.hpp"
 
 using namespace tether::runtime;
 

@@ -29,8 +29,8 @@
 #include "tether/adapters/mqtt_messages.hpp"
 #include "tether/adapters/mqtt_socket.hpp"
 #include "tether/hal/device_bank.hpp"
-#include "tether/runtime/histogram.hpp"
-#include "tether/runtime/session.hpp"
+#include "tether/loop/histogram.hpp"
+#include "tether/loop/session.hpp"
 
 using namespace tether;
 using bench::Clock;

@@ -21,9 +21,9 @@
 
 #include "bench_util.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
-#include "tether/runtime/recorder.hpp"
-#include "tether/runtime/replay.hpp"
-#include "tether/runtime/session.hpp"
+#include "tether/recording/recorder.hpp"
+#include "tether/loop/replay_endpoint.hpp"
+#include "tether/loop/session.hpp"
 
 using namespace tether::runtime;
 using tether::bench::Clock;

@@ -41,10 +41,10 @@
 #include "tether/adapters/serial_port.hpp"
 #include "tether/adapters/serial_protocol.hpp"
 #include "tether/hal/device_bank.hpp"
-#include "tether/runtime/device_world.hpp"
-#include "tether/runtime/histogram.hpp"
-#include "tether/runtime/pacing.hpp"
-#include "tether/runtime/session.hpp"
+#include "tether/loop/device_world.hpp"
+#include "tether/loop/histogram.hpp"
+#include "tether/loop/pacing.hpp"
+#include "tether/loop/session.hpp"
 
 using namespace tether;
 using Clock = std::chrono::steady_clock;

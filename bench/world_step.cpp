@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "tether/runtime/physics.hpp"
+#include "tether/physics/physics.hpp"
 
 using namespace tether::runtime;
 

@@ -20,11 +20,11 @@
 #include "tether/adapters/firmware_regression.hpp"
 #include "tether/adapters/serial_port.hpp"
 #include "tether/hal/device_table.hpp"
-#include "tether/runtime/recorder.hpp"
-#include "tether/runtime/replay.hpp"
-#include "tether/runtime/report.hpp"
-#include "tether/runtime/scenario.hpp"
-#include "tether/runtime/session.hpp"
+#include "tether/recording/recorder.hpp"
+#include "tether/loop/replay_endpoint.hpp"
+#include "tether/report/report.hpp"
+#include "tether/scenario/scenario.hpp"
+#include "tether/loop/session.hpp"
 
 namespace tether::cli {
 

@@ -3,7 +3,7 @@
 
 #include "tether/adapters/mqtt_endpoint.hpp"
 #include "tether/adapters/serial_endpoint.hpp"
-#include "tether/runtime/in_process.hpp"
+#include "tether/loop/in_process.hpp"
 
 namespace tether::adapters {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "tether/firmware_shim/payloads.h"
-#include "tether/runtime/config.hpp"
+#include "tether/scenario/config.hpp"
 
 namespace tether::adapters {
 

@@ -38,7 +38,7 @@
 #include "tether/adapters/child_process.hpp"
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_bank.hpp"
-#include "tether/runtime/math.hpp"
+#include "tether/physics/math.hpp"
 
 namespace tether::adapters {
 

@@ -20,8 +20,8 @@
 
 #include "tether/adapters/mqtt_messages.hpp"
 #include "tether/adapters/mqtt_socket.hpp"
-#include "tether/runtime/scenario.hpp"
-#include "tether/runtime/stand_in_vehicle.hpp"
+#include "tether/scenario/scenario.hpp"
+#include "tether/loop/stand_in_vehicle.hpp"
 
 namespace mq = tether::adapters::mqtt;
 namespace rt = tether::runtime;

@@ -22,7 +22,7 @@
 #include "tether/adapters/mqtt_endpoint.hpp"
 #include "tether/adapters/mqtt_messages.hpp"
 #include "tether/hal/device_bank.hpp"
-#include "tether/runtime/session.hpp"
+#include "tether/loop/session.hpp"
 
 using namespace tether;
 using namespace tether::runtime;

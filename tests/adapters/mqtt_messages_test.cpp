@@ -6,7 +6,7 @@
 #include "tether/adapters/mqtt_socket.hpp"
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_bank.hpp"
-#include "tether/runtime/scenario.hpp"
+#include "tether/scenario/scenario.hpp"
 
 using namespace tether;
 using namespace tether::runtime;

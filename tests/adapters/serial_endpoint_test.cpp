@@ -18,7 +18,7 @@
 #include "serial_test_util.hpp"
 #include "tether/adapters/child_process.hpp"
 #include "tether/hal/device_bank.hpp"
-#include "tether/runtime/device_world.hpp"
+#include "tether/loop/device_world.hpp"
 
 using namespace tether;
 using namespace tether::adapters;

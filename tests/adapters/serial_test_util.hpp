@@ -18,8 +18,8 @@
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/serial_endpoint.hpp"
 #include "tether/firmware_shim/payloads.h"
-#include "tether/runtime/scenario.hpp"
-#include "tether/runtime/session.hpp"
+#include "tether/scenario/scenario.hpp"
+#include "tether/loop/session.hpp"
 
 namespace tether::adapters::test {
 

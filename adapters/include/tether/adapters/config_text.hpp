@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "tether/runtime/config.hpp"
-#include "tether/runtime/scenario.hpp"
+#include "tether/scenario/config.hpp"
+#include "tether/scenario/scenario.hpp"
 
 namespace tether::adapters {
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "tether/runtime/endpoint.hpp"
-#include "tether/runtime/scenario.hpp"
+#include "tether/loop/endpoint.hpp"
+#include "tether/scenario/scenario.hpp"
 
 namespace tether::adapters {
 

@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tether/adapters/serial_endpoint.hpp"
-#include "tether/runtime/endpoint.hpp"
-#include "tether/runtime/replay.hpp"
+#include "tether/loop/endpoint.hpp"
+#include "tether/loop/replay_endpoint.hpp"
 
 namespace tether::adapters {
 

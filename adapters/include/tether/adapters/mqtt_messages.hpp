@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tether/runtime/endpoint.hpp"
-#include "tether/runtime/feedback.hpp"
+#include "tether/loop/endpoint.hpp"
+#include "tether/loop/feedback.hpp"
 
 namespace tether::hal {
 class DeviceBank;

@@ -17,8 +17,8 @@
 
 #include "tether/adapters/serial_port.hpp"
 #include "tether/adapters/serial_protocol.hpp"
-#include "tether/runtime/endpoint.hpp"
-#include "tether/runtime/scenario.hpp"
+#include "tether/loop/endpoint.hpp"
+#include "tether/scenario/scenario.hpp"
 
 namespace tether::adapters {
 

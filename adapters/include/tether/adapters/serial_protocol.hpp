@@ -14,7 +14,7 @@
 
 #include "tether/firmware_shim/frame.h"
 #include "tether/firmware_shim/messages.h"
-#include "tether/runtime/endpoint.hpp"
+#include "tether/loop/endpoint.hpp"
 
 namespace tether::hal {
 class DeviceBank;

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// An endpoint is one participant of the lock-step: firmware, a vehicle, an observer.
+// Each step the loop publishes the projected state to every endpoint, then gathers
+// each endpoint's reply for that step until its deadline (DESIGN.md, phases 2 and 3).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tether/loop/feedback.hpp"
+#include "tether/scenario/step_data.hpp"
+#include "tether/loop/histogram.hpp"
+#include "tether/physics/physics.hpp"
+#include "tether/scenario/scenario.hpp"
+
+namespace tether::hal {
+class DeviceBank;
+}
+
+namespace tether::runtime {
+
+using SteadyClock = std::chrono::steady_clock;
+
+enum class GatherStatus : std::uint8_t {
+  ready,    // `reply` holds the reply for this step
+  timeout,  // nothing for this step before the deadline
+  fault,    // the endpoint is broken (peer died, port gone); see fault_message()
+};
+
+/// Everything that goes wrong, counted; ends up in the summary and the recording.
+struct EndpointCounters {
+  std::uint64_t replies = 0;   // replies applied on time
+  std::uint64_t late = 0;      // replies that came after the deadline (policy block)
+  std::uint64_t misses = 0;    // steps without a reply (policy hold/safe/abort applied)
+  std::uint64_t stale = 0;     // replies for another step, not applied
+  std::uint64_t corrupt = 0;   // undecodable input
+  std::uint64_t faults = 0;
+  Histogram round_trip_ns;     // publish -> reply
+};
+
+class Endpoint {
+ public:
+  explicit Endpoint(const EndpointConfig& config)
+      : name_(config.name), type_(config.type), vehicle_(config.vehicle_index),
+        deadline_ns_(config.deadline_ns), policy_(config.policy) {}
+  virtual ~Endpoint() = default;
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& type() const { return type_; }
+  int vehicle() const { return vehicle_; }
+  std::int64_t deadline_ns() const { return deadline_ns_; }
+  TimeoutPolicy policy() const { return policy_; }
+
+  /// The session's devices, before start(): sensors are sampled on the projected state
+  /// before publish(), so an endpoint reads this step's readings from the bank there;
+  /// its actuator commands go back as Reply::commands (device index + payload bytes).
+  void attach_devices(const hal::DeviceBank* devices) { devices_ = devices; }
+
+  /// Connects, launches or opens what the endpoint talks to. Off the hot path; throws
+  /// std::runtime_error with a message naming the endpoint on failure.
+  virtual void start(const WorldModel& model, const WorldState& initial) {
+    (void)model;
+    (void)initial;
+  }
+  /// Phase 2: hands over the projected state S'_{k+1} for step k. Never blocks past the
+  /// endpoint's deadline; false on a fault (see fault_message()).
+  [[nodiscard]] virtual bool publish(const StepContext& ctx, const WorldState& projected) = 0;
+  /// Phase 3: waits until the reply for ctx.step is in `reply` or `deadline` passes.
+  [[nodiscard]] virtual GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline,
+                                            Reply& reply) = 0;
+  /// Phase 7: the actual state S_{k+1} after the advance, for observers.
+  virtual void emit(const StepContext& ctx, const WorldState& actual) {
+    (void)ctx;
+    (void)actual;
+  }
+  /// The reply applied under the `safe` policy (e.g. thrusters off). Default: no forces.
+  virtual void safe_reply(Reply& reply) const { reply.clear(); }
+  /// Stops what start() started. Must be safe to call twice.
+  virtual void stop() {}
+  /// Adds endpoint-specific figures to the summary (a JSON object).
+  virtual void summarize(nlohmann::json& out) const { (void)out; }
+  /// Why the endpoint faulted, for the summary and the log.
+  const std::string& fault_message() const { return fault_message_; }
+
+  EndpointCounters counters;
+
+ protected:
+  std::string fault_message_;
+  const hal::DeviceBank* devices_ = nullptr;
+
+ private:
+  std::string name_;
+  std::string type_;
+  int vehicle_;
+  std::int64_t deadline_ns_;
+  TimeoutPolicy policy_;
+};
+
+}  // namespace tether::runtime

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// Feedback processors correct the virtual world from what the real world measured
+// (seeds/000 §7.2). Each is configured per vehicle, runs in a declared phase, and sees
+// only the measurements of its vehicle for the step in progress.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tether/scenario/config.hpp"
+#include "tether/scenario/step_data.hpp"
+#include "tether/physics/physics.hpp"
+
+namespace tether::runtime {
+
+enum class FeedbackPhase : std::uint8_t {
+  pre,    // before the advance: change the step's inputs (forces)
+  post,   // after the advance: change the state
+  model,  // before the advance: change the model's parameters (online estimation)
+};
+
+const char* to_string(FeedbackPhase phase);
+
+/// What a processor sees of the step in progress.
+struct FeedbackContext {
+  std::uint64_t step = 0;
+  std::int64_t time_ns = 0;  // t_k
+  double dt_s = 0;
+  int vehicle = -1;
+  std::span<const Measurement> measurements;  // this vehicle's, for this step (may be empty)
+};
+
+class FeedbackProcessor {
+ public:
+  virtual ~FeedbackProcessor() = default;
+
+  /// Reads the processor's own keys (records config errors on `node`); may allocate.
+  virtual void configure(const ConfigNode& node, const WorldModel& model, int vehicle) = 0;
+  virtual FeedbackPhase phase() const = 0;
+
+  /// Phase pre: `state` is S_k, `inputs` the step's inputs gathered so far.
+  virtual void pre(const FeedbackContext& ctx, const WorldModel& model, const WorldState& state,
+                   StepInputs& inputs) {
+    (void)ctx, (void)model, (void)state, (void)inputs;
+  }
+  /// Phase post: `state` is S_{k+1} as advanced; `before` is S_k.
+  virtual void post(const FeedbackContext& ctx, const WorldModel& model, const WorldState& before,
+                    WorldState& state) {
+    (void)ctx, (void)model, (void)before, (void)state;
+  }
+  /// Phase model: may change the vehicle's parameters in `model` (a session-owned copy).
+  /// `state` is S_k; `inputs` the step's inputs gathered so far (actuator forces included),
+  /// which a processor may scale by parameters the model has no field for (thrust gain).
+  virtual void update_model(const FeedbackContext& ctx, WorldModel& model, const WorldState& state,
+                            StepInputs& inputs) {
+    (void)ctx, (void)model, (void)state, (void)inputs;
+  }
+  /// Figures for the summary (corrections, innovations, estimates so far).
+  virtual void summarize(nlohmann::json& out) const { (void)out; }
+  /// Names of the values record() writes each step (fixed at configure time).
+  virtual std::vector<std::string> record_fields() const { return {}; }
+  /// This step's values for the recording, in record_fields() order; appends to `out`
+  /// (its capacity is reserved by the caller: no allocation in the step).
+  virtual void record(std::vector<double>& out) const { (void)out; }
+  /// Internal state (filter covariance, estimator memory) for keyframes: replay from a
+  /// keyframe restores it so the replayed steps are bit-identical.
+  virtual void snapshot(std::string& out) const { (void)out; }
+  /// Restores what snapshot() wrote; false if `bytes` is not a snapshot of this processor.
+  virtual bool restore(std::string_view bytes) { return bytes.empty(); }
+
+  const std::string& name() const { return name_; }
+  const std::string& type() const { return type_; }
+  void set_identity(std::string name, std::string type) {
+    name_ = std::move(name);
+    type_ = std::move(type);
+  }
+
+ private:
+  std::string name_;
+  std::string type_;
+};
+
+/// The processor of that type, or nullptr. Adding one: a class and one line in the
+/// registry of runtime/loop/src/feedback.cpp (built in), or register_feedback_processor().
+std::unique_ptr<FeedbackProcessor> make_feedback_processor(const std::string& type);
+
+/// Makes a processor type known to make_feedback_processor (for processors outside the
+/// library: examples/feedback_processor/). Call at set-up, before scenarios are loaded; not
+/// thread-safe. Returns false if the type is already known (the existing one stays).
+bool register_feedback_processor(const std::string& type,
+                                 std::function<std::unique_ptr<FeedbackProcessor>()> factory);
+
+/// Processor types make_feedback_processor knows, for messages and docs.
+std::vector<std::string> feedback_processor_types();
+
+struct Scenario;
+/// Constructs and configures every processor the scenario lists, in order. Throws
+/// ConfigError listing every problem found.
+std::vector<std::unique_ptr<FeedbackProcessor>> make_feedback_processors(const Scenario& scenario);
+
+}  // namespace tether::runtime

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// The simulated endpoint: a controller compiled into the binary, answering at once.
+// Used by the default scenario, by tests and as the floor in bench/loop_overhead.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tether/loop/endpoint.hpp"
+
+namespace tether::runtime {
+
+/// A control law run in-process. Configure once; compute() runs every step.
+class Controller {
+ public:
+  virtual ~Controller() = default;
+  /// Reads the controller's `params` map; records config errors against it.
+  virtual void configure(const ConfigNode& params, const WorldModel& model, int vehicle) = 0;
+  /// Computes the reply for step ctx.step from the projected state and, for controllers
+  /// that use devices, this step's sensor readings in `devices` (may be null).
+  virtual void compute(const StepContext& ctx, const WorldModel& model, const WorldState& projected,
+                       const hal::DeviceBank* devices, Reply& out) = 0;
+  /// Resolves device names to indices once the session's devices exist (before the first
+  /// step); throws std::runtime_error naming what is missing.
+  virtual void bind_devices(const hal::DeviceBank& devices) { (void)devices; }
+  /// Adds what the controller knows about how well it did (e.g. final depth error).
+  virtual void summarize(nlohmann::json& out, const WorldModel& model, const WorldState& actual) const {
+    (void)out;
+    (void)model;
+    (void)actual;
+  }
+};
+
+/// Controller names understood by make_controller (for error messages and docs).
+inline constexpr const char* controller_names[] = {"idle", "depth_pid", "depth_heading_hold"};
+
+/// The controller of that name, or nullptr.
+std::unique_ptr<Controller> make_controller(const std::string& name);
+
+class InProcessEndpoint final : public Endpoint {
+ public:
+  /// Parses `controller` and `params` from the endpoint's config node.
+  InProcessEndpoint(const EndpointConfig& config, const WorldModel& model);
+  /// For tests and benchmarks: an endpoint around a given controller.
+  InProcessEndpoint(const EndpointConfig& config, const WorldModel& model,
+                    std::unique_ptr<Controller> controller);
+
+  void start(const WorldModel& model, const WorldState& initial) override;
+  [[nodiscard]] bool publish(const StepContext& ctx, const WorldState& projected) override;
+  [[nodiscard]] GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline,
+                                    Reply& reply) override;
+  void emit(const StepContext& ctx, const WorldState& actual) override;
+  void summarize(nlohmann::json& out) const override;
+
+ private:
+  const WorldModel& model_;
+  std::unique_ptr<Controller> controller_;
+  Reply pending_;
+  bool has_pending_ = false;
+  WorldState last_actual_;
+};
+
+}  // namespace tether::runtime

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// Keeps the loop on the wall clock with absolute deadlines (next += period; sleep_until),
+// counting overruns instead of pretending they do not happen.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "tether/loop/histogram.hpp"
+
+namespace tether::runtime {
+
+class Pacer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// Starts the schedule at `now`; a wall period of 0 means "do not pace".
+  void start(Clock::time_point now, std::int64_t wall_period_ns);
+  /// Sleeps until the next deadline. A step that ends after its deadline is an overrun; one
+  /// that ends more than a whole period late re-anchors the schedule at `now` (missed slots
+  /// are skipped, not made up in a burst, so the participants never see a rush of steps).
+  void wait_next();
+  /// Lowers this thread's timer slack so sleeps end closer to the deadline (Linux).
+  static void reduce_timer_slack();
+
+  std::uint64_t overruns() const { return overruns_; }
+  std::uint64_t reanchors() const { return reanchors_; }
+  /// How late each sleep woke, in ns.
+  const Histogram& wake_lateness_ns() const { return wake_lateness_ns_; }
+
+ private:
+  Clock::time_point next_{};
+  std::int64_t wall_period_ns_ = 0;
+  std::uint64_t overruns_ = 0;
+  std::uint64_t reanchors_ = 0;
+  Histogram wake_lateness_ns_;
+};
+
+/// Sleeps until an absolute steady_clock time with clock_nanosleep(TIMER_ABSTIME).
+void sleep_until(Pacer::Clock::time_point deadline);
+
+}  // namespace tether::runtime

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// The lock-step loop: the eight phases of DESIGN.md "One step, as data flows through it".
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tether/hal/device_bank.hpp"
+#include "tether/loop/device_world.hpp"
+#include "tether/loop/endpoint.hpp"
+#include "tether/loop/feedback.hpp"
+#include "tether/loop/pacing.hpp"
+#include "tether/recording/recording.hpp"
+#include "tether/scenario/scenario.hpp"
+#include "tether/physics/state_store.hpp"
+
+namespace tether::runtime {
+
+/// What the live status line shows; handed to SessionOptions::on_status at most 4×/s.
+struct LiveStatus {
+  std::uint64_t step = 0;
+  std::uint64_t steps_total = 0;
+  double sim_time_s = 0;
+  double achieved_rtf = 0;
+  std::uint64_t step_p99_ns = 0;
+  std::uint64_t misses = 0;
+};
+
+struct SessionOptions {
+  std::optional<double> real_time_factor;  // overrides loop.real_time_factor
+  std::optional<std::uint64_t> steps;      // overrides loop.steps
+  std::function<void(const LiveStatus&)> on_status;
+  /// Called after every completed step with S_{k+1}; returning false stops the session
+  /// (outcome stopped). Replay uses it to verify states.
+  std::function<bool(const WorldState&)> after_step;
+  double status_interval_s = 0.25;
+};
+
+enum class Outcome : std::uint8_t { completed, stopped, aborted };
+
+const char* to_string(Outcome outcome);
+
+class Recorder;
+
+class Session {
+ public:
+  /// Takes the endpoints (constructed, not started), builds the scenario's feedback
+  /// processors (throws ConfigError on bad ones). Allocates every per-step buffer here.
+  Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints,
+          SessionOptions options = {});
+  ~Session();
+
+  /// Starts the endpoints, runs the loop until the step count, a stop request or an abort,
+  /// stops the endpoints. Throws std::runtime_error if an endpoint cannot start.
+  Outcome run(const std::atomic<bool>& stop_requested);
+
+  /// Records every step to `recorder` (owned by the caller; opened before run()).
+  void set_recorder(Recorder* recorder) { recorder_ = recorder; }
+  /// A snapshot to continue from: S_k and everything else the next step depends on.
+  Keyframe keyframe() const;
+  /// Continues from a keyframe instead of the scenario's initial state (before run()).
+  bool restore(const Keyframe& keyframe, std::string* error);
+
+  /// The session summary (counters, timing, per-endpoint figures, vehicles).
+  nlohmann::json summary() const;
+
+  const WorldState& state() const { return state_; }
+  /// The last loop.history_steps states, S_k included (state_at(t), rewind).
+  const StateStore& history() const { return history_; }
+  /// The session's model: the scenario's, as changed by `model`-phase processors.
+  const WorldModel& model() const { return model_; }
+  /// The session's devices (sampled on the projected state each step).
+  const hal::DeviceBank& devices() const { return devices_; }
+  const std::vector<std::unique_ptr<FeedbackProcessor>>& processors() const { return processors_; }
+  Outcome outcome() const { return outcome_; }
+  const std::string& abort_reason() const { return abort_reason_; }
+  const std::vector<std::unique_ptr<Endpoint>>& endpoints() const { return endpoints_; }
+  const Histogram& step_time_ns() const { return step_time_ns_; }
+  /// The inputs the last completed step applied (after phase 4).
+  const StepInputs& last_inputs() const { return held_inputs_; }
+  std::uint64_t steps_done() const { return steps_done_; }
+
+ private:
+  struct Slot;
+  bool run_step(const std::atomic<bool>& stop_requested);
+  bool gather_one(Slot& slot, const StepContext& ctx, const std::atomic<bool>& stop_requested);
+  void abort(std::string reason);
+
+  const Scenario& scenario_;
+  WorldModel model_;  // a copy: online estimation may change parameters
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  std::vector<std::unique_ptr<FeedbackProcessor>> processors_;
+  std::vector<std::vector<Measurement>> measurements_;  // per vehicle, this step
+  hal::DeviceBank devices_;
+  DeviceWorld device_view_;
+  std::vector<hal::Wrench> device_wrenches_;
+  std::uint64_t invalid_commands_ = 0;
+  std::vector<Slot> slots_;
+  SessionOptions options_;
+  double rtf_ = 1;
+  std::uint64_t steps_total_ = 0;
+
+  WorldState state_;
+  WorldState projected_;
+  StateStore history_;
+  WorldState before_;       // S_k, for post-advance processors
+  StepInputs inputs_;       // applied in this step
+  StepInputs held_inputs_;  // applied in the previous step; used for the projection
+  StepReport step_report_;
+  StepReport projection_report_;  // the projection's contacts feed contact sensors
+  Recorder* recorder_ = nullptr;
+  StepRecord record_;                  // this step's record, buffers reused
+  std::vector<double> feedback_values_;  // processors' recorded values, reserved
+  std::int64_t start_time_ns_ = 0;
+
+  Pacer pacer_;
+  Histogram step_time_ns_;
+  std::uint64_t steps_done_ = 0;
+  std::uint64_t substeps_total_ = 0;
+  double wall_time_s_ = 0;
+  Outcome outcome_ = Outcome::completed;
+  std::string abort_reason_;
+};
+
+}  // namespace tether::runtime

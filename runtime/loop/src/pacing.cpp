@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/loop/pacing.hpp"
+
+#include <cerrno>
+#include <ctime>
+
+#include <sys/prctl.h>
+
+namespace tether::runtime {
+
+// libstdc++'s steady_clock is CLOCK_MONOTONIC, so its epoch matches clock_nanosleep's
+void sleep_until(Pacer::Clock::time_point deadline) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+  ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+void Pacer::reduce_timer_slack() { prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); }
+
+void Pacer::start(Clock::time_point now, std::int64_t wall_period_ns) {
+  wall_period_ns_ = wall_period_ns;
+  next_ = now + std::chrono::nanoseconds(wall_period_ns);
+}
+
+void Pacer::wait_next() {
+  if (wall_period_ns_ <= 0) return;
+  const auto period = std::chrono::nanoseconds(wall_period_ns_);
+  const Clock::time_point now = Clock::now();
+  if (now > next_) {
+    ++overruns_;
+    if (now - next_ > period) {
+      ++reanchors_;
+      next_ = now + period;
+      return;
+    }
+  } else {
+    sleep_until(next_);
+    const auto late = Clock::now() - next_;
+    wake_lateness_ns_.record(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(late).count()));
+  }
+  next_ += period;
+}
+
+}  // namespace tether::runtime

@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/loop/session.hpp"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "tether/loop/hal_bridge.hpp"
+#include "tether/recording/recorder.hpp"
+#include <spdlog/spdlog.h>
+
+namespace tether::runtime {
+
+// per-endpoint buffers of the step, allocated once
+struct Session::Slot {
+  Reply reply;       // what gather filled this step
+  Reply last;        // the last reply applied on time (policy hold)
+  Reply safe;        // the endpoint's safe reply (policy safe)
+  const Reply* applied = nullptr;
+  bool fresh = false;  // applied is this step's reply (its measurements count)
+  SlotOutcome outcome = SlotOutcome::fresh;
+  std::uint64_t round_trip_ns = 0;
+  bool faulted = false;
+  SteadyClock::time_point published_at{};
+};
+
+const char* to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::completed: return "completed";
+    case Outcome::stopped: return "stopped";
+    case Outcome::aborted: return "aborted";
+  }
+  return "?";
+}
+
+Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints,
+                 SessionOptions options)
+    : scenario_(scenario), model_(scenario.model), endpoints_(std::move(endpoints)),
+      processors_(make_feedback_processors(scenario)),
+      devices_(scenario.devices, scenario.loop.seed, scenario.model.bodies.size()),
+      device_view_(model_, &hal_ray_cast),
+      options_(std::move(options)) {
+  device_wrenches_.resize(model_.bodies.size());
+  rtf_ = options_.real_time_factor.value_or(scenario_.loop.real_time_factor);
+  steps_total_ = options_.steps.value_or(scenario_.loop.steps);
+  state_ = scenario_.initial;
+  history_ = StateStore(scenario_.loop.history_steps);
+  history_.push(state_);
+  projected_ = scenario_.initial;
+  before_ = scenario_.initial;
+  start_time_ns_ = scenario_.initial.time_ns;
+  const std::size_t bodies = scenario_.model.bodies.size();
+  record_.slots.resize(endpoints_.size());
+  for (auto& r : record_.slots) r.reply.wrenches.reserve(bodies);
+  std::size_t fields = 0;
+  for (const auto& p : processors_) fields += p->record_fields().size();
+  feedback_values_.reserve(fields);
+  measurements_.resize(model_.vehicles.size());
+  for (auto& m : measurements_) m.reserve(8);
+  inputs_.resize(bodies);
+  held_inputs_.resize(bodies);
+  // touching pairs for contact sensors: a few per body is plenty (more are counted, dropped)
+  if (!scenario_.devices.empty()) projection_report_.reserve_contacts(8 * bodies + 16);
+  slots_.resize(endpoints_.size());
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    for (Reply* r : {&slots_[i].reply, &slots_[i].last, &slots_[i].safe}) r->wrenches.reserve(bodies);
+    endpoints_[i]->safe_reply(slots_[i].safe);
+  }
+}
+
+Session::~Session() {
+  for (auto& e : endpoints_) e->stop();
+}
+
+void Session::abort(std::string reason) {
+  if (outcome_ != Outcome::aborted) {
+    outcome_ = Outcome::aborted;
+    abort_reason_ = std::move(reason);
+    spdlog::error("{}", abort_reason_);
+    if (recorder_) recorder_->event(state_.step, state_.time_ns, 5, "session", abort_reason_);
+  }
+}
+
+Outcome Session::run(const std::atomic<bool>& stop_requested) {
+  for (auto& e : endpoints_) {
+    e->attach_devices(&devices_);
+    try {
+      e->start(scenario_.model, state_);
+    } catch (const std::exception& ex) {
+      for (auto& started : endpoints_) started->stop();
+      throw std::runtime_error("endpoint \"" + e->name() + "\" (" + e->type() + ") could not start: " + ex.what());
+    }
+  }
+  if (rtf_ > 0) Pacer::reduce_timer_slack();
+  const auto t0 = SteadyClock::now();
+  const std::int64_t wall_period_ns =
+      rtf_ > 0 ? static_cast<std::int64_t>(static_cast<double>(scenario_.loop.period_ns) / rtf_) : 0;
+  pacer_.start(t0, wall_period_ns);
+  auto next_status = t0;
+  const auto status_every = std::chrono::duration_cast<SteadyClock::duration>(
+      std::chrono::duration<double>(options_.status_interval_s));
+
+  while (steps_done_ < steps_total_) {
+    if (stop_requested.load(std::memory_order_relaxed)) {
+      outcome_ = Outcome::stopped;
+      break;
+    }
+    if (!run_step(stop_requested)) break;
+    ++steps_done_;
+    pacer_.wait_next();
+    if (options_.on_status) {
+      const auto now = SteadyClock::now();
+      if (now >= next_status) {
+        next_status = now + status_every;
+        LiveStatus s;
+        s.step = steps_done_;
+        s.steps_total = steps_total_;
+        s.sim_time_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
+        const double wall = std::chrono::duration<double>(now - t0).count();
+        s.achieved_rtf = wall > 0 ? s.sim_time_s / wall : 0;
+        s.step_p99_ns = step_time_ns_.percentile(0.99);
+        for (const auto& e : endpoints_) s.misses += e->counters.misses;
+        options_.on_status(s);
+      }
+    }
+  }
+  if (stop_requested.load() && outcome_ == Outcome::completed && steps_done_ < steps_total_)
+    outcome_ = Outcome::stopped;
+  wall_time_s_ = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  for (auto& e : endpoints_) e->stop();
+  return outcome_;
+}
+
+// gathers one endpoint's reply for this step and decides, by policy, what is applied
+bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<bool>& stop_requested) {
+  Endpoint& ep = *endpoints_[static_cast<std::size_t>(&slot - slots_.data())];
+  const auto deadline = slot.published_at + std::chrono::nanoseconds(ep.deadline_ns());
+  GatherStatus status = slot.faulted ? GatherStatus::fault : ep.gather(ctx, deadline, slot.reply);
+  const bool late = status == GatherStatus::timeout && ep.policy() == TimeoutPolicy::block;
+  if (late) {
+    // strict lock-step: keep waiting in deadline-sized slices, but stay stoppable
+    const auto slice = std::chrono::nanoseconds(std::max<std::int64_t>(ep.deadline_ns(), 1'000'000));
+    while (status == GatherStatus::timeout && !stop_requested.load(std::memory_order_relaxed))
+      status = ep.gather(ctx, SteadyClock::now() + slice, slot.reply);
+    if (status == GatherStatus::ready) ++ep.counters.late;
+    if (status == GatherStatus::timeout) return false;  // stopped while waiting
+  }
+  if (status == GatherStatus::ready) {
+    if (!late) ++ep.counters.replies;
+    slot.round_trip_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - slot.published_at).count());
+    ep.counters.round_trip_ns.record(slot.round_trip_ns);
+    slot.outcome = SlotOutcome::fresh;
+    std::swap(slot.last, slot.reply);
+    slot.applied = &slot.last;
+    slot.fresh = true;
+    return true;
+  }
+  slot.outcome = status == GatherStatus::fault ? SlotOutcome::fault : SlotOutcome::timeout;
+  slot.round_trip_ns = 0;
+  if (status == GatherStatus::fault) {
+    ++ep.counters.faults;
+    if (!slot.faulted) {
+      slot.faulted = true;
+      spdlog::warn("endpoint \"{}\" faulted at step {}: {} (policy {})", ep.name(), ctx.step,
+                   ep.fault_message(), to_string(ep.policy()));
+      if (recorder_)
+        recorder_->event(ctx.step, ctx.time_ns, 4, ep.name(),
+                         "faulted: " + ep.fault_message() + " (policy " + to_string(ep.policy()) + ")");
+    }
+  }
+  if (ep.counters.misses == 0 && recorder_)
+    recorder_->event(ctx.step, ctx.time_ns, 3, ep.name(), std::string("first missed deadline (policy ") +
+                                                              to_string(ep.policy()) + ")");
+  ++ep.counters.misses;
+  switch (ep.policy()) {
+    case TimeoutPolicy::hold: slot.applied = &slot.last; return true;
+    case TimeoutPolicy::safe: slot.applied = &slot.safe; return true;
+    case TimeoutPolicy::block:  // a faulted endpoint will never answer: waiting would hang
+    case TimeoutPolicy::abort:
+      abort("endpoint \"" + ep.name() + "\" " +
+            (status == GatherStatus::fault ? "faulted (" + ep.fault_message() + ")" : "missed its deadline") +
+            " at step " + std::to_string(ctx.step) + "; policy " + to_string(ep.policy()) +
+            " stopped the session");
+      return false;
+  }
+  return false;
+}
+
+bool Session::run_step(const std::atomic<bool>& stop_requested) {
+  const auto t_begin = SteadyClock::now();
+  const double dt = static_cast<double>(scenario_.loop.period_ns) * 1e-9;
+  const StepContext ctx{state_.step, state_.time_ns, scenario_.loop.period_ns};
+  if (recorder_ && (state_.step - scenario_.initial.step) % scenario_.recording.keyframe_every_steps == 0) {
+    recorder_->staging().clear();
+    encode_keyframe(keyframe(), recorder_->staging());
+    recorder_->push(Recorder::ItemKind::keyframe, ctx.step, ctx.time_ns);
+  }
+
+  // 1 project: S'_{k+1} from S_k with the inputs held from step k-1
+  projected_.step = state_.step;
+  projected_.time_ns = state_.time_ns;
+  projected_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
+  if (step(model_, projected_, held_inputs_, dt, &projection_report_) != StepStatus::ok) {
+    abort("numerical fault (NaN/Inf) in the projection of step " + std::to_string(ctx.step));
+    return false;
+  }
+  // sensors sample the projected state: what the participants are told about S'_{k+1}
+  if (devices_.size()) {
+    // contact sensors read the contacts of this same projected step
+    to_hal_contacts(projection_report_.contacts, dt, device_view_.contacts);
+    device_view_.update(projected_, &state_, dt);
+    devices_.sense(device_view_, projected_.time_ns);
+  }
+
+  // 2 publish to everyone first, so that replies are produced concurrently
+  for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+    slots_[i].published_at = SteadyClock::now();
+    if (!slots_[i].faulted && !endpoints_[i]->publish(ctx, projected_)) slots_[i].faulted = true;
+  }
+
+  // 3 gather, each against its own deadline; the policy decides what a miss applies
+  for (Slot& slot : slots_) {
+    slot.applied = nullptr;
+    slot.fresh = false;
+    if (!gather_one(slot, ctx, stop_requested)) {
+      if (outcome_ != Outcome::aborted) outcome_ = Outcome::stopped;
+      return false;
+    }
+  }
+
+  // 4 pre-advance: replies become this step's inputs; fresh measurements go to the
+  // vehicle's processors (a held reply's measurements are old news and are not reused)
+  inputs_.clear();
+  for (auto& m : measurements_) m.clear();
+  for (const Slot& slot : slots_) {
+    for (const auto& [body, w] : slot.applied->wrenches) {
+      if (body >= inputs_.wrenches.size()) continue;
+      BodyWrench& in = inputs_.wrenches[body];
+      in.force_world_n += w.force_world_n;
+      in.torque_world_nm += w.torque_world_nm;
+      in.force_body_n += w.force_body_n;
+      in.torque_body_nm += w.torque_body_nm;
+    }
+    if (!slot.fresh) continue;
+    for (const LogLine& line : slot.applied->logs) {
+      const std::string& source = endpoints_[static_cast<std::size_t>(&slot - slots_.data())]->name();
+      spdlog::info("[{}] {}", source, line.text);
+      if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 2 + line.level, source, line.text);
+    }
+    for (const Measurement& m : slot.applied->measurements) {
+      if (m.body >= model_.bodies.size()) continue;
+      measurements_[static_cast<std::size_t>(model_.bodies[m.body].vehicle)].push_back(m);
+    }
+  }
+  // actuator commands of the applied replies, then the actuators' forces from S_k
+  if (devices_.size()) {
+    for (const Slot& slot : slots_)
+      for (const DeviceCommand& c : slot.applied->commands)
+        if (c.device >= devices_.size()) {
+          ++invalid_commands_;
+        } else {
+          // size and value refusals are counted by the bank itself
+          const hal::Status st = devices_.command(c.device, c.bytes.data(), c.size);
+          if (st == hal::Status::unknown_device || st == hal::Status::invalid_operation) ++invalid_commands_;
+        }
+    device_view_.update(state_, nullptr, dt, &inputs_);
+    devices_.actuate(device_view_, dt, device_wrenches_);
+    add_device_wrenches(device_wrenches_, inputs_);
+  }
+  auto feedback_context = [&](int vehicle) {
+    FeedbackContext fc;
+    fc.step = ctx.step;
+    fc.time_ns = ctx.time_ns;
+    fc.dt_s = dt;
+    fc.vehicle = vehicle;
+    fc.measurements = measurements_[static_cast<std::size_t>(vehicle)];
+    return fc;
+  };
+  for (std::size_t i = 0; i < processors_.size(); ++i) {
+    FeedbackProcessor& p = *processors_[i];
+    const int vehicle = scenario_.feedback[i].vehicle;
+    if (p.phase() == FeedbackPhase::model) p.update_model(feedback_context(vehicle), model_, state_, inputs_);
+    if (p.phase() == FeedbackPhase::pre) p.pre(feedback_context(vehicle), model_, state_, inputs_);
+  }
+
+  // 5 advance
+  before_.step = state_.step;
+  before_.time_ns = state_.time_ns;
+  before_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
+  if (step(model_, state_, inputs_, dt, &step_report_) != StepStatus::ok) {
+    abort("numerical fault (NaN/Inf) while advancing step " + std::to_string(ctx.step));
+    return false;
+  }
+  substeps_total_ += step_report_.substeps;
+
+  // 6 post-advance corrections of the state
+  for (std::size_t i = 0; i < processors_.size(); ++i) {
+    FeedbackProcessor& p = *processors_[i];
+    if (p.phase() == FeedbackPhase::post)
+      p.post(feedback_context(scenario_.feedback[i].vehicle), model_, before_, state_);
+  }
+
+  // 7 emit the actual state; hand the step to the recorder
+  history_.push(state_);
+  for (auto& e : endpoints_) e->emit(ctx, state_);
+  std::swap(held_inputs_, inputs_);
+
+  const auto step_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t_begin).count());
+  step_time_ns_.record(step_ns);
+  if (recorder_) {
+    record_.step = ctx.step;
+    record_.time_ns = ctx.time_ns;
+    record_.state_hash = hash_state(state_);
+    record_.step_time_ns = step_ns;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      SlotRecord& r = record_.slots[i];
+      r.outcome = slots_[i].outcome;
+      r.round_trip_ns = slots_[i].round_trip_ns;
+      if (r.outcome == SlotOutcome::fresh) {
+        r.reply.step = slots_[i].last.step;
+        r.reply.wrenches.assign(slots_[i].last.wrenches.begin(), slots_[i].last.wrenches.end());
+        r.reply.commands.assign(slots_[i].last.commands.begin(), slots_[i].last.commands.end());
+        r.reply.measurements.assign(slots_[i].last.measurements.begin(), slots_[i].last.measurements.end());
+      }
+    }
+    feedback_values_.clear();
+    for (const auto& p : processors_) p->record(feedback_values_);
+    Recorder::encode_step_item(record_, state_, projected_, feedback_values_, recorder_->staging());
+    recorder_->push(Recorder::ItemKind::step, ctx.step, ctx.time_ns);
+  }
+  if (options_.after_step && !options_.after_step(state_)) {
+    ++steps_done_;  // the step itself completed
+    outcome_ = Outcome::stopped;
+    return false;
+  }
+  return true;
+}
+
+Keyframe Session::keyframe() const {
+  Keyframe k;
+  k.state = state_;
+  k.held_inputs = held_inputs_;
+  for (const Slot& slot : slots_) k.last_replies.push_back(slot.last);
+  k.model_params = serialize_model_params(model_);
+  for (const auto& p : processors_) {
+    std::string bytes;
+    p->snapshot(bytes);
+    k.processor_state.push_back(std::move(bytes));
+  }
+  devices_.snapshot(k.devices);
+  return k;
+}
+
+bool Session::restore(const Keyframe& k, std::string* error) {
+  auto fail = [error](std::string why) {
+    if (error) *error = std::move(why);
+    return false;
+  };
+  if (k.state.bodies.size() != model_.bodies.size())
+    return fail("keyframe has " + std::to_string(k.state.bodies.size()) + " bodies, the scenario " +
+                std::to_string(model_.bodies.size()));
+  if (k.last_replies.size() != slots_.size() || k.processor_state.size() != processors_.size())
+    return fail("keyframe does not match the scenario's endpoints and feedback processors");
+  if (!restore_model_params(k.model_params, model_, error)) return false;
+  for (std::size_t i = 0; i < processors_.size(); ++i)
+    if (!processors_[i]->restore(k.processor_state[i]))
+      return fail("feedback processor \"" + processors_[i]->name() + "\" cannot restore its keyframe state");
+  if (!devices_.restore(k.devices, error)) return false;
+  state_ = k.state;
+  held_inputs_ = k.held_inputs;
+  held_inputs_.wrenches.resize(model_.bodies.size());
+  for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].last = k.last_replies[i];
+  start_time_ns_ = state_.time_ns;
+  history_.clear();
+  history_.push(state_);
+  return true;
+}
+
+nlohmann::json Session::summary() const {
+  using nlohmann::json;
+  auto figures = [](const Histogram& h) {
+    return json{{"p50", h.percentile(0.5)}, {"p99", h.percentile(0.99)}, {"max", h.max()},
+                {"mean", h.mean()}, {"count", h.count()}};
+  };
+  const double sim_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
+  json out;
+  out["scenario"] = scenario_.name;
+  out["outcome"] = to_string(outcome_);
+  if (!abort_reason_.empty()) out["reason"] = abort_reason_;
+  out["steps"] = steps_done_;
+  out["steps_planned"] = steps_total_;
+  out["sim_time_s"] = sim_s;
+  out["wall_time_s"] = wall_time_s_;
+  out["real_time_factor"] = rtf_;
+  out["achieved_real_time_factor"] = wall_time_s_ > 0 ? sim_s / wall_time_s_ : 0.0;
+  out["step_time_ns"] = figures(step_time_ns_);
+  out["overruns"] = pacer_.overruns();
+  out["reanchors"] = pacer_.reanchors();
+  out["physics_substeps"] = substeps_total_;
+  if (devices_.size())
+    out["devices"] = {{"count", devices_.size()}, {"samples", devices_.counters().samples},
+                      {"dropped", devices_.counters().dropped},
+                      {"invalid_commands", invalid_commands_ + devices_.counters().invalid_commands}};
+  if (recorder_) out["recording"] = {{"path", recorder_->path()}, {"dropped_items", recorder_->dropped()}};
+  out["endpoints"] = json::array();
+  for (const auto& e : endpoints_) {
+    json j{{"name", e->name()}, {"type", e->type()}, {"policy", to_string(e->policy())},
+           {"deadline_ms", static_cast<double>(e->deadline_ns()) * 1e-6},
+           {"replies", e->counters.replies}, {"late", e->counters.late}, {"misses", e->counters.misses},
+           {"stale", e->counters.stale}, {"corrupt", e->counters.corrupt}, {"faults", e->counters.faults},
+           {"round_trip_ns", figures(e->counters.round_trip_ns)}};
+    if (!e->fault_message().empty()) j["fault"] = e->fault_message();
+    e->summarize(j);
+    out["endpoints"].push_back(std::move(j));
+  }
+  out["feedback"] = json::array();
+  for (std::size_t i = 0; i < processors_.size(); ++i) {
+    json j{{"name", processors_[i]->name()}, {"type", processors_[i]->type()},
+           {"phase", to_string(processors_[i]->phase())},
+           {"vehicle", model_.vehicles[static_cast<std::size_t>(scenario_.feedback[i].vehicle)].name}};
+    processors_[i]->summarize(j);
+    out["feedback"].push_back(std::move(j));
+  }
+  out["vehicles"] = json::array();
+  const WorldModel& m = model_;
+  for (const auto& v : m.vehicles) {
+    const int b = v.bodies.front();
+    const BodyState& s = state_.bodies[static_cast<std::size_t>(b)];
+    json j{{"name", v.name},
+           {"position_m", {s.position_m.x(), s.position_m.y(), s.position_m.z()}}};
+    if (m.water.present) j["depth_m"] = m.water.surface_z_m - s.position_m.z();
+    const Vec3 rpy = rpy_from_quat(s.orientation);
+    j["heading_deg"] = rpy.z() * 180.0 / 3.14159265358979323846;
+    out["vehicles"].push_back(std::move(j));
+  }
+  out["state_hash"] = hash_state(state_);
+  return out;
+}
+
+}  // namespace tether::runtime

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+// The constant part of the world: bodies' mass properties, shapes, water, static geometry.
+// Built once from a scenario; never changes during a run (the state changes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tether/physics/math.hpp"
+
+namespace tether::runtime {
+
+enum class ShapeKind : std::uint8_t { sphere, box, cylinder, capsule, plane, heightfield };
+
+/// A collision/mass shape in its own frame. Cylinders and capsules lie along the body x axis
+/// (the long axis of a torpedo-shaped vehicle); planes are half-spaces {p : normal·p <= offset}.
+/// A heightfield (static geometry only) is terrain: WorldModel::heightfields[heightfield], its
+/// grid corner at the shape's origin, cells along +x and +y, heights along +z.
+struct Shape {
+  ShapeKind kind = ShapeKind::sphere;
+  double radius_m = 0.5;        // sphere, cylinder, capsule
+  double half_length_m = 0.5;   // cylinder, capsule: half the length of the straight part
+  Vec3 half_extents_m{0.5, 0.5, 0.5};  // box
+  Vec3 normal{0, 0, 1};         // plane (unit)
+  double offset_m = 0;          // plane
+  int heightfield = -1;         // heightfield: index into WorldModel::heightfields
+};
+
+/// A terrain grid: heights_m[row * columns + column] is the height at
+/// (column * cell_size_m, row * cell_size_m) in the owning static body's frame. Each cell is
+/// split into two triangles along its (0,0)-(1,1) diagonal; outside the grid there is no terrain.
+struct HeightField {
+  std::string name;
+  int columns = 0;            // vertices along x (>= 2)
+  int rows = 0;               // vertices along y (>= 2)
+  double cell_size_m = 1;
+  std::vector<double> heights_m;
+  double min_height_m = 0;    // filled by finish_heightfield() (terrain.hpp)
+  double max_height_m = 0;
+
+  double height(int column, int row) const {
+    return heights_m[static_cast<std::size_t>(row) * static_cast<std::size_t>(columns) +
+                     static_cast<std::size_t>(column)];
+  }
+};
+
+/// Volume of a closed shape in m^3 (0 for a plane).
+double shape_volume(const Shape& shape);
+/// Inertia tensor about the centre of mass, body frame, for a solid of uniform density.
+Mat3 shape_inertia(const Shape& shape, double mass_kg);
+/// Half of the shape's extent along world z when rotated by `orientation` (for buoyancy).
+double shape_vertical_half_extent(const Shape& shape, const Quat& orientation);
+/// Fraction of the shape's volume below the water surface, in [0, 1].
+double submerged_fraction(const Shape& shape, const Quat& orientation, double centre_z_m,
+                          double surface_z_m);
+
+/// Linear + quadratic damping per body axis, applied to velocity relative to the water.
+struct Damping {
+  Vec3 linear{0, 0, 0};             // N per (m/s)
+  Vec3 quadratic{0, 0, 0};          // N per (m/s)^2
+  Vec3 angular_linear{0, 0, 0};     // N·m per (rad/s)
+  Vec3 angular_quadratic{0, 0, 0};  // N·m per (rad/s)^2
+};
+
+/// One rigid body: constant properties. Its index in WorldModel::bodies is its id.
+struct BodyModel {
+  std::string name;  // fully qualified "vehicle.part"
+  int vehicle = -1;  // index into WorldModel::vehicles
+  Shape shape;
+  double mass_kg = 1;
+  double inv_mass = 1;
+  Mat3 inertia_body = Mat3::Identity();
+  Mat3 inv_inertia_body = Mat3::Identity();
+  double volume_m3 = 0;          // displaced volume when fully submerged
+  Vec3 centre_of_buoyancy_m{0, 0, 0};  // body frame, relative to the centre of mass
+  Damping damping;
+  double restitution = 0.3;
+  double friction = 0.5;
+};
+
+/// Immovable geometry (tank walls, floor, obstacles), placed in the world frame.
+struct StaticBody {
+  std::string name;
+  Shape shape;
+  Vec3 position_m{0, 0, 0};
+  Quat orientation = Quat::Identity();
+  double restitution = 0.3;
+  double friction = 0.5;
+};
+
+struct VehicleModel {
+  std::string name;
+  std::vector<int> bodies;  // indices into WorldModel::bodies
+};
+
+struct Water {
+  bool present = false;
+  double density_kg_m3 = 1000;
+  double surface_z_m = 0;  // water fills z < surface_z_m
+  Vec3 current_m_s{0, 0, 0};
+};
+
+/// Where the broad phase looks for candidate pairs (docs/physics.md has the measurements).
+enum class BroadPhaseKind : std::uint8_t { grid, sweep_and_prune, brute_force };
+
+/// Collision and sub-step tuning; the defaults suit bodies from centimetres to metres.
+struct ContactSettings {
+  /// No body moves (or turns its surface) more than this fraction of its size per sub-step;
+  /// size = radius of a sphere, capsule or cylinder, smallest half extent of a box.
+  double max_motion_fraction = 0.5;
+  /// Sub-steps are never shorter than this (a body faster than size/min_substep_s moves more).
+  double min_substep_s = 1e-6;
+  /// At most this many sub-steps per loop step; reaching it is counted in StepReport.
+  std::uint32_t max_substeps = 100000;
+  /// Most sequential-impulse sweeps per island and sub-step; an island stops earlier once no
+  /// sweep changes a velocity by more than velocity_tolerance_fraction of the speeds at stake
+  /// (or velocity_tolerance_m_s). The first sub-step of a loop step starts cold (nothing
+  /// carries between loop steps): its islands may sweep up to cold_velocity_iterations times
+  /// as long as that stays within cold_solve_budget contact updates per island.
+  int velocity_iterations = 8;
+  int cold_velocity_iterations = 128;
+  std::uint32_t cold_solve_budget = 4096;
+  double velocity_tolerance_m_s = 1e-7;
+  double velocity_tolerance_fraction = 1e-4;
+  /// Most position-projection sweeps per sub-step that remove overlap deeper than twice the
+  /// slop (they stop as soon as nothing is deeper; each sweep only visits contacts next to
+  /// bodies the previous sweep moved).
+  int position_iterations = 150;
+  /// Overlap that is left alone (keeps resting contact still): per pair the smaller of slop_m
+  /// and slop_fraction of the smaller body's size. The position projection starts on overlaps
+  /// deeper than twice the slop and pushes them apart to a gap of one slop.
+  double slop_m = 1e-4;
+  double slop_fraction = 0.002;
+  /// Impacts slower than this are inelastic (resting contact does not bounce).
+  double bounce_threshold_m_s = 0.01;
+  /// Impacts are always resolved at their own time of impact inside a sub-step. With cuts > 0,
+  /// up to this many sub-steps per loop step are also cut short to end exactly at the earliest
+  /// impact (exact timing under forces too, at the cost of extra sub-steps in busy scenes).
+  std::uint32_t max_toi_cuts = 0;
+  BroadPhaseKind broad_phase = BroadPhaseKind::grid;
+};
+
+struct WorldModel {
+  Vec3 gravity_m_s2{0, 0, -9.81};
+  Water water;
+  std::vector<BodyModel> bodies;
+  std::vector<StaticBody> statics;
+  std::vector<HeightField> heightfields;  // terrain grids, referenced by heightfield statics
+  std::vector<VehicleModel> vehicles;
+  /// Largest physics sub-step inside one loop step; the integrator splits dt to stay below it.
+  double max_substep_s = 0.002;
+  ContactSettings contact;
+
+  /// Index of a body by fully qualified name, or -1.
+  int find_body(const std::string& name) const;
+  /// Index of a vehicle by name, or -1.
+  int find_vehicle(const std::string& name) const;
+};
+
+/// Fills inv_mass, inertia (from the shape unless `inertia_override` is set) and volume.
+void finish_body_model(BodyModel& body, const Mat3* inertia_override, const double* volume_override);
+
+}  // namespace tether::runtime

@@ -1,0 +1,903 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/physics/collision.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+namespace tether::runtime {
+
+namespace {
+
+constexpr double tiny = 1e-12;
+
+double sign_of(double x) { return x < 0 ? -1.0 : 1.0; }
+
+// a plane static in world terms: solid where n·x <= offset
+struct WorldPlane {
+  Vec3 n;
+  double offset;
+};
+
+WorldPlane world_plane(const ShapePose& p) {
+  const Vec3 n = p.rotation * p.shape->normal;
+  return {n, n.dot(p.position) + p.shape->offset_m};
+}
+
+// any unit vector perpendicular to unit n
+Vec3 any_perpendicular(const Vec3& n) {
+  const Vec3 t = std::abs(n.x()) < 0.57 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
+  return n.cross(t).normalized();
+}
+
+// ---- point queries in the shape frame ---------------------------------------------------
+
+double point_box_local(const Vec3& he, const Vec3& p, Vec3& n, Vec3& q) {
+  const Vec3 c = p.cwiseMax(-he).cwiseMin(he);
+  const Vec3 d = p - c;
+  const double d2 = d.squaredNorm();
+  if (d2 > 0) {
+    const double dist = std::sqrt(d2);
+    n = d / dist;
+    q = c;
+    return dist;
+  }
+  // inside: the nearest face
+  int k = 0;
+  double best = he.x() - std::abs(p.x());
+  for (int i = 1; i < 3; ++i) {
+    const double g = he[i] - std::abs(p[i]);
+    if (g < best) {
+      best = g;
+      k = i;
+    }
+  }
+  n.setZero();
+  n[k] = sign_of(p[k]);
+  q = p;
+  q[k] = sign_of(p[k]) * he[k];
+  return -best;
+}
+
+double point_capsule_local(double r, double hl, const Vec3& p, Vec3& n, Vec3& q) {
+  const Vec3 s(std::clamp(p.x(), -hl, hl), 0, 0);
+  const Vec3 v = p - s;
+  const double len = v.norm();
+  n = len > tiny ? Vec3(v / len) : Vec3(0, 0, 1);
+  q = s + r * n;
+  return len - r;
+}
+
+double point_cylinder_local(double r, double hl, const Vec3& p, Vec3& n, Vec3& q) {
+  const double rho = std::hypot(p.y(), p.z());
+  const Vec3 e = rho > tiny ? Vec3(0, p.y() / rho, p.z() / rho) : Vec3(0, 0, 1);
+  const double dx = std::abs(p.x()) - hl;
+  const double dr = rho - r;
+  if (dx <= 0 && dr <= 0) {
+    if (dx > dr) {
+      n = Vec3(sign_of(p.x()), 0, 0);
+      q = p;
+      q.x() = sign_of(p.x()) * hl;
+      return dx;
+    }
+    n = e;
+    q = Vec3(p.x(), 0, 0) + r * e;
+    return dr;
+  }
+  const Vec3 c = Vec3(std::clamp(p.x(), -hl, hl), 0, 0) + std::min(rho, r) * e;
+  const Vec3 d = p - c;
+  const double dist = d.norm();
+  n = dist > tiny ? Vec3(d / dist) : (dx > dr ? Vec3(sign_of(p.x()), 0, 0) : e);
+  q = c;
+  return dist;
+}
+
+// ---- contact sets -----------------------------------------------------------------------
+
+// a small fixed buffer that merges near-duplicate points and keeps the best four
+struct ContactSet {
+  std::array<ContactPoint, 16> p;
+  int n = 0;
+  double merge_m = 1e-4;
+
+  void add(const Vec3& point, const Vec3& normal, double sep) {
+    for (int i = 0; i < n; ++i) {
+      if ((p[i].point - point).squaredNorm() < merge_m * merge_m) {
+        if (sep < p[i].separation_m) p[i] = {point, normal, sep};
+        return;
+      }
+    }
+    if (n < static_cast<int>(p.size())) {
+      p[static_cast<std::size_t>(n++)] = {point, normal, sep};
+    } else {
+      // full: replace the shallowest if the new one is deeper
+      int worst = 0;
+      for (int i = 1; i < n; ++i)
+        if (p[i].separation_m > p[worst].separation_m) worst = i;
+      if (sep < p[worst].separation_m) p[static_cast<std::size_t>(worst)] = {point, normal, sep};
+    }
+  }
+
+  // deepest, farthest from it, then the two that span the largest area on either side
+  int emit(ContactPoint* out, int max_out) {
+    if (n <= max_out) {
+      for (int i = 0; i < n; ++i) out[i] = p[static_cast<std::size_t>(i)];
+      return n;
+    }
+    std::array<bool, 16> used{};
+    int k = 0;
+    auto take = [&](int i) {
+      used[static_cast<std::size_t>(i)] = true;
+      out[k++] = p[static_cast<std::size_t>(i)];
+    };
+    int i0 = 0;
+    for (int i = 1; i < n; ++i)
+      if (p[i].separation_m < p[i0].separation_m) i0 = i;
+    take(i0);
+    int i1 = -1;
+    double best = -1;
+    for (int i = 0; i < n; ++i) {
+      if (used[static_cast<std::size_t>(i)]) continue;
+      const double d = (p[i].point - p[i0].point).squaredNorm();
+      if (d > best) {
+        best = d;
+        i1 = i;
+      }
+    }
+    take(i1);
+    const Vec3 nrm = p[i0].normal;
+    const Vec3 a = p[i0].point;
+    const Vec3 ab = p[i1].point - a;
+    int i2 = -1, i3 = -1;
+    double pos = -std::numeric_limits<double>::infinity();
+    for (int i = 0; i < n; ++i) {
+      if (used[static_cast<std::size_t>(i)]) continue;
+      const double area = ab.cross(p[i].point - a).dot(nrm);
+      if (area > pos) pos = area, i2 = i;
+    }
+    double neg = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < n; ++i) {
+      if (used[static_cast<std::size_t>(i)] || i == i2) continue;
+      const double area = ab.cross(p[i].point - a).dot(nrm);
+      if (area < neg) neg = area, i3 = i;
+    }
+    if (i2 >= 0 && k < max_out) take(i2);
+    if (i3 >= 0 && i3 != i2 && k < max_out) take(i3);
+    for (int i = 0; i < n && k < max_out; ++i)
+      if (!used[static_cast<std::size_t>(i)]) take(i);
+    return k;
+  }
+};
+
+// ---- support functions ------------------------------------------------------------------
+
+// support point of the whole shape in world direction d
+Vec3 full_support(const ShapePose& s, const Vec3& d) {
+  const Vec3 dl = s.rotation.transpose() * d;
+  const Shape& sh = *s.shape;
+  Vec3 p;
+  switch (sh.kind) {
+    case ShapeKind::sphere: {
+      const double len = dl.norm();
+      p = len > tiny ? Vec3(sh.radius_m * dl / len) : Vec3::Zero();
+      break;
+    }
+    case ShapeKind::box:
+      p = Vec3(sign_of(dl.x()) * sh.half_extents_m.x(), sign_of(dl.y()) * sh.half_extents_m.y(),
+               sign_of(dl.z()) * sh.half_extents_m.z());
+      break;
+    case ShapeKind::capsule: {
+      const double len = dl.norm();
+      p = Vec3(sign_of(dl.x()) * sh.half_length_m, 0, 0) +
+          (len > tiny ? Vec3(sh.radius_m * dl / len) : Vec3::Zero());
+      break;
+    }
+    case ShapeKind::cylinder: {
+      const double rho = std::hypot(dl.y(), dl.z());
+      p = Vec3(sign_of(dl.x()) * sh.half_length_m, 0, 0);
+      if (rho > tiny) p += Vec3(0, dl.y(), dl.z()) * (sh.radius_m / rho);
+      break;
+    }
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: p.setZero(); break;
+  }
+  return s.position + s.rotation * p;
+}
+
+// the radius a shape's core is shrunk by for GJK
+double core_margin(const Shape& s) {
+  switch (s.kind) {
+    case ShapeKind::sphere:
+    case ShapeKind::capsule: return s.radius_m;
+    case ShapeKind::cylinder: return 0.1 * std::min(s.radius_m, s.half_length_m);
+    default: return 0;
+  }
+}
+
+Vec3 core_support(const ShapePose& s, const Vec3& d, double margin) {
+  const Vec3 dl = s.rotation.transpose() * d;
+  const Shape& sh = *s.shape;
+  Vec3 p;
+  switch (sh.kind) {
+    case ShapeKind::box:
+      p = Vec3(sign_of(dl.x()) * sh.half_extents_m.x(), sign_of(dl.y()) * sh.half_extents_m.y(),
+               sign_of(dl.z()) * sh.half_extents_m.z());
+      break;
+    case ShapeKind::capsule: p = Vec3(sign_of(dl.x()) * sh.half_length_m, 0, 0); break;
+    case ShapeKind::cylinder: {
+      const double rho = std::hypot(dl.y(), dl.z());
+      p = Vec3(sign_of(dl.x()) * (sh.half_length_m - margin), 0, 0);
+      if (rho > tiny) p += Vec3(0, dl.y(), dl.z()) * ((sh.radius_m - margin) / rho);
+      break;
+    }
+    default: p.setZero(); break;
+  }
+  return s.position + s.rotation * p;
+}
+
+// ---- GJK --------------------------------------------------------------------------------
+
+struct Simplex {
+  std::array<Vec3, 4> w, a, b;
+  std::array<double, 4> lambda{};
+  int n = 0;
+
+  void keep(std::initializer_list<int> idx, std::initializer_list<double> lam) {
+    std::array<Vec3, 4> w2, a2, b2;
+    int k = 0;
+    auto li = lam.begin();
+    for (int i : idx) {
+      w2[static_cast<std::size_t>(k)] = w[static_cast<std::size_t>(i)];
+      a2[static_cast<std::size_t>(k)] = a[static_cast<std::size_t>(i)];
+      b2[static_cast<std::size_t>(k)] = b[static_cast<std::size_t>(i)];
+      lambda[static_cast<std::size_t>(k)] = *li++;
+      ++k;
+    }
+    w = w2;
+    a = a2;
+    b = b2;
+    n = k;
+  }
+};
+
+// closest point of triangle (i, j, k) of the simplex to the origin, as indices and weights
+struct TriResult {
+  std::array<int, 3> idx{};
+  std::array<double, 3> lam{};
+  int n = 0;
+  Vec3 v;
+};
+
+TriResult closest_on_triangle(const Simplex& s, int ia, int ib, int ic) {
+  const Vec3& a = s.w[static_cast<std::size_t>(ia)];
+  const Vec3& b = s.w[static_cast<std::size_t>(ib)];
+  const Vec3& c = s.w[static_cast<std::size_t>(ic)];
+  TriResult r;
+  const Vec3 ab = b - a, ac = c - a, ap = -a;
+  const double d1 = ab.dot(ap), d2 = ac.dot(ap);
+  if (d1 <= 0 && d2 <= 0) {
+    r.n = 1, r.idx = {ia, 0, 0}, r.lam = {1, 0, 0}, r.v = a;
+    return r;
+  }
+  const Vec3 bp = -b;
+  const double d3 = ab.dot(bp), d4 = ac.dot(bp);
+  if (d3 >= 0 && d4 <= d3) {
+    r.n = 1, r.idx = {ib, 0, 0}, r.lam = {1, 0, 0}, r.v = b;
+    return r;
+  }
+  const double vc = d1 * d4 - d3 * d2;
+  if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+    const double t = d1 / (d1 - d3);
+    r.n = 2, r.idx = {ia, ib, 0}, r.lam = {1 - t, t, 0}, r.v = a + t * ab;
+    return r;
+  }
+  const Vec3 cp = -c;
+  const double d5 = ab.dot(cp), d6 = ac.dot(cp);
+  if (d6 >= 0 && d5 <= d6) {
+    r.n = 1, r.idx = {ic, 0, 0}, r.lam = {1, 0, 0}, r.v = c;
+    return r;
+  }
+  const double vb = d5 * d2 - d1 * d6;
+  if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+    const double t = d2 / (d2 - d6);
+    r.n = 2, r.idx = {ia, ic, 0}, r.lam = {1 - t, t, 0}, r.v = a + t * ac;
+    return r;
+  }
+  const double va = d3 * d6 - d5 * d4;
+  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+    const double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+    r.n = 2, r.idx = {ib, ic, 0}, r.lam = {1 - t, t, 0}, r.v = b + t * (c - b);
+    return r;
+  }
+  const double denom = va + vb + vc;
+  if (std::abs(denom) < tiny) {  // degenerate triangle: fall back to its best edge
+    r.n = 1, r.idx = {ia, 0, 0}, r.lam = {1, 0, 0}, r.v = a;
+    return r;
+  }
+  const double v = vb / denom, w = vc / denom;
+  r.n = 3, r.idx = {ia, ib, ic}, r.lam = {1 - v - w, v, w}, r.v = a + ab * v + ac * w;
+  return r;
+}
+
+void apply(Simplex& s, const TriResult& r) {
+  if (r.n == 1) s.keep({r.idx[0]}, {r.lam[0]});
+  else if (r.n == 2) s.keep({r.idx[0], r.idx[1]}, {r.lam[0], r.lam[1]});
+  else s.keep({r.idx[0], r.idx[1], r.idx[2]}, {r.lam[0], r.lam[1], r.lam[2]});
+}
+
+// reduces the simplex to the feature closest to the origin; returns false if it holds the origin
+bool reduce(Simplex& s, Vec3& v) {
+  switch (s.n) {
+    case 1:
+      s.lambda[0] = 1;
+      v = s.w[0];
+      return true;
+    case 2: {
+      const Vec3 ab = s.w[1] - s.w[0];
+      const double den = ab.squaredNorm();
+      const double t = den > tiny ? std::clamp(-s.w[0].dot(ab) / den, 0.0, 1.0) : 0.0;
+      if (t <= 0) s.keep({0}, {1.0});
+      else if (t >= 1) s.keep({1}, {1.0});
+      else s.keep({0, 1}, {1 - t, t});
+      v = s.n == 1 ? s.w[0] : Vec3(s.w[0] * s.lambda[0] + s.w[1] * s.lambda[1]);
+      return true;
+    }
+    case 3: {
+      const TriResult r = closest_on_triangle(s, 0, 1, 2);
+      v = r.v;
+      apply(s, r);
+      return true;
+    }
+    case 4: {
+      // faces and the vertex opposite each
+      static constexpr int faces[4][4] = {{0, 1, 2, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 3, 2, 0}};
+      bool any_outside = false;
+      double best = std::numeric_limits<double>::infinity();
+      TriResult best_r;
+      for (const auto& f : faces) {
+        const Vec3& a = s.w[static_cast<std::size_t>(f[0])];
+        const Vec3 nrm = (s.w[static_cast<std::size_t>(f[1])] - a)
+                             .cross(s.w[static_cast<std::size_t>(f[2])] - a);
+        const double side_origin = nrm.dot(-a);
+        const double side_other = nrm.dot(s.w[static_cast<std::size_t>(f[3])] - a);
+        const bool outside = side_origin * side_other < 0 || std::abs(side_other) < 1e-18;
+        if (!outside) continue;
+        any_outside = true;
+        const TriResult r = closest_on_triangle(s, f[0], f[1], f[2]);
+        const double d = r.v.squaredNorm();
+        if (d < best) {
+          best = d;
+          best_r = r;
+        }
+      }
+      if (!any_outside) return false;
+      v = best_r.v;
+      apply(s, best_r);
+      return true;
+    }
+    default: return true;
+  }
+}
+
+ConvexDistance gjk(const ShapePose& a, const ShapePose& b, double ma, double mb) {
+  ConvexDistance out;
+  Simplex s;
+  Vec3 v = a.position - b.position;
+  if (v.squaredNorm() < tiny) v = Vec3(1, 0, 0);
+  for (int iter = 0; iter < 64; ++iter) {
+    const Vec3 pa = core_support(a, -v, ma);
+    const Vec3 pb = core_support(b, v, mb);
+    const Vec3 w = pa - pb;
+    const double vv = v.squaredNorm();
+    if (s.n > 0 && vv - v.dot(w) <= 1e-12 * std::max(vv, 1e-12)) break;  // no progress: v is closest
+    bool duplicate = false;
+    for (int i = 0; i < s.n; ++i)
+      if ((s.w[static_cast<std::size_t>(i)] - w).squaredNorm() < 1e-24) duplicate = true;
+    if (duplicate) break;
+    s.w[static_cast<std::size_t>(s.n)] = w;
+    s.a[static_cast<std::size_t>(s.n)] = pa;
+    s.b[static_cast<std::size_t>(s.n)] = pb;
+    ++s.n;
+    if (!reduce(s, v)) {
+      out.overlapping = true;
+      return out;
+    }
+    if (v.squaredNorm() < 1e-20) {
+      out.overlapping = true;
+      return out;
+    }
+  }
+  out.point_a.setZero();
+  out.point_b.setZero();
+  for (int i = 0; i < s.n; ++i) {
+    out.point_a += s.lambda[static_cast<std::size_t>(i)] * s.a[static_cast<std::size_t>(i)];
+    out.point_b += s.lambda[static_cast<std::size_t>(i)] * s.b[static_cast<std::size_t>(i)];
+  }
+  out.distance_m = (out.point_a - out.point_b).norm();
+  if (out.distance_m < 1e-10) out.overlapping = true;
+  return out;
+}
+
+// when cores overlap: the candidate axis of least overlap (an approximation of the true
+// minimum translation; exact when one of the candidates is the true axis, as for boxes)
+void overlap_fallback(const ShapePose& a, const ShapePose& b, ContactSet& set) {
+  std::array<Vec3, 24> axes;
+  int n = 0;
+  auto push = [&](const Vec3& v) {
+    const double len = v.norm();
+    if (len > 1e-9 && n < static_cast<int>(axes.size())) axes[static_cast<std::size_t>(n++)] = v / len;
+  };
+  auto shape_axes = [](const ShapePose& s, std::array<Vec3, 3>& out) {
+    if (s.shape->kind == ShapeKind::box) {
+      for (int i = 0; i < 3; ++i) out[static_cast<std::size_t>(i)] = s.rotation.col(i);
+      return 3;
+    }
+    if (s.shape->kind == ShapeKind::capsule || s.shape->kind == ShapeKind::cylinder) {
+      out[0] = s.rotation.col(0);
+      return 1;
+    }
+    return 0;
+  };
+  std::array<Vec3, 3> ax_a, ax_b;
+  const int na = shape_axes(a, ax_a), nb = shape_axes(b, ax_b);
+  for (int i = 0; i < na; ++i) push(ax_a[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < nb; ++i) push(ax_b[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < na; ++i)
+    for (int j = 0; j < nb; ++j) push(ax_a[static_cast<std::size_t>(i)].cross(ax_b[static_cast<std::size_t>(j)]));
+  const Vec3 d = a.position - b.position;
+  push(d);
+  // radial directions of round shapes toward the other centre
+  auto radial = [&](const ShapePose& s, const Vec3& toward) {
+    if (s.shape->kind != ShapeKind::capsule && s.shape->kind != ShapeKind::cylinder) return;
+    const Vec3 u = s.rotation.col(0);
+    push(toward - toward.dot(u) * u);
+  };
+  radial(a, -d);
+  radial(b, d);
+  double best = std::numeric_limits<double>::infinity();
+  Vec3 best_n(0, 0, 1);
+  for (int i = 0; i < n; ++i) {
+    for (double sgn : {1.0, -1.0}) {
+      const Vec3 nrm = sgn * axes[static_cast<std::size_t>(i)];
+      const double overlap = full_support(b, nrm).dot(nrm) - full_support(a, -nrm).dot(nrm);
+      if (overlap < best) {
+        best = overlap;
+        best_n = nrm;
+      }
+    }
+  }
+  const Vec3 deepest_a = full_support(a, -best_n);
+  set.add(deepest_a + 0.5 * best * best_n, best_n, -best);
+}
+
+// ---- pair functions (a is the first kind in enum order) ---------------------------------
+
+// a point of a's surface (with a's outward direction) against shape b
+void point_against(const ShapePose& b, const Vec3& p, double margin, ContactSet& set) {
+  Vec3 nb, sb;
+  const double d = point_distance(b, p, nb, sb);
+  if (d < margin) set.add(0.5 * (p + sb), nb, d);
+}
+
+// a sphere (centre c, radius r) against shape b
+void sphere_against(const Vec3& c, double r, const ShapePose& b, double margin, ContactSet& set) {
+  Vec3 nb, sb;
+  const double d = point_distance(b, c, nb, sb) - r;
+  if (d < margin) set.add(0.5 * (c - r * nb + sb), nb, d);
+}
+
+void box_box(const ShapePose& a, const ShapePose& b, double margin, ContactSet& set) {
+  const Mat3& ra = a.rotation;
+  const Mat3& rb = b.rotation;
+  const Vec3& ea = a.shape->half_extents_m;
+  const Vec3& eb = b.shape->half_extents_m;
+  const Vec3 d = a.position - b.position;  // from b to a
+  // c(i, j) = A_i · B_j
+  const Mat3 c = ra.transpose() * rb;
+  Mat3 abs_c = c.cwiseAbs();
+  abs_c.array() += 1e-12;
+  const Vec3 da = ra.transpose() * d;  // d in a's frame
+  const Vec3 db = rb.transpose() * d;  // d in b's frame
+
+  double best_a = -std::numeric_limits<double>::infinity(), best_b = best_a, best_e = best_a;
+  int axis_a = 0, axis_b = 0, edge_i = 0, edge_j = 0;
+  Vec3 edge_axis(0, 0, 1);
+  for (int i = 0; i < 3; ++i) {
+    const double rbp = eb.dot(abs_c.row(i));
+    const double s = std::abs(da[i]) - ea[i] - rbp;
+    if (s > margin) return;
+    if (s > best_a) best_a = s, axis_a = i;
+  }
+  for (int j = 0; j < 3; ++j) {
+    const double rap = ea.dot(abs_c.col(j));
+    const double s = std::abs(db[j]) - eb[j] - rap;
+    if (s > margin) return;
+    if (s > best_b) best_b = s, axis_b = j;
+  }
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      const Vec3 l = ra.col(i).cross(rb.col(j));
+      const double len = l.norm();
+      if (len < 1e-6) continue;  // parallel edges: the face axes cover them
+      const Vec3 u = l / len;
+      const double rap = ea.dot((ra.transpose() * u).cwiseAbs());
+      const double rbp = eb.dot((rb.transpose() * u).cwiseAbs());
+      const double s = std::abs(d.dot(u)) - rap - rbp;
+      if (s > margin) return;
+      if (s > best_e) best_e = s, edge_i = i, edge_j = j, edge_axis = u;
+    }
+  }
+  const double size = std::min(ea.minCoeff(), eb.minCoeff());
+  const double tol = 1e-3 * size + 1e-9;
+  // prefer faces (stable manifolds); an edge axis only when clearly better
+  const bool use_b = best_b > best_a + tol;
+  const double best_face = use_b ? best_b : best_a;
+  if (best_e > best_face + tol) {
+    Vec3 n = edge_axis;
+    if (n.dot(d) < 0) n = -n;
+    // the edge of a most toward b, the edge of b most toward a
+    Vec3 ca = a.position, cb = b.position;
+    for (int k = 0; k < 3; ++k) {
+      if (k != edge_i) ca += ra.col(k) * (ea[k] * sign_of(-ra.col(k).dot(n)));
+      if (k != edge_j) cb += rb.col(k) * (eb[k] * sign_of(rb.col(k).dot(n)));
+    }
+    const Vec3 ua = ra.col(edge_i), ub = rb.col(edge_j);
+    // closest points of two lines, clamped to the edges
+    const Vec3 r = ca - cb;
+    const double bdot = ua.dot(ub), dd = ua.dot(r), e = ub.dot(r);
+    const double den = 1 - bdot * bdot;
+    double s = den > 1e-12 ? (bdot * e - dd) / den : 0.0;
+    s = std::clamp(s, -ea[edge_i], ea[edge_i]);
+    double t = std::clamp(bdot * s + e, -eb[edge_j], eb[edge_j]);
+    s = std::clamp(bdot * t - dd, -ea[edge_i], ea[edge_i]);
+    const Vec3 pa = ca + ua * s, pb = cb + ub * t;
+    set.add(0.5 * (pa + pb), n, best_e);
+    return;
+  }
+  // face contact: reference box ref, incident box inc; nr = ref's outward face normal toward inc
+  const ShapePose& ref = use_b ? b : a;
+  const ShapePose& inc = use_b ? a : b;
+  const int axis = use_b ? axis_b : axis_a;
+  const Vec3& er = ref.shape->half_extents_m;
+  const Vec3& ei = inc.shape->half_extents_m;
+  Vec3 nr = ref.rotation.col(axis);
+  if (nr.dot(inc.position - ref.position) < 0) nr = -nr;
+  const Vec3 n = use_b ? nr : Vec3(-nr);  // contact normal from b to a
+  // incident face: the face of inc most opposed to nr
+  int ki = 0;
+  double most = -1;
+  for (int k = 0; k < 3; ++k) {
+    const double v = std::abs(inc.rotation.col(k).dot(nr));
+    if (v > most) most = v, ki = k;
+  }
+  const Vec3 ni = inc.rotation.col(ki) * (inc.rotation.col(ki).dot(nr) > 0 ? -1.0 : 1.0);
+  const int ku = (ki + 1) % 3, kv = (ki + 2) % 3;
+  const Vec3 fc = inc.position + ni * ei[ki];
+  const Vec3 iu = inc.rotation.col(ku) * ei[ku], iv = inc.rotation.col(kv) * ei[kv];
+  std::array<Vec3, 16> poly{fc + iu + iv, fc - iu + iv, fc - iu - iv, fc + iu - iv};
+  int np = 4;
+  // clip against the four side planes of the reference face
+  const Vec3 rc = ref.position + nr * er[axis];
+  const int ru = (axis + 1) % 3, rv = (axis + 2) % 3;
+  const std::array<std::pair<Vec3, double>, 4> sides{{{ref.rotation.col(ru), er[ru]},
+                                                      {-ref.rotation.col(ru), er[ru]},
+                                                      {ref.rotation.col(rv), er[rv]},
+                                                      {-ref.rotation.col(rv), er[rv]}}};
+  for (const auto& [pn, lim] : sides) {
+    std::array<Vec3, 16> out;
+    int no = 0;
+    for (int i = 0; i < np; ++i) {
+      const Vec3& p0 = poly[static_cast<std::size_t>(i)];
+      const Vec3& p1 = poly[static_cast<std::size_t>((i + 1) % np)];
+      const double d0 = (p0 - rc).dot(pn) - lim, d1 = (p1 - rc).dot(pn) - lim;
+      if (d0 <= 0) out[static_cast<std::size_t>(no++)] = p0;
+      if ((d0 < 0) != (d1 < 0) && no < 16) out[static_cast<std::size_t>(no++)] = p0 + (p1 - p0) * (d0 / (d0 - d1));
+    }
+    poly = out;
+    np = no;
+    if (np == 0) break;
+  }
+  for (int i = 0; i < np; ++i) {
+    const Vec3& p = poly[static_cast<std::size_t>(i)];
+    const double sep = (p - rc).dot(nr);
+    if (sep < margin) set.add(p - nr * (0.5 * sep), n, sep);
+  }
+  if (set.n == 0) {
+    // clipping lost everything (grazing): fall back to the deepest incident vertex
+    const Vec3 p = full_support(inc, -nr);
+    const double sep = (p - rc).dot(nr);
+    if (sep < margin) set.add(p - nr * (0.5 * sep), n, sep);
+  }
+}
+
+void box_plane(const ShapePose& a, const WorldPlane& pl, double margin, ContactSet& set) {
+  const Vec3& e = a.shape->half_extents_m;
+  for (int i = 0; i < 8; ++i) {
+    const Vec3 local((i & 1) ? e.x() : -e.x(), (i & 2) ? e.y() : -e.y(), (i & 4) ? e.z() : -e.z());
+    const Vec3 v = a.position + a.rotation * local;
+    const double d = pl.n.dot(v) - pl.offset;
+    if (d < margin) set.add(v - pl.n * (0.5 * d), pl.n, d);
+  }
+}
+
+// rim points of a cylinder's end discs that can touch something in direction -n from the
+// cylinder: per disc the extreme point, plus three more around it when the disc faces n
+template <typename F>
+void cylinder_rim_points(const ShapePose& c, const Vec3& n, F&& f) {
+  const Vec3 u = c.rotation.col(0);
+  const double r = c.shape->radius_m, hl = c.shape->half_length_m;
+  Vec3 w = -n - (-n).dot(u) * u;
+  const double wl = w.norm();
+  const bool flat = wl < 0.35;  // disc within ~20 degrees of facing n
+  w = wl > 1e-9 ? Vec3(w / wl) : any_perpendicular(u);
+  const Vec3 w2 = u.cross(w);
+  for (double end : {-1.0, 1.0}) {
+    const Vec3 ce = c.position + u * (end * hl);
+    f(ce + r * w);
+    if (flat) {
+      f(ce - r * w);
+      f(ce + r * w2);
+      f(ce - r * w2);
+    }
+  }
+}
+
+void cylinder_plane(const ShapePose& a, const WorldPlane& pl, double margin, ContactSet& set) {
+  cylinder_rim_points(a, pl.n, [&](const Vec3& v) {
+    const double d = pl.n.dot(v) - pl.offset;
+    if (d < margin) set.add(v - pl.n * (0.5 * d), pl.n, d);
+  });
+}
+
+void capsule_ends(const ShapePose& s, Vec3& e0, Vec3& e1) {
+  const Vec3 u = s.rotation.col(0) * s.shape->half_length_m;
+  e0 = s.position - u;
+  e1 = s.position + u;
+}
+
+// closest points between segments p1-q1 and p2-q2
+void closest_segments(const Vec3& p1, const Vec3& q1, const Vec3& p2, const Vec3& q2, Vec3& c1,
+                      Vec3& c2) {
+  const Vec3 d1 = q1 - p1, d2 = q2 - p2, r = p1 - p2;
+  const double a = d1.squaredNorm(), e = d2.squaredNorm(), f = d2.dot(r);
+  double s = 0, t = 0;
+  if (a <= tiny && e <= tiny) {
+    c1 = p1, c2 = p2;
+    return;
+  }
+  if (a <= tiny) {
+    t = std::clamp(f / e, 0.0, 1.0);
+  } else {
+    const double c = d1.dot(r);
+    if (e <= tiny) {
+      s = std::clamp(-c / a, 0.0, 1.0);
+    } else {
+      const double b = d1.dot(d2), den = a * e - b * b;
+      s = den > tiny ? std::clamp((b * f - c * e) / den, 0.0, 1.0) : 0.0;
+      t = (b * s + f) / e;
+      if (t < 0) {
+        t = 0;
+        s = std::clamp(-c / a, 0.0, 1.0);
+      } else if (t > 1) {
+        t = 1;
+        s = std::clamp((b - c) / a, 0.0, 1.0);
+      }
+    }
+  }
+  c1 = p1 + d1 * s;
+  c2 = p2 + d2 * t;
+}
+
+void capsule_capsule(const ShapePose& a, const ShapePose& b, double margin, ContactSet& set) {
+  Vec3 a0, a1, b0, b1, ca, cb;
+  capsule_ends(a, a0, a1);
+  capsule_ends(b, b0, b1);
+  const double ra = a.shape->radius_m, rb = b.shape->radius_m;
+  closest_segments(a0, a1, b0, b1, ca, cb);
+  const Vec3 dv = ca - cb;
+  const double len = dv.norm();
+  const Vec3 n = len > tiny ? Vec3(dv / len) : any_perpendicular(a.rotation.col(0));
+  const double sep = len - ra - rb;
+  if (sep < margin) set.add(0.5 * ((ca - ra * n) + (cb + rb * n)), n, sep);
+  // the end spheres give the second point of a line contact
+  sphere_against(a0, ra, b, margin, set);
+  sphere_against(a1, ra, b, margin, set);
+  ContactSet other;
+  other.merge_m = set.merge_m;
+  sphere_against(b0, rb, a, margin, other);
+  sphere_against(b1, rb, a, margin, other);
+  for (int i = 0; i < other.n; ++i) {
+    const ContactPoint& p = other.p[static_cast<std::size_t>(i)];
+    set.add(p.point, -p.normal, p.separation_m);
+  }
+}
+
+// pairs without a closed form: GJK on the cores, plus sampled surface points of a
+void generic_convex(const ShapePose& a, const ShapePose& b, double margin, ContactSet& set) {
+  double ma = 0, mb = 0;
+  const ConvexDistance cd = convex_core_distance(a, b, ma, mb);
+  Vec3 n;
+  if (cd.overlapping) {
+    overlap_fallback(a, b, set);
+    if (set.n == 0) return;
+    n = set.p[0].normal;
+  } else {
+    n = (cd.point_a - cd.point_b) / cd.distance_m;
+    const double sep = cd.distance_m - ma - mb;
+    if (sep < margin) set.add(0.5 * ((cd.point_a - ma * n) + (cd.point_b + mb * n)), n, sep);
+  }
+  // extra points so that line and face contacts are supported at more than one point
+  auto sample = [&](const ShapePose& s, const ShapePose& o, const Vec3& toward_o, bool flip) {
+    ContactSet tmp;
+    tmp.merge_m = set.merge_m;
+    if (s.shape->kind == ShapeKind::capsule) {
+      Vec3 e0, e1;
+      capsule_ends(s, e0, e1);
+      sphere_against(e0, s.shape->radius_m, o, margin, tmp);
+      sphere_against(e1, s.shape->radius_m, o, margin, tmp);
+    } else if (s.shape->kind == ShapeKind::cylinder) {
+      cylinder_rim_points(s, -toward_o, [&](const Vec3& v) { point_against(o, v, margin, tmp); });
+    } else if (s.shape->kind == ShapeKind::box) {
+      const Vec3& e = s.shape->half_extents_m;
+      for (int i = 0; i < 8; ++i) {
+        const Vec3 local((i & 1) ? e.x() : -e.x(), (i & 2) ? e.y() : -e.y(), (i & 4) ? e.z() : -e.z());
+        const Vec3 v = s.position + s.rotation * local;
+        if ((v - s.position).dot(toward_o) > 0) point_against(o, v, margin, tmp);
+      }
+    }
+    for (int i = 0; i < tmp.n; ++i) {
+      const ContactPoint& p = tmp.p[static_cast<std::size_t>(i)];
+      set.add(p.point, flip ? Vec3(-p.normal) : p.normal, p.separation_m);
+    }
+  };
+  sample(a, b, -n, false);
+  sample(b, a, n, true);
+}
+
+}  // namespace
+
+// ---- public -----------------------------------------------------------------------------
+
+double point_distance(const ShapePose& s, const Vec3& point, Vec3& normal, Vec3& surface) {
+  const Shape& sh = *s.shape;
+  if (sh.kind == ShapeKind::plane) {
+    const WorldPlane pl = world_plane(s);
+    const double d = pl.n.dot(point) - pl.offset;
+    normal = pl.n;
+    surface = point - d * pl.n;
+    return d;
+  }
+  if (sh.kind == ShapeKind::sphere) {
+    const Vec3 v = point - s.position;
+    const double len = v.norm();
+    normal = len > tiny ? Vec3(v / len) : Vec3(0, 0, 1);
+    surface = s.position + sh.radius_m * normal;
+    return len - sh.radius_m;
+  }
+  const Vec3 p = s.rotation.transpose() * (point - s.position);
+  Vec3 nl, ql;
+  double d = 0;
+  switch (sh.kind) {
+    case ShapeKind::box: d = point_box_local(sh.half_extents_m, p, nl, ql); break;
+    case ShapeKind::capsule: d = point_capsule_local(sh.radius_m, sh.half_length_m, p, nl, ql); break;
+    case ShapeKind::cylinder: d = point_cylinder_local(sh.radius_m, sh.half_length_m, p, nl, ql); break;
+    default:
+      nl = Vec3(0, 0, 1);
+      ql = p;
+      d = std::numeric_limits<double>::infinity();
+      break;
+  }
+  normal = s.rotation * nl;
+  surface = s.position + s.rotation * ql;
+  return d;
+}
+
+ConvexDistance convex_core_distance(const ShapePose& a, const ShapePose& b, double& margin_a,
+                                    double& margin_b) {
+  margin_a = core_margin(*a.shape);
+  margin_b = core_margin(*b.shape);
+  return gjk(a, b, margin_a, margin_b);
+}
+
+Aabb shape_aabb(const ShapePose& pose) {
+  const Shape& s = *pose.shape;
+  Vec3 ext = Vec3::Zero();
+  switch (s.kind) {
+    case ShapeKind::sphere: ext.setConstant(s.radius_m); break;
+    case ShapeKind::box: ext = pose.rotation.cwiseAbs() * s.half_extents_m; break;
+    case ShapeKind::capsule:
+      ext = pose.rotation.col(0).cwiseAbs() * s.half_length_m + Vec3::Constant(s.radius_m);
+      break;
+    case ShapeKind::cylinder: {
+      const Vec3 u = pose.rotation.col(0);
+      for (int k = 0; k < 3; ++k)
+        ext[k] = std::abs(u[k]) * s.half_length_m + s.radius_m * std::sqrt(std::max(0.0, 1 - u[k] * u[k]));
+      break;
+    }
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: return Aabb::infinite();
+  }
+  return {pose.position - ext, pose.position + ext};
+}
+
+double shape_bounding_radius(const Shape& s) {
+  switch (s.kind) {
+    case ShapeKind::sphere: return s.radius_m;
+    case ShapeKind::box: return s.half_extents_m.norm();
+    case ShapeKind::capsule: return s.half_length_m + s.radius_m;
+    case ShapeKind::cylinder: return std::hypot(s.half_length_m, s.radius_m);
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: return 0;
+  }
+  return 0;
+}
+
+double shape_size(const Shape& s) {
+  switch (s.kind) {
+    case ShapeKind::sphere:
+    case ShapeKind::capsule: return s.radius_m;
+    case ShapeKind::box: return s.half_extents_m.minCoeff();
+    case ShapeKind::cylinder: return std::min(s.radius_m, s.half_length_m);
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: return std::numeric_limits<double>::infinity();
+  }
+  return 0;
+}
+
+int collide(const ShapePose& a_in, const ShapePose& b_in, double margin, ContactPoint* out) {
+  // order the pair by kind so each combination has one function; flip normals back after
+  const bool swap = a_in.shape->kind > b_in.shape->kind;
+  const ShapePose& a = swap ? b_in : a_in;
+  const ShapePose& b = swap ? a_in : b_in;
+  const Shape& sa = *a.shape;
+  const Shape& sb = *b.shape;
+  ContactSet set;
+  set.merge_m = 0.05 * std::min(shape_size(sa), shape_size(sb));
+  if (!(set.merge_m < 1e300)) set.merge_m = 1e-4;
+  switch (sa.kind) {
+    case ShapeKind::sphere:
+      // sphere against anything: exact through the point distance of b
+      if (sb.kind == ShapeKind::heightfield) break;
+      sphere_against(a.position, sa.radius_m, b, margin, set);
+      break;
+    case ShapeKind::box:
+      switch (sb.kind) {
+        case ShapeKind::box: box_box(a, b, margin, set); break;
+        case ShapeKind::plane: box_plane(a, world_plane(b), margin, set); break;
+        case ShapeKind::cylinder:
+        case ShapeKind::capsule: generic_convex(a, b, margin, set); break;
+        default: break;
+      }
+      break;
+    case ShapeKind::cylinder:
+      switch (sb.kind) {
+        case ShapeKind::cylinder:
+        case ShapeKind::capsule: generic_convex(a, b, margin, set); break;
+        case ShapeKind::plane: cylinder_plane(a, world_plane(b), margin, set); break;
+        default: break;
+      }
+      break;
+    case ShapeKind::capsule:
+      switch (sb.kind) {
+        case ShapeKind::capsule: capsule_capsule(a, b, margin, set); break;
+        case ShapeKind::plane: {
+          Vec3 e0, e1;
+          capsule_ends(a, e0, e1);
+          sphere_against(e0, sa.radius_m, b, margin, set);
+          sphere_against(e1, sa.radius_m, b, margin, set);
+          break;
+        }
+        default: break;
+      }
+      break;
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: break;
+  }
+  const int n = set.emit(out, 4);
+  if (swap)
+    for (int i = 0; i < n; ++i) out[i].normal = -out[i].normal;
+  return n;
+}
+
+}  // namespace tether::runtime

@@ -1,0 +1,1172 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/physics/physics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tether/physics/broadphase.hpp"
+#include "tether/physics/collision.hpp"
+#include "tether/physics/terrain.hpp"
+
+namespace tether::runtime {
+
+namespace {
+
+// ---- free flight: RK4 over the full force model ------------------------------------------
+
+// time derivative of one body's state; the quaternion as a 4-vector (w, x, y, z)
+struct Derivative {
+  Vec3 velocity;
+  Eigen::Vector4d orientation_rate;
+  Vec3 force;
+  Vec3 torque;
+};
+
+Derivative evaluate(const WorldModel& model, const BodyModel& body, const BodyState& s,
+                    const BodyWrench& input) {
+  Derivative d;
+  d.velocity = s.linear_momentum * body.inv_mass;
+  const Mat3 r = s.orientation.toRotationMatrix();
+  const Vec3 w = r * (body.inv_inertia_body * (r.transpose() * s.angular_momentum));
+  // dq/dt = 1/2 (0, w) q
+  const Quat wq(0, w.x(), w.y(), w.z());
+  const Quat qdot = wq * s.orientation;
+  d.orientation_rate << 0.5 * qdot.w(), 0.5 * qdot.x(), 0.5 * qdot.y(), 0.5 * qdot.z();
+  body_forces(model, body, s, input, d.force, d.torque);
+  return d;
+}
+
+BodyState offset(const BodyState& s, const Derivative& d, double h) {
+  BodyState out;
+  out.position_m = s.position_m + h * d.velocity;
+  Eigen::Vector4d q(s.orientation.w(), s.orientation.x(), s.orientation.y(), s.orientation.z());
+  q += h * d.orientation_rate;
+  out.orientation = Quat(q[0], q[1], q[2], q[3]).normalized();
+  out.linear_momentum = s.linear_momentum + h * d.force;
+  out.angular_momentum = s.angular_momentum + h * d.torque;
+  return out;
+}
+
+void rk4(const WorldModel& model, const BodyModel& body, BodyState& s, const BodyWrench& input,
+         double h) {
+  const Derivative k1 = evaluate(model, body, s, input);
+  const Derivative k2 = evaluate(model, body, offset(s, k1, 0.5 * h), input);
+  const Derivative k3 = evaluate(model, body, offset(s, k2, 0.5 * h), input);
+  const Derivative k4 = evaluate(model, body, offset(s, k3, h), input);
+  const double h6 = h / 6.0;
+  s.position_m += h6 * (k1.velocity + 2.0 * k2.velocity + 2.0 * k3.velocity + k4.velocity);
+  Eigen::Vector4d q(s.orientation.w(), s.orientation.x(), s.orientation.y(), s.orientation.z());
+  q += h6 * (k1.orientation_rate + 2.0 * k2.orientation_rate + 2.0 * k3.orientation_rate +
+             k4.orientation_rate);
+  s.orientation = Quat(q[0], q[1], q[2], q[3]).normalized();
+  s.linear_momentum += h6 * (k1.force + 2.0 * k2.force + 2.0 * k3.force + k4.force);
+  s.angular_momentum += h6 * (k1.torque + 2.0 * k2.torque + 2.0 * k3.torque + k4.torque);
+}
+
+bool finite(const BodyState& b) {
+  return b.position_m.allFinite() && b.orientation.coeffs().allFinite() &&
+         b.linear_momentum.allFinite() && b.angular_momentum.allFinite();
+}
+
+// rotation by the rotation vector th (axis * angle)
+Quat rotation_quat(const Vec3& th) {
+  const double a = th.norm();
+  if (a < 1e-9) return Quat(1.0, 0.5 * th.x(), 0.5 * th.y(), 0.5 * th.z()).normalized();
+  const double s = std::sin(0.5 * a) / a;
+  return Quat(std::cos(0.5 * a), s * th.x(), s * th.y(), s * th.z());
+}
+
+// rotation vector of a (small) rotation quaternion
+Vec3 rotation_vector(const Quat& dq) {
+  const double sgn = dq.w() < 0 ? -1.0 : 1.0;
+  const Vec3 v(sgn * dq.x(), sgn * dq.y(), sgn * dq.z());
+  const double s = v.norm();
+  if (s < 1e-12) return 2.0 * v;
+  return v * (2.0 * std::atan2(s, sgn * dq.w()) / s);
+}
+
+Vec3 unit_perpendicular(const Vec3& n) {
+  const Vec3 t = std::abs(n.x()) < 0.57 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
+  return n.cross(t).normalized();
+}
+
+// ---- per sub-step data -------------------------------------------------------------------
+
+struct BodyFrame {
+  Mat3 r;            // orientation at the sub-step start
+  Mat3 inv_inertia;  // world frame
+  Vec3 v, w;         // velocities at the start
+  Vec3 force, torque;
+  double size = 0;
+  double bound_r = 0;
+  double turn_r = 0;  // lever arm that turning moves the surface by (0 for a sphere)
+  double speed = 0;  // fastest surface point
+  double accel = 0;  // bound on surface-point acceleration
+  double motion = 0; // bound on surface motion in this sub-step (+ skin): collision margin
+};
+
+struct SolverBody {
+  Vec3 v{0, 0, 0};
+  Vec3 w{0, 0, 0};
+  Mat3 inv_i = Mat3::Zero();
+  double inv_m = 0;
+};
+
+// 3x3 times 3-vector, written out: the solver's inner loop calls it millions of times
+inline Vec3 mul(const Mat3& m, const Vec3& v) {
+  return {m(0, 0) * v.x() + m(0, 1) * v.y() + m(0, 2) * v.z(), m(1, 0) * v.x() + m(1, 1) * v.y() + m(1, 2) * v.z(),
+          m(2, 0) * v.x() + m(2, 1) * v.y() + m(2, 2) * v.z()};
+}
+
+// the part of a contact the position projection reads
+struct ProjRow {
+  std::int32_t a = 0, b = 0;
+  double sep = 0, slop = 0, k = 0;
+  double radsum = 0;  // > 0: two spheres, exact distance of the centres
+  Vec3 n = Vec3::UnitZ(), ra = Vec3::Zero(), rb = Vec3::Zero();
+};
+
+// the part of a contact the solver sweeps over, packed in island order
+struct Row {
+  std::int32_t a = 0, b = 0;
+  Vec3 n = Vec3::UnitZ(), t1 = Vec3::UnitX(), ra = Vec3::Zero(), rb = Vec3::Zero();
+  double kn = 0, kt1 = 0, kt2 = 0, target = 0, mu = 0;
+  double ln = 0, lt1 = 0, lt2 = 0;
+};
+
+struct Contact {
+  std::int32_t a = 0;
+  std::int32_t b = 0;             // solver index; the last one stands for static geometry
+  std::int32_t static_index = -1;
+  bool round_pair = false;        // two spheres: projection uses the exact distance
+  bool impact = false;            // bounces in this sub-step (not warm-started)
+  bool far = false;               // a gap nothing closes in this sub-step: projection only
+  std::uint64_t pair_key = 0;     // (a, kind of partner, partner): the order contacts come in
+  Vec3 n = Vec3::UnitZ(), t1 = Vec3::UnitX(), ra = Vec3::Zero(), rb = Vec3::Zero(), point = Vec3::Zero();
+  double kn = 0, kt1 = 0, kt2 = 0;
+  double target = 0;              // lowest normal velocity allowed after the solve
+  double ln = 0, lt1 = 0, lt2 = 0;
+  double mu = 0, restitution = 0;
+  double sep = 0;
+  double toi = 0;                 // impact time inside the sub-step (0: at the start / none)
+  double slop = 0;
+  double rad_a = 0, rad_b = 0;
+  double vn0 = 0;                 // normal velocity at the sub-step start
+};
+
+double inverse_effective_mass(const SolverBody& a, const SolverBody& b, const Vec3& ra,
+                              const Vec3& rb, const Vec3& d) {
+  const Vec3 ca = ra.cross(d), cb = rb.cross(d);
+  const double k = a.inv_m + b.inv_m + ca.dot(mul(a.inv_i, ca)) + cb.dot(mul(b.inv_i, cb));
+  return k > 1e-300 ? 1.0 / k : 0.0;
+}
+
+}  // namespace
+
+struct PhysicsScratch::Impl {
+  std::vector<BodyFrame> frames;
+  std::vector<SolverBody> solver;
+  std::vector<BodyState> start;
+  std::vector<Aabb> boxes;
+  std::vector<BoxPair> pairs;
+  std::vector<int> bounded_statics;    // in the broad phase, after the bodies
+  std::vector<int> unbounded_statics;  // planes and heightfields: tested per body
+  std::vector<Aabb> static_boxes;
+  std::vector<Mat3> static_rot;
+  BroadPhase broad;
+  std::vector<Contact> contacts;
+  std::vector<Contact> previous;  // the last sub-step's contacts (warm start), this step only
+  double previous_h = 0;
+  std::vector<Vec3> corr_lin, corr_ang;  // time-of-impact position corrections
+  std::vector<Vec3> disp_lin, disp_ang;  // motion over the sub-step
+  std::vector<Vec3> proj_lin, proj_ang;  // position projection
+  std::vector<std::uint8_t> in_contact, const_force, isotropic, projected;
+  std::vector<double> moved_by;
+  std::vector<std::int32_t> runners, candidates;
+  std::vector<Aabb> runner_boxes;
+  std::size_t sorted_contacts = 0, previous_sorted = 0;
+  std::vector<std::int32_t> parent, island_label, island_of;
+  std::vector<std::uint32_t> island_start, island_order, island_cursor;
+  std::vector<Row> rows;                      // solver rows in island order
+  std::vector<ProjRow> proj_rows;
+  std::vector<Vec3> pos_now;
+  std::vector<std::uint32_t> row_contact;     // contact index of each row
+  std::vector<std::uint32_t> adjacency_start, adjacency;  // body -> contacts (projection)
+  std::vector<std::uint32_t> work, next_work, contact_stamp, body_stamp, moved;
+  struct Event {
+    ContactEvent e;
+    double weight;
+  };
+  std::vector<Event> events;
+};
+
+PhysicsScratch::PhysicsScratch() : impl(std::make_unique<Impl>()) {}
+PhysicsScratch::~PhysicsScratch() = default;
+PhysicsScratch::PhysicsScratch(PhysicsScratch&&) noexcept = default;
+PhysicsScratch& PhysicsScratch::operator=(PhysicsScratch&&) noexcept = default;
+
+void body_forces(const WorldModel& model, const BodyModel& body, const BodyState& s,
+                 const BodyWrench& input, Vec3& force, Vec3& torque) {
+  const Mat3 r = s.orientation.toRotationMatrix();
+  force = body.mass_kg * model.gravity_m_s2;
+  torque.setZero();
+  if (model.water.present) {
+    const double f = submerged_fraction(body.shape, s.orientation, s.position_m.z(),
+                                        model.water.surface_z_m);
+    if (f > 0) {
+      // buoyancy acts at the centre of buoyancy, opposite to gravity
+      const Vec3 buoyancy = -model.water.density_kg_m3 * body.volume_m3 * f * model.gravity_m_s2;
+      force += buoyancy;
+      torque += (r * body.centre_of_buoyancy_m).cross(buoyancy);
+      // damping acts on motion relative to the water, in the body frame, scaled by wetness
+      const Vec3 v_b = r.transpose() * (s.linear_momentum * body.inv_mass - model.water.current_m_s);
+      const Vec3 w_b = body.inv_inertia_body * (r.transpose() * s.angular_momentum);
+      const Damping& d = body.damping;
+      const Vec3 fd = -f * (d.linear.cwiseProduct(v_b) +
+                            d.quadratic.cwiseProduct(v_b.cwiseAbs()).cwiseProduct(v_b));
+      const Vec3 td = -f * (d.angular_linear.cwiseProduct(w_b) +
+                            d.angular_quadratic.cwiseProduct(w_b.cwiseAbs()).cwiseProduct(w_b));
+      force += r * fd;
+      torque += r * td;
+    }
+  }
+  force += input.force_world_n + r * input.force_body_n;
+  torque += input.torque_world_nm + r * input.torque_body_nm;
+}
+
+namespace {
+
+// one step() call: the model, the state and the scratch, with the sub-step machinery
+class Stepper {
+ public:
+  Stepper(const WorldModel& model, WorldState& state, const StepInputs& inputs,
+          PhysicsScratch::Impl& s, StepReport* report)
+      : model_(model), cfg_(model.contact), state_(state), inputs_(inputs), s_(s), report_(report),
+        n_(std::min(state.bodies.size(), model.bodies.size())) {}
+
+  StepStatus run(double dt_s);
+
+ private:
+  const BodyWrench& input(std::size_t i) const {
+    static const BodyWrench none{};
+    return i < inputs_.wrenches.size() ? inputs_.wrenches[i] : none;
+  }
+  void setup();
+  void frames();
+  double choose_substep(double remaining) const;
+  void set_motion(double h);
+  void detect();
+  void add_contacts(std::int32_t a, std::int32_t b, std::int32_t static_index, std::uint64_t group,
+                    const ContactPoint* pts, int count, double restitution, double friction,
+                    double size_b, double rad_b);
+  void warm_start(double h);
+  void prepare(double h);
+  double earliest_impact(double h) const;
+  void build_islands();
+  void solve();
+  void integrate(double h);
+  void catch_outrunners();
+  void project();
+  void record_events();
+  void finish_events();
+
+  const WorldModel& model_;
+  const ContactSettings& cfg_;
+  WorldState& state_;
+  const StepInputs& inputs_;
+  PhysicsScratch::Impl& s_;
+  StepReport* report_;
+  std::size_t n_;
+  bool collect_events_ = false;
+};
+
+void Stepper::setup() {
+  const std::size_t n = n_;
+  s_.frames.resize(n);
+  s_.solver.resize(n + 1);
+  s_.solver[n] = SolverBody{};  // static geometry: never moves, infinite mass
+  s_.start.resize(n);
+  s_.corr_lin.resize(n);
+  s_.corr_ang.resize(n);
+  // one more than the bodies: the last entry stands for static geometry (never moves)
+  s_.disp_lin.assign(n + 1, Vec3::Zero());
+  s_.disp_ang.assign(n + 1, Vec3::Zero());
+  s_.proj_lin.resize(n + 1);
+  s_.proj_ang.resize(n + 1);
+  s_.in_contact.resize(n);
+  s_.const_force.resize(n);
+  s_.isotropic.resize(n);
+  s_.projected.resize(n);
+  s_.moved_by.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const BodyModel& b = model_.bodies[i];
+    const BodyWrench& in = input(i);
+    // forces that do not depend on the state allow a closed-form free flight
+    s_.const_force[i] = !model_.water.present && in.force_body_n.isZero(0) && in.torque_body_nm.isZero(0);
+    const Mat3& ii = b.inv_inertia_body;
+    s_.isotropic[i] = ii(0, 1) == 0 && ii(0, 2) == 0 && ii(1, 0) == 0 && ii(1, 2) == 0 && ii(2, 0) == 0 &&
+                      ii(2, 1) == 0 && ii(0, 0) == ii(1, 1) && ii(1, 1) == ii(2, 2);
+  }
+  s_.bounded_statics.clear();
+  s_.unbounded_statics.clear();
+  s_.static_boxes.resize(model_.statics.size());
+  s_.static_rot.resize(model_.statics.size());
+  for (std::size_t k = 0; k < model_.statics.size(); ++k) {
+    const StaticBody& st = model_.statics[k];
+    s_.static_rot[k] = st.orientation.toRotationMatrix();
+    if (st.shape.kind == ShapeKind::plane) {
+      s_.static_boxes[k] = Aabb::infinite();
+      s_.unbounded_statics.push_back(static_cast<int>(k));
+    } else if (st.shape.kind == ShapeKind::heightfield) {
+      if (st.shape.heightfield < 0 || static_cast<std::size_t>(st.shape.heightfield) >= model_.heightfields.size())
+        continue;  // a dangling terrain reference collides with nothing
+      s_.static_boxes[k] = heightfield_aabb(model_.heightfields[static_cast<std::size_t>(st.shape.heightfield)],
+                                            st.position_m, s_.static_rot[k]);
+      s_.unbounded_statics.push_back(static_cast<int>(k));
+    } else {
+      s_.static_boxes[k] = shape_aabb({&st.shape, st.position_m, s_.static_rot[k]});
+      s_.bounded_statics.push_back(static_cast<int>(k));
+    }
+  }
+  collect_events_ = report_ && report_->contacts.capacity() > 0;
+  s_.events.clear();
+  s_.previous.clear();
+  s_.previous_h = 0;
+  s_.previous_sorted = 0;
+}
+
+void Stepper::frames() {
+  for (std::size_t i = 0; i < n_; ++i) {
+    const BodyModel& b = model_.bodies[i];
+    const BodyState& st = state_.bodies[i];
+    BodyFrame& f = s_.frames[i];
+    f.r = st.orientation.toRotationMatrix();
+    f.inv_inertia = s_.isotropic[i] ? b.inv_inertia_body : Mat3(f.r * b.inv_inertia_body * f.r.transpose());
+    f.v = st.linear_momentum * b.inv_mass;
+    f.w = f.inv_inertia * st.angular_momentum;
+    body_forces(model_, b, st, input(i), f.force, f.torque);
+    f.size = shape_size(b.shape);
+    f.bound_r = shape_bounding_radius(b.shape);
+    // a spinning sphere occupies the same space: only its centre's motion counts
+    f.turn_r = b.shape.kind == ShapeKind::sphere ? 0.0 : f.bound_r;
+    f.speed = f.v.norm() + f.w.norm() * f.turn_r;
+    f.accel = f.force.norm() * b.inv_mass + (f.inv_inertia * f.torque).norm() * f.turn_r;
+  }
+}
+
+double Stepper::choose_substep(double remaining) const {
+  double h = std::min(remaining, model_.max_substep_s);
+  // no surface point moves more than a fraction of the body's size: speed*h + accel*h^2/2 <= x
+  for (std::size_t i = 0; i < n_; ++i) {
+    const BodyFrame& f = s_.frames[i];
+    const double x = cfg_.max_motion_fraction * f.size;
+    const double den = f.speed + std::sqrt(f.speed * f.speed + 2.0 * f.accel * x);
+    if (den > 0) h = std::min(h, 2.0 * x / den);
+  }
+  h = std::min(std::max(h, cfg_.min_substep_s), remaining);
+  // equal sub-steps over what is left, so the last one is not a sliver
+  const double count = std::ceil(remaining / h - 1e-9);
+  return count > 1 ? remaining / count : remaining;
+}
+
+void Stepper::set_motion(double h) {
+  for (std::size_t i = 0; i < n_; ++i) {
+    BodyFrame& f = s_.frames[i];
+    // a thin skin keeps resting contacts in the set while they sit still
+    const double skin = 0.01 * f.size;
+    f.motion = f.speed * h + 0.5 * f.accel * h * h + skin;
+  }
+}
+
+void Stepper::add_contacts(std::int32_t a, std::int32_t b, std::int32_t static_index,
+                           std::uint64_t group, const ContactPoint* pts, int count, double restitution,
+                           double friction, double size_b, double rad_b) {
+  // pairs come out per body a: planes/terrain, then bodies, then bounded statics
+  const std::uint64_t partner = static_cast<std::uint64_t>(group == 1 ? b : static_index);
+  const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | (group << 30) | partner;
+  const BodyModel& ba = model_.bodies[static_cast<std::size_t>(a)];
+  const bool b_body = static_cast<std::size_t>(b) < n_;
+  const double size_a = s_.frames[static_cast<std::size_t>(a)].size;
+  const double slop = std::min(cfg_.slop_m, cfg_.slop_fraction * std::min(size_a, size_b));
+  for (int k = 0; k < count; ++k) {
+    Contact c;
+    c.a = a;
+    c.b = b;
+    c.static_index = static_index;
+    c.pair_key = key;
+    c.n = pts[k].normal;
+    c.point = pts[k].point;
+    c.sep = pts[k].separation_m;
+    c.restitution = std::max(ba.restitution, restitution);
+    c.mu = std::sqrt(ba.friction * friction);
+    c.slop = slop;
+    c.round_pair = b_body && ba.shape.kind == ShapeKind::sphere && rad_b > 0;
+    c.rad_a = ba.shape.radius_m;
+    c.rad_b = rad_b;
+    s_.contacts.push_back(c);
+  }
+}
+
+void Stepper::detect() {
+  const std::size_t n = n_;
+  auto& boxes = s_.boxes;
+  boxes.resize(n + s_.bounded_statics.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    boxes[i] = shape_aabb({&model_.bodies[i].shape, state_.bodies[i].position_m, s_.frames[i].r});
+    boxes[i].inflate(s_.frames[i].motion);
+  }
+  for (std::size_t k = 0; k < s_.bounded_statics.size(); ++k)
+    boxes[n + k] = s_.static_boxes[static_cast<std::size_t>(s_.bounded_statics[k])];
+  s_.broad.find_pairs(boxes, cfg_.broad_phase, s_.pairs);
+  s_.contacts.clear();
+  ContactPoint pts[max_contact_points];
+  std::size_t cursor = 0;
+  const auto& pairs = s_.pairs;
+  for (std::size_t i = 0; i < n; ++i) {
+    const BodyModel& bi = model_.bodies[i];
+    const ShapePose pi{&bi.shape, state_.bodies[i].position_m, s_.frames[i].r};
+    const double mi = s_.frames[i].motion;
+    const auto ai = static_cast<std::int32_t>(i);
+    // planes and terrain
+    for (int k : s_.unbounded_statics) {
+      const StaticBody& st = model_.statics[static_cast<std::size_t>(k)];
+      int count = 0;
+      if (st.shape.kind == ShapeKind::plane) {
+        const Vec3 nw = s_.static_rot[static_cast<std::size_t>(k)] * st.shape.normal;
+        const double off = nw.dot(st.position_m) + st.shape.offset_m;
+        if (nw.dot(pi.position) - off > s_.frames[i].bound_r + mi) continue;
+        count = collide(pi, {&st.shape, st.position_m, s_.static_rot[static_cast<std::size_t>(k)]}, mi, pts);
+      } else {
+        if (!boxes[i].overlaps(s_.static_boxes[static_cast<std::size_t>(k)])) continue;
+        count = collide_heightfield(pi, model_.heightfields[static_cast<std::size_t>(st.shape.heightfield)],
+                                    st.position_m, s_.static_rot[static_cast<std::size_t>(k)], mi, pts);
+      }
+      if (count > 0)
+        add_contacts(ai, static_cast<std::int32_t>(n), k, 0, pts, count, st.restitution, st.friction,
+                     std::numeric_limits<double>::infinity(), 0.0);
+    }
+    // broad-phase partners (sorted: bodies, then bounded statics)
+    while (cursor < pairs.size() && static_cast<std::size_t>(pairs[cursor].a) < i) ++cursor;
+    for (; cursor < pairs.size() && static_cast<std::size_t>(pairs[cursor].a) == i; ++cursor) {
+      const auto j = static_cast<std::size_t>(pairs[cursor].b);
+      if (j < n) {
+        const BodyModel& bj = model_.bodies[j];
+        const ShapePose pj{&bj.shape, state_.bodies[j].position_m, s_.frames[j].r};
+        const int count = collide(pi, pj, mi + s_.frames[j].motion, pts);
+        if (count > 0)
+          add_contacts(ai, static_cast<std::int32_t>(j), -1, 1, pts, count, bj.restitution, bj.friction,
+                       s_.frames[j].size, bj.shape.kind == ShapeKind::sphere ? bj.shape.radius_m : 0.0);
+      } else {
+        const int k = s_.bounded_statics[j - n];
+        const StaticBody& st = model_.statics[static_cast<std::size_t>(k)];
+        const int count = collide(pi, {&st.shape, st.position_m, s_.static_rot[static_cast<std::size_t>(k)]}, mi, pts);
+        if (count > 0)
+          add_contacts(ai, static_cast<std::int32_t>(n), k, 2, pts, count, st.restitution, st.friction,
+                       shape_size(st.shape), 0.0);
+      }
+    }
+  }
+  if (report_) {
+    report_->pairs_tested += pairs.size();
+    report_->contact_points += s_.contacts.size();
+  }
+}
+
+void Stepper::prepare(double h) {
+  // velocities the solver starts from: free motion over the sub-step (explicit forces)
+  for (std::size_t i = 0; i < n_; ++i) {
+    const BodyFrame& f = s_.frames[i];
+    SolverBody& sb = s_.solver[i];
+    sb.inv_m = model_.bodies[i].inv_mass;
+    sb.inv_i = f.inv_inertia;
+    sb.v = f.v + (h * sb.inv_m) * f.force;
+    sb.w = f.w + h * (f.inv_inertia * f.torque);
+  }
+  for (Contact& c : s_.contacts) {
+    const auto a = static_cast<std::size_t>(c.a), b = static_cast<std::size_t>(c.b);
+    const bool b_body = b < n_;
+    const BodyFrame& fa = s_.frames[a];
+    const Vec3& xa = state_.bodies[a].position_m;
+    const Vec3 xb = b_body ? state_.bodies[b].position_m : Vec3(c.point);
+    const Vec3 va = fa.v;
+    const Vec3 vb = b_body ? s_.frames[b].v : Vec3::Zero();
+    c.ra = c.point - xa;
+    c.rb = c.point - xb;
+    Vec3 vrel = va + fa.w.cross(c.ra);
+    if (b_body) vrel -= vb + s_.frames[b].w.cross(c.rb);
+    c.vn0 = vrel.dot(c.n);
+    c.ln = c.lt1 = c.lt2 = 0;
+    const double approach = -c.vn0;
+    if (approach > cfg_.bounce_threshold_m_s && c.sep <= approach * h) {
+      // an impact inside this sub-step: bounce from the time of impact on, pushing at the
+      // point where the surfaces meet then (keeps angular momentum exact)
+      c.toi = std::max(0.0, c.sep) / approach;
+      c.target = c.restitution * approach;
+      c.impact = true;
+      const Vec3 shift = 0.5 * c.toi * (vb - va);
+      c.ra += shift;
+      if (b_body) c.rb -= shift;
+    } else {
+      // close the gap by the end of the sub-step at most; overlap is left to the projection
+      c.toi = 0;
+      c.target = -std::max(c.sep, 0.0) / h;
+      c.impact = false;
+    }
+    if (!b_body) c.rb.setZero();
+    // a gap that neither the start velocities nor the free motion close within the sub-step
+    // (plus a skin) needs no constraint; the projection still watches it in case a collision
+    // throws one of the bodies at it
+    if (!c.impact) {
+      const SolverBody& pa = s_.solver[a];
+      const SolverBody& pb = s_.solver[b];
+      const double vn_pred = (pa.v + pa.w.cross(c.ra) - pb.v - pb.w.cross(c.rb)).dot(c.n);
+      const double closing = std::max({0.0, -c.vn0, -vn_pred}) * h;
+      const double skin = 0.01 * (fa.size + (b_body ? s_.frames[b].size : fa.size));
+      c.far = c.sep > closing + skin;
+    } else {
+      c.far = false;
+    }
+    // friction directions: along the sliding velocity when there is one
+    const Vec3 vt = vrel - c.vn0 * c.n;
+    const double vt_len = vt.norm();
+    c.t1 = vt_len > 1e-9 ? Vec3(vt / vt_len) : unit_perpendicular(c.n);
+    const SolverBody& sa = s_.solver[a];
+    const SolverBody& sb = s_.solver[b];
+    c.kn = inverse_effective_mass(sa, sb, c.ra, c.rb, c.n);
+    c.kt1 = inverse_effective_mass(sa, sb, c.ra, c.rb, c.t1);
+    c.kt2 = inverse_effective_mass(sa, sb, c.ra, c.rb, c.n.cross(c.t1));
+  }
+  warm_start(h);
+}
+
+void Stepper::warm_start(double h) {
+  // resting contacts start from the impulses the same contact needed one sub-step ago
+  // (matched by pair and nearest point); never carried from one loop step to the next
+  const auto& prev = s_.previous;
+  auto& cur = s_.contacts;
+  if (prev.empty() || !(s_.previous_h > 0)) return;
+  const std::size_t prev_size = s_.previous_sorted;  // contacts added after detection are unordered
+  const double scale = h / s_.previous_h;
+  std::size_t p = 0;
+  for (std::size_t i = 0; i < cur.size();) {
+    const std::uint64_t key = cur[i].pair_key;
+    std::size_t i_end = i + 1;
+    while (i_end < cur.size() && cur[i_end].pair_key == key) ++i_end;
+    while (p < prev_size && prev[p].pair_key < key) ++p;
+    std::size_t p_end = p;
+    while (p_end < prev_size && prev[p_end].pair_key == key) ++p_end;
+    for (std::size_t k = i; k < i_end && p < p_end; ++k) {
+      Contact& c = cur[k];
+      if (c.impact || c.far) continue;
+      const double size_a = s_.frames[static_cast<std::size_t>(c.a)].size;
+      const double size_b = static_cast<std::size_t>(c.b) < n_ ? s_.frames[static_cast<std::size_t>(c.b)].size : size_a;
+      double best = 0.04 * std::min(size_a, size_b) * std::min(size_a, size_b);
+      const Contact* match = nullptr;
+      for (std::size_t q = p; q < p_end; ++q) {
+        if (prev[q].impact || prev[q].ln <= 0) continue;
+        const double d = (prev[q].point - c.point).squaredNorm();
+        if (d < best) best = d, match = &prev[q];
+      }
+      if (!match) continue;
+      c.ln = match->ln * scale;
+      const Vec3 f = (match->t1 * match->lt1 + match->n.cross(match->t1) * match->lt2) * scale;
+      double lt1 = f.dot(c.t1), lt2 = f.dot(c.n.cross(c.t1));
+      const double lt = std::sqrt(lt1 * lt1 + lt2 * lt2), limit = c.mu * c.ln;
+      if (lt > limit && lt > 0) lt1 *= limit / lt, lt2 *= limit / lt;
+      c.lt1 = lt1;
+      c.lt2 = lt2;
+    }
+    i = i_end;
+    p = p_end;
+  }
+}
+
+double Stepper::earliest_impact(double h) const {
+  double t = h;
+  for (const Contact& c : s_.contacts)
+    if (c.toi > std::max(cfg_.min_substep_s, 1e-6 * h) && c.toi < t) t = c.toi;
+  return t;
+}
+
+// contacts that share a body form an island; each island iterates until it converges
+void Stepper::build_islands() {
+  const std::size_t n = n_;
+  const auto& contacts = s_.contacts;
+  auto& parent = s_.parent;
+  parent.resize(n);
+  for (std::size_t i = 0; i < n; ++i) parent[i] = static_cast<std::int32_t>(i);
+  auto find = [&parent](std::int32_t x) {
+    while (parent[static_cast<std::size_t>(x)] != x) {
+      parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+      x = parent[static_cast<std::size_t>(x)];
+    }
+    return x;
+  };
+  for (const Contact& c : contacts) {
+    if (c.far || static_cast<std::size_t>(c.b) >= n) continue;  // static geometry links nothing
+    const std::int32_t ra = find(c.a), rb = find(c.b);
+    if (ra != rb) parent[static_cast<std::size_t>(std::max(ra, rb))] = std::min(ra, rb);
+  }
+  // number islands in order of their first contact; a counting sort keeps contact order
+  // inside each; rows are packed in that order so the sweeps read memory front to back
+  auto& label = s_.island_label;
+  label.assign(n, -1);
+  auto& of = s_.island_of;
+  of.resize(contacts.size());
+  std::int32_t islands = 0;
+  for (std::size_t k = 0; k < contacts.size(); ++k) {
+    if (contacts[k].far) {
+      of[k] = -1;
+      continue;
+    }
+    const auto root = static_cast<std::size_t>(find(contacts[k].a));
+    if (label[root] < 0) label[root] = islands++;
+    of[k] = label[root];
+  }
+  auto& start = s_.island_start;
+  start.assign(static_cast<std::size_t>(islands) + 1, 0);
+  for (std::int32_t i : of)
+    if (i >= 0) ++start[static_cast<std::size_t>(i) + 1];
+  for (std::size_t i = 0; i < static_cast<std::size_t>(islands); ++i) start[i + 1] += start[i];
+  const std::size_t total = start.back();
+  auto& cursor = s_.island_cursor;
+  cursor.assign(start.begin(), start.end() - 1);
+  s_.rows.resize(total);
+  s_.row_contact.resize(total);
+  for (std::size_t k = 0; k < contacts.size(); ++k) {
+    if (of[k] < 0) continue;
+    const std::uint32_t slot = cursor[static_cast<std::size_t>(of[k])]++;
+    const Contact& c = contacts[k];
+    Row& r = s_.rows[slot];
+    r.a = c.a;
+    r.b = c.b;
+    r.n = c.n;
+    r.t1 = c.t1;
+    r.ra = c.ra;
+    r.rb = c.rb;
+    r.kn = c.kn;
+    r.kt1 = c.kt1;
+    r.kt2 = c.kt2;
+    r.target = c.target;
+    r.mu = c.mu;
+    r.ln = c.ln;
+    r.lt1 = c.lt1;
+    r.lt2 = c.lt2;
+    s_.row_contact[slot] = static_cast<std::uint32_t>(k);
+  }
+}
+
+void Stepper::solve() {
+  build_islands();
+  auto& sol = s_.solver;
+  auto& rows = s_.rows;
+  // warm start: apply what the contacts carried over from the previous sub-step
+  for (const Row& r : rows) {
+    if (r.ln == 0 && r.lt1 == 0 && r.lt2 == 0) continue;
+    SolverBody& a = sol[static_cast<std::size_t>(r.a)];
+    SolverBody& b = sol[static_cast<std::size_t>(r.b)];
+    const Vec3 p = r.n * r.ln + r.t1 * r.lt1 + r.n.cross(r.t1) * r.lt2;
+    a.v += a.inv_m * p;
+    a.w += mul(a.inv_i, r.ra.cross(p));
+    b.v -= b.inv_m * p;
+    b.w -= mul(b.inv_i, r.rb.cross(p));
+  }
+  const bool cold = s_.previous.empty();
+  const std::size_t islands = s_.island_start.size() - 1;
+  for (std::size_t isl = 0; isl < islands; ++isl) {
+    Row* const first = rows.data() + s_.island_start[isl];
+    Row* const last = rows.data() + s_.island_start[isl + 1];
+    const std::ptrdiff_t count = last - first;
+    // cold islands may sweep up to cold_velocity_iterations times within a budget of contact
+    // updates, so a small stack converges and a big crowd costs no more than a warm one
+    int iterations = std::max(1, cfg_.velocity_iterations);
+    if (cold) {
+      const double affordable = static_cast<double>(cfg_.cold_solve_budget) / static_cast<double>(count);
+      iterations = std::max(iterations, static_cast<int>(std::min<double>(cfg_.cold_velocity_iterations, affordable)));
+    }
+    // converged when no sweep changes a velocity by more than a small part of the speeds at
+    // stake in this island (and never needs to be better than the absolute tolerance)
+    double scale = 0;
+    for (const Row* r = first; r != last; ++r) {
+      const SolverBody& a = sol[static_cast<std::size_t>(r->a)];
+      const SolverBody& b = sol[static_cast<std::size_t>(r->b)];
+      const double vn = (a.v + a.w.cross(r->ra) - b.v - b.w.cross(r->rb)).dot(r->n);
+      scale = std::max(scale, std::abs(r->target) + std::abs(vn));
+    }
+    const double tolerance = std::max(cfg_.velocity_tolerance_m_s, cfg_.velocity_tolerance_fraction * scale);
+    for (int it = 0; it < iterations; ++it) {
+      double largest = 0;  // largest velocity change this sweep
+      for (Row* r = first; r != last; ++r) {
+        SolverBody& a = sol[static_cast<std::size_t>(r->a)];
+        SolverBody& b = sol[static_cast<std::size_t>(r->b)];
+        const Vec3 vrel = a.v + a.w.cross(r->ra) - b.v - b.w.cross(r->rb);
+        const double vn = vrel.dot(r->n);
+        const double ln = std::max(0.0, r->ln + r->kn * (r->target - vn));
+        const double dln = ln - r->ln;
+        r->ln = ln;
+        // Coulomb friction: a disc of radius mu * normal impulse
+        const Vec3 t2 = r->n.cross(r->t1);
+        double lt1 = r->lt1 - r->kt1 * vrel.dot(r->t1);
+        double lt2 = r->lt2 - r->kt2 * vrel.dot(t2);
+        const double limit = r->mu * ln;
+        const double lt = std::sqrt(lt1 * lt1 + lt2 * lt2);
+        if (lt > limit) {
+          const double k = lt > 0 ? limit / lt : 0.0;
+          lt1 *= k;
+          lt2 *= k;
+        }
+        const double dlt1 = lt1 - r->lt1, dlt2 = lt2 - r->lt2;
+        r->lt1 = lt1;
+        r->lt2 = lt2;
+        if (dln == 0 && dlt1 == 0 && dlt2 == 0) continue;
+        const Vec3 p = r->n * dln + r->t1 * dlt1 + t2 * dlt2;
+        a.v += a.inv_m * p;
+        a.w += mul(a.inv_i, r->ra.cross(p));
+        b.v -= b.inv_m * p;
+        b.w -= mul(b.inv_i, r->rb.cross(p));
+        largest = std::max(largest, (std::abs(dln) + std::abs(dlt1) + std::abs(dlt2)) / std::max(r->kn, 1e-300));
+      }
+      if (report_) report_->contact_solves += static_cast<std::uint64_t>(count);
+      if (largest < tolerance || it + 1 == iterations) {
+        if (report_) report_->max_sweeps = std::max(report_->max_sweeps, static_cast<std::uint32_t>(it + 1));
+        break;
+      }
+    }
+  }
+  // impulses back to the contacts (integration, time of impact, events, warm start)
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    Contact& c = s_.contacts[s_.row_contact[k]];
+    c.ln = rows[k].ln;
+    c.lt1 = rows[k].lt1;
+    c.lt2 = rows[k].lt2;
+  }
+}
+
+void Stepper::integrate(double h) {
+  const std::size_t n = n_;
+  std::fill(s_.in_contact.begin(), s_.in_contact.end(), 0);
+  std::fill(s_.corr_lin.begin(), s_.corr_lin.end(), Vec3::Zero());
+  std::fill(s_.corr_ang.begin(), s_.corr_ang.end(), Vec3::Zero());
+  for (const Contact& c : s_.contacts) {
+    if (c.ln <= 0) continue;
+    s_.in_contact[static_cast<std::size_t>(c.a)] = 1;
+    if (static_cast<std::size_t>(c.b) < n) s_.in_contact[static_cast<std::size_t>(c.b)] = 1;
+    if (c.toi > 0) {
+      // the impulse acts at the time of impact: before it the bodies kept their old velocity
+      const Vec3 p = c.n * c.ln + c.t1 * c.lt1 + c.n.cross(c.t1) * c.lt2;
+      const SolverBody& a = s_.solver[static_cast<std::size_t>(c.a)];
+      s_.corr_lin[static_cast<std::size_t>(c.a)] -= (c.toi * a.inv_m) * p;
+      s_.corr_ang[static_cast<std::size_t>(c.a)] -= c.toi * mul(a.inv_i, c.ra.cross(p));
+      if (static_cast<std::size_t>(c.b) < n) {
+        const SolverBody& b = s_.solver[static_cast<std::size_t>(c.b)];
+        s_.corr_lin[static_cast<std::size_t>(c.b)] += (c.toi * b.inv_m) * p;
+        s_.corr_ang[static_cast<std::size_t>(c.b)] += c.toi * mul(b.inv_i, c.rb.cross(p));
+      }
+      if (report_) ++report_->impacts;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const BodyModel& bm = model_.bodies[i];
+    BodyState& st = state_.bodies[i];
+    const BodyFrame& f = s_.frames[i];
+    if (s_.in_contact[i]) {
+      // symplectic Euler with the contact impulses: resting contact stays exactly at rest
+      const SolverBody& sb = s_.solver[i];
+      const Vec3 dx = h * sb.v + s_.corr_lin[i];
+      const Vec3 dth = h * sb.w + s_.corr_ang[i];
+      st.linear_momentum = bm.mass_kg * sb.v;
+      st.angular_momentum = s_.isotropic[i] ? Vec3(sb.w / bm.inv_inertia_body(0, 0))
+                                            : Vec3(f.r * (bm.inertia_body * (f.r.transpose() * sb.w)));
+      st.position_m += dx;
+      st.orientation = (rotation_quat(dth) * st.orientation).normalized();
+      s_.disp_lin[i] = dx;
+      s_.disp_ang[i] = dth;
+    } else if (s_.const_force[i] && s_.isotropic[i]) {
+      // closed form under constant force; constant-axis rotation when torque-free
+      const Vec3 x0 = st.position_m;
+      st.position_m += h * f.v + (0.5 * h * h * bm.inv_mass) * f.force;
+      st.linear_momentum += h * f.force;
+      const double c = bm.inv_inertia_body(0, 0);
+      Vec3 dth;
+      if (f.torque.isZero(0)) {
+        dth = h * f.w;
+      } else {
+        // rotation vector of a linearly growing angular velocity (second order)
+        dth = h * (f.w + 0.5 * h * c * f.torque);
+      }
+      st.angular_momentum += h * f.torque;
+      st.orientation = (rotation_quat(dth) * st.orientation).normalized();
+      s_.disp_lin[i] = st.position_m - x0;
+      s_.disp_ang[i] = dth;
+    } else {
+      const Vec3 x0 = st.position_m;
+      const Quat q0 = st.orientation;
+      rk4(model_, bm, st, input(i), h);
+      s_.disp_lin[i] = st.position_m - x0;
+      s_.disp_ang[i] = rotation_vector(st.orientation * q0.conjugate());
+    }
+  }
+}
+
+void Stepper::catch_outrunners() {
+  // a body knocked faster than its own motion bound may reach bodies the broad phase did not
+  // pair it with: add those pairs as projection-only contacts (the velocities answer in the
+  // next sub-step, where the pair is found normally)
+  const std::size_t n = n_;
+  auto& runners = s_.runners;
+  runners.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    const BodyFrame& f = s_.frames[i];
+    const double moved = s_.disp_lin[i].norm() + s_.disp_ang[i].norm() * f.turn_r;
+    s_.moved_by[i] = moved;
+    if (moved > f.motion) runners.push_back(static_cast<std::int32_t>(i));
+  }
+  if (runners.empty()) return;
+  if (report_) report_->outrunners += static_cast<std::uint32_t>(runners.size());
+  auto& swept_boxes = s_.runner_boxes;
+  swept_boxes.clear();
+  const std::size_t first_new = s_.contacts.size();
+  auto start_pose = [&](std::size_t i) {
+    return ShapePose{&model_.bodies[i].shape, s_.start[i].position_m, s_.frames[i].r};
+  };
+  auto swept_box = [&](std::size_t i) {
+    Aabb b0 = shape_aabb(start_pose(i));
+    const Aabb b1 = shape_aabb({&model_.bodies[i].shape, state_.bodies[i].position_m,
+                                state_.bodies[i].orientation.toRotationMatrix()});
+    b0.min = b0.min.cwiseMin(b1.min);
+    b0.max = b0.max.cwiseMax(b1.max);
+    b0.inflate(0.01 * s_.frames[i].size);
+    return b0;
+  };
+  for (std::int32_t i : runners) swept_boxes.push_back(swept_box(static_cast<std::size_t>(i)));
+  ContactPoint pts[max_contact_points];
+  for (std::size_t r = 0; r < runners.size(); ++r) {
+    const auto i = static_cast<std::size_t>(runners[r]);
+    const auto ai = static_cast<std::int32_t>(i);
+    const ShapePose pi = start_pose(i);
+    const Aabb& swept = swept_boxes[r];
+    const double reach = s_.moved_by[i] + 0.01 * s_.frames[i].size;
+    s_.broad.query(s_.boxes, swept, s_.candidates);
+    for (std::int32_t j : s_.candidates) {
+      const auto jj = static_cast<std::size_t>(j);
+      // pairs the broad phase knew may still have had no contact within the old margin: test
+      // them again too (a duplicate contact is harmless to the projection)
+      if (j == ai) continue;
+      if (jj < n) {
+        const BodyModel& bj = model_.bodies[jj];
+        const int count = collide(pi, start_pose(jj), reach + std::max(s_.frames[jj].motion, s_.moved_by[jj]), pts);
+        if (count > 0)
+          add_contacts(ai, j, -1, 1, pts, count, bj.restitution, bj.friction, s_.frames[jj].size,
+                       bj.shape.kind == ShapeKind::sphere ? bj.shape.radius_m : 0.0);
+      } else {
+        const int k = s_.bounded_statics[jj - n];
+        const StaticBody& st = model_.statics[static_cast<std::size_t>(k)];
+        const int count = collide(pi, {&st.shape, st.position_m, s_.static_rot[static_cast<std::size_t>(k)]}, reach, pts);
+        if (count > 0)
+          add_contacts(ai, static_cast<std::int32_t>(n), k, 2, pts, count, st.restitution, st.friction,
+                       shape_size(st.shape), 0.0);
+      }
+    }
+    for (int k : s_.unbounded_statics) {
+      const StaticBody& st = model_.statics[static_cast<std::size_t>(k)];
+      int count = 0;
+      if (st.shape.kind == ShapeKind::plane) {
+        count = collide(pi, {&st.shape, st.position_m, s_.static_rot[static_cast<std::size_t>(k)]}, reach, pts);
+      } else if (swept.overlaps(s_.static_boxes[static_cast<std::size_t>(k)])) {
+        count = collide_heightfield(pi, model_.heightfields[static_cast<std::size_t>(st.shape.heightfield)],
+                                    st.position_m, s_.static_rot[static_cast<std::size_t>(k)], reach, pts);
+      }
+      if (count > 0)
+        add_contacts(ai, static_cast<std::int32_t>(n), k, 0, pts, count, st.restitution, st.friction,
+                     std::numeric_limits<double>::infinity(), 0.0);
+    }
+    // two runners may meet where neither was expected
+    for (std::size_t q = r + 1; q < runners.size(); ++q) {
+      const auto j = static_cast<std::size_t>(runners[q]);
+      if (!swept.overlaps(swept_boxes[q])) continue;
+      const BodyModel& bj = model_.bodies[j];
+      const int count = collide(pi, start_pose(j), reach + s_.moved_by[j], pts);
+      if (count > 0)
+        add_contacts(ai, runners[q], -1, 1, pts, count, bj.restitution, bj.friction, s_.frames[j].size,
+                     bj.shape.kind == ShapeKind::sphere ? bj.shape.radius_m : 0.0);
+    }
+  }
+  // what the projection needs of the new contacts
+  for (std::size_t k = first_new; k < s_.contacts.size(); ++k) {
+    Contact& c = s_.contacts[k];
+    const auto a = static_cast<std::size_t>(c.a), b = static_cast<std::size_t>(c.b);
+    c.far = true;
+    c.ra = c.point - s_.start[a].position_m;
+    c.rb = b < n ? Vec3(c.point - s_.start[b].position_m) : Vec3::Zero();
+    c.kn = inverse_effective_mass(s_.solver[a], s_.solver[b], c.ra, c.rb, c.n);
+  }
+}
+
+void Stepper::project() {
+  // position projection (no velocity change, so no energy added): push apart what overlaps
+  // by more than the slop, Gauss-Seidel over a work list that only holds contacts next to
+  // bodies moved in the previous sweep
+  const std::size_t n = n_;
+  const auto& contacts = s_.contacts;
+  const std::size_t m = contacts.size();
+  auto& rows = s_.proj_rows;
+  rows.resize(m);
+  auto& pos = s_.pos_now;
+  pos.resize(n + 1);
+  for (std::size_t i = 0; i < n; ++i) pos[i] = state_.bodies[i].position_m;
+  pos[n].setZero();
+  std::fill(s_.proj_lin.begin(), s_.proj_lin.end(), Vec3::Zero());
+  std::fill(s_.proj_ang.begin(), s_.proj_ang.end(), Vec3::Zero());
+  std::fill(s_.projected.begin(), s_.projected.end(), 0);
+  for (std::size_t k = 0; k < m; ++k) {
+    const Contact& c = contacts[k];
+    ProjRow& r = rows[k];
+    r.a = c.a;
+    r.b = c.b;
+    r.n = c.n;
+    r.ra = c.ra;
+    r.rb = c.rb;
+    r.sep = c.sep;
+    r.slop = c.slop;
+    r.radsum = c.round_pair ? c.rad_a + c.rad_b : 0.0;
+    const SolverBody& sa = s_.solver[static_cast<std::size_t>(c.a)];
+    const SolverBody& sb = s_.solver[static_cast<std::size_t>(c.b)];
+    r.k = c.round_pair ? 1.0 / (sa.inv_m + sb.inv_m) : c.kn;
+  }
+  // separation now, with this sub-step's motion and the projection so far
+  auto separation = [&](const ProjRow& r, Vec3& nrm) {
+    const auto a = static_cast<std::size_t>(r.a), b = static_cast<std::size_t>(r.b);
+    if (r.radsum > 0) {
+      // two spheres: the exact distance of the moved centres
+      const Vec3 d = pos[a] + s_.proj_lin[a] - pos[b] - s_.proj_lin[b];
+      const double len = d.norm();
+      nrm = len > 1e-12 ? Vec3(d / len) : r.n;
+      return len - r.radsum;
+    }
+    nrm = r.n;
+    const Vec3 da = s_.disp_lin[a] + s_.proj_lin[a] + (s_.disp_ang[a] + s_.proj_ang[a]).cross(r.ra) -
+                    s_.disp_lin[b] - s_.proj_lin[b] - (s_.disp_ang[b] + s_.proj_ang[b]).cross(r.rb);
+    return r.sep + r.n.dot(da);
+  };
+  auto& work = s_.work;
+  auto& next = s_.next_work;
+  work.clear();
+  double deepest = 0;
+  Vec3 nrm;
+  for (std::size_t k = 0; k < m; ++k) {
+    const double sep = separation(rows[k], nrm);
+    deepest = std::min(deepest, sep);
+    if (sep < -2 * rows[k].slop) work.push_back(static_cast<std::uint32_t>(k));
+  }
+  if (!work.empty()) {
+    // body -> contacts, to find what a correction may have disturbed
+    auto& adj_start = s_.adjacency_start;
+    auto& adj = s_.adjacency;
+    adj_start.assign(n + 1, 0);
+    for (const ProjRow& r : rows) {
+      ++adj_start[static_cast<std::size_t>(r.a) + 1];
+      if (static_cast<std::size_t>(r.b) < n) ++adj_start[static_cast<std::size_t>(r.b) + 1];
+    }
+    for (std::size_t i = 0; i < n; ++i) adj_start[i + 1] += adj_start[i];
+    adj.resize(adj_start[n]);
+    s_.island_cursor.assign(adj_start.begin(), adj_start.end() - 1);
+    for (std::size_t k = 0; k < m; ++k) {
+      adj[s_.island_cursor[static_cast<std::size_t>(rows[k].a)]++] = static_cast<std::uint32_t>(k);
+      if (static_cast<std::size_t>(rows[k].b) < n)
+        adj[s_.island_cursor[static_cast<std::size_t>(rows[k].b)]++] = static_cast<std::uint32_t>(k);
+    }
+    s_.contact_stamp.assign(m, 0);
+    s_.body_stamp.assign(n + 1, 0);
+    const int iterations = std::max(0, cfg_.position_iterations);
+    for (int it = 1; it <= iterations && !work.empty(); ++it) {
+      const auto stamp = static_cast<std::uint32_t>(it);
+      s_.moved.clear();
+      for (std::uint32_t k : work) {
+        const ProjRow& r = rows[k];
+        const double sep = separation(r, nrm);
+        // corrections start below -2 slop and overshoot to a gap of one slop: in a pressed
+        // crowd the neighbours' corrections push back, and overshooting converges in far
+        // fewer sweeps; resting contact (within the slop) is never touched
+        if (sep >= -2 * r.slop) continue;
+        const auto a = static_cast<std::size_t>(r.a), b = static_cast<std::size_t>(r.b);
+        const SolverBody& sa = s_.solver[a];
+        const SolverBody& sb = s_.solver[b];
+        const Vec3 p = (-(sep - r.slop) * r.k) * nrm;
+        s_.proj_lin[a] += sa.inv_m * p;
+        if (r.radsum == 0) s_.proj_ang[a] += mul(sa.inv_i, r.ra.cross(p));
+        if (s_.body_stamp[a] != stamp) s_.body_stamp[a] = stamp, s_.moved.push_back(static_cast<std::uint32_t>(a));
+        if (b < n) {
+          s_.proj_lin[b] -= sb.inv_m * p;
+          if (r.radsum == 0) s_.proj_ang[b] -= mul(sb.inv_i, r.rb.cross(p));
+          if (s_.body_stamp[b] != stamp) s_.body_stamp[b] = stamp, s_.moved.push_back(static_cast<std::uint32_t>(b));
+        }
+      }
+      for (std::uint32_t body : s_.moved) s_.projected[body] = 1;
+      // next sweep: every contact of a body that moved, in contact order
+      next.clear();
+      std::uint32_t lo = std::numeric_limits<std::uint32_t>::max(), hi = 0;
+      for (std::uint32_t body : s_.moved)
+        for (std::uint32_t q = adj_start[body]; q < adj_start[body + 1]; ++q)
+          if (s_.contact_stamp[adj[q]] != stamp) {
+            s_.contact_stamp[adj[q]] = stamp;
+            next.push_back(adj[q]);
+            lo = std::min(lo, adj[q]);
+            hi = std::max(hi, adj[q]);
+          }
+      if (next.size() * 16 < static_cast<std::size_t>(hi - lo + 1)) {
+        std::sort(next.begin(), next.end());
+      } else {
+        // dense: read the stamps in order instead of sorting
+        next.clear();
+        for (std::uint32_t q = lo; q <= hi && lo <= hi; ++q)
+          if (s_.contact_stamp[q] == stamp) next.push_back(q);
+      }
+      std::swap(work, next);
+    }
+    if (report_) {
+      deepest = 0;
+      for (const ProjRow& r : rows) deepest = std::min(deepest, separation(r, nrm));
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!s_.projected[i]) continue;
+    BodyState& st = state_.bodies[i];
+    st.position_m += s_.proj_lin[i];
+    if (!s_.proj_ang[i].isZero(0)) st.orientation = (rotation_quat(s_.proj_ang[i]) * st.orientation).normalized();
+  }
+  if (report_) report_->max_penetration_m = std::max(report_->max_penetration_m, -deepest);
+}
+
+void Stepper::record_events() {
+  for (const Contact& c : s_.contacts) {
+    if (c.ln <= 0) continue;
+    const bool b_body = static_cast<std::size_t>(c.b) < n_;
+    ContactEvent e;
+    e.body_a = c.a;
+    e.body_b = b_body ? c.b : -1;
+    e.static_index = b_body ? -1 : c.static_index;
+    e.point_m = c.point;
+    e.normal = c.n;
+    e.impulse_n_s = c.n * c.ln + c.t1 * c.lt1 + c.n.cross(c.t1) * c.lt2;
+    s_.events.push_back({e, c.ln});
+  }
+}
+
+void Stepper::finish_events() {
+  auto& ev = s_.events;
+  auto key_less = [](const PhysicsScratch::Impl::Event& p, const PhysicsScratch::Impl::Event& q) {
+    if (p.e.body_a != q.e.body_a) return p.e.body_a < q.e.body_a;
+    if (p.e.body_b != q.e.body_b) return p.e.body_b < q.e.body_b;
+    return p.e.static_index < q.e.static_index;
+  };
+  // stable order without std::stable_sort's buffer: insertion sort keeps equal keys in
+  // sub-step order and is linear on the already-sorted runs each sub-step produces
+  for (std::size_t i = 1; i < ev.size(); ++i) {
+    const auto x = ev[i];
+    std::size_t j = i;
+    while (j > 0 && key_less(x, ev[j - 1])) {
+      ev[j] = ev[j - 1];
+      --j;
+    }
+    ev[j] = x;
+  }
+  auto& out = report_->contacts;
+  out.clear();
+  report_->contacts_dropped = 0;
+  for (std::size_t i = 0; i < ev.size();) {
+    std::size_t j = i;
+    ContactEvent merged = ev[i].e;
+    Vec3 point_sum = Vec3::Zero();
+    double weight = 0;
+    merged.impulse_n_s.setZero();
+    for (; j < ev.size() && !key_less(ev[i], ev[j]) && !key_less(ev[j], ev[i]); ++j) {
+      merged.impulse_n_s += ev[j].e.impulse_n_s;
+      point_sum += ev[j].weight * ev[j].e.point_m;
+      weight += ev[j].weight;
+      merged.normal = ev[j].e.normal;
+    }
+    if (weight > 0) merged.point_m = point_sum / weight;
+    if (out.size() < out.capacity()) out.push_back(merged);
+    else ++report_->contacts_dropped;
+    i = j;
+  }
+}
+
+StepStatus Stepper::run(double dt_s) {
+  setup();
+  if (report_) {
+    auto keep = std::move(report_->contacts);
+    *report_ = StepReport{};
+    report_->contacts = std::move(keep);
+    report_->contacts.clear();
+  }
+  double remaining = dt_s;
+  std::uint32_t substeps = 0, cuts = 0;
+  while (remaining > 0) {
+    frames();
+    double h;
+    if (substeps + 1 >= cfg_.max_substeps) {
+      h = remaining;
+      if (report_) report_->substep_limit_hit = true;
+    } else {
+      h = choose_substep(remaining);
+    }
+    std::copy_n(state_.bodies.begin(), n_, s_.start.begin());
+    set_motion(h);
+    detect();
+    prepare(h);
+    if (cuts < cfg_.max_toi_cuts) {
+      // end this sub-step exactly at the earliest impact
+      const double t = earliest_impact(h);
+      if (t < h) {
+        h = t;
+        ++cuts;
+        prepare(h);
+      }
+    }
+    solve();
+    integrate(h);
+    s_.sorted_contacts = s_.contacts.size();
+    catch_outrunners();
+    project();
+    if (collect_events_) record_events();
+    std::swap(s_.previous, s_.contacts);
+    s_.previous_sorted = s_.sorted_contacts;
+    s_.previous_h = h;
+    for (const BodyState& b : state_.bodies)
+      if (!finite(b)) return StepStatus::numerical_fault;
+    ++substeps;
+    remaining -= h;
+    if (remaining < 1e-12 * dt_s) remaining = 0;
+  }
+  // time advances by the loop period exactly, never by accumulated sub-steps
+  state_.time_ns += static_cast<std::int64_t>(std::llround(dt_s * 1e9));
+  ++state_.step;
+  if (report_) {
+    report_->substeps = substeps;
+    report_->toi_cuts = cuts;
+    if (collect_events_) finish_events();
+  }
+  return StepStatus::ok;
+}
+
+}  // namespace
+
+StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& inputs, double dt_s,
+                StepReport* report, PhysicsScratch& scratch) {
+  if (!(dt_s > 0)) {
+    ++state.step;
+    return StepStatus::ok;
+  }
+  Stepper stepper(model, state, inputs, *scratch.impl, report);
+  return stepper.run(dt_s);
+}
+
+StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& inputs, double dt_s,
+                StepReport* report) {
+  thread_local PhysicsScratch scratch;
+  return step(model, state, inputs, dt_s, report, scratch);
+}
+
+}  // namespace tether::runtime

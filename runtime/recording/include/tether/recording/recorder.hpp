@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// Records a session to MCAP off the loop thread. The loop hands over each step as bytes
+// through a bounded ring (a swap of pre-grown buffers under a short lock); a writer thread
+// turns them into channels (docs/recording.md). A full ring drops the step and counts it;
+// it never blocks the loop.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tether/recording/recording.hpp"
+#include "tether/scenario/scenario.hpp"
+
+namespace tether::runtime {
+
+namespace mcap {
+class Writer;
+}
+
+class Recorder {
+ public:
+  enum class ItemKind : std::uint8_t { step = 1, keyframe = 2, event = 3, summary = 4 };
+
+  /// `processor_fields[i]` names the values processor i records each step.
+  Recorder(const Scenario& scenario, std::vector<std::string> endpoint_names,
+           std::vector<std::pair<std::string, std::vector<std::string>>> processor_fields);
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  /// Before open(): each endpoint's safe reply (Endpoint::safe_reply), in endpoint order.
+  /// Recorded once, so that replay applies what the `safe` policy applied.
+  void set_safe_replies(std::vector<Reply> replies) { safe_replies_ = std::move(replies); }
+
+  /// Creates the file, writes the scenario, schemas, channels and the scene; starts the
+  /// writer thread. False with a reason on failure.
+  [[nodiscard]] bool open(const std::string& path, std::string* error);
+
+  /// Loop thread: the staging buffer for the next item; fill it, then push().
+  std::string& staging() { return staging_; }
+  /// For sessions that are not paced (real-time factor 0): when the queue is full, push()
+  /// waits for the writer instead of dropping the item, so the recording stays complete
+  /// and the loop runs as fast as the recorder allows. Off by default: a paced loop must
+  /// never wait for the disk.
+  void set_wait_when_full(bool wait) { wait_when_full_ = wait; }
+  /// Loop thread: hands the staging buffer over (O(1) swap). Drops and counts if full
+  /// (or waits, see set_wait_when_full).
+  void push(ItemKind kind, std::uint64_t step, std::int64_t time_ns);
+  /// Rare events (misses, faults, firmware log lines): level 1 debug .. 5 fatal.
+  void event(std::uint64_t step, std::int64_t time_ns, int level, const std::string& source,
+             const std::string& text);
+
+  /// Writes the summary, drains the ring, finalizes the file. False with a reason on failure.
+  [[nodiscard]] bool close(const nlohmann::json& summary, std::string* error);
+
+  std::uint64_t dropped() const { return dropped_.load(); }
+  std::uint64_t items_written() const { return written_.load(); }
+  const std::string& path() const { return path_; }
+  std::uint64_t bytes_written() const;
+
+  /// Encodes one step's blob into `out` (used by the session; decoded by the writer thread).
+  static void encode_step_item(const StepRecord& record, const WorldState& actual,
+                               const WorldState& projected, const std::vector<double>& feedback_values,
+                               std::string& out);
+
+ private:
+  struct Slot {
+    ItemKind kind = ItemKind::step;
+    std::uint64_t step = 0;
+    std::int64_t time_ns = 0;
+    std::string bytes;
+  };
+  void writer_loop();
+  void write_item(const Slot& item);
+  void write_views(std::uint64_t log_time_ns);
+  void write_scene();
+
+  const Scenario& scenario_;
+  std::vector<std::string> endpoint_names_;
+  std::vector<std::pair<std::string, std::vector<std::string>>> processor_fields_;
+  std::vector<Reply> safe_replies_;
+  std::unique_ptr<mcap::Writer> writer_;
+  std::string path_;
+
+  std::vector<Slot> ring_;
+  std::size_t head_ = 0;  // next slot the loop fills
+  std::size_t tail_ = 0;  // next slot the writer takes
+  std::size_t count_ = 0;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable room_;  // the writer took an item (set_wait_when_full)
+  bool wait_when_full_ = false;
+  bool closing_ = false;
+  std::thread thread_;
+  std::string staging_;
+
+  std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> written_{0};
+  std::uint32_t sequence_ = 0;
+
+  // channel ids
+  std::uint16_t ch_step_ = 0, ch_state_ = 0, ch_keyframe_ = 0, ch_timing_ = 0, ch_vehicles_ = 0,
+                ch_events_ = 0, ch_summary_ = 0, ch_feedback_ = 0, ch_tf_ = 0, ch_scene_ = 0, ch_log_ = 0;
+  std::vector<std::uint16_t> ch_pose_, ch_projected_, ch_measured_;  // per vehicle
+
+  // writer-thread scratch, reused from step to step
+  StepRecord record_;
+  WorldState actual_, projected_;
+  std::vector<double> values_;
+  std::vector<const Measurement*> measured_;  // per vehicle, this step
+  std::string text_, vehicles_text_;
+};
+
+}  // namespace tether::runtime

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading a recording back and re-running it without hardware (Rule 1 of seeds/002: from
+// any recorded state s_m the same sequence s_m..s_q is produced).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tether/recording/recording.hpp"
+#include "tether/scenario/scenario.hpp"
+
+namespace tether::runtime {
+
+/// A recording, loaded for replay, info and report.
+struct Recording {
+  std::string path;
+  Scenario scenario;
+  std::vector<std::string> endpoint_names;
+  std::vector<StepRecord> steps;                   // in step order, contiguous from steps.front().step
+  std::map<std::uint64_t, Keyframe> keyframes;     // by the step they precede
+  std::vector<std::string> states;                 // S_{k+1} per step, if recorded (else empty)
+  std::vector<Reply> safe_replies;                 // per endpoint, if recorded (else empty: no forces)
+  std::optional<nlohmann::json> summary;           // absent if the session was killed
+  std::vector<nlohmann::json> events;
+  bool truncated = false;
+  std::string truncation;
+  std::uint64_t file_size_bytes = 0;
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> channels;  // topic -> (messages, bytes)
+
+  /// The step record for step k, or nullptr.
+  const StepRecord* step(std::uint64_t k) const;
+};
+
+/// Loads a recording; false with a clear reason for anything that is not a readable
+/// Tether recording (never crashes on corrupt input). A truncated file loads what it has.
+bool load_recording(const std::string& path, Recording& out, std::string* error);
+
+/// Where a replayed state first differs from the recorded one.
+struct Divergence {
+  std::uint64_t step = 0;  // the step whose result differs
+  std::string field;       // e.g. "bodies[0].position_m.z" (empty if only the hash is recorded)
+  double recorded = 0;
+  double replayed = 0;
+  std::uint64_t recorded_hash = 0;
+  std::uint64_t replayed_hash = 0;
+  std::string describe() const;
+};
+
+/// Compares a replayed S_{k+1} with the recording; nullopt if bit-identical.
+std::optional<Divergence> compare_state(const Recording& recording, const WorldState& replayed);
+
+}  // namespace tether::runtime

@@ -1,0 +1,613 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/recording/recorder.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <numbers>
+
+#include <nlohmann/json.hpp>
+
+#include "tether/recording/mcap_writer.hpp"
+
+namespace tether::runtime {
+
+namespace {
+
+using nlohmann::json;
+
+json stamp(std::int64_t time_ns) {
+  return json{{"sec", time_ns / 1'000'000'000}, {"nsec", time_ns % 1'000'000'000}};
+}
+
+json vec(const Vec3& v) { return json{{"x", v.x()}, {"y", v.y()}, {"z", v.z()}}; }
+
+json quat(const Quat& q) { return json{{"x", q.x()}, {"y", q.y()}, {"z", q.z()}, {"w", q.w()}}; }
+
+json pose(const Vec3& p, const Quat& q) { return json{{"position", vec(p)}, {"orientation", quat(q)}}; }
+
+json color(double r, double g, double b, double a) { return json{{"r", r}, {"g", g}, {"b", b}, {"a", a}}; }
+
+// Compact JSON appended to a reused string, for the per-step channels. Numbers use the
+// shortest text that reads back to the same double (std::to_chars); NaN and infinities,
+// which JSON cannot hold, are written as null (as nlohmann::json does).
+struct JsonText {
+  std::string& s;
+  void raw(std::string_view v) { s.append(v); }
+  void comma() { s.push_back(','); }
+  void open() { s.push_back('{'); }
+  void close() { s.push_back('}'); }
+  void num(double v) {
+    if (!std::isfinite(v)) {
+      s.append("null");
+      return;
+    }
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    s.append(buf, r.ptr);
+  }
+  void num(std::uint64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    s.append(buf, r.ptr);
+  }
+  void num(std::int64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    s.append(buf, r.ptr);
+  }
+  void str(std::string_view v) {
+    s.push_back('"');
+    for (const char c : v) {
+      if (c == '"' || c == '\\') {
+        s.push_back('\\');
+        s.push_back(c);
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        s.append(buf);
+      } else {
+        s.push_back(c);
+      }
+    }
+    s.push_back('"');
+  }
+  void key(const char* k) {
+    s.push_back('"');
+    s.append(k);
+    s.append("\":");
+  }
+  void field(const char* k, double v) {
+    s.push_back(',');
+    key(k);
+    num(v);
+  }
+  void stamp(std::int64_t time_ns) {
+    s.append("{\"sec\":");
+    num(static_cast<std::int64_t>(time_ns / 1'000'000'000));
+    s.append(",\"nsec\":");
+    num(static_cast<std::int64_t>(time_ns % 1'000'000'000));
+    s.push_back('}');
+  }
+  void vec(const Vec3& v) {
+    s.append("{\"x\":");
+    num(v.x());
+    s.append(",\"y\":");
+    num(v.y());
+    s.append(",\"z\":");
+    num(v.z());
+    s.push_back('}');
+  }
+  void xyz_m(const Vec3& v) {
+    s.append("{\"x_m\":");
+    num(v.x());
+    s.append(",\"y_m\":");
+    num(v.y());
+    s.append(",\"z_m\":");
+    num(v.z());
+    s.push_back('}');
+  }
+  void quat(const Quat& q) {
+    s.append("{\"x\":");
+    num(q.x());
+    s.append(",\"y\":");
+    num(q.y());
+    s.append(",\"z\":");
+    num(q.z());
+    s.append(",\"w\":");
+    num(q.w());
+    s.push_back('}');
+  }
+  // the rest of a foxglove.PoseInFrame after its timestamp
+  void pose_in_world(const Vec3& p, const Quat& q) {
+    s.append("\"frame_id\":\"world\",\"pose\":{\"position\":");
+    vec(p);
+    s.append(",\"orientation\":");
+    quat(q);
+    s.push_back('}');
+  }
+};
+
+// minimal JSON Schemas for Foxglove's well-known message types: Foxglove picks its
+// panels by the schema name; the schema text documents the fields we write
+const char* time_schema = R"({"type":"object","properties":{"sec":{"type":"integer"},"nsec":{"type":"integer"}}})";
+const char* vec_schema = R"({"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"},"z":{"type":"number"}}})";
+const char* quat_schema = R"({"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"},"z":{"type":"number"},"w":{"type":"number"}}})";
+
+std::string frame_transform_schema() {
+  return std::string(R"({"title":"foxglove.FrameTransform","type":"object","properties":{"timestamp":)") + time_schema +
+         R"(,"parent_frame_id":{"type":"string"},"child_frame_id":{"type":"string"},"translation":)" + vec_schema +
+         R"(,"rotation":)" + quat_schema + "}}";
+}
+
+std::string pose_in_frame_schema() {
+  return std::string(R"({"title":"foxglove.PoseInFrame","type":"object","properties":{"timestamp":)") + time_schema +
+         R"(,"frame_id":{"type":"string"},"pose":{"type":"object","properties":{"position":)" + vec_schema +
+         R"(,"orientation":)" + quat_schema + "}}}}";
+}
+
+std::string log_schema() {
+  return std::string(R"({"title":"foxglove.Log","type":"object","properties":{"timestamp":)") + time_schema +
+         R"(,"level":{"type":"integer","description":"0 unknown, 1 debug, 2 info, 3 warning, 4 error, 5 fatal"},)"
+         R"("message":{"type":"string"},"name":{"type":"string"},"file":{"type":"string"},"line":{"type":"integer"}}})";
+}
+
+std::string scene_update_schema() {
+  return R"({"title":"foxglove.SceneUpdate","type":"object","properties":{"deletions":{"type":"array"},)"
+         R"("entities":{"type":"array","items":{"type":"object","properties":{"timestamp":{"type":"object"},)"
+         R"("frame_id":{"type":"string"},"id":{"type":"string"},"lifetime":{"type":"object"},"frame_locked":{"type":"boolean"},)"
+         R"("metadata":{"type":"array"},"arrows":{"type":"array"},"cubes":{"type":"array"},"spheres":{"type":"array"},)"
+         R"("cylinders":{"type":"array"},"lines":{"type":"array"},"triangles":{"type":"array"},"texts":{"type":"array"},)"
+         R"("models":{"type":"array"}}}}}})";
+}
+
+const char* step_schema_text =
+    "tether.StepRecord v1, little-endian (docs/recording.md): u32 version, u64 step, i64 time_ns, "
+    "u64 state_hash, u64 step_time_ns, u16 endpoints, then per endpoint u8 outcome (0 fresh, 1 timeout, "
+    "2 fault), u64 round_trip_ns and, if fresh, the reply (u64 step, u32 n, n x (u32 body, 12 f64 wrench), "
+    "u32 c, c x (u16 device, u8 size, size bytes), u32 m, m x measurement)";
+
+// a primitive for a shape, in the frame `frame_id`, placed at `p`, `q`
+void add_shape(json& entity, const Shape& s, const Vec3& p, const Quat& q, const json& rgba) {
+  switch (s.kind) {
+    case ShapeKind::sphere:
+      entity["spheres"].push_back({{"pose", pose(p, q)},
+                                   {"size", vec(Vec3::Constant(2 * s.radius_m))},
+                                   {"color", rgba}});
+      break;
+    case ShapeKind::box:
+      entity["cubes"].push_back({{"pose", pose(p, q)}, {"size", vec(2 * s.half_extents_m)}, {"color", rgba}});
+      break;
+    case ShapeKind::cylinder:
+    case ShapeKind::capsule: {
+      // Foxglove cylinders stand along z; ours lie along body x
+      const Quat along_x = q * Quat(Eigen::AngleAxisd(std::numbers::pi / 2, Vec3::UnitY()));
+      const double len = 2 * s.half_length_m + (s.kind == ShapeKind::capsule ? 2 * s.radius_m : 0);
+      entity["cylinders"].push_back({{"pose", pose(p, along_x)},
+                                     {"size", vec(Vec3(2 * s.radius_m, 2 * s.radius_m, len))},
+                                     {"bottom_scale", 1.0},
+                                     {"top_scale", 1.0},
+                                     {"color", rgba}});
+      break;
+    }
+    case ShapeKind::plane: {
+      // a thin 40 m square slab standing for the half-space, its top face on the plane
+      const Quat align = Quat::FromTwoVectors(Vec3::UnitZ(), s.normal);
+      const Vec3 centre = s.normal * (s.offset_m - 0.01);
+      entity["cubes"].push_back({{"pose", pose(centre, align)}, {"size", vec(Vec3(40, 40, 0.02))}, {"color", rgba}});
+      break;
+    }
+    case ShapeKind::heightfield:
+      // terrain is not drawn in the 3-D scene yet (it would be a triangle list of the grid)
+      break;
+  }
+}
+
+json empty_entity(const std::string& frame, const std::string& id) {
+  return json{{"timestamp", stamp(0)}, {"frame_id", frame}, {"id", id}, {"lifetime", stamp(0)},
+              {"frame_locked", true}, {"metadata", json::array()}, {"arrows", json::array()},
+              {"cubes", json::array()}, {"spheres", json::array()}, {"cylinders", json::array()},
+              {"lines", json::array()}, {"triangles", json::array()}, {"texts", json::array()},
+              {"models", json::array()}};
+}
+
+}  // namespace
+
+Recorder::Recorder(const Scenario& scenario, std::vector<std::string> endpoint_names,
+                   std::vector<std::pair<std::string, std::vector<std::string>>> processor_fields)
+    : scenario_(scenario), endpoint_names_(std::move(endpoint_names)),
+      processor_fields_(std::move(processor_fields)), writer_(std::make_unique<mcap::Writer>()) {
+  ring_.resize(scenario.recording.queue_slots);
+  // the buffers the loop fills are grown here, not in the loop's first lap through the ring:
+  // a step item is three length-prefixed parts (step record, two states) and the values
+  const std::size_t state_bytes = 20 + scenario.model.bodies.size() * state_doubles_per_body * 8;
+  const std::size_t step_bytes = 38 + scenario.endpoints.size() * (9 + 20 + 100 * scenario.model.bodies.size());
+  std::size_t values = 0;
+  for (const auto& p : processor_fields_) values += p.second.size();
+  const std::size_t item_bytes = 16 + step_bytes + 2 * state_bytes + 8 * values;
+  staging_.reserve(item_bytes);
+  for (Slot& slot : ring_) slot.bytes.reserve(item_bytes);
+}
+
+Recorder::~Recorder() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+}
+
+std::uint64_t Recorder::bytes_written() const { return writer_->bytes_written(); }
+
+bool Recorder::open(const std::string& path, std::string* error) {
+  path_ = path;
+  mcap::WriterOptions options;
+  options.profile = "x-tether";
+  options.library = "tether 0.1";
+  options.compress = scenario_.recording.compress;
+  options.chunk_size_bytes = 512 * 1024;
+  if (!writer_->open(path, options, error)) return false;
+
+  const auto now_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  writer_->add_attachment("scenario.yaml", "application/yaml", 0, now_ns, scenario_.source_text);
+  std::string endpoints;
+  for (const auto& n : endpoint_names_) endpoints += (endpoints.empty() ? "" : ",") + n;
+  writer_->add_metadata("tether", {{"format_version", std::to_string(recording_format_version)},
+                                   {"scenario", scenario_.name},
+                                   {"scenario_path", scenario_.path},
+                                   {"seed", std::to_string(scenario_.loop.seed)},
+                                   {"period_ns", std::to_string(scenario_.loop.period_ns)},
+                                   {"endpoints", endpoints}});
+
+  const auto binary = writer_->add_schema("tether.StepRecord", "", step_schema_text);
+  const auto state_schema = writer_->add_schema("tether.WorldState", "",
+      "tether.WorldState: u64 step, i64 time_ns, u32 bodies, 13 f64 per body (position, quaternion w x y z, "
+      "linear momentum, angular momentum)");
+  const auto key_schema = writer_->add_schema("tether.Keyframe", "", "tether.Keyframe v1 (docs/recording.md)");
+  const auto tf_schema = writer_->add_schema("foxglove.FrameTransform", "jsonschema", frame_transform_schema());
+  const auto pose_schema = writer_->add_schema("foxglove.PoseInFrame", "jsonschema", pose_in_frame_schema());
+  const auto log_s = writer_->add_schema("foxglove.Log", "jsonschema", log_schema());
+  const auto scene_s = writer_->add_schema("foxglove.SceneUpdate", "jsonschema", scene_update_schema());
+  ch_step_ = writer_->add_channel(binary, topics::step, "x-tether-binary");
+  ch_state_ = writer_->add_channel(state_schema, topics::state, "x-tether-binary");
+  ch_keyframe_ = writer_->add_channel(key_schema, topics::keyframe, "x-tether-binary");
+  ch_timing_ = writer_->add_channel(0, topics::timing, "json");
+  ch_vehicles_ = writer_->add_channel(0, topics::vehicles, "json");
+  ch_events_ = writer_->add_channel(0, topics::events, "json");
+  ch_summary_ = writer_->add_channel(0, topics::summary, "json");
+  ch_feedback_ = writer_->add_channel(0, topics::feedback, "json");
+  ch_tf_ = writer_->add_channel(tf_schema, topics::tf, "json");
+  ch_scene_ = writer_->add_channel(scene_s, topics::scene, "json");
+  ch_log_ = writer_->add_channel(log_s, topics::log, "json");
+  for (const auto& v : scenario_.model.vehicles) {
+    ch_pose_.push_back(writer_->add_channel(pose_schema, "/vehicles/" + v.name + "/pose", "json"));
+    ch_projected_.push_back(writer_->add_channel(pose_schema, "/vehicles/" + v.name + "/projected", "json"));
+    ch_measured_.push_back(writer_->add_channel(pose_schema, "/vehicles/" + v.name + "/measured", "json"));
+  }
+  write_scene();
+  if (!safe_replies_.empty()) {
+    const auto safe_schema = writer_->add_schema("tether.SafeReplies", "",
+        "tether.SafeReplies v1, little-endian (docs/recording.md): u32 version, u32 endpoints, then per endpoint "
+        "the reply its `safe` timeout policy applies, laid out as in tether.StepRecord");
+    const auto ch = writer_->add_channel(safe_schema, topics::safe_replies, "x-tether-binary");
+    std::string bytes;
+    encode_safe_replies(safe_replies_, bytes);
+    writer_->write(ch, sequence_++, 0, 0, bytes);
+  }
+  if (!writer_->ok()) {
+    if (error) *error = writer_->error();
+    return false;
+  }
+  writer_->flush_chunk();
+  thread_ = std::thread([this] { writer_loop(); });
+  return true;
+}
+
+void Recorder::write_scene() {
+  const WorldModel& m = scenario_.model;
+  json update{{"deletions", json::array()}, {"entities", json::array()}};
+  json tank = empty_entity("world", "static");
+  for (const StaticBody& s : m.statics) add_shape(tank, s.shape, s.position_m, s.orientation, color(0.5, 0.55, 0.6, 0.35));
+  if (m.water.present) {
+    json water = empty_entity("world", "water_surface");
+    water["cubes"].push_back({{"pose", pose(Vec3(0, 0, m.water.surface_z_m), Quat::Identity())},
+                              {"size", vec(Vec3(40, 40, 0.001))},
+                              {"color", color(0.2, 0.4, 0.9, 0.15)}});
+    update["entities"].push_back(std::move(water));
+  }
+  update["entities"].push_back(std::move(tank));
+  for (const VehicleModel& v : m.vehicles) {
+    json e = empty_entity(v.name, "vehicle/" + v.name);
+    for (int b : v.bodies) add_shape(e, m.bodies[static_cast<std::size_t>(b)].shape, Vec3::Zero(), Quat::Identity(),
+                                     color(1.0, 0.75, 0.1, 1.0));
+    update["entities"].push_back(std::move(e));
+  }
+  writer_->write(ch_scene_, sequence_++, 0, 0, update.dump());
+}
+
+void Recorder::encode_step_item(const StepRecord& record, const WorldState& actual, const WorldState& projected,
+                                const std::vector<double>& feedback_values, std::string& out) {
+  out.clear();
+  ByteWriter w(out);
+  // length-prefixed parts; the lengths are patched in after each part is appended
+  auto part = [&](auto&& fill) {
+    const std::size_t at = out.size();
+    w.u32(0);
+    fill();
+    const auto len = static_cast<std::uint32_t>(out.size() - at - 4);
+    std::memcpy(out.data() + at, &len, 4);
+  };
+  part([&] { encode_step(record, out); });
+  part([&] { serialize_state(actual, out); });
+  part([&] { serialize_state(projected, out); });
+  w.u32(static_cast<std::uint32_t>(feedback_values.size()));
+  for (double v : feedback_values) w.f64(v);
+}
+
+void Recorder::push(ItemKind kind, std::uint64_t step, std::int64_t time_ns) {
+  {
+    std::unique_lock lock(mutex_);
+    if (count_ == ring_.size() && wait_when_full_ && thread_.joinable())
+      room_.wait(lock, [this] { return count_ < ring_.size(); });
+    if (count_ == ring_.size()) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    Slot& slot = ring_[head_];
+    slot.kind = kind;
+    slot.step = step;
+    slot.time_ns = time_ns;
+    slot.bytes.swap(staging_);
+    head_ = (head_ + 1) % ring_.size();
+    ++count_;
+    // the writer polls every few milliseconds; waking it for every step would cost the
+    // loop a system call and a context switch per step
+    if (count_ * 4 < ring_.size()) return;
+  }
+  wake_.notify_one();
+}
+
+void Recorder::event(std::uint64_t step, std::int64_t time_ns, int level, const std::string& source,
+                     const std::string& text) {
+  staging_ = json{{"level", level}, {"name", source}, {"message", text}}.dump();
+  push(ItemKind::event, step, time_ns);
+}
+
+void Recorder::writer_loop() {
+  const auto flush_every = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(scenario_.recording.flush_interval_s));
+  // how long queued items may wait for the writer when the queue is not filling up
+  constexpr auto poll = std::chrono::milliseconds(5);
+  auto next_flush = std::chrono::steady_clock::now() + flush_every;
+  Slot item;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_until(lock, std::min(next_flush, std::chrono::steady_clock::now() + poll),
+                       [this] { return count_ > 0 || closing_; });
+      if (count_ == 0 && closing_) return;
+      if (count_ > 0) {
+        Slot& slot = ring_[tail_];
+        std::swap(item, slot);
+        tail_ = (tail_ + 1) % ring_.size();
+        --count_;
+      } else {
+        item.bytes.clear();
+      }
+    }
+    if (wait_when_full_) room_.notify_one();
+    if (!item.bytes.empty()) {
+      write_item(item);
+      written_.fetch_add(1, std::memory_order_relaxed);
+    }
+    // bound what a SIGKILL can lose: the open chunk is written at least this often
+    if (std::chrono::steady_clock::now() >= next_flush) {
+      writer_->flush_chunk();
+      next_flush = std::chrono::steady_clock::now() + flush_every;
+    }
+  }
+}
+
+void Recorder::write_item(const Slot& item) {
+  const auto log_time = static_cast<std::uint64_t>(item.time_ns);
+  switch (item.kind) {
+    case ItemKind::keyframe: writer_->write(ch_keyframe_, sequence_++, log_time, log_time, item.bytes); return;
+    case ItemKind::summary: writer_->write(ch_summary_, sequence_++, log_time, log_time, item.bytes); return;
+    case ItemKind::event: {
+      writer_->write(ch_events_, sequence_++, log_time, log_time, item.bytes);
+      json e = json::parse(item.bytes, nullptr, false);
+      if (!e.is_discarded())
+        writer_->write(ch_log_, sequence_++, log_time, log_time,
+                       json{{"timestamp", stamp(item.time_ns)}, {"level", e["level"]}, {"message", e["message"]},
+                            {"name", e["name"]}, {"file", ""}, {"line", 0}}
+                           .dump());
+      return;
+    }
+    case ItemKind::step: break;
+  }
+
+  // a step item: the binary record for replay, then the derived views
+  ByteReader r(item.bytes);
+  std::string_view record_bytes, actual_bytes, projected_bytes;
+  if (!r.bytes(record_bytes) || !r.bytes(actual_bytes) || !r.bytes(projected_bytes)) return;
+  std::uint32_t nvalues = 0;
+  values_.clear();
+  if (r.u32(nvalues))
+    for (std::uint32_t i = 0; i < nvalues; ++i) {
+      double v;
+      if (!r.f64(v)) break;
+      values_.push_back(v);
+    }
+  // log time of step k's record: t_{k+1}, when its result exists
+  const std::uint64_t t = log_time + static_cast<std::uint64_t>(scenario_.loop.period_ns);
+  writer_->write(ch_step_, sequence_++, t, t, record_bytes);
+  const WorldModel& m = scenario_.model;
+  if (m.bodies.size() <= scenario_.recording.state_every_step_max_bodies)
+    writer_->write(ch_state_, sequence_++, t, t, actual_bytes);
+  if (!decode_step(record_bytes, record_, nullptr) || !deserialize_state(actual_bytes, actual_, nullptr) ||
+      !deserialize_state(projected_bytes, projected_, nullptr) || actual_.bodies.size() != m.bodies.size() ||
+      projected_.bodies.size() != m.bodies.size())
+    return;
+  write_views(t);
+}
+
+// The derived per-step channels, written as text into reused buffers: this is the writer
+// thread's hot path, and building a JSON document per message (one allocation per node)
+// made the writer slower than the loop it records.
+void Recorder::write_views(std::uint64_t t) {
+  const WorldModel& m = scenario_.model;
+  JsonText j{text_};
+  const auto stamp_at = [&] {
+    j.key("timestamp");
+    j.stamp(static_cast<std::int64_t>(t));
+  };
+  // which vehicles a measurement came for this step (the last one counts, as before)
+  measured_.assign(m.vehicles.size(), nullptr);
+  for (const SlotRecord& slot : record_.slots) {
+    if (slot.outcome != SlotOutcome::fresh) continue;
+    for (const Measurement& meas : slot.reply.measurements) {
+      if (!meas.has_pose || meas.body >= m.bodies.size()) continue;
+      const int vi = m.bodies[meas.body].vehicle;
+      if (vi < 0 || static_cast<std::size_t>(vi) >= m.vehicles.size()) continue;
+      text_.clear();
+      j.open();
+      stamp_at();
+      j.comma();
+      j.pose_in_world(meas.position_m, meas.orientation);
+      j.close();
+      writer_->write(ch_measured_[static_cast<std::size_t>(vi)], sequence_++, t, t, text_);
+      measured_[static_cast<std::size_t>(vi)] = &meas;
+    }
+  }
+
+  vehicles_text_.clear();
+  JsonText vj{vehicles_text_};
+  vj.raw("{\"step\":");
+  vj.num(record_.step);
+  vj.raw(",\"vehicles\":[");
+  for (std::size_t vi = 0; vi < m.vehicles.size(); ++vi) {
+    const VehicleModel& v = m.vehicles[vi];
+    const int b = v.bodies.front();
+    const BodyState& s = actual_.bodies[static_cast<std::size_t>(b)];
+    const BodyState& p = projected_.bodies[static_cast<std::size_t>(b)];
+    text_.clear();
+    j.open();
+    stamp_at();
+    j.raw(",\"parent_frame_id\":\"world\",\"child_frame_id\":");
+    j.str(v.name);
+    j.raw(",\"translation\":");
+    j.vec(s.position_m);
+    j.raw(",\"rotation\":");
+    j.quat(s.orientation);
+    j.close();
+    writer_->write(ch_tf_, sequence_++, t, t, text_);
+    for (const auto& [channel, body] : {std::pair{ch_pose_[vi], &s}, std::pair{ch_projected_[vi], &p}}) {
+      text_.clear();
+      j.open();
+      stamp_at();
+      j.comma();
+      j.pose_in_world(body->position_m, body->orientation);
+      j.close();
+      writer_->write(channel, sequence_++, t, t, text_);
+    }
+    const Vec3 vel = linear_velocity(m, actual_, b);
+    const Vec3 rpy = rpy_from_quat(s.orientation) * (180 / std::numbers::pi);
+    if (vi) vj.comma();
+    vj.raw("{\"name\":");
+    vj.str(v.name);
+    vj.field("x_m", s.position_m.x());
+    vj.field("y_m", s.position_m.y());
+    vj.field("z_m", s.position_m.z());
+    if (m.water.present) vj.field("depth_m", m.water.surface_z_m - s.position_m.z());
+    vj.field("heading_deg", rpy.z());
+    vj.field("roll_deg", rpy.x());
+    vj.field("pitch_deg", rpy.y());
+    vj.field("speed_m_s", vel.norm());
+    vj.raw(",\"projected\":");
+    vj.xyz_m(p.position_m);
+    if (measured_[vi]) {
+      vj.raw(",\"measured\":");
+      vj.xyz_m(measured_[vi]->position_m);
+    }
+    vj.close();
+  }
+  vj.raw("]}");
+  writer_->write(ch_vehicles_, sequence_++, t, t, vehicles_text_);
+
+  text_.clear();
+  j.raw("{\"step\":");
+  j.num(record_.step);
+  j.raw(",\"step_time_ns\":");
+  j.num(record_.step_time_ns);
+  j.raw(",\"endpoints\":[");
+  for (std::size_t i = 0; i < record_.slots.size(); ++i) {
+    const SlotRecord& slot = record_.slots[i];
+    if (i) j.comma();
+    j.raw("{\"name\":");
+    j.str(i < endpoint_names_.size() ? std::string_view(endpoint_names_[i]) : std::string_view("?"));
+    j.raw(",\"round_trip_ns\":");
+    j.num(slot.round_trip_ns);
+    j.raw(slot.outcome == SlotOutcome::fresh     ? ",\"outcome\":\"fresh\"}"
+          : slot.outcome == SlotOutcome::timeout ? ",\"outcome\":\"timeout\"}"
+                                                 : ",\"outcome\":\"fault\"}");
+  }
+  j.raw("]}");
+  writer_->write(ch_timing_, sequence_++, t, t, text_);
+
+  if (!processor_fields_.empty()) {
+    text_.clear();
+    j.raw("{\"step\":");
+    j.num(record_.step);
+    j.raw(",\"processors\":{");
+    std::size_t at = 0;
+    for (std::size_t pi = 0; pi < processor_fields_.size(); ++pi) {
+      const auto& [name, fields] = processor_fields_[pi];
+      if (pi) j.comma();
+      j.str(name);
+      j.raw(":{");
+      for (std::size_t fi = 0; fi < fields.size(); ++fi) {
+        if (fi) j.comma();
+        j.str(fields[fi]);
+        j.raw(":");
+        j.num(at < values_.size() ? values_[at++] : 0.0);
+      }
+      j.raw("}");
+    }
+    j.raw("}}");
+    writer_->write(ch_feedback_, sequence_++, t, t, text_);
+  }
+}
+
+bool Recorder::close(const nlohmann::json& summary, std::string* error) {
+  if (thread_.joinable()) {
+    staging_ = summary.dump();
+    // the summary must not be dropped: wait for room if the ring is full
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        if (count_ < ring_.size()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    push(ItemKind::summary, 0, summary.value("sim_time_s", 0.0) > 0
+                                   ? static_cast<std::int64_t>(summary.value("sim_time_s", 0.0) * 1e9)
+                                   : 0);
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  return writer_->close(error);
+}
+
+}  // namespace tether::runtime

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/recording/replay.hpp"
+
+#include <bit>
+#include <cstdio>
+
+#include "tether/recording/mcap_reader.hpp"
+
+namespace tether::runtime {
+
+const StepRecord* Recording::step(std::uint64_t k) const {
+  if (steps.empty() || k < steps.front().step) return nullptr;
+  const std::uint64_t i = k - steps.front().step;
+  return i < steps.size() ? &steps[i] : nullptr;
+}
+
+bool load_recording(const std::string& path, Recording& out, std::string* error) {
+  auto fail = [&](const std::string& why) {
+    if (error) *error = path + ": " + why;
+    return false;
+  };
+  mcap::Reader reader;
+  std::string why;
+  if (!reader.open(path, &why)) {
+    if (error) *error = why;
+    return false;
+  }
+  out = Recording{};
+  out.path = path;
+  const mcap::Info& info = reader.info();
+  out.truncated = info.truncated;
+  out.truncation = info.truncation;
+  out.file_size_bytes = info.file_size_bytes;
+
+  const mcap::Attachment* scenario_file = nullptr;
+  for (const auto& a : reader.attachments())
+    if (a.name == "scenario.yaml") scenario_file = &a;
+  if (!scenario_file) return fail("not a Tether recording (no scenario.yaml attachment)");
+  try {
+    out.scenario = parse_scenario(scenario_file->data,
+                                  path + ":scenario.yaml");
+  } catch (const ConfigError& e) {
+    return fail(std::string("the recorded scenario does not parse with this build: ") + e.what());
+  }
+  for (const auto& m : reader.metadata())
+    if (m.name == "tether") {
+      const auto it = m.entries.find("endpoints");
+      if (it != m.entries.end() && !it->second.empty()) {
+        std::string list = it->second;
+        for (std::size_t start = 0; start <= list.size();) {
+          const auto comma = list.find(',', start);
+          out.endpoint_names.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+      }
+    }
+
+  mcap::MessageView msg;
+  while (reader.next(msg)) {
+    const mcap::Channel* ch = reader.channel(msg.channel_id);
+    if (!ch) continue;
+    auto& stats = out.channels[ch->topic];
+    ++stats.first;
+    stats.second += msg.data.size();
+    const std::string_view bytes(reinterpret_cast<const char*>(msg.data.data()), msg.data.size());
+    if (ch->topic == topics::step) {
+      StepRecord r;
+      if (!decode_step(bytes, r, &why)) return fail("step record " + std::to_string(out.steps.size()) + ": " + why);
+      if (!out.steps.empty() && r.step != out.steps.back().step + 1)
+        return fail("step records jump from step " + std::to_string(out.steps.back().step) + " to " +
+                    std::to_string(r.step) + " (the recorder dropped steps; see the summary's dropped_items)");
+      if (r.slots.size() != out.scenario.endpoints.size())
+        return fail("step " + std::to_string(r.step) + " has " + std::to_string(r.slots.size()) +
+                    " endpoint slots, the scenario " + std::to_string(out.scenario.endpoints.size()));
+      out.steps.push_back(std::move(r));
+    } else if (ch->topic == topics::safe_replies) {
+      if (!decode_safe_replies(bytes, out.safe_replies, &why)) return fail(why);
+      if (out.safe_replies.size() != out.scenario.endpoints.size())
+        return fail("safe replies for " + std::to_string(out.safe_replies.size()) + " endpoints, the scenario has " +
+                    std::to_string(out.scenario.endpoints.size()));
+    } else if (ch->topic == topics::state) {
+      out.states.emplace_back(bytes);
+    } else if (ch->topic == topics::keyframe) {
+      Keyframe k;
+      if (!decode_keyframe(bytes, k, &why)) return fail(why);
+      out.keyframes[k.state.step] = std::move(k);
+    } else if (ch->topic == topics::summary) {
+      auto j = nlohmann::json::parse(bytes, nullptr, false);
+      if (j.is_object()) out.summary = std::move(j);  // readers index it as an object
+    } else if (ch->topic == topics::events) {
+      auto j = nlohmann::json::parse(bytes, nullptr, false);
+      if (j.is_object()) out.events.push_back(std::move(j));
+    }
+  }
+  if (!reader.error().empty()) return fail(reader.error());
+  if (!out.states.empty() && out.states.size() != out.steps.size()) out.states.clear();
+  return true;
+}
+
+std::string Divergence::describe() const {
+  char buf[512];
+  if (field.empty()) {
+    std::snprintf(buf, sizeof buf, "step %llu: state hash %016llx recorded, %016llx replayed",
+                  static_cast<unsigned long long>(step), static_cast<unsigned long long>(recorded_hash),
+                  static_cast<unsigned long long>(replayed_hash));
+  } else {
+    std::snprintf(buf, sizeof buf, "step %llu: %s recorded %.17g (0x%016llx), replayed %.17g (0x%016llx)",
+                  static_cast<unsigned long long>(step), field.c_str(), recorded,
+                  static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(recorded)), replayed,
+                  static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(replayed)));
+  }
+  return buf;
+}
+
+std::optional<Divergence> compare_state(const Recording& recording, const WorldState& replayed) {
+  if (replayed.step == 0) return std::nullopt;
+  const std::uint64_t k = replayed.step - 1;  // the step that produced this state
+  const StepRecord* r = recording.step(k);
+  if (!r) return std::nullopt;
+  const std::uint64_t h = hash_state(replayed);
+  if (h == r->state_hash) return std::nullopt;
+  Divergence d;
+  d.step = k;
+  d.recorded_hash = r->state_hash;
+  d.replayed_hash = h;
+  const std::uint64_t i = k - recording.steps.front().step;
+  WorldState rec;
+  if (i < recording.states.size() && deserialize_state(recording.states[i], rec, nullptr) &&
+      rec.bodies.size() == replayed.bodies.size()) {
+    static const char* names[13] = {"position_m.x", "position_m.y", "position_m.z", "orientation.w",
+                                    "orientation.x", "orientation.y", "orientation.z", "linear_momentum.x",
+                                    "linear_momentum.y", "linear_momentum.z", "angular_momentum.x",
+                                    "angular_momentum.y", "angular_momentum.z"};
+    auto values = [](const BodyState& b, int f) {
+      const double v[13] = {b.position_m.x(), b.position_m.y(), b.position_m.z(), b.orientation.w(),
+                            b.orientation.x(), b.orientation.y(), b.orientation.z(), b.linear_momentum.x(),
+                            b.linear_momentum.y(), b.linear_momentum.z(), b.angular_momentum.x(),
+                            b.angular_momentum.y(), b.angular_momentum.z()};
+      return v[f];
+    };
+    for (std::size_t b = 0; b < rec.bodies.size() && d.field.empty(); ++b)
+      for (int f = 0; f < 13; ++f) {
+        const double a = values(rec.bodies[b], f), c = values(replayed.bodies[b], f);
+        if (std::bit_cast<std::uint64_t>(a) != std::bit_cast<std::uint64_t>(c)) {
+          d.field = "bodies[" + std::to_string(b) + "] (" + recording.scenario.model.bodies[b].name + ")." + names[f];
+          d.recorded = a;
+          d.replayed = c;
+          break;
+        }
+      }
+    if (d.field.empty() && rec.time_ns != replayed.time_ns) {
+      d.field = "time_ns";
+      d.recorded = static_cast<double>(rec.time_ns);
+      d.replayed = static_cast<double>(replayed.time_ns);
+    }
+  }
+  return d;
+}
+
+}  // namespace tether::runtime

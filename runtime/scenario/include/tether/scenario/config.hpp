@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading YAML scenario files with errors people can act on:
+//   scenario.yaml:14:7: vehicles[0].bodies[0].mass_kg: expected a number > 0, got "heavy"
+// Readers record every problem they find (not just the first) and the caller throws
+// ConfigError once at the end, so one `tether check` shows all mistakes in a file.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "tether/physics/math.hpp"
+
+namespace tether::runtime {
+
+/// All problems found in one scenario file, one positioned line each.
+class ConfigError : public std::runtime_error {
+ public:
+  explicit ConfigError(std::vector<std::string> errors);
+  const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  std::vector<std::string> errors_;
+};
+
+/// Shared by every ConfigNode of one file: its name and the list of errors so far.
+struct ConfigContext {
+  std::string file;
+  std::vector<std::string> errors;
+};
+
+/// Bounds for numbers; `expected()` renders them for messages ("a number > 0").
+struct Range {
+  double min = -1e300;
+  double max = 1e300;
+  bool min_exclusive = false;
+  static Range any() { return {}; }
+  static Range positive() { return {0, 1e300, true}; }
+  static Range non_negative() { return {0, 1e300, false}; }
+  static Range between(double lo, double hi) { return {lo, hi, false}; }
+  bool contains(double v) const { return (min_exclusive ? v > min : v >= min) && v <= max; }
+  std::string expected() const;
+};
+
+/// A position in the YAML tree: the node, its key path and where it is in the file.
+class ConfigNode {
+ public:
+  ConfigNode(std::shared_ptr<ConfigContext> context, YAML::Node node, std::string path,
+             YAML::Mark mark);
+
+  const std::string& path() const { return path_; }
+  const YAML::Node& yaml() const { return node_; }
+  ConfigContext& context() const { return *context_; }
+  const std::shared_ptr<ConfigContext>& context_ptr() const { return context_; }
+  bool is_map() const { return node_.IsMap(); }
+  bool is_sequence() const { return node_.IsSequence(); }
+  bool has(const char* key) const;
+  std::size_t size() const { return node_.size(); }
+
+  /// The child at `key` (an undefined node if absent: reading from it reports "missing").
+  ConfigNode operator[](const char* key) const;
+  /// The i-th element of a sequence.
+  ConfigNode at(std::size_t i) const;
+
+  /// Reports keys other than `allowed` as errors; false if the node is not a map.
+  bool expect_map(std::initializer_list<const char*> allowed) const;
+  /// Reports an error unless the node is a sequence; an absent node is an empty list.
+  bool expect_sequence() const;
+
+  double number(const char* key, Range range = Range::any()) const;
+  double number_or(const char* key, double fallback, Range range = Range::any()) const;
+  std::int64_t integer_or(const char* key, std::int64_t fallback, std::int64_t min,
+                          std::int64_t max) const;
+  std::uint64_t unsigned_or(const char* key, std::uint64_t fallback) const;
+  bool boolean_or(const char* key, bool fallback) const;
+  std::string string(const char* key) const;
+  std::string string_or(const char* key, std::string fallback) const;
+  /// A string that must be one of `choices`.
+  std::string choice_or(const char* key, std::string fallback,
+                        std::initializer_list<const char*> choices) const;
+  Vec3 vec3_or(const char* key, const Vec3& fallback, Range range = Range::any()) const;
+  /// Numbers in a list of exactly `count` (or any length if count is 0).
+  std::vector<double> numbers_or(const char* key, std::vector<double> fallback,
+                                 std::size_t count = 0, Range range = Range::any()) const;
+
+  /// Records "file:line:col: path: message" at this node.
+  void error(const std::string& message) const;
+  /// Records "file:line:col: path.key: expected <what>, got <value>" at the child.
+  void expected(const char* key, const std::string& what) const;
+
+ private:
+  std::shared_ptr<ConfigContext> context_;
+  YAML::Node node_;
+  std::string path_;
+  YAML::Mark mark_;
+};
+
+/// Human rendering of a node's value for messages: "\"heavy\"", "a list", "a map", "nothing".
+std::string describe_value(const YAML::Node& node);
+
+/// Loads a YAML file; YAML syntax errors become a ConfigError with the file position.
+ConfigNode load_config_file(const std::string& path);
+/// Same for text already in memory; `label` stands for the file name in messages.
+ConfigNode load_config_text(const std::string& text, const std::string& label);
+
+}  // namespace tether::runtime

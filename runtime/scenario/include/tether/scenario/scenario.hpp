@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// A scenario file, parsed: the world model, the initial state, the loop, the endpoints.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tether/hal/device_spec.hpp"
+#include "tether/scenario/config.hpp"
+#include "tether/physics/world_model.hpp"
+#include "tether/physics/world_state.hpp"
+
+namespace tether::runtime {
+
+/// What the loop does when an endpoint's reply misses its deadline (DESIGN.md).
+enum class TimeoutPolicy : std::uint8_t { block, hold, safe, abort };
+
+const char* to_string(TimeoutPolicy policy);
+
+struct LoopConfig {
+  std::int64_t period_ns = 10'000'000;
+  double real_time_factor = 1.0;  // 0 = as fast as the participants allow
+  std::uint64_t steps = 1000;
+  std::uint64_t seed = 1;
+  std::uint32_t history_steps = 256;  // states the session keeps for rewind and state_at(t)
+};
+
+/// The keys every endpoint has; type-specific keys stay in `node` for the endpoint's own parser.
+struct EndpointConfig {
+  std::string name;
+  std::string type;
+  std::string vehicle;
+  int vehicle_index = -1;
+  std::int64_t deadline_ns = 0;
+  TimeoutPolicy policy = TimeoutPolicy::hold;
+  ConfigNode node;
+};
+
+/// The `recording` section: where and how `tether run` records (docs/recording.md).
+struct RecordingConfig {
+  bool enabled = true;
+  bool compress = true;
+  std::uint32_t keyframe_every_steps = 100;
+  double flush_interval_s = 1.0;     // at most this much recording is lost on SIGKILL
+  std::uint32_t queue_slots = 4096;  // steps buffered between the loop and the writer thread
+  std::uint32_t state_every_step_max_bodies = 64;  // full state per step up to this many bodies
+};
+
+/// One feedback processor entry of a vehicle (vehicles[i].feedback[j]); parsed by the processor.
+struct FeedbackConfig {
+  std::string name;
+  std::string type;
+  int vehicle = -1;
+  ConfigNode node;
+};
+
+struct Scenario {
+  std::string name;
+  std::string path;
+  std::string source_text;  // the file as read, kept for the recording
+  WorldModel model;
+  WorldState initial;
+  LoopConfig loop;
+  std::vector<EndpointConfig> endpoints;
+  std::vector<FeedbackConfig> feedback;  // in the order the file lists them
+  std::vector<hal::DeviceSpec> devices;  // every body's devices; index = device index
+  RecordingConfig recording;
+  std::shared_ptr<ConfigContext> context;  // for errors found later (endpoint parsers)
+
+  /// Throws ConfigError if anything has recorded an error against this scenario's file.
+  void throw_if_errors() const;
+};
+
+/// The key names each endpoint entry may always have; endpoint parsers add their own.
+inline constexpr const char* endpoint_common_keys[] = {"name", "type", "vehicle", "deadline_ms",
+                                                        "timeout_policy"};
+
+/// Reads and validates a scenario file. Throws ConfigError listing every problem found.
+Scenario load_scenario(const std::string& path);
+/// Same, from text; `label` names the file in messages.
+Scenario parse_scenario(const std::string& text, const std::string& label);
+
+}  // namespace tether::runtime

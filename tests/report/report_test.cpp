@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: Apache-2.0
+// tether report: the HTML holds the plots and the summary's figures, references nothing
+// outside itself, copes with a recording cut short, and down-samples long series without
+// losing their extremes.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+#include <map>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tether/loop/in_process.hpp"
+#include "tether/recording/mcap_reader.hpp"
+#include "tether/recording/recorder.hpp"
+#include "tether/report/report.hpp"
+#include "tether/loop/session.hpp"
+#include "tether/report/svg_plot.hpp"
+
+using namespace tether::runtime;
+
+namespace {
+
+const char* scenario_text = R"(name: circles
+world:
+  gravity_m_s2: [0, 0, -9.81]
+  water: {density_kg_m3: 1025, surface_z_m: 0}
+vehicles:
+  - name: auv
+    bodies:
+      - {name: hull, shape: {type: cylinder, radius_m: 0.1, length_m: 1.2}, mass_kg: 38}
+loop: {period_ms: 10, real_time_factor: 0, steps: 1500}
+endpoints:
+  - {name: ctl, type: in_process, vehicle: auv, deadline_ms: 5, timeout_policy: hold}
+  - {name: tank, type: mqtt, vehicle: auv, deadline_ms: 2, timeout_policy: safe}
+recording: {keyframe_every_steps: 100, queue_slots: 100000}
+)";
+
+// one folder per test process, removed when the process ends
+struct TempFolder {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tether_report_test_" + std::to_string(getpid()));
+  ~TempFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+std::string temp_path(const std::string& name) {
+  static TempFolder folder;
+  std::filesystem::create_directories(folder.dir);
+  return (folder.dir / name).string();
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// a vehicle driving circles while diving and climbing; a tank rig that measures it, goes
+// silent for a while and breaks near the end; two feedback processors' figures
+std::string write_synthetic(const std::string& name, std::uint64_t steps, bool with_summary) {
+  static const Scenario sc = parse_scenario(scenario_text, "circles.yaml");
+  const std::string path = temp_path(name);
+  Recorder rec(sc, {"ctl", "tank"}, {{"kalman", {"innovation_m", "gain"}}, {"estimate", {"drag"}}});
+  std::string error;
+  REQUIRE(rec.open(path, &error));
+  std::vector<double> feedback;
+  for (std::uint64_t k = 0; k < steps; ++k) {
+    const double t = static_cast<double>(k) * 0.01;
+    const double a = t * 0.4;
+    auto state_at = [&](double offset) {
+      WorldState s;
+      s.step = k + 1;
+      s.time_ns = static_cast<std::int64_t>(k + 1) * 10'000'000;
+      BodyState b;
+      b.position_m = Vec3(3 * std::cos(a) + offset, 3 * std::sin(a), -1.5 - 0.5 * std::sin(t * 0.3));
+      b.orientation = quat_from_rpy(0.05 * std::sin(t), 0.1 * std::cos(t * 0.5), a + std::numbers::pi / 2);
+      b.linear_momentum = Vec3(-38 * 1.2 * std::sin(a), 38 * 1.2 * std::cos(a), 0);
+      s.bodies.push_back(b);
+      return s;
+    };
+    const WorldState actual = state_at(0), projected = state_at(0.02);
+    StepRecord r;
+    r.step = k;
+    r.time_ns = static_cast<std::int64_t>(k) * 10'000'000;
+    r.state_hash = hash_state(actual);
+    r.step_time_ns = 3000 + (k % 97) * 20 + (k == 700 ? 900'000 : 0);
+    SlotRecord ctl;
+    ctl.round_trip_ns = 800 + (k % 13) * 37;
+    ctl.reply.step = k;
+    BodyWrench w;
+    w.force_body_n = Vec3(20 + 5 * std::sin(t), 0, -10 * std::cos(t * 0.3));
+    w.torque_body_nm = Vec3(0, 0, 0.4 * std::sin(t * 2));
+    ctl.reply.wrenches.emplace_back(0, w);
+    DeviceCommand c;
+    c.device = 3;
+    c.size = 4;
+    const float thrust = static_cast<float>(0.5 + 0.4 * std::sin(t));
+    std::memcpy(c.bytes.data(), &thrust, 4);
+    ctl.reply.commands.push_back(c);
+    SlotRecord tank;
+    if (k >= 1400) {
+      tank.outcome = SlotOutcome::fault;
+    } else if (k >= 500 && k < 540) {
+      tank.outcome = SlotOutcome::timeout;
+    } else {
+      tank.round_trip_ns = 1'200'000 + (k % 29) * 21'000 + (k % 211 == 0 ? 3'000'000 : 0);
+      tank.reply.step = k;
+      if (k % 2 == 0) {
+        Measurement m;
+        m.body = 0;
+        m.measured_time_ns = actual.time_ns;
+        m.has_pose = true;
+        m.position_m = actual.bodies[0].position_m + Vec3(0.05 * std::sin(k * 1.7), 0.05 * std::cos(k * 2.3), 0.03 * std::sin(k * 0.9));
+        m.orientation = actual.bodies[0].orientation;
+        tank.reply.measurements.push_back(m);
+      }
+    }
+    r.slots = {ctl, tank};
+    feedback = {0.05 * std::sin(k * 1.7), 0.5 + 0.4 * std::exp(-t), 10 + 5 * std::exp(-t * 0.2)};
+    Recorder::encode_step_item(r, actual, projected, feedback, rec.staging());
+    rec.push(Recorder::ItemKind::step, k, r.time_ns);
+    if (k == 500) rec.event(k, r.time_ns, 3, "tank", "first missed deadline (policy safe)");
+    if (k == 1400) rec.event(k, r.time_ns, 4, "tank", "faulted: <broker> went away & did not return (policy safe)");
+  }
+  nlohmann::json summary = {
+      {"scenario", "circles"}, {"outcome", "completed"}, {"steps", steps}, {"steps_planned", steps},
+      {"sim_time_s", static_cast<double>(steps) * 0.01}, {"wall_time_s", 1.25}, {"real_time_factor", 0.0},
+      {"achieved_real_time_factor", static_cast<double>(steps) * 0.01 / 1.25},
+      {"step_time_ns", {{"p50", 3900}, {"p99", 4900}, {"max", 903000}, {"mean", 4100.5}, {"count", steps}}},
+      {"overruns", 0}, {"reanchors", 0}, {"physics_substeps", steps * 5},
+      {"recording", {{"path", path}, {"dropped_items", 0}}},
+      {"endpoints",
+       {{{"name", "ctl"}, {"type", "in_process"}, {"policy", "hold"}, {"deadline_ms", 5.0}, {"replies", steps},
+         {"late", 0}, {"misses", 0}, {"stale", 0}, {"corrupt", 0}, {"faults", 0},
+         {"round_trip_ns", {{"p50", 1000}, {"p99", 1250}, {"max", 1300}, {"mean", 1010.0}, {"count", steps}}}},
+        {{"name", "tank"}, {"type", "mqtt"}, {"policy", "safe"}, {"deadline_ms", 2.0}, {"replies", 1360},
+         {"late", 0}, {"misses", 140}, {"stale", 3}, {"corrupt", 1}, {"faults", 100}, {"fault", "broker went away"},
+         {"round_trip_ns", {{"p50", 1500000}, {"p99", 1800000}, {"max", 4200000}, {"mean", 1.5e6}, {"count", 1360}}}}}},
+      {"feedback",
+       {{{"name", "kalman"}, {"type", "kalman"}, {"phase", "post"}, {"vehicle", "auv"}, {"innovations", 700}}}},
+      {"vehicles", {{{"name", "auv"}, {"position_m", {3.0, 0.0, -1.5}}, {"depth_m", 1.5}, {"heading_deg", 90.0}}}},
+      {"state_hash", 0x0123456789abcdefULL}};
+  // without close() the destructor drains the queue and finishes the file with no summary
+  if (with_summary) REQUIRE(rec.close(summary, &error));
+  CHECK(rec.dropped() == 0);
+  return path;
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = s.find(what); at != std::string::npos; at = s.find(what, at + what.size())) ++n;
+  return n;
+}
+
+// nothing is fetched: no URLs, scripts, external style sheets, fonts or images
+void check_self_contained(const std::string& html) {
+  CHECK(html.find("http://") == std::string::npos);
+  CHECK(html.find("https://") == std::string::npos);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("<link") == std::string::npos);
+  CHECK(html.find("<img") == std::string::npos);
+  CHECK(html.find("@import") == std::string::npos);
+  CHECK(html.find("@font-face") == std::string::npos);
+  CHECK(html.find(" src=") == std::string::npos);
+  CHECK(html.find("href=") == std::string::npos);
+  for (auto at = html.find("url("); at != std::string::npos; at = html.find("url(", at + 1))
+    CHECK(html.compare(at, 5, "url(#") == 0);  // only references to the page's own clip paths
+}
+
+// the number of points in each drawn line
+std::vector<std::size_t> path_points(const std::string& html) {
+  // a plain scan: std::regex recurses per character and overflows the stack on long paths
+  std::vector<std::size_t> out;
+  const std::string open = "<path d=\"";
+  for (auto at = html.find(open); at != std::string::npos; at = html.find(open, at + 1)) {
+    const auto begin = at + open.size();
+    const std::string d = html.substr(begin, html.find('"', begin) - begin);
+    out.push_back(count(d, "M") + count(d, "L"));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the report shows every section, the summary's figures and nothing external") {
+  const std::string rec = write_synthetic("synthetic.mcap", 1500, true);
+  std::string html, error;
+  REQUIRE(render_report(rec, html, &error));
+  if (const char* keep = std::getenv("TETHER_REPORT_TEST_OUT")) std::ofstream(keep) << html;  // to look at it
+
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(html.find("</html>") != std::string::npos);
+  CHECK(html.find("<title>Tether report: circles</title>") != std::string::npos);
+  CHECK(count(html, "<svg") >= 13);
+  CHECK(count(html, "<svg") == count(html, "</svg>"));
+  for (const char* title : {"Plan view (x–y)", "Depth profile (side view, x–depth)", "Depth over time",
+                            "Heading over time", "Roll and pitch over time", "Speed over time", "ctl: forces",
+                            "ctl: torques", "ctl: device #3", "Step time (phases 1–7)", "Round trip: ctl",
+                            "Round trip: tank", "Deadline misses (cumulative)", "Feedback: kalman",
+                            "Feedback: estimate"})
+    CHECK_MESSAGE(html.find(std::string(">") + svg::escape(title) + "</text>") != std::string::npos, title);
+  // series names in legends
+  for (const char* label : {">actual<", ">projected<", ">measured<", ">auv.hull force_body.x<",
+                            ">auv.hull torque_body.z<", ">tank timeouts<", ">tank faults<",
+                            ">innovation_m<", ">gain<", ">drag<"})
+    CHECK_MESSAGE(html.find(label) != std::string::npos, label);
+  // components that stayed zero are left out
+  CHECK(html.find("force_world.x") == std::string::npos);
+
+  // the summary table
+  CHECK(html.find("<td class=\"outcome-completed\">completed</td>") != std::string::npos);
+  CHECK(html.find("1500 of 1500 planned") != std::string::npos);
+  CHECK(html.find("p50 3.9 µs, p99 4.9 µs, max 903.0 µs, mean 4.1 µs") != std::string::npos);
+  CHECK(html.find("<td>tank</td><td>mqtt</td><td>safe</td><td class=\"n\">2.000 ms</td><td class=\"n\">1360</td>") !=
+        std::string::npos);
+  CHECK(html.find("<td class=\"n\">1.50 ms</td><td class=\"n\">1.80 ms</td><td class=\"n\">4.20 ms</td>") !=
+        std::string::npos);
+  CHECK(html.find("fault = broker went away") != std::string::npos);
+  CHECK(html.find("innovations = 700") != std::string::npos);
+  CHECK(html.find("<code>0123456789abcdef</code>") != std::string::npos);
+  // counts the report computed itself
+  CHECK(html.find("40 timeouts, 100 faults.") != std::string::npos);
+  CHECK(html.find("140 missed steps in all") != std::string::npos);
+  // events, escaped
+  CHECK(html.find("faulted: &lt;broker&gt; went away &amp; did not return (policy safe)") != std::string::npos);
+  CHECK(html.find("<broker>") == std::string::npos);
+  CHECK(html.find("did not finish") == std::string::npos);
+  check_self_contained(html);
+  for (std::size_t n : path_points(html)) CHECK(n <= 2000);
+}
+
+TEST_CASE("long series are down-sampled to the limit per line") {
+  const std::string rec = write_synthetic("long.mcap", 1500, true);
+  std::string html, error;
+  ReportOptions options;
+  options.max_points_per_line = 300;
+  REQUIRE(render_report(rec, html, &error, options));
+  const auto points = path_points(html);
+  REQUIRE(points.size() > 10);
+  std::size_t most = 0;
+  for (std::size_t n : points) {
+    CHECK(n <= 300);
+    most = std::max(most, n);
+  }
+  CHECK(most > 200);  // the budget is used, not wasted
+}
+
+TEST_CASE("a recording without a summary says the session did not finish") {
+  SUBCASE("closed without a summary") {
+    const std::string rec = write_synthetic("nosummary.mcap", 400, false);
+    std::string html, error;
+    REQUIRE(render_report(rec, html, &error));
+    CHECK(html.find("session did not finish (truncated)") != std::string::npos);
+  }
+  SUBCASE("cut short, as after a SIGKILL") {
+    const std::string full = read(write_synthetic("tocut.mcap", 1500, true));
+    const std::string cut = temp_path("cut.mcap");
+    std::ofstream(cut, std::ios::binary).write(full.data(), static_cast<std::streamsize>(full.size() / 2));
+    std::string html, error;
+    REQUIRE_MESSAGE(render_report(cut, html, &error), error);
+    CHECK(html.find("session did not finish (truncated)") != std::string::npos);
+    CHECK(html.find("Session did not finish (truncated).</b> The recording ends after step ") != std::string::npos);
+    CHECK(count(html, "<svg") >= 10);  // what was flushed is still plotted
+    check_self_contained(html);
+  }
+}
+
+TEST_CASE("write_report writes the file and refuses unreadable input without crashing") {
+  const std::string rec = write_synthetic("small.mcap", 200, true);
+  const std::string out = temp_path("small.html");
+  std::string error;
+  REQUIRE(write_report(rec, out, &error));
+  const std::string html = read(out);
+  CHECK(html.find("<svg") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out + ".tmp"));
+
+  CHECK_FALSE(write_report(temp_path("missing.mcap"), out, &error));
+  CHECK(error.find("cannot open") != std::string::npos);
+  std::ofstream(temp_path("junk.mcap")) << "this is not a recording at all";
+  CHECK_FALSE(write_report(temp_path("junk.mcap"), out, &error));
+  CHECK(error.find("not an MCAP file") != std::string::npos);
+  CHECK_FALSE(write_report(rec, temp_path("no/such/folder/r.html"), &error));
+  CHECK(error.find("cannot write") != std::string::npos);
+  CHECK(read(out) == html);  // the old report is untouched
+}
+
+TEST_CASE("the report of a real session shows the depth the controller held") {
+  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
+  SessionOptions o;
+  o.steps = 600;
+  o.real_time_factor = 0;
+  Session session(sc, std::move(eps), o);
+  const std::string path = temp_path("default.mcap");
+  Recorder recorder(sc, {"controller"}, {});
+  std::string error;
+  REQUIRE(recorder.open(path, &error));
+  session.set_recorder(&recorder);
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  REQUIRE(recorder.close(session.summary(), &error));
+  std::string html;
+  REQUIRE(render_report(path, html, &error));
+  CHECK(html.find(">target (controller)</text>") != std::string::npos);
+  // actuator commands are named from the scenario's device table, one plot per device
+  CHECK(html.find(">controller: auv.hull.thruster_vfront</text>") != std::string::npos);
+  CHECK(html.find(">thruster command (fraction -1..1)</text>") != std::string::npos);
+  CHECK(html.find("No deadline was missed.") != std::string::npos);
+  CHECK(html.find("600 of 600 planned") != std::string::npos);
+  check_self_contained(html);
+}
+
+TEST_CASE("down-sampling keeps spikes, gaps and both ends") {
+  std::vector<double> x(100'000), y(100'000);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<double>(i);
+    y[i] = std::sin(static_cast<double>(i) * 1e-3);
+  }
+  y[31'337] = 50;   // one spike up
+  y[77'777] = -40;  // one down
+  for (std::size_t i = 60'000; i < 60'010; ++i) y[i] = std::nan("");
+  const auto keep = svg::downsample(x, y, 2000, false);
+  CHECK(keep.size() <= 2000);
+  CHECK(keep.size() > 1500);
+  CHECK(std::is_sorted(keep.begin(), keep.end()));
+  CHECK(std::find(keep.begin(), keep.end(), 31'337) != keep.end());
+  CHECK(std::find(keep.begin(), keep.end(), 77'777) != keep.end());
+  CHECK(keep.front() == 0);
+  CHECK(keep.back() == 99'999);
+  CHECK(std::find(keep.begin(), keep.end(), 59'999) != keep.end());  // the run before the gap ends there
+  CHECK(std::find(keep.begin(), keep.end(), 60'010) != keep.end());  // the next one starts here
+  for (std::size_t i : keep) CHECK(std::isfinite(y[i]));
+
+  // a short series is kept whole; many separate points are thinned to the limit
+  CHECK(svg::downsample(std::vector<double>{1, 2, 3}, std::vector<double>{4, 5, 6}, 2000, false).size() == 3);
+  std::vector<double> sparse(10'000, std::nan(""));
+  for (std::size_t i = 0; i < sparse.size(); i += 2) sparse[i] = 1;
+  CHECK(svg::downsample(x, sparse, 1000, false).size() <= 1000);
+  // a path keeps its x extremes too
+  std::vector<double> px(10'000), py(10'000, 0.0);
+  for (std::size_t i = 0; i < px.size(); ++i) px[i] = std::sin(static_cast<double>(i) * 0.01);
+  px[4321] = 9;
+  const auto kp = svg::downsample(px, py, 200, true);
+  CHECK(kp.size() <= 200);
+  CHECK(std::find(kp.begin(), kp.end(), 4321) != kp.end());
+}
+
+TEST_CASE("ticks are round numbers and their labels have the decimals they need") {
+  CHECK(svg::nice_ticks(0, 1, 5) == std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1});
+  CHECK(svg::nice_ticks(-3.2, 3.3, 6) == std::vector<double>{-3, -2, -1, 0, 1, 2, 3});
+  CHECK(svg::nice_ticks(1, 1, 5).empty());
+  CHECK(svg::format_tick(0.6000000000000001, 0.2) == "0.6");
+  CHECK(svg::format_tick(-2, 1) == "-2");
+  CHECK(svg::format_tick(2.5e-5, 1e-5) == "2.5e-05");
+  CHECK(svg::format_tick(0, 0.5) == "0");
+  CHECK(svg::escape("<a href='x'>&\"") == "&lt;a href=&#39;x&#39;&gt;&amp;&quot;");
+}
+
+TEST_CASE("a plot renders axes, legend and no-data without data") {
+  svg::Plot p;
+  p.title = "empty";
+  p.x_label = "t (s)";
+  p.y_label = "v";
+  const std::string s = svg::render(p);
+  CHECK(s.rfind("<svg", 0) == 0);
+  CHECK(s.find(">no data</text>") != std::string::npos);
+  CHECK(s.find("xmlns") == std::string::npos);
+  p.lines.push_back(svg::Line{"one", {0, 1, 2}, {1, 2, std::nan("")}, "#123456"});
+  p.bars.push_back(svg::Bars{"bars", {0, 1, 2}, {3, 4}, "#654321"});
+  const std::string t = svg::render(p);
+  CHECK(t.find(">no data</text>") == std::string::npos);
+  CHECK(t.find(">one</text>") != std::string::npos);
+  CHECK(t.find(">bars</text>") != std::string::npos);
+  CHECK(count(t, "<rect x=") >= 4);  // background, two bars, frame
+}
+
+TEST_CASE("every JSON message the recorder writes parses and has the documented fields") {
+  const std::string path = write_synthetic("json.mcap", 300, true);
+  mcap::Reader reader;
+  std::string error;
+  REQUIRE(reader.open(path, &error));
+  std::map<std::string, int> seen;
+  mcap::MessageView msg;
+  while (reader.next(msg)) {
+    const mcap::Channel* ch = reader.channel(msg.channel_id);
+    REQUIRE(ch != nullptr);
+    if (ch->message_encoding != "json") continue;
+    const std::string text(reinterpret_cast<const char*>(msg.data.data()), msg.data.size());
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    REQUIRE_MESSAGE(j.is_object(), std::string(ch->topic + ": " + text));
+    ++seen[ch->topic];
+    if (ch->topic == "/tether/vehicles") {
+      CHECK(j["step"].is_number_unsigned());
+      const auto& v = j["vehicles"].at(0);
+      CHECK(v["name"] == "auv");
+      for (const char* k : {"x_m", "y_m", "z_m", "depth_m", "heading_deg", "roll_deg", "pitch_deg", "speed_m_s"})
+        CHECK_MESSAGE(v[k].is_number(), k);
+      CHECK(v["projected"]["z_m"].is_number());
+      CHECK(v.contains("measured") == (j["step"].get<int>() % 2 == 0));
+      CHECK(v["depth_m"].get<double>() == doctest::Approx(-v["z_m"].get<double>()));
+    } else if (ch->topic == "/tether/timing") {
+      CHECK(j["step_time_ns"].is_number_unsigned());
+      REQUIRE(j["endpoints"].size() == 2);
+      CHECK(j["endpoints"][1]["name"] == "tank");
+      CHECK(j["endpoints"][0]["round_trip_ns"].is_number_unsigned());
+      const std::string outcome = j["endpoints"][1]["outcome"];
+      CHECK((outcome == "fresh" || outcome == "timeout" || outcome == "fault"));
+    } else if (ch->topic == "/tether/feedback") {
+      CHECK(j["processors"]["kalman"]["gain"].is_number());
+      CHECK(j["processors"]["kalman"]["innovation_m"].is_number());
+      CHECK(j["processors"]["estimate"]["drag"].is_number());
+    } else if (ch->topic == "/tf") {
+      CHECK(j["parent_frame_id"] == "world");
+      CHECK(j["child_frame_id"] == "auv");
+      CHECK(j["timestamp"]["sec"].is_number_integer());
+      CHECK(j["rotation"]["w"].is_number());
+      // the rotation is exactly the state's, not a rounded copy
+      CHECK(std::abs(j["rotation"]["w"].get<double>()) <= 1.0);
+    } else if (ch->topic.rfind("/vehicles/auv/", 0) == 0) {
+      CHECK(j["frame_id"] == "world");
+      CHECK(j["pose"]["position"]["x"].is_number());
+      CHECK(j["pose"]["orientation"]["w"].is_number());
+      CHECK(j["timestamp"]["nsec"].is_number_integer());
+    }
+  }
+  CHECK(reader.error().empty());
+  CHECK(seen["/tether/vehicles"] == 300);
+  CHECK(seen["/tether/timing"] == 300);
+  CHECK(seen["/tether/feedback"] == 300);
+  CHECK(seen["/tf"] == 300);
+  CHECK(seen["/vehicles/auv/pose"] == 300);
+  CHECK(seen["/vehicles/auv/projected"] == 300);
+  CHECK(seen["/vehicles/auv/measured"] == 150);
+  CHECK(seen["/tether/summary"] == 1);
+  CHECK(seen["/scene"] == 1);
+}
+
+TEST_CASE("names with quotes and control characters are escaped in the JSON channels") {
+  Scenario sc = parse_scenario(scenario_text, "circles.yaml");
+  const std::string path = temp_path("names.mcap");
+  {
+    Recorder rec(sc, {"a \"quoted\"\tname\\"}, {});
+    std::string error;
+    REQUIRE(rec.open(path, &error));
+    StepRecord r;
+    r.slots.resize(1);
+    Recorder::encode_step_item(r, sc.initial, sc.initial, {}, rec.staging());
+    rec.push(Recorder::ItemKind::step, 0, 0);
+    REQUIRE(rec.close(nlohmann::json::object(), &error));
+  }
+  mcap::Reader reader;
+  std::string error;
+  REQUIRE(reader.open(path, &error));
+  mcap::MessageView msg;
+  bool found = false;
+  while (reader.next(msg))
+    if (reader.channel(msg.channel_id)->topic == "/tether/timing") {
+      const auto j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(msg.data.data()), msg.data.size()));
+      CHECK(j["endpoints"][0]["name"] == "a \"quoted\"\tname\\");
+      found = true;
+    }
+  CHECK(found);
+}
