@@ -299,6 +299,7 @@ int run_command(const RunOptions& options) {
     case runtime::Outcome::completed: return exit_ok;
     case runtime::Outcome::stopped: return exit_stopped;
     case runtime::Outcome::aborted: return exit_aborted;
+    case runtime::Outcome::failed: return exit_failed;
   }
   return exit_aborted;
 }
@@ -508,7 +509,8 @@ int replay_command(const ReplayOptions& options) {
     for (std::size_t i = 0; i < regressions.size(); ++i)
       std::fputs(adapters::regression_report_text(*regressions[i], launches[i]).c_str(), stdout);
   }
-  if (divergence || commands_diverged || outcome == runtime::Outcome::aborted) return exit_aborted;
+  if (divergence || commands_diverged || outcome == runtime::Outcome::aborted || outcome == runtime::Outcome::failed)
+    return exit_aborted;
   if (outcome == runtime::Outcome::stopped && g_stop.load()) return exit_stopped;
   return exit_ok;
 }

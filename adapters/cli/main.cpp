@@ -18,7 +18,11 @@ int main(int argc, char** argv) {
       "       the recording, or the new firmware's commands diverged (or it failed mid-run)\n"
       "  2    bad usage, an invalid scenario (errors are printed with file:line:column), an\n"
       "       unreadable recording, a bad --firmware spec or an endpoint the recording lacks\n"
-      "  3    an endpoint could not start (port, broker or firmware launch failed)\n"
+      "  3    an endpoint could not start (port, broker or firmware launch failed); no step ran\n"
+      "  4    run: the session failed at step k: a feedback processor, a device or the loop\n"
+      "       threw mid-step (the message names who, the step and why); the recording is\n"
+      "       closed with its summary. An endpoint that throws is that endpoint's fault and\n"
+      "       its timeout policy decides (exit 1 under `abort` or `block`)\n"
       "  130  stopped by SIGINT/SIGTERM after a clean step (the summary is still printed)");
 
   RunOptions run;

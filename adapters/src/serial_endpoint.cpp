@@ -840,9 +840,10 @@ bool SerialEndpoint::publish(const runtime::StepContext& ctx, const runtime::Wor
   }
   Link& link = *s.link;
   std::lock_guard<std::mutex> lock(link.m);
-  const std::string at = "at step " + std::to_string(ctx.step);
+  // built only on a fault: the step builds no strings
+  auto at = [&] { return "at step " + std::to_string(ctx.step); };
   if (link.proto.failed() || link.child_exited || link.line_closed) {
-    fault_message_ = fault_reason(link, at);
+    fault_message_ = fault_reason(link, at());
     return false;
   }
   const std::uint64_t time_us = projected.time_ns > 0 ? static_cast<std::uint64_t>(projected.time_ns / 1000) : 0;
@@ -852,7 +853,7 @@ bool SerialEndpoint::publish(const runtime::StepContext& ctx, const runtime::Wor
   s.published = true;
   s.next_resend = SteadyClock::now() + milliseconds(config_.resend_ms);
   if (link.proto.failed() || link.line_closed) {
-    fault_message_ = fault_reason(link, at);
+    fault_message_ = fault_reason(link, at());
     return false;
   }
   return true;

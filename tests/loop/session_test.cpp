@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +39,8 @@ class ScriptedEndpoint final : public Endpoint {
   std::uint64_t silent_from = UINT64_MAX;    // no reply from this step on
   std::uint64_t fault_from = UINT64_MAX;     // broken from this step on
   std::uint64_t late_at = UINT64_MAX;        // reply only on the 3rd gather call of this step
+  std::uint64_t throw_publish_at = UINT64_MAX;  // publish throws at this step
+  std::uint64_t throw_gather_at = UINT64_MAX;   // gather throws at this step
   std::atomic<bool>* stop_after_calls = nullptr;
   int gather_calls = 0;
   int publishes = 0;
@@ -45,6 +48,7 @@ class ScriptedEndpoint final : public Endpoint {
 
   bool publish(const StepContext& ctx, const WorldState&) override {
     ++publishes;
+    if (ctx.step == throw_publish_at) throw std::runtime_error("publish exploded");
     if (ctx.step >= fault_from) {
       fault_message_ = "peer went away";
       return false;
@@ -53,6 +57,7 @@ class ScriptedEndpoint final : public Endpoint {
   }
   GatherStatus gather(const StepContext& ctx, SteadyClock::time_point, Reply& reply) override {
     ++gather_calls;
+    if (ctx.step == throw_gather_at) throw std::runtime_error("gather exploded");
     if (ctx.step >= fault_from) return GatherStatus::fault;
     if (ctx.step == silent_at || ctx.step >= silent_from) {
       if (stop_after_calls && gather_calls >= 3) stop_after_calls->store(true);
@@ -306,4 +311,84 @@ TEST_CASE("pacing at a real-time factor keeps sim time close to wall time") {
   const auto t0 = SteadyClock::now();
   REQUIRE(s.run(stop) == Outcome::completed);
   CHECK(SteadyClock::now() - t0 >= std::chrono::milliseconds(190));
+}
+
+// the exception boundary: a throw from an endpoint is that endpoint's fault, handled by its
+// policy; a throw from a feedback processor fails the session naming it and the step
+
+TEST_CASE("an endpoint whose gather throws is faulted and policy hold carries on") {
+  Rig rig(TimeoutPolicy::hold, 8, [](ScriptedEndpoint& e) { e.throw_gather_at = 3; });
+  CHECK(rig.session->run(rig.stop) == Outcome::completed);
+  CHECK(rig.session->steps_done() == 8);
+  CHECK(rig.ep->counters.faults == 5);  // steps 3..7: a faulted endpoint stays faulted
+  CHECK(rig.ep->fault_message() == "gather threw at step 3: gather exploded");
+  CHECK(rig.applied_force() == 3.0);  // step 2's reply, held
+  const auto s = rig.session->summary();
+  CHECK(s["outcome"] == "completed");
+  CHECK(s["endpoints"][0]["fault"] == "gather threw at step 3: gather exploded");
+}
+
+TEST_CASE("an endpoint whose publish throws under policy abort stops the session naming it and the step") {
+  Rig rig(TimeoutPolicy::abort, 8, [](ScriptedEndpoint& e) { e.throw_publish_at = 4; });
+  CHECK(rig.session->run(rig.stop) == Outcome::aborted);
+  CHECK(rig.session->steps_done() == 4);
+  const std::string& why = rig.session->abort_reason();
+  CAPTURE(why);
+  CHECK(why.find("endpoint \"e\"") != std::string::npos);
+  CHECK(why.find("publish threw at step 4: publish exploded") != std::string::npos);
+  CHECK(rig.ep->stopped);
+}
+
+namespace {
+
+// a processor that throws at a given step, in the phase it declares
+class ThrowingProcessor final : public FeedbackProcessor {
+ public:
+  void configure(const ConfigNode& node, const WorldModel&, int) override {
+    at_ = static_cast<std::uint64_t>(node.integer_or("at_step", 0, 0, 1'000'000));
+    phase_ = node.string_or("when", "post") == "pre" ? FeedbackPhase::pre : FeedbackPhase::post;
+  }
+  FeedbackPhase phase() const override { return phase_; }
+  void pre(const FeedbackContext& ctx, const WorldModel&, const WorldState&, StepInputs&) override {
+    if (ctx.step == at_) throw std::runtime_error("covariance not positive definite");
+  }
+  void post(const FeedbackContext& ctx, const WorldModel&, const WorldState&, WorldState&) override {
+    if (ctx.step == at_) throw std::runtime_error("covariance not positive definite");
+  }
+
+ private:
+  std::uint64_t at_ = 0;
+  FeedbackPhase phase_ = FeedbackPhase::post;
+};
+
+}  // namespace
+
+TEST_CASE("a feedback processor that throws fails the session at that step with its name and message") {
+  register_feedback_processor("test_throwing", [] { return std::make_unique<ThrowingProcessor>(); });
+  for (const char* when : {"pre", "post"}) {
+    CAPTURE(when);
+    std::string text = scenario_text;
+    const std::string body = "bodies: [{name: b, shape: {type: sphere, radius_m: 0.5}, mass_kg: 1}]";
+    text.replace(text.find(body), body.size(),
+                 body + "\n    feedback: [{name: bad, type: test_throwing, when: " + when + ", at_step: 6}]");
+    const Scenario sc = parse_scenario(text, "loop.yaml");
+    std::vector<std::unique_ptr<Endpoint>> eps;
+    auto e = std::make_unique<ScriptedEndpoint>(sc.endpoints[0], TimeoutPolicy::hold);
+    ScriptedEndpoint* ep = e.get();
+    eps.push_back(std::move(e));
+    SessionOptions options;
+    options.steps = 20;
+    Session session(sc, std::move(eps), options);
+    std::atomic<bool> stop{false};
+    CHECK(session.run(stop) == Outcome::failed);
+    CHECK(session.steps_done() == 6);  // steps 0..5 completed; step 6 did not
+    const std::string& why = session.abort_reason();
+    CAPTURE(why);
+    CHECK(why.find("feedback processor \"bad\" (test_throwing) threw at step 6") != std::string::npos);
+    CHECK(why.find("covariance not positive definite") != std::string::npos);
+    CHECK(why.find(std::string("in phase ") + when) != std::string::npos);
+    CHECK(session.summary()["outcome"] == "failed");
+    CHECK(session.summary()["reason"] == why);
+    CHECK(ep->stopped);  // endpoints are stopped as after any other ending
+  }
 }

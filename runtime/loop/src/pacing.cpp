@@ -25,23 +25,34 @@ void Pacer::start(Clock::time_point now, std::int64_t wall_period_ns) {
   next_ = now + std::chrono::nanoseconds(wall_period_ns);
 }
 
-void Pacer::wait_next() {
-  if (wall_period_ns_ <= 0) return;
+std::optional<Pacer::Clock::time_point> Pacer::after_step(Clock::time_point now) {
+  if (wall_period_ns_ <= 0) return std::nullopt;
   const auto period = std::chrono::nanoseconds(wall_period_ns_);
-  const Clock::time_point now = Clock::now();
   if (now > next_) {
     ++overruns_;
     if (now - next_ > period) {
       ++reanchors_;
       next_ = now + period;
-      return;
+      return std::nullopt;
     }
-  } else {
-    sleep_until(next_);
-    const auto late = Clock::now() - next_;
-    wake_lateness_ns_.record(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(late).count()));
+    next_ += period;
+    return std::nullopt;
   }
+  const Clock::time_point deadline = next_;
   next_ += period;
+  return deadline;
+}
+
+void Pacer::woke(Clock::time_point deadline, Clock::time_point now) {
+  const auto late = std::chrono::duration_cast<std::chrono::nanoseconds>(now - deadline).count();
+  wake_lateness_ns_.record(static_cast<std::uint64_t>(late > 0 ? late : 0));
+}
+
+void Pacer::wait_next() {
+  if (const auto deadline = after_step(Clock::now())) {
+    sleep_until(*deadline);
+    woke(*deadline, Clock::now());
+  }
 }
 
 }  // namespace tether::runtime

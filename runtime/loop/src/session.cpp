@@ -24,11 +24,26 @@ struct Session::Slot {
   SteadyClock::time_point published_at{};
 };
 
+namespace {
+
+// copies a reply into another's buffers (assign keeps their capacity; log text is not
+// part of a keyframe)
+void copy_reply(const Reply& from, Reply& to) {
+  to.step = from.step;
+  to.wrenches.assign(from.wrenches.begin(), from.wrenches.end());
+  to.commands.assign(from.commands.begin(), from.commands.end());
+  to.measurements.assign(from.measurements.begin(), from.measurements.end());
+  to.logs.clear();
+}
+
+}  // namespace
+
 const char* to_string(Outcome outcome) {
   switch (outcome) {
     case Outcome::completed: return "completed";
     case Outcome::stopped: return "stopped";
     case Outcome::aborted: return "aborted";
+    case Outcome::failed: return "failed";
   }
   return "?";
 }
@@ -45,6 +60,7 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   steps_total_ = options_.steps.value_or(scenario_.loop.steps);
   state_ = scenario_.initial;
   history_ = StateStore(scenario_.loop.history_steps);
+  history_.reserve_bodies(scenario_.model.bodies.size());
   history_.push(state_);
   projected_ = scenario_.initial;
   before_ = scenario_.initial;
@@ -63,7 +79,11 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   if (!scenario_.devices.empty()) projection_report_.reserve_contacts(8 * bodies + 16);
   slots_.resize(endpoints_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
-    for (Reply* r : {&slots_[i].reply, &slots_[i].last, &slots_[i].safe}) r->wrenches.reserve(bodies);
+    // a firmware's log lines are moved in whole (their text is built off the loop thread)
+    for (Reply* r : {&slots_[i].reply, &slots_[i].last, &slots_[i].safe}) {
+      r->wrenches.reserve(bodies);
+      r->logs.reserve(16);
+    }
     endpoints_[i]->safe_reply(slots_[i].safe);
   }
 }
@@ -72,9 +92,9 @@ Session::~Session() {
   for (auto& e : endpoints_) e->stop();
 }
 
-void Session::abort(std::string reason) {
-  if (outcome_ != Outcome::aborted) {
-    outcome_ = Outcome::aborted;
+void Session::abort(std::string reason, Outcome outcome) {
+  if (outcome_ != Outcome::aborted && outcome_ != Outcome::failed) {
+    outcome_ = outcome;
     abort_reason_ = std::move(reason);
     spdlog::error("{}", abort_reason_);
     if (recorder_) recorder_->event(state_.step, state_.time_ns, 5, "session", abort_reason_);
@@ -105,10 +125,23 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
       outcome_ = Outcome::stopped;
       break;
     }
-    if (!run_step(stop_requested)) break;
+    bool go_on = false;
+    try {
+      go_on = run_step(stop_requested);
+    } catch (const std::exception& ex) {
+      step_threw(ex.what());
+    } catch (...) {
+      step_threw("an exception that is not a std::exception");
+    }
+    if (!go_on) break;
     ++steps_done_;
-    pacer_.wait_next();
+    phase_ = "pace";
+    if (const auto deadline = pacer_.after_step(SteadyClock::now())) {
+      sleep_until(*deadline);
+      pacer_.woke(*deadline, SteadyClock::now());
+    }
     if (options_.on_status) {
+      phase_ = "status";
       const auto now = SteadyClock::now();
       if (now >= next_status) {
         next_status = now + status_every;
@@ -124,6 +157,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
       }
     }
   }
+  phase_ = nullptr;
   if (stop_requested.load() && outcome_ == Outcome::completed && steps_done_ < steps_total_)
     outcome_ = Outcome::stopped;
   wall_time_s_ = std::chrono::duration<double>(SteadyClock::now() - t0).count();
@@ -131,17 +165,60 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
   return outcome_;
 }
 
+void Session::endpoint_threw(std::size_t index, const StepContext& ctx, const char* call, const char* what) {
+  Endpoint& ep = *endpoints_[index];
+  ep.set_fault_message(std::string(call) + " threw at step " + std::to_string(ctx.step) + ": " + what);
+  slots_[index].faulted = true;
+}
+
+void Session::step_threw(const char* what) {
+  abort(std::string("step ") + std::to_string(state_.step) + " failed in phase " + (phase_ ? phase_ : "?") +
+            ": " + what,
+        Outcome::failed);
+}
+
+template <class Call>
+bool Session::guarded_processor(std::size_t index, const StepContext& ctx, Call&& call) {
+  std::string message;
+  try {
+    call();
+    return true;
+  } catch (const std::exception& ex) {
+    message = ex.what();
+  } catch (...) {
+    message = "an exception that is not a std::exception";
+  }
+  const FeedbackProcessor& p = *processors_[index];
+  abort("feedback processor \"" + p.name() + "\" (" + p.type() + ") threw at step " + std::to_string(ctx.step) +
+            " in phase " + phase_ + ": " + message,
+        Outcome::failed);
+  return false;
+}
+
+// an endpoint's gather behind the exception boundary: a throw is the endpoint's fault
+GatherStatus Session::guarded_gather(Slot& slot, const StepContext& ctx, SteadyClock::time_point deadline) {
+  const auto index = static_cast<std::size_t>(&slot - slots_.data());
+  try {
+    return endpoints_[index]->gather(ctx, deadline, slot.reply);
+  } catch (const std::exception& ex) {
+    endpoint_threw(index, ctx, "gather", ex.what());
+  } catch (...) {
+    endpoint_threw(index, ctx, "gather", "an exception that is not a std::exception");
+  }
+  return GatherStatus::fault;
+}
+
 // gathers one endpoint's reply for this step and decides, by policy, what is applied
 bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<bool>& stop_requested) {
   Endpoint& ep = *endpoints_[static_cast<std::size_t>(&slot - slots_.data())];
   const auto deadline = slot.published_at + std::chrono::nanoseconds(ep.deadline_ns());
-  GatherStatus status = slot.faulted ? GatherStatus::fault : ep.gather(ctx, deadline, slot.reply);
+  GatherStatus status = slot.faulted ? GatherStatus::fault : guarded_gather(slot, ctx, deadline);
   const bool late = status == GatherStatus::timeout && ep.policy() == TimeoutPolicy::block;
   if (late) {
     // strict lock-step: keep waiting in deadline-sized slices, but stay stoppable
     const auto slice = std::chrono::nanoseconds(std::max<std::int64_t>(ep.deadline_ns(), 1'000'000));
     while (status == GatherStatus::timeout && !stop_requested.load(std::memory_order_relaxed))
-      status = ep.gather(ctx, SteadyClock::now() + slice, slot.reply);
+      status = guarded_gather(slot, ctx, SteadyClock::now() + slice);
     if (status == GatherStatus::ready) ++ep.counters.late;
     if (status == GatherStatus::timeout) return false;  // stopped while waiting
   }
@@ -192,21 +269,26 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   const double dt = static_cast<double>(scenario_.loop.period_ns) * 1e-9;
   const StepContext ctx{state_.step, state_.time_ns, scenario_.loop.period_ns};
   if (recorder_ && (state_.step - scenario_.initial.step) % scenario_.recording.keyframe_every_steps == 0) {
-    recorder_->staging().clear();
-    encode_keyframe(keyframe(), recorder_->staging());
-    recorder_->push(Recorder::ItemKind::keyframe, ctx.step, ctx.time_ns);
+    phase_ = "keyframe";
+    if (std::string* bytes = recorder_->keyframe_buffer()) {
+      keyframe(keyframe_);
+      encode_keyframe(keyframe_, *bytes);
+      recorder_->push_keyframe(bytes, ctx.step, ctx.time_ns);
+    }
   }
 
   // 1 project: S'_{k+1} from S_k with the inputs held from step k-1
+  phase_ = "project";
   projected_.step = state_.step;
   projected_.time_ns = state_.time_ns;
   projected_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
-  if (step(model_, projected_, held_inputs_, dt, &projection_report_) != StepStatus::ok) {
+  if (step(model_, projected_, held_inputs_, dt, &projection_report_, scratch_) != StepStatus::ok) {
     abort("numerical fault (NaN/Inf) in the projection of step " + std::to_string(ctx.step));
     return false;
   }
   // sensors sample the projected state: what the participants are told about S'_{k+1}
   if (devices_.size()) {
+    phase_ = "sense";
     // contact sensors read the contacts of this same projected step
     to_hal_contacts(projection_report_.contacts, dt, device_view_.contacts);
     device_view_.update(projected_, &state_, dt);
@@ -214,12 +296,21 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   }
 
   // 2 publish to everyone first, so that replies are produced concurrently
+  phase_ = "publish";
   for (std::size_t i = 0; i < endpoints_.size(); ++i) {
     slots_[i].published_at = SteadyClock::now();
-    if (!slots_[i].faulted && !endpoints_[i]->publish(ctx, projected_)) slots_[i].faulted = true;
+    if (slots_[i].faulted) continue;
+    try {
+      if (!endpoints_[i]->publish(ctx, projected_)) slots_[i].faulted = true;
+    } catch (const std::exception& ex) {
+      endpoint_threw(i, ctx, "publish", ex.what());
+    } catch (...) {
+      endpoint_threw(i, ctx, "publish", "an exception that is not a std::exception");
+    }
   }
 
   // 3 gather, each against its own deadline; the policy decides what a miss applies
+  phase_ = "gather";
   for (Slot& slot : slots_) {
     slot.applied = nullptr;
     slot.fresh = false;
@@ -231,6 +322,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
 
   // 4 pre-advance: replies become this step's inputs; fresh measurements go to the
   // vehicle's processors (a held reply's measurements are old news and are not reused)
+  phase_ = "pre";
   inputs_.clear();
   for (auto& m : measurements_) m.clear();
   for (const Slot& slot : slots_) {
@@ -280,36 +372,52 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   for (std::size_t i = 0; i < processors_.size(); ++i) {
     FeedbackProcessor& p = *processors_[i];
     const int vehicle = scenario_.feedback[i].vehicle;
-    if (p.phase() == FeedbackPhase::model) p.update_model(feedback_context(vehicle), model_, state_, inputs_);
-    if (p.phase() == FeedbackPhase::pre) p.pre(feedback_context(vehicle), model_, state_, inputs_);
+    if (!guarded_processor(i, ctx, [&] {
+          if (p.phase() == FeedbackPhase::model) p.update_model(feedback_context(vehicle), model_, state_, inputs_);
+          if (p.phase() == FeedbackPhase::pre) p.pre(feedback_context(vehicle), model_, state_, inputs_);
+        }))
+      return false;
   }
 
   // 5 advance
+  phase_ = "advance";
   before_.step = state_.step;
   before_.time_ns = state_.time_ns;
   before_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
-  if (step(model_, state_, inputs_, dt, &step_report_) != StepStatus::ok) {
+  if (step(model_, state_, inputs_, dt, &step_report_, scratch_) != StepStatus::ok) {
     abort("numerical fault (NaN/Inf) while advancing step " + std::to_string(ctx.step));
     return false;
   }
   substeps_total_ += step_report_.substeps;
 
   // 6 post-advance corrections of the state
+  phase_ = "post";
   for (std::size_t i = 0; i < processors_.size(); ++i) {
     FeedbackProcessor& p = *processors_[i];
-    if (p.phase() == FeedbackPhase::post)
-      p.post(feedback_context(scenario_.feedback[i].vehicle), model_, before_, state_);
+    if (p.phase() != FeedbackPhase::post) continue;
+    if (!guarded_processor(i, ctx, [&] { p.post(feedback_context(scenario_.feedback[i].vehicle), model_, before_, state_); }))
+      return false;
   }
 
   // 7 emit the actual state; hand the step to the recorder
+  phase_ = "emit";
   history_.push(state_);
-  for (auto& e : endpoints_) e->emit(ctx, state_);
+  for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+    try {
+      endpoints_[i]->emit(ctx, state_);
+    } catch (const std::exception& ex) {
+      endpoint_threw(i, ctx, "emit", ex.what());  // its policy applies from the next step
+    } catch (...) {
+      endpoint_threw(i, ctx, "emit", "an exception that is not a std::exception");
+    }
+  }
   std::swap(held_inputs_, inputs_);
 
   const auto step_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t_begin).count());
   step_time_ns_.record(step_ns);
   if (recorder_) {
+    phase_ = "record";
     record_.step = ctx.step;
     record_.time_ns = ctx.time_ns;
     record_.state_hash = hash_state(state_);
@@ -326,10 +434,12 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       }
     }
     feedback_values_.clear();
-    for (const auto& p : processors_) p->record(feedback_values_);
+    for (std::size_t i = 0; i < processors_.size(); ++i)
+      if (!guarded_processor(i, ctx, [&] { processors_[i]->record(feedback_values_); })) return false;
     Recorder::encode_step_item(record_, state_, projected_, feedback_values_, recorder_->staging());
     recorder_->push(Recorder::ItemKind::step, ctx.step, ctx.time_ns);
   }
+  phase_ = "after_step";
   if (options_.after_step && !options_.after_step(state_)) {
     ++steps_done_;  // the step itself completed
     outcome_ = Outcome::stopped;
@@ -340,17 +450,27 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
 
 Keyframe Session::keyframe() const {
   Keyframe k;
-  k.state = state_;
-  k.held_inputs = held_inputs_;
-  for (const Slot& slot : slots_) k.last_replies.push_back(slot.last);
-  k.model_params = serialize_model_params(model_);
-  for (const auto& p : processors_) {
-    std::string bytes;
-    p->snapshot(bytes);
-    k.processor_state.push_back(std::move(bytes));
-  }
-  devices_.snapshot(k.devices);
+  keyframe(k);
   return k;
+}
+
+// copies into the existing buffers: after the first keyframe, later ones find the
+// capacity they need (vector and string assignment reuse it)
+void Session::keyframe(Keyframe& k) const {
+  k.state.step = state_.step;
+  k.state.time_ns = state_.time_ns;
+  k.state.bodies.assign(state_.bodies.begin(), state_.bodies.end());
+  k.held_inputs.wrenches.assign(held_inputs_.wrenches.begin(), held_inputs_.wrenches.end());
+  k.last_replies.resize(slots_.size());
+  for (std::size_t i = 0; i < slots_.size(); ++i) copy_reply(slots_[i].last, k.last_replies[i]);
+  serialize_model_params(model_, k.model_params);
+  k.processor_state.resize(processors_.size());
+  for (std::size_t i = 0; i < processors_.size(); ++i) {
+    k.processor_state[i].clear();
+    processors_[i]->snapshot(k.processor_state[i]);
+  }
+  k.devices.clear();
+  devices_.snapshot(k.devices);
 }
 
 bool Session::restore(const Keyframe& k, std::string* error) {

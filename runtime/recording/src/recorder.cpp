@@ -231,6 +231,7 @@ Recorder::Recorder(const Scenario& scenario, std::vector<std::string> endpoint_n
   const std::size_t item_bytes = 16 + step_bytes + 2 * state_bytes + 8 * values;
   staging_.reserve(item_bytes);
   for (Slot& slot : ring_) slot.bytes.reserve(item_bytes);
+  item_bytes_ = item_bytes;
 }
 
 Recorder::~Recorder() {
@@ -365,11 +366,55 @@ void Recorder::push(ItemKind kind, std::uint64_t step, std::int64_t time_ns) {
     slot.kind = kind;
     slot.step = step;
     slot.time_ns = time_ns;
+    slot.keyframe = -1;
     slot.bytes.swap(staging_);
     head_ = (head_ + 1) % ring_.size();
     ++count_;
     // the writer polls every few milliseconds; waking it for every step would cost the
     // loop a system call and a context switch per step
+    if (count_ * 4 < ring_.size()) return;
+  }
+  wake_.notify_one();
+}
+
+std::string* Recorder::keyframe_buffer() {
+  std::unique_lock lock(mutex_);
+  auto free_buffer = [this] {
+    for (int i = 0; i < keyframe_buffers; ++i)
+      if (!keyframe_queued_[static_cast<std::size_t>(i)]) return i;
+    return -1;
+  };
+  int i = free_buffer();
+  if (i < 0 && wait_when_full_ && thread_.joinable()) {
+    room_.wait(lock, [&] { return (i = free_buffer()) >= 0; });
+  }
+  if (i < 0) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  std::string& b = keyframes_[static_cast<std::size_t>(i)];
+  b.clear();
+  return &b;
+}
+
+void Recorder::push_keyframe(std::string* buffer, std::uint64_t step, std::int64_t time_ns) {
+  const auto index = static_cast<std::size_t>(buffer - keyframes_.data());
+  {
+    std::unique_lock lock(mutex_);
+    if (count_ == ring_.size() && wait_when_full_ && thread_.joinable())
+      room_.wait(lock, [this] { return count_ < ring_.size(); });
+    if (count_ == ring_.size()) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    Slot& slot = ring_[head_];
+    slot.kind = ItemKind::keyframe;
+    slot.step = step;
+    slot.time_ns = time_ns;
+    slot.keyframe = static_cast<int>(index);
+    keyframe_queued_[index] = true;
+    head_ = (head_ + 1) % ring_.size();
+    ++count_;
     if (count_ * 4 < ring_.size()) return;
   }
   wake_.notify_one();
@@ -387,7 +432,10 @@ void Recorder::writer_loop() {
   // how long queued items may wait for the writer when the queue is not filling up
   constexpr auto poll = std::chrono::milliseconds(5);
   auto next_flush = std::chrono::steady_clock::now() + flush_every;
+  // this buffer joins the ring at the first swap and reaches the loop later: size it like
+  // the ring's, or the loop would grow it
   Slot item;
+  item.bytes.reserve(item_bytes_);
   for (;;) {
     {
       std::unique_lock lock(mutex_);
@@ -404,7 +452,18 @@ void Recorder::writer_loop() {
       }
     }
     if (wait_when_full_) room_.notify_one();
-    if (!item.bytes.empty()) {
+    if (item.keyframe >= 0) {
+      // a keyframe's bytes stay in their own buffer; give it back once written
+      write_item(item);
+      written_.fetch_add(1, std::memory_order_relaxed);
+      {
+        std::lock_guard lock(mutex_);
+        keyframe_queued_[static_cast<std::size_t>(item.keyframe)] = false;
+      }
+      item.keyframe = -1;
+      item.bytes.clear();
+      if (wait_when_full_) room_.notify_one();
+    } else if (!item.bytes.empty()) {
       write_item(item);
       written_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -419,7 +478,10 @@ void Recorder::writer_loop() {
 void Recorder::write_item(const Slot& item) {
   const auto log_time = static_cast<std::uint64_t>(item.time_ns);
   switch (item.kind) {
-    case ItemKind::keyframe: writer_->write(ch_keyframe_, sequence_++, log_time, log_time, item.bytes); return;
+    case ItemKind::keyframe:
+      writer_->write(ch_keyframe_, sequence_++, log_time, log_time,
+                     item.keyframe >= 0 ? keyframes_[static_cast<std::size_t>(item.keyframe)] : item.bytes);
+      return;
     case ItemKind::summary: writer_->write(ch_summary_, sequence_++, log_time, log_time, item.bytes); return;
     case ItemKind::event: {
       writer_->write(ch_events_, sequence_++, log_time, log_time, item.bytes);

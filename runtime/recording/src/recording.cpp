@@ -186,9 +186,12 @@ bool decode_step(std::string_view bytes, StepRecord& out, std::string* error) {
 void encode_keyframe(const Keyframe& k, std::string& out) {
   ByteWriter w(out);
   w.u32(recording_format_version);
-  std::string state;
-  serialize_state(k.state, state);
-  w.bytes(state);
+  // the state in place, length first (no temporary: the loop writes keyframes)
+  const std::size_t length_at = out.size();
+  w.u32(0);
+  serialize_state(k.state, out);
+  const auto length = static_cast<std::uint32_t>(out.size() - length_at - 4);
+  for (int i = 0; i < 4; ++i) out[length_at + static_cast<std::size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xff);
   w.u32(static_cast<std::uint32_t>(k.held_inputs.wrenches.size()));
   for (const BodyWrench& b : k.held_inputs.wrenches) encode_wrench(w, b);
   w.u32(static_cast<std::uint32_t>(k.last_replies.size()));
@@ -254,6 +257,12 @@ bool decode_safe_replies(std::string_view bytes, std::vector<Reply>& out, std::s
 
 std::string serialize_model_params(const WorldModel& model) {
   std::string out;
+  serialize_model_params(model, out);
+  return out;
+}
+
+void serialize_model_params(const WorldModel& model, std::string& out) {
+  out.clear();
   ByteWriter w(out);
   w.f64(model.water.density_kg_m3);
   w.vec3(model.water.current_m_s);
@@ -267,7 +276,6 @@ std::string serialize_model_params(const WorldModel& model) {
     w.vec3(b.damping.angular_linear);
     w.vec3(b.damping.angular_quadratic);
   }
-  return out;
 }
 
 bool restore_model_params(std::string_view bytes, WorldModel& model, std::string* error) {

@@ -89,6 +89,8 @@ class Endpoint {
   virtual void summarize(nlohmann::json& out) const { (void)out; }
   /// Why the endpoint faulted, for the summary and the log.
   const std::string& fault_message() const { return fault_message_; }
+  /// The loop records why the endpoint faulted when one of its calls threw.
+  void set_fault_message(std::string message) { fault_message_ = std::move(message); }
 
   EndpointCounters counters;
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "tether/loop/histogram.hpp"
 
@@ -16,9 +17,14 @@ class Pacer {
 
   /// Starts the schedule at `now`; a wall period of 0 means "do not pace".
   void start(Clock::time_point now, std::int64_t wall_period_ns);
-  /// Sleeps until the next deadline. A step that ends after its deadline is an overrun; one
-  /// that ends more than a whole period late re-anchors the schedule at `now` (missed slots
-  /// are skipped, not made up in a burst, so the participants never see a rush of steps).
+  /// A step ended at `now`: the time to sleep until, or nullopt to go on at once (not
+  /// paced, or late). A step that ends after its deadline is an overrun; one that ends more
+  /// than a whole period late re-anchors the schedule at `now` (missed slots are skipped,
+  /// not made up in a burst, so the participants never see a rush of steps). Reads no clock.
+  [[nodiscard]] std::optional<Clock::time_point> after_step(Clock::time_point now);
+  /// The sleep until `deadline` (from after_step) ended at `now`: records how late it woke.
+  void woke(Clock::time_point deadline, Clock::time_point now);
+  /// after_step, the sleep and woke with the steady clock: what the session does.
   void wait_next();
   /// Lowers this thread's timer slack so sleeps end closer to the deadline (Linux).
   static void reduce_timer_slack();

@@ -43,7 +43,10 @@ struct SessionOptions {
   double status_interval_s = 0.25;
 };
 
-enum class Outcome : std::uint8_t { completed, stopped, aborted };
+/// How a session ended. `aborted`: a timeout policy, an endpoint fault under `abort` or
+/// `block`, or a numerical fault stopped it. `failed`: something threw mid-step (a feedback
+/// processor, a device, the loop itself); abort_reason() names who, the step and the message.
+enum class Outcome : std::uint8_t { completed, stopped, aborted, failed };
 
 const char* to_string(Outcome outcome);
 
@@ -65,6 +68,8 @@ class Session {
   void set_recorder(Recorder* recorder) { recorder_ = recorder; }
   /// A snapshot to continue from: S_k and everything else the next step depends on.
   Keyframe keyframe() const;
+  /// Same, into `out`, reusing its buffers (the step writes keyframes this way).
+  void keyframe(Keyframe& out) const;
   /// Continues from a keyframe instead of the scenario's initial state (before run()).
   bool restore(const Keyframe& keyframe, std::string* error);
 
@@ -80,6 +85,9 @@ class Session {
   const hal::DeviceBank& devices() const { return devices_; }
   const std::vector<std::unique_ptr<FeedbackProcessor>>& processors() const { return processors_; }
   Outcome outcome() const { return outcome_; }
+  /// The phase of the step in progress ("project", "publish", … "pace"), or nullptr
+  /// outside run(): for diagnostics, e.g. naming where an allocation or a throw happened.
+  const char* phase() const { return phase_; }
   const std::string& abort_reason() const { return abort_reason_; }
   const std::vector<std::unique_ptr<Endpoint>>& endpoints() const { return endpoints_; }
   const Histogram& step_time_ns() const { return step_time_ns_; }
@@ -91,7 +99,15 @@ class Session {
   struct Slot;
   bool run_step(const std::atomic<bool>& stop_requested);
   bool gather_one(Slot& slot, const StepContext& ctx, const std::atomic<bool>& stop_requested);
-  void abort(std::string reason);
+  void abort(std::string reason, Outcome outcome = Outcome::aborted);
+  // the exception boundary: an endpoint call that threw becomes that endpoint's fault
+  void endpoint_threw(std::size_t index, const StepContext& ctx, const char* call, const char* what);
+  GatherStatus guarded_gather(Slot& slot, const StepContext& ctx, SteadyClock::time_point deadline);
+  // a processor that throws fails the session, naming the processor, the step and the message
+  template <class Call>
+  bool guarded_processor(std::size_t index, const StepContext& ctx, Call&& call);
+  // anything else that throws in the step fails the session, naming the phase
+  void step_threw(const char* what);
 
   const Scenario& scenario_;
   WorldModel model_;  // a copy: online estimation may change parameters
@@ -117,6 +133,8 @@ class Session {
   StepReport projection_report_;  // the projection's contacts feed contact sensors
   Recorder* recorder_ = nullptr;
   StepRecord record_;                  // this step's record, buffers reused
+  Keyframe keyframe_;                  // the keyframe written every K steps, buffers reused
+  PhysicsScratch scratch_;             // the physics' buffers, reused by every step() call
   std::vector<double> feedback_values_;  // processors' recorded values, reserved
   std::int64_t start_time_ns_ = 0;
 
@@ -126,6 +144,7 @@ class Session {
   std::uint64_t substeps_total_ = 0;
   double wall_time_s_ = 0;
   Outcome outcome_ = Outcome::completed;
+  const char* phase_ = nullptr;
   std::string abort_reason_;
 };
 

@@ -20,6 +20,10 @@ class StateStore {
   std::size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
   void clear() { count_ = 0; }
+  /// Gives every slot room for `bodies` bodies now, so push() never allocates.
+  void reserve_bodies(std::size_t bodies) {
+    for (WorldState& s : slots_) s.bodies.reserve(bodies);
+  }
 
   /// Stores a copy of `state` as the newest, dropping the oldest when full. States must come
   /// in increasing step order; one whose step is not after the newest first drops every stored

@@ -5,6 +5,7 @@
 // it never blocks the loop.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -54,6 +55,14 @@ class Recorder {
   /// Loop thread: hands the staging buffer over (O(1) swap). Drops and counts if full
   /// (or waits, see set_wait_when_full).
   void push(ItemKind kind, std::uint64_t step, std::int64_t time_ns);
+  /// Loop thread: a buffer for the next keyframe (cleared), or nullptr when every keyframe
+  /// buffer is still queued for the writer (the keyframe is then dropped and counted; with
+  /// set_wait_when_full it waits instead). Keyframes are far larger than step items, so
+  /// they travel in a few buffers of their own that are reused: once each has held a
+  /// keyframe, writing keyframes allocates nothing.
+  std::string* keyframe_buffer();
+  /// Loop thread: queues the keyframe written into `buffer` (from keyframe_buffer()).
+  void push_keyframe(std::string* buffer, std::uint64_t step, std::int64_t time_ns);
   /// Rare events (misses, faults, firmware log lines): level 1 debug .. 5 fatal.
   void event(std::uint64_t step, std::int64_t time_ns, int level, const std::string& source,
              const std::string& text);
@@ -77,7 +86,9 @@ class Recorder {
     std::uint64_t step = 0;
     std::int64_t time_ns = 0;
     std::string bytes;
+    int keyframe = -1;  // a keyframe item's buffer in keyframes_ (its bytes stay there)
   };
+  static constexpr int keyframe_buffers = 4;
   void writer_loop();
   void write_item(const Slot& item);
   void write_views(std::uint64_t log_time_ns);
@@ -101,6 +112,9 @@ class Recorder {
   bool closing_ = false;
   std::thread thread_;
   std::string staging_;
+  std::size_t item_bytes_ = 0;  // what each ring buffer is sized for
+  std::array<std::string, keyframe_buffers> keyframes_;
+  std::array<bool, keyframe_buffers> keyframe_queued_{};  // guarded by mutex_
 
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> written_{0};

@@ -75,6 +75,8 @@ bool decode_safe_replies(std::string_view bytes, std::vector<Reply>& out, std::s
 /// The model parameters online estimation may change (mass, volume, centre of buoyancy,
 /// damping per body; water density and current), exactly.
 std::string serialize_model_params(const WorldModel& model);
+/// Same, into `out` (cleared first; its capacity is reused).
+void serialize_model_params(const WorldModel& model, std::string& out);
 bool restore_model_params(std::string_view bytes, WorldModel& model, std::string* error);
 
 /// Little-endian byte writer/reader used by the layouts above.
