@@ -101,7 +101,9 @@ inline void* allocate(std::size_t n, std::size_t align) {
 }  // namespace tether::test
 
 // every replaceable form: with only some replaced, AddressSanitizer sees its own new paired
-// with our delete and aborts
+// with our delete and aborts. GCC cannot see that these news are malloc underneath.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(std::size_t n) {
   if (void* p = tether::test::allocate(n, 0)) return p;
   throw std::bad_alloc();
@@ -138,3 +140,4 @@ void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
