@@ -353,23 +353,31 @@ void Recorder::encode_step_item(const StepRecord& record, const WorldState& actu
   for (double v : feedback_values) w.f64(v);
 }
 
+// under the lock: the next ring slot to fill, or nullptr when the ring is full (the item is
+// dropped and counted, or waited for with set_wait_when_full)
+Recorder::Slot* Recorder::claim_slot(std::unique_lock<std::mutex>& lock) {
+  if (count_ == ring_.size() && wait_when_full_ && thread_.joinable())
+    room_.wait(lock, [this] { return count_ < ring_.size(); });
+  if (count_ == ring_.size()) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  Slot& slot = ring_[head_];
+  head_ = (head_ + 1) % ring_.size();
+  ++count_;
+  return &slot;
+}
+
 void Recorder::push(ItemKind kind, std::uint64_t step, std::int64_t time_ns) {
   {
     std::unique_lock lock(mutex_);
-    if (count_ == ring_.size() && wait_when_full_ && thread_.joinable())
-      room_.wait(lock, [this] { return count_ < ring_.size(); });
-    if (count_ == ring_.size()) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    Slot& slot = ring_[head_];
-    slot.kind = kind;
-    slot.step = step;
-    slot.time_ns = time_ns;
-    slot.keyframe = -1;
-    slot.bytes.swap(staging_);
-    head_ = (head_ + 1) % ring_.size();
-    ++count_;
+    Slot* slot = claim_slot(lock);
+    if (!slot) return;
+    slot->kind = kind;
+    slot->step = step;
+    slot->time_ns = time_ns;
+    slot->keyframe = -1;
+    slot->bytes.swap(staging_);
     // the writer polls every few milliseconds; waking it for every step would cost the
     // loop a system call and a context switch per step
     if (count_ * 4 < ring_.size()) return;
@@ -401,20 +409,13 @@ void Recorder::push_keyframe(std::string* buffer, std::uint64_t step, std::int64
   const auto index = static_cast<std::size_t>(buffer - keyframes_.data());
   {
     std::unique_lock lock(mutex_);
-    if (count_ == ring_.size() && wait_when_full_ && thread_.joinable())
-      room_.wait(lock, [this] { return count_ < ring_.size(); });
-    if (count_ == ring_.size()) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    Slot& slot = ring_[head_];
-    slot.kind = ItemKind::keyframe;
-    slot.step = step;
-    slot.time_ns = time_ns;
-    slot.keyframe = static_cast<int>(index);
+    Slot* slot = claim_slot(lock);
+    if (!slot) return;
+    slot->kind = ItemKind::keyframe;
+    slot->step = step;
+    slot->time_ns = time_ns;
+    slot->keyframe = static_cast<int>(index);
     keyframe_queued_[index] = true;
-    head_ = (head_ + 1) % ring_.size();
-    ++count_;
     if (count_ * 4 < ring_.size()) return;
   }
   wake_.notify_one();

@@ -89,6 +89,7 @@ class Recorder {
     int keyframe = -1;  // a keyframe item's buffer in keyframes_ (its bytes stay there)
   };
   static constexpr int keyframe_buffers = 4;
+  Slot* claim_slot(std::unique_lock<std::mutex>& lock);
   void writer_loop();
   void write_item(const Slot& item);
   void write_views(std::uint64_t log_time_ns);
