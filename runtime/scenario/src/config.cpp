@@ -3,7 +3,11 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 namespace tether::runtime {
 
@@ -37,6 +41,120 @@ bool parse_double(const YAML::Node& n, double& out) {
   }
   return std::isfinite(out);
 }
+
+std::string position(const std::string& file, const YAML::Mark& mark) {
+  return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// Finds keys given twice in one map, at any depth. yaml-cpp keeps both pairs and lookups
+// see only the first, so a second `loop:` block would be ignored without a word. This
+// reads the parser's events rather than the node tree: an alias is one event here, while
+// in the tree it is the anchored node again (and `&a [*a]` makes the tree a cycle).
+class DuplicateKeyFinder : public YAML::EventHandler {
+ public:
+  explicit DuplicateKeyFinder(ConfigContext& context) : context_(context) {}
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor, "null"); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    const auto name = anchor_names_.find(anchor);
+    leaf(mark, YAML::NullAnchor, "*" + (name == anchor_names_.end() ? std::to_string(anchor) : name->second));
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string& value) override {
+    leaf(mark, anchor, value);
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(anchor, false);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(anchor, true);
+  }
+  void OnMapEnd() override { close(); }
+  void OnAnchor(const YAML::Mark&, const std::string& name) override { pending_anchor_name_ = name; }
+
+ private:
+  struct Frame {
+    bool is_map = false;
+    bool is_key = false;            // a map or list used as a key: its contents are not checked
+    bool expecting_key = true;      // maps alternate key, value, key, ...
+    std::size_t index = 0;          // lists: the position of the next element
+    std::string path;               // as ConfigNode writes it: vehicles[0].bodies[0]
+    std::string key;                // maps: the key whose value comes next
+    std::map<std::string, YAML::Mark> seen;  // maps: each key and where it was first given
+  };
+
+  // the path of the node that comes next inside the innermost open container
+  std::string child_path() const {
+    if (stack_.empty()) return {};
+    const Frame& f = stack_.back();
+    if (!f.is_map) return f.path + "[" + std::to_string(f.index) + "]";
+    return f.path.empty() ? f.key : f.path + "." + f.key;
+  }
+
+  bool in_key() const {
+    for (const auto& f : stack_)
+      if (f.is_key) return true;
+    return false;
+  }
+
+  // a node is complete: a scalar, or a container that just closed
+  void advance() {
+    if (stack_.empty()) return;
+    Frame& f = stack_.back();
+    if (!f.is_map)
+      ++f.index;
+    else
+      f.expecting_key = !f.expecting_key;
+  }
+
+  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor, const std::string& text) {
+    name_anchor(anchor);
+    if (!stack_.empty() && stack_.back().is_map && stack_.back().expecting_key) {
+      Frame& f = stack_.back();
+      f.key = text;
+      if (!in_key()) {
+        const auto [first, inserted] = f.seen.emplace(text, mark);
+        if (!inserted)
+          context_.errors.push_back(position(context_.file, mark) + ": " +
+                                    (f.path.empty() ? text : f.path + "." + text) +
+                                    ": key given twice (first at " +
+                                    position(context_.file, first->second) + ")");
+      }
+    }
+    advance();
+  }
+
+  void open(YAML::anchor_t anchor, bool is_map) {
+    name_anchor(anchor);
+    Frame f;
+    f.is_map = is_map;
+    f.is_key = !stack_.empty() && stack_.back().is_map && stack_.back().expecting_key;
+    if (f.is_key) stack_.back().key = "(a key)";
+    f.path = child_path();
+    stack_.push_back(std::move(f));
+  }
+
+  void close() {
+    if (!stack_.empty()) stack_.pop_back();
+    advance();
+  }
+
+  // OnAnchor (the name) comes just before the event of the node it names (the number)
+  void name_anchor(YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor && !pending_anchor_name_.empty()) anchor_names_[anchor] = pending_anchor_name_;
+    pending_anchor_name_.clear();
+  }
+
+  ConfigContext& context_;
+  std::vector<Frame> stack_;
+  std::map<YAML::anchor_t, std::string> anchor_names_;
+  std::string pending_anchor_name_;
+};
 
 }  // namespace
 
@@ -239,9 +357,14 @@ ConfigNode load_config_text(const std::string& text, const std::string& label) {
   try {
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw ConfigError({label + ":" + std::to_string(e.mark.line + 1) + ":" +
-                       std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg});
+    throw ConfigError({position(label, e.mark) + ": YAML syntax error: " + e.msg});
   }
+  // the same text parsed again, as events, for keys given twice (only the first document,
+  // as YAML::Load reads only that one)
+  std::istringstream events(text);
+  YAML::Parser parser(events);
+  DuplicateKeyFinder finder(*context);
+  parser.HandleNextDocument(finder);
   YAML::Mark start;
   start.line = 0;
   start.column = 0;

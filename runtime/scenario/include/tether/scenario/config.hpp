@@ -104,7 +104,10 @@ class ConfigNode {
 /// Human rendering of a node's value for messages: "\"heavy\"", "a list", "a map", "nothing".
 std::string describe_value(const YAML::Node& node);
 
-/// Loads a YAML file; YAML syntax errors become a ConfigError with the file position.
+/// Loads a YAML file; YAML syntax errors become a ConfigError with the file position
+/// (thrown at once). A key given twice in one map, at any depth, is recorded in the
+/// context's errors with both positions, for the caller to throw with the rest:
+///   scenario.yaml:40:1: loop: key given twice (first at scenario.yaml:3:1)
 ConfigNode load_config_file(const std::string& path);
 /// Same for text already in memory; `label` stands for the file name in messages.
 ConfigNode load_config_text(const std::string& text, const std::string& label);

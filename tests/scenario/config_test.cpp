@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading YAML: a key given twice in one map is an error naming both places, at any depth,
+// rather than the second silently losing to the first.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "tether/scenario/config.hpp"
+#include "tether/scenario/scenario.hpp"
+
+using namespace tether::runtime;
+
+namespace {
+
+const char* valid = R"(name: t
+world:
+  water: {density_kg_m3: 1025, surface_z_m: 0}
+vehicles:
+  - name: auv
+    bodies:
+      - name: hull
+        shape: {type: sphere, radius_m: 0.2}
+        mass_kg: 38
+loop: {period_ms: 20, real_time_factor: 0, steps: 10}
+endpoints:
+  - name: c
+    type: in_process
+    vehicle: auv
+    controller: idle
+)";
+
+// the errors parse_scenario reports for `text`, or an empty list if it parsed
+std::vector<std::string> scenario_errors(const std::string& text) {
+  try {
+    parse_scenario(text, "s.yaml");
+  } catch (const ConfigError& e) {
+    return e.errors();
+  }
+  return {};
+}
+
+std::vector<std::string> load_errors(const std::string& text) {
+  return load_config_text(text, "c.yaml").context().errors;
+}
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("the scenario used below parses without errors") {
+  CHECK(scenario_errors(valid).empty());
+}
+
+TEST_CASE("a top-level key given twice names both places") {
+  // a second loop block at the end used to be dropped without a word
+  const auto e = scenario_errors(std::string(valid) + "loop:\n  period_ms: 5\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "s.yaml:16:1: loop: key given twice (first at s.yaml:10:1)");
+}
+
+TEST_CASE("a key given twice inside a list item's map names both places") {
+  SUBCASE("block style") {
+    const auto e = scenario_errors(replace(valid, "        mass_kg: 38\n", "        mass_kg: 38\n        mass_kg: 40\n"));
+    REQUIRE(e.size() == 1);
+    CHECK(e[0] == "s.yaml:10:9: vehicles[0].bodies[0].mass_kg: key given twice (first at s.yaml:9:9)");
+  }
+  SUBCASE("flow style") {
+    const auto e = scenario_errors(replace(valid, "{type: sphere, radius_m: 0.2}", "{type: sphere, radius_m: 0.2, type: box}"));
+    REQUIRE(e.size() == 1);
+    CHECK(e[0] == "s.yaml:8:39: vehicles[0].bodies[0].shape.type: key given twice (first at s.yaml:8:17)");
+  }
+  SUBCASE("an endpoint") {
+    const auto e = scenario_errors(std::string(valid) + "    controller: depth_pid\n");
+    REQUIRE(e.size() == 1);
+    CHECK(e[0] == "s.yaml:16:5: endpoints[0].controller: key given twice (first at s.yaml:15:5)");
+  }
+}
+
+TEST_CASE("a nested map's key given twice names both places") {
+  const auto e = scenario_errors(replace(valid, "surface_z_m: 0}", "surface_z_m: 0, density_kg_m3: 1000}"));
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "s.yaml:3:34: world.water.density_kg_m3: key given twice (first at s.yaml:3:11)");
+}
+
+TEST_CASE("keys given twice are reported together with the file's other errors") {
+  std::string text = replace(valid, "mass_kg: 38", "mass_kg: heavy");
+  text += "name: u\nloop: {steps: 3}\n";
+  const auto e = scenario_errors(text);
+  REQUIRE(e.size() == 3);
+  CHECK(e[0] == "s.yaml:16:1: name: key given twice (first at s.yaml:1:1)");
+  CHECK(e[1] == "s.yaml:17:1: loop: key given twice (first at s.yaml:10:1)");
+  CHECK(e[2] == "s.yaml:9:18: vehicles[0].bodies[0].mass_kg: expected a number > 0, got \"heavy\"");
+}
+
+TEST_CASE("the same key in different maps is not a duplicate") {
+  CHECK(load_errors("a: {k: 1}\nb: {k: 2}\nlist: [{k: 1}, {k: 2}]\nrows: [[1, 1], [1, 1]]\n").empty());
+  CHECK(load_errors("- {name: x}\n- {name: x}\n").empty());
+}
+
+TEST_CASE("a key given three times is reported twice against the first") {
+  const auto e = load_errors("k: 1\nk: 2\nk: 3\n");
+  REQUIRE(e.size() == 2);
+  CHECK(e[0] == "c.yaml:2:1: k: key given twice (first at c.yaml:1:1)");
+  CHECK(e[1] == "c.yaml:3:1: k: key given twice (first at c.yaml:1:1)");
+}
+
+TEST_CASE("aliases: a duplicate in an anchored map is reported once and a self-reference ends") {
+  // in yaml-cpp's node tree the alias is the anchored map again, and &x [*x] is a cycle
+  const auto e = load_errors("a: &m {k: 1, k: 2}\nb: *m\nc: *m\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "c.yaml:1:14: a.k: key given twice (first at c.yaml:1:8)");
+  CHECK(load_errors("a: &x [1, *x]\nb: *x\n").empty());
+  const auto keys = load_errors("base: &b 1\n*b : 2\n*b : 3\n");
+  REQUIRE(keys.size() == 1);
+  CHECK(keys[0] == "c.yaml:3:1: *b: key given twice (first at c.yaml:2:1)");
+}
+
+TEST_CASE("a list of lists of maps gives the full path of a duplicate") {
+  const auto e = load_errors("grid:\n  - - {a: 1}\n    - {a: 1, b: 2, a: 3}\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "c.yaml:3:22: grid[0][1].a: key given twice (first at c.yaml:3:8)");
+}
