@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The correction experiment (seeds/000 §8.1, quantified): the same tank trial with the
+// The correction experiment (J. Brawn, "An AUV Simulator for
+// Incorporating Physical Feedback", 2012, §8.1, quantified): the same tank trial with the
 // twin's feedback processors off, direct, blend, vector_adjust, kalman, estimate and
 // estimate + kalman. The physical vehicle is a stand-in defined here: the runtime's own
 // step() on a copy of the model with hidden parameters (drag, thrust, buoyancy, current)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `direct` and `blend`: post-advance processors that move the state toward the measured
-// pose (seeds/000 §7.2, direct adjustment). They overwrite the state, so they can put a
+// pose (direct adjustment: J. Brawn, "An AUV Simulator for
+// Incorporating Physical Feedback", 2012, §7.2). They overwrite the state, so they can put a
 // body where the physics would never let it go (through a wall): vector_adjust cannot.
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `estimate`: online estimation of a vehicle's model parameters from the residuals between
-// what the model predicts and what was measured (seeds/000 §7: correcting the model, not
-// only the state). A model-phase processor: it changes the session's model copy before the
+// what the model predicts and what was measured (J. Brawn, "An AUV Simulator for
+// Incorporating Physical Feedback", 2012, chapter 7: correcting the model, not only the state). A model-phase processor: it changes the session's model copy before the
 // advance, so the twin runs on the learned parameters.
 //
 // Parameters theta: thrust coefficient (a gain on the commanded wrench), linear and quadratic

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// `vector_adjust`: the pre-advance processor of seeds/000 §7.2 (vector adjustment). It finds
+// `vector_adjust`: the pre-advance processor of J. Brawn's Corrective Feedback
+// System ("An AUV Simulator for Incorporating Physical Feedback", 2012, §7.2: vector adjustment). It finds
 // the corrective force and torque, constant over the step, that make step() from S_k land on
 // the measured pose, and adds them to the step's inputs. The advance itself is the real one,
 // so walls and other bodies still push back: a measurement behind a wall is not reached.

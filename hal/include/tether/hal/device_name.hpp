@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fully qualified device names: vehicle.part.device (seeds/003 §4.2).
+// Fully qualified device names: vehicle.part.device (T. Sommer, "Physics for a 3D Driving
+// Simulator", AutoSim, 2008, §4.2).
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // An endpoint is one participant of the lock-step: firmware, a vehicle, an observer.
 // Each step the loop publishes the projected state to every endpoint, then gathers
-// each endpoint's reply for that step until its deadline (DESIGN.md, phases 2 and 3).
+// each endpoint's reply for that step until its deadline (docs/architecture.md, "One step", phases 2 and 3).
 #pragma once
 
 #include <array>

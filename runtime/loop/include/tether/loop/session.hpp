@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The lock-step loop: the eight phases of DESIGN.md "One step, as data flows through it".
+// The lock-step loop: the eight phases of one step (docs/architecture.md, "One step").
 #pragma once
 
 #include <atomic>

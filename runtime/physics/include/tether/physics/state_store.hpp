@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The last K world states, for rewind and for state_at(t) (seeds/002_* §4.1): a ring of
+// The last K world states, for rewind and for state_at(t) ("Simulator Architecture",
+// notes, 2024, §4.1): a ring of
 // WorldState copies that reuses its memory, so pushing does not allocate once warmed up.
 #pragma once
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Reading a recording back and re-running it without hardware (Rule 1 of seeds/002: from
-// any recorded state s_m the same sequence s_m..s_q is produced).
+// Reading a recording back and re-running it without hardware (Rule 1 of the "Simulator
+// Architecture" notes, 2024: from any recorded state s_m the same sequence s_m..s_q is
+// produced).
 #pragma once
 
 #include <cstdint>
