@@ -23,6 +23,7 @@
 
 #include "../tests/adapters/mosquitto_util.hpp"
 #include "bench_util.hpp"
+#include "example_controllers.hpp"
 #include "tether/adapters/child_process.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/mqtt_endpoint.hpp"
@@ -241,6 +242,7 @@ void lock_step(const std::string& broker, bool nodelay, long steps, const std::s
 }  // namespace
 
 int main(int argc, char** argv) {
+  tether::examples::register_example_controllers();  // the in-process depth_heading_hold
   if (argc == 6 && std::string(argv[1]) == "--pong")
     return run_ponger(argv[2], std::atoi(argv[3]), static_cast<std::size_t>(std::atol(argv[4])), argv[5][0] == '1');
   const bool quick = bench::quick_mode(argc, argv);

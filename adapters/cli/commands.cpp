@@ -83,7 +83,8 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
   if (s["real_time_factor"].get<double>() > 0)
     out << ", target " << s["real_time_factor"].get<double>();
   out << ")\n";
-  if (s.contains("reason")) out << "  aborted: " << s["reason"].get<std::string>() << '\n';
+  if (s.contains("reason"))  // "aborted: ..." or "failed: ..."
+    out << "  " << s["outcome"].get<std::string>() << ": " << s["reason"].get<std::string>() << '\n';
   if (s.contains("recording") && s["recording"].value("dropped_items", 0) > 0)
     out << "  warning: the recorder dropped " << s["recording"]["dropped_items"]
         << " items (queue full); replay of this recording will stop at the first gap\n";
@@ -118,6 +119,24 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
     }
     out << '\n';
   }
+  // the scenario's goals: each vehicle's final depth and heading against them
+  if (s.contains("goals"))
+    for (const auto& g : s["goals"]) {
+      out << "  goal " << g["vehicle"].get<std::string>() << ":";
+      if (g.contains("depth_error_m")) {
+        std::snprintf(line, sizeof line, " depth target %.3f m, final %.4f m, final depth error %+.4f m",
+                      g["target_depth_m"].get<double>(), g["final_depth_m"].get<double>(),
+                      g["depth_error_m"].get<double>());
+        out << line << (g.contains("heading_error_deg") ? ";" : "");
+      }
+      if (g.contains("heading_error_deg")) {
+        std::snprintf(line, sizeof line, " heading target %.1f°, final %.1f°, error %+.1f°",
+                      g["target_heading_deg"].get<double>(), g["final_heading_deg"].get<double>(),
+                      g["heading_error_deg"].get<double>());
+        out << line;
+      }
+      out << '\n';
+    }
   // feedback processors: what they did and, for estimators, what they learned
   if (s.contains("feedback"))
     for (const auto& f : s["feedback"]) {

@@ -44,6 +44,10 @@ struct DevicesOptions {
   bool json = false;
 };
 
+struct KindsOptions {
+  bool json = false;
+};
+
 struct CheckOptions {
   std::string scenario;
 };
@@ -65,6 +69,15 @@ int report_command(const ReportOptions& options);
 int devices_command(const DevicesOptions& options);
 /// `tether check`: returns the process exit code.
 int check_command(const CheckOptions& options);
+
+/// Registers what the CLI adds to the built-ins (the example controllers); call once at
+/// start-up, before any scenario is loaded.
+void register_extensions();
+/// With TETHER_TEST_DOUBLES=1 in the environment, registers the test doubles of
+/// test_doubles.cpp (a processor that throws at a chosen step); otherwise nothing.
+void register_test_doubles();
+/// `tether kinds`: lists every extension point and its registered kinds; returns the exit code.
+int kinds_command(const KindsOptions& options);
 
 /// `tether ports`: lists the serial ports libserialport finds; returns the process exit code.
 int ports_command();

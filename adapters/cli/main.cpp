@@ -78,9 +78,15 @@ int main(int argc, char** argv) {
   auto* check_cmd = app.add_subcommand("check", "Validate a scenario file and its endpoints");
   check_cmd->add_option("scenario", check.scenario, "Scenario file (YAML)")->required();
 
+  KindsOptions kinds;
+  auto* kinds_cmd = app.add_subcommand("kinds", "List every extension point (feedback processors, endpoint types, "
+                                                "controllers, device kinds) and what is registered under it");
+  kinds_cmd->add_flag("--json", kinds.json, "Print as JSON");
+
   auto* ports_cmd = app.add_subcommand("ports", "List serial ports (libserialport); pseudo-terminals are not listed");
 
   log_to_stderr();
+  register_extensions();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -89,6 +95,7 @@ int main(int argc, char** argv) {
   }
   if (*run_cmd) return run_command(run);
   if (*ports_cmd) return ports_command();
+  if (*kinds_cmd) return kinds_command(kinds);
   if (*check_cmd) return check_command(check);
   if (*devices_cmd) return devices_command(devices);
   if (*replay_cmd) return replay_command(replay);

@@ -7,19 +7,41 @@
 
 namespace tether::adapters {
 
+EndpointRegistry& endpoint_kinds() {
+  // filled on first use, so the built-ins are there whoever asks first (no static
+  // initializer that a linker could drop from the static library)
+  static EndpointRegistry r = [] {
+    EndpointRegistry reg("endpoint type");
+    reg.add(
+        "in_process",
+        [](const runtime::EndpointConfig& c, const runtime::Scenario& s) -> std::unique_ptr<runtime::Endpoint> {
+          return std::make_unique<runtime::InProcessEndpoint>(c, s.model);
+        },
+        "a controller compiled into the binary, answering at once");
+    reg.add(
+        "serial",
+        [](const runtime::EndpointConfig& c, const runtime::Scenario& s) -> std::unique_ptr<runtime::Endpoint> {
+          return std::make_unique<SerialEndpoint>(c, s);
+        },
+        "firmware over a serial line (a port, a pseudo-terminal, or a launched host/QEMU build)");
+    reg.add(
+        "mqtt",
+        [](const runtime::EndpointConfig& c, const runtime::Scenario& s) -> std::unique_ptr<runtime::Endpoint> {
+          return std::make_unique<MqttEndpoint>(c, s);
+        },
+        "a physical vehicle over an MQTT broker (lock-step by topic)");
+    return reg;
+  }();
+  return r;
+}
+
 std::vector<std::unique_ptr<runtime::Endpoint>> make_endpoints(const runtime::Scenario& scenario) {
   std::vector<std::unique_ptr<runtime::Endpoint>> out;
   for (const runtime::EndpointConfig& config : scenario.endpoints) {
-    if (config.type == "in_process") {
-      out.push_back(std::make_unique<runtime::InProcessEndpoint>(config, scenario.model));
-    } else if (config.type == "serial") {
-      out.push_back(std::make_unique<SerialEndpoint>(config, scenario));
-    } else if (config.type == "mqtt") {
-      out.push_back(std::make_unique<MqttEndpoint>(config, scenario));
+    if (const EndpointFactory* factory = endpoint_kinds().find(config.type)) {
+      out.push_back((*factory)(config, scenario));
     } else if (!config.type.empty()) {
-      std::string list;
-      for (const char* t : endpoint_types) list += std::string(list.empty() ? "" : ", ") + t;
-      config.node["type"].error("unknown endpoint type \"" + config.type + "\" (known: " + list + ")");
+      config.node["type"].error(endpoint_kinds().unknown_message(config.type));
     }
   }
   scenario.throw_if_errors();

@@ -3,7 +3,8 @@
 
 #include "tether/adapters/config_text.hpp"
 
-// Boost 1.74 + GCC 12 + C++20: <utility> must come before any Asio header (FACTS.md)
+// Boost 1.74 + GCC 12 + C++20: <utility> must come before any Asio header (Asio uses
+// std::exchange without including it; without this the build fails in C++20 mode)
 #include <utility>
 
 #include <fcntl.h>
@@ -165,13 +166,10 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
                                                  : FlowControl::none;
   out.handshake_timeout_ms = n.integer_or("handshake_timeout_ms", 5000, 1, 3'600'000);
   out.resend_ms = n.integer_or("resend_ms", 20, 0, 3'600'000);
-  if (n.has("goal")) {
-    const runtime::ConfigNode g = n["goal"];
-    if (g.expect_map({"depth_m", "heading_deg"})) {
-      if (g.has("depth_m")) out.goal_depth_m = g.number("depth_m");
-      if (g.has("heading_deg")) out.goal_heading_deg = g.number("heading_deg");
-    }
-  }
+  // the demo's depth/heading goal moved to the scenario, where every endpoint type shares it
+  if (n.has("goal"))
+    n["goal"].error("`goal` moved to the scenario's top-level `goals:` list: - {vehicle: NAME, depth_m: D, "
+                    "heading_deg: H}");
 
   if (has_launch) {
     const runtime::ConfigNode l = n["launch"];
@@ -646,12 +644,6 @@ struct SerialEndpoint::Impl {
   SteadyClock::time_point next_resend{};
   bool stopped = false;
   std::string exit_description;  // how the program ended, once it has
-  // `goal`: the vehicle's first body and the water surface, and its last actual state
-  int goal_body = -1;
-  double surface_z_m = 0;
-  bool have_actual = false;
-  double final_depth_m = 0;
-  double final_heading_deg = 0;
 };
 
 SerialEndpoint::SerialEndpoint(const runtime::EndpointConfig& config, const runtime::Scenario& scenario)
@@ -687,14 +679,6 @@ void sync_counters(const SerialCounters& c, runtime::EndpointCounters& out) {
 void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::WorldState& initial) {
   (void)initial;
   Impl& s = *impl_;
-  s.have_actual = false;
-  s.goal_body = -1;
-  if ((config_.goal_depth_m || config_.goal_heading_deg) && vehicle() >= 0 &&
-      static_cast<std::size_t>(vehicle()) < model.vehicles.size() &&
-      !model.vehicles[static_cast<std::size_t>(vehicle())].bodies.empty()) {
-    s.goal_body = model.vehicles[static_cast<std::size_t>(vehicle())].bodies.front();
-    s.surface_z_m = model.water.surface_z_m;
-  }
   s.io = IoThread::get();
   {
     std::lock_guard<std::mutex> lock(s.link_mutex);
@@ -928,17 +912,6 @@ void SerialEndpoint::safe_reply(runtime::Reply& reply) const {
   reply.commands.assign(config_.safe.begin(), config_.safe.end());
 }
 
-void SerialEndpoint::emit(const runtime::StepContext&, const runtime::WorldState& actual) {
-  Impl& s = *impl_;
-  if (s.goal_body < 0 || static_cast<std::size_t>(s.goal_body) >= actual.bodies.size()) return;
-  const runtime::BodyState& b = actual.bodies[static_cast<std::size_t>(s.goal_body)];
-  s.final_depth_m = s.surface_z_m - b.position_m.z();
-  // compass heading: clockwise from north; the world's yaw is counter-clockwise from east
-  const double heading = 90.0 - runtime::rpy_from_quat(b.orientation).z() * 180.0 / 3.14159265358979323846;
-  s.final_heading_deg = std::fmod(std::fmod(heading, 360.0) + 360.0, 360.0);
-  s.have_actual = true;
-}
-
 void SerialEndpoint::stop() {
   Impl& s = *impl_;
   if (s.stopped || !s.link) return;
@@ -999,15 +972,6 @@ std::string SerialEndpoint::firmware_name() const {
 
 void SerialEndpoint::summarize(nlohmann::json& out) const {
   const Impl& s = *impl_;
-  if (s.have_actual && config_.goal_depth_m) {
-    out["target_depth_m"] = *config_.goal_depth_m;
-    out["final_depth_m"] = s.final_depth_m;
-    out["depth_error_m"] = s.final_depth_m - *config_.goal_depth_m;
-  }
-  if (s.have_actual && config_.goal_heading_deg) {
-    out["target_heading_deg"] = *config_.goal_heading_deg;
-    out["final_heading_deg"] = s.final_heading_deg;
-  }
   nlohmann::json j;
   j["line"] = s.line.description();
   j["opened_with"] = to_string(s.line.method());

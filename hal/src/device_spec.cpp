@@ -1,41 +1,81 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/hal/device_spec.hpp"
 
+#include <array>
 #include <cmath>
 
 namespace tether::hal {
 
 namespace {
 
-// one row per kind; channels are what the noise chain sees (see sensors.hpp for their order)
-const KindInfo kinds[] = {
-    {"range", false, 1, 1, 1, "m", nullptr},
-    {"sonar", false, 1, 1, 1, "m", nullptr},
-    {"altimeter", false, 1, 1, 1, "m", nullptr},
-    {"depth", false, 2, 1, 1, "m, Pa", nullptr},
-    {"gyro", false, 3, 3, 3, "rad/s", nullptr},
-    {"accel", false, 3, 3, 3, "m/s^2", nullptr},
-    {"imu", false, 6, 3, 6, "rad/s, m/s^2", "accel_noise"},
-    {"inclinometer", false, 2, 2, 2, "rad", nullptr},
-    {"compass", false, 1, 1, 1, "rad", nullptr},
-    {"dvl", false, 4, 3, 4, "m/s, m", "altitude_noise"},
-    {"gps", false, 5, 3, 3, "1e-7 deg, NMEA", nullptr},
-    {"contact", false, 1, 1, 1, "N", nullptr},
-    {"clock", false, 0, 0, 0, "us", nullptr},
-    {"thruster", true, 1, 1, 1, "fraction -1..1", nullptr},
-    {"dc_motor", true, 1, 1, 1, "V", nullptr},
-    {"fin", true, 1, 1, 1, "rad", nullptr},
-    {"servo", true, 1, 1, 1, "rad", nullptr},
-    {"wheel_drive", true, 2, 2, 2, "fraction -1..1", nullptr},
-};
-const KindInfo unknown_kind{};
-
-int row_of(DeviceKind kind) {
-  if (kind >= TETHER_KIND_RANGE && kind <= TETHER_KIND_CLOCK) return static_cast<int>(kind) - 1;
-  if (kind >= TETHER_KIND_THRUSTER && kind <= TETHER_KIND_WHEEL_DRIVE)
-    return 13 + static_cast<int>(kind) - static_cast<int>(TETHER_KIND_THRUSTER);
-  return -1;
+// One row per kind, keyed by the wire enum (firmware_shim's payloads.h). No default case:
+// -Werror=switch stops the build when payloads.h gains a kind without a row here. Channels
+// are what the noise chain sees (see sensors.hpp for their order).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
+constexpr KindInfo row(DeviceKind kind) {
+  switch (kind) {
+    case TETHER_KIND_NONE: break;
+    case TETHER_KIND_RANGE: return {"range", false, 1, 1, 1, "m", nullptr, "infrared / PSD range finder, one beam"};
+    case TETHER_KIND_SONAR: return {"sonar", false, 1, 1, 1, "m", nullptr, "sonar cone: the nearest echo"};
+    case TETHER_KIND_ALTIMETER: return {"altimeter", false, 1, 1, 1, "m", nullptr, "height above the bottom"};
+    case TETHER_KIND_DEPTH: return {"depth", false, 2, 1, 1, "m, Pa", nullptr, "depth and pressure"};
+    case TETHER_KIND_GYRO: return {"gyro", false, 3, 3, 3, "rad/s", nullptr, "angular rate, body frame"};
+    case TETHER_KIND_ACCEL: return {"accel", false, 3, 3, 3, "m/s^2", nullptr, "specific force, body frame"};
+    case TETHER_KIND_IMU:
+      return {"imu", false, 6, 3, 6, "rad/s, m/s^2", "accel_noise", "gyro and accelerometer in one reading"};
+    case TETHER_KIND_INCLINOMETER: return {"inclinometer", false, 2, 2, 2, "rad", nullptr, "roll and pitch"};
+    case TETHER_KIND_COMPASS: return {"compass", false, 1, 1, 1, "rad", nullptr, "magnetic heading"};
+    case TETHER_KIND_DVL:
+      return {"dvl", false, 4, 3, 4, "m/s, m", "altitude_noise", "Doppler velocity log: velocity and altitude"};
+    case TETHER_KIND_GPS:
+      return {"gps", false, 5, 3, 3, "1e-7 deg, NMEA", nullptr, "position fix and NMEA GGA, at the surface only"};
+    case TETHER_KIND_CONTACT: return {"contact", false, 1, 1, 1, "N", nullptr, "bump / contact switch with force"};
+    case TETHER_KIND_CLOCK: return {"clock", false, 0, 0, 0, "us", nullptr, "simulation clock"};
+    case TETHER_KIND_THRUSTER:
+      return {"thruster", true, 1, 1, 1, "fraction -1..1", nullptr, "propeller: command to rotor speed to thrust"};
+    case TETHER_KIND_DC_MOTOR: return {"dc_motor", true, 1, 1, 1, "V", nullptr, "DC motor driven by armature voltage"};
+    case TETHER_KIND_FIN: return {"fin", true, 1, 1, 1, "rad", nullptr, "fin / rudder: lift and drag at an angle"};
+    case TETHER_KIND_SERVO: return {"servo", true, 1, 1, 1, "rad", nullptr, "rate-limited servo angle"};
+    case TETHER_KIND_WHEEL_DRIVE:
+      return {"wheel_drive", true, 2, 2, 2, "fraction -1..1", nullptr, "differential wheel drive"};
+  }
+  return {};
 }
+#pragma GCC diagnostic pop
+
+// every value the enum can hold (its range is 0..127: no enumerator above 68)
+constexpr int kind_slots = 128;
+
+constexpr std::array<KindInfo, kind_slots> make_table() {
+  std::array<KindInfo, kind_slots> t{};
+  for (int k = 0; k < kind_slots; ++k) t[static_cast<std::size_t>(k)] = row(static_cast<DeviceKind>(k));
+  return t;
+}
+constexpr std::array<KindInfo, kind_slots> kinds = make_table();
+
+constexpr bool same(const char* a, const char* b) {
+  while (*a && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+
+// every row is whole (a name, a description, channel groups in order) and no two share a name
+constexpr bool rows_are_sound() {
+  for (int k = 1; k < kind_slots; ++k) {
+    const KindInfo& r = kinds[static_cast<std::size_t>(k)];
+    if (same(r.name, "unknown")) continue;
+    if (!r.description || !*r.description || !(r.group_a_channels <= r.noisy_channels && r.noisy_channels <= r.channels))
+      return false;
+    for (int j = 1; j < k; ++j)
+      if (same(r.name, kinds[static_cast<std::size_t>(j)].name)) return false;
+  }
+  return true;
+}
+static_assert(rows_are_sound(), "a device kind row lacks a description, has its channel groups out of order, "
+                                "or repeats another kind's name");
+static_assert(same(kinds[TETHER_KIND_WHEEL_DRIVE].name, "wheel_drive") && kinds[TETHER_KIND_THRUSTER].actuator &&
+                  !kinds[TETHER_KIND_CLOCK].actuator,
+              "the table is keyed by the enum");
 
 bool fail(std::string* error, const std::string& message) {
   if (error) *error = message;
@@ -59,16 +99,26 @@ bool check_noise(const NoiseSpec& n, const char* key, std::string* error) {
 }  // namespace
 
 const KindInfo& kind_info(DeviceKind kind) {
-  const int row = row_of(kind);
-  return row < 0 ? unknown_kind : kinds[row];
+  const auto k = static_cast<int>(kind);
+  return k >= 0 && k < kind_slots ? kinds[static_cast<std::size_t>(k)] : kinds[0];
+}
+
+DeviceKindRegistry& device_kinds() {
+  // filled on first use from the table above, in enum order
+  static DeviceKindRegistry r = [] {
+    DeviceKindRegistry reg("device kind");
+    for (int k = 1; k < kind_slots; ++k) {
+      const KindInfo& info = kinds[static_cast<std::size_t>(k)];
+      if (info.description) reg.add(info.name, static_cast<DeviceKind>(k), info.description);
+    }
+    return reg;
+  }();
+  return r;
 }
 
 DeviceKind kind_from_name(std::string_view name) {
-  for (int k = TETHER_KIND_RANGE; k <= TETHER_KIND_WHEEL_DRIVE; ++k) {
-    const auto kind = static_cast<DeviceKind>(k);
-    if (row_of(kind) >= 0 && name == kind_info(kind).name) return kind;
-  }
-  return TETHER_KIND_NONE;
+  const DeviceKind* kind = device_kinds().find(name);
+  return kind ? *kind : TETHER_KIND_NONE;
 }
 
 DeviceParams default_params(DeviceKind kind) {

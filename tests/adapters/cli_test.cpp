@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tether/recording/replay.hpp"
+
 namespace {
 
 struct Result {
@@ -105,6 +107,13 @@ TEST_CASE("tether check on a broken file prints positioned errors and exits 2") 
     CHECK(r.out.find("world.tank.size_m: expected a list of 3 numbers (each a number > 0), got a list") != std::string::npos);
     CHECK(r.out.find("3 errors") != std::string::npos);
   }
+  SUBCASE("a key given twice: a second loop block at the end") {
+    const std::string file = broken_copy(dir, {{"    timeout_policy: hold\n", "    timeout_policy: hold\nloop:\n  period_ms: 5\n"}});
+    const auto r = run(tether + " check " + file);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out == file + ":" + std::to_string(line_of("timeout_policy: hold") + 1) + ":1: loop: key given twice (first at " +
+                       file + ":" + std::to_string(line_of("loop:")) + ":1)\n1 error\n");
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -119,8 +128,12 @@ TEST_CASE("tether run: the default scenario (host firmware on a pty) holds depth
   const auto summary = nlohmann::json::parse(f);
   CHECK(summary["steps"] == 10000);
   // the law holds depth while cruising east: within a few centimetres
-  CHECK(std::abs(summary["endpoints"][0]["depth_error_m"].get<double>()) < 0.05);
-  CHECK(std::abs(summary["endpoints"][0]["final_heading_deg"].get<double>() - 90.0) < 2.0);
+  REQUIRE(summary["goals"].size() == 1);
+  CHECK(summary["goals"][0]["vehicle"] == "auv");
+  CHECK(std::abs(summary["goals"][0]["depth_error_m"].get<double>()) < 0.05);
+  CHECK(std::abs(summary["goals"][0]["final_heading_deg"].get<double>() - 90.0) < 2.0);
+  CHECK(std::abs(summary["goals"][0]["heading_error_deg"].get<double>()) < 2.0);
+  CHECK(summary["endpoints"][0].contains("depth_error_m") == false);  // the goal is the scenario's now
   // the firmware process, not the law in-process (misses depend on the machine's load: not asserted)
   CHECK(summary["endpoints"][0]["type"] == "serial");
   CHECK(summary["endpoints"][0]["serial"]["firmware"] == "depth_heading_hold");
@@ -179,4 +192,95 @@ TEST_CASE("bad usage exits 2") {
   const auto r = run(tether + " run /nonexistent.yaml");
   CHECK(r.exit_code == 2);
   CHECK(r.out.find("/nonexistent.yaml: cannot open the file") != std::string::npos);
+}
+
+TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
+  const auto r = run(tether + " kinds");
+  CHECK_MESSAGE(r.exit_code == 0, r.out);
+  for (const char* heading : {"feedback_processors", "endpoint_types", "controllers", "device_kinds"})
+    CHECK_MESSAGE(r.out.find(std::string(heading) + " (") != std::string::npos, heading);
+  for (const char* name : {"direct", "blend", "vector_adjust", "kalman", "estimate",     // feedback processors
+                           "in_process", "serial", "mqtt",                               // endpoint types
+                           "idle", "depth_pid", "depth_heading_hold",                    // controllers
+                           "range", "imu", "gps", "clock", "thruster", "wheel_drive"})  // device kinds
+    CHECK_MESSAGE(r.out.find("\n  " + std::string(name) + " ") != std::string::npos, name);
+  CHECK(r.out.find("docs/extending.md") != std::string::npos);
+
+  const auto j = run(tether + " kinds --json");
+  CHECK(j.exit_code == 0);
+  const auto points = nlohmann::json::parse(j.out);
+  REQUIRE(points.size() == 4);
+  auto names_of = [&](const std::string& point) {
+    std::vector<std::string> out;
+    for (const auto& p : points)
+      if (p["extension_point"] == point)
+        for (const auto& k : p["kinds"]) {
+          CHECK_FALSE(k["description"].get<std::string>().empty());
+          out.push_back(k["name"]);
+        }
+    return out;
+  };
+  CHECK(names_of("feedback_processors") == std::vector<std::string>{"direct", "blend", "vector_adjust", "kalman", "estimate"});
+  CHECK(names_of("endpoint_types") == std::vector<std::string>{"in_process", "serial", "mqtt"});
+  CHECK(names_of("controllers") == std::vector<std::string>{"idle", "depth_pid", "depth_heading_hold"});
+  CHECK(names_of("device_kinds").size() == 18);
+
+  // and `tether --help` points to it
+  CHECK(run(tether + " --help").out.find("kinds") != std::string::npos);
+}
+
+TEST_CASE("tether check: the serial endpoint's old goal key points to the scenario's goals") {
+  const std::string dir = temp_dir("oldgoal");
+  std::ifstream in(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  const auto at = s.find("    safe: {thruster_left");
+  REQUIRE(at != std::string::npos);
+  s.insert(at, "    goal: {depth_m: 2.0}\n");
+  const std::string file = dir + "/old_goal.yaml";
+  std::ofstream(file) << s;
+  const auto r = run(tether + " check " + file);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("endpoints[0].goal: `goal` moved to the scenario's top-level `goals:` list") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a processor that throws mid-run: exit 4 \"failed at step k\", the recording closed with its summary") {
+  const std::string dir = temp_dir("failed");
+  std::ifstream in(in_process_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  const std::string vehicle = "  - name: auv\n";
+  const auto at = s.find(vehicle);
+  REQUIRE(at != std::string::npos);
+  s.insert(at + vehicle.size(), "    feedback: [{name: bad, type: test_throw, at_step: 40}]\n");
+  const std::string file = dir + "/throws.yaml";
+  std::ofstream(file) << s;
+
+  // without the test doubles the type is unknown: a config error, exit 2
+  const auto plain = run(tether + " check " + file);
+  CHECK(plain.exit_code == 2);
+  CHECK(plain.out.find("unknown feedback processor \"test_throw\"") != std::string::npos);
+
+  const auto r = run("TETHER_TEST_DOUBLES=1 " + tether + " run " + file + " --rtf 0 --steps 200 --quiet --out " + dir);
+  CHECK_MESSAGE(r.exit_code == 4, r.out);
+  CHECK(r.out.find("feedback processor \"bad\" (test_throw) threw at step 40") != std::string::npos);
+  CHECK(r.out.find("test double: thrown on purpose") != std::string::npos);
+  std::ifstream f(dir + "/summary.json");
+  REQUIRE(f.good());
+  const auto summary = nlohmann::json::parse(f);
+  CHECK(summary["outcome"] == "failed");
+  CHECK(summary["steps"] == 40);  // steps 0..39 completed
+  // the recording was closed with that summary, and holds the 40 completed steps
+  tether::runtime::Recording rec;
+  std::string error;
+  REQUIRE_MESSAGE(tether::runtime::load_recording(dir + "/recording.mcap", rec, &error), error);
+  CHECK_FALSE(rec.truncated);
+  REQUIRE(rec.summary.has_value());
+  CHECK((*rec.summary)["outcome"] == "failed");
+  CHECK((*rec.summary)["reason"] == summary["reason"]);
+  CHECK(rec.steps.size() == 40);
+  std::filesystem::remove_all(dir);
 }

@@ -16,6 +16,7 @@
 #include <mqtt/async_client.h>
 #include <nlohmann/json.hpp>
 
+#include "example_controllers.hpp"
 #include "mosquitto_util.hpp"
 #include "tether/adapters/child_process.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
@@ -131,6 +132,7 @@ class Recording final : public Endpoint {
 
 // builds the endpoints, wrapping the MQTT one
 std::vector<std::unique_ptr<Endpoint>> endpoints_with_recording(const Scenario& sc, Recording*& rec) {
+  tether::examples::register_example_controllers();  // the scenarios' in-process depth_heading_hold
   auto endpoints = adapters::make_endpoints(sc);
   for (auto& e : endpoints)
     if (e->type() == "mqtt") {

@@ -184,26 +184,6 @@ TEST_CASE("a faulted endpoint: hold keeps going and counts, block aborts") {
   }
 }
 
-TEST_CASE("the in-process depth_heading_hold scenario holds its target depth and runs deterministically") {
-  auto run = [](std::uint64_t steps) {
-    Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
-    std::vector<std::unique_ptr<Endpoint>> eps;
-    eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
-    SessionOptions o;
-    o.steps = steps;
-    o.real_time_factor = 0;
-    Session s(sc, std::move(eps), o);
-    std::atomic<bool> stop{false};
-    REQUIRE(s.run(stop) == Outcome::completed);
-    return s.summary();
-  };
-  const auto a = run(3000);
-  const auto b = run(3000);
-  CHECK(a["state_hash"] == b["state_hash"]);
-  CHECK(std::abs(a["endpoints"][0]["depth_error_m"].get<double>()) < 0.05);
-  CHECK(a["steps"] == 3000);
-}
-
 TEST_CASE("tank_obstacles: the seabed rises under the altimeter, the sonar sees the block, the hull stops at it") {
   Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/tank_obstacles.yaml");
   REQUIRE(sc.model.heightfields.size() == 1);

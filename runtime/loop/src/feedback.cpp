@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/loop/feedback.hpp"
 
-#include <functional>
-
 #include <utility>
 
 #include "feedback_processors.hpp"
@@ -19,28 +17,26 @@ const char* to_string(FeedbackPhase phase) {
   return "?";
 }
 
-namespace {
-
-using Factory = std::function<std::unique_ptr<FeedbackProcessor>()>;
-
-// the registry: one line per built-in processor type; register_feedback_processor appends
-std::vector<std::pair<std::string, Factory>>& registry() {
-  static std::vector<std::pair<std::string, Factory>> r = {
-      {"direct", feedback_detail::make_direct},
-      {"blend", feedback_detail::make_blend},
-      {"vector_adjust", feedback_detail::make_vector_adjust},
-      {"kalman", feedback_detail::make_kalman},
-      {"estimate", feedback_detail::make_estimate},
-  };
+FeedbackRegistry& feedback_processors() {
+  // filled on first use, so the built-ins are there whoever asks first (no static
+  // initializer that a linker could drop from the static library)
+  static FeedbackRegistry r = [] {
+    FeedbackRegistry reg("feedback processor");
+    reg.add("direct", feedback_detail::make_direct, "post: set the pose to the measured one");
+    reg.add("blend", feedback_detail::make_blend, "post: move the pose part of the way toward the measured one");
+    reg.add("vector_adjust", feedback_detail::make_vector_adjust,
+            "pre: the force and torque that make the step land on the measured pose");
+    reg.add("kalman", feedback_detail::make_kalman, "post: error-state Kalman filter on pose and velocity");
+    reg.add("estimate", feedback_detail::make_estimate,
+            "model: online estimate of thrust gain, drag, buoyancy and current");
+    return reg;
+  }();
   return r;
 }
 
-}  // namespace
-
 std::unique_ptr<FeedbackProcessor> make_feedback_processor(const std::string& type) {
-  for (const auto& [name, factory] : registry())
-    if (name == type) return factory();
-  return nullptr;
+  const FeedbackFactory* factory = feedback_processors().find(type);
+  return factory ? (*factory)() : nullptr;
 }
 
 std::vector<std::unique_ptr<FeedbackProcessor>> make_feedback_processors(const Scenario& scenario) {
@@ -48,12 +44,7 @@ std::vector<std::unique_ptr<FeedbackProcessor>> make_feedback_processors(const S
   for (const FeedbackConfig& fc : scenario.feedback) {
     auto p = make_feedback_processor(fc.type);
     if (!p) {
-      if (!fc.type.empty()) {
-        std::string list;
-        for (const auto& t : feedback_processor_types()) list += (list.empty() ? "" : ", ") + t;
-        fc.node["type"].error("unknown feedback processor \"" + fc.type + "\" (known: " +
-                              (list.empty() ? std::string("none") : list) + ")");
-      }
+      if (!fc.type.empty()) fc.node["type"].error(feedback_processors().unknown_message(fc.type));
       continue;
     }
     p->set_identity(fc.name, fc.type);
@@ -64,17 +55,10 @@ std::vector<std::unique_ptr<FeedbackProcessor>> make_feedback_processors(const S
   return out;
 }
 
-bool register_feedback_processor(const std::string& type, Factory factory) {
-  for (const auto& entry : registry())
-    if (entry.first == type) return false;
-  registry().emplace_back(type, std::move(factory));
-  return true;
+bool register_feedback_processor(const std::string& type, FeedbackFactory factory, const std::string& description) {
+  return feedback_processors().add(type, std::move(factory), description);
 }
 
-std::vector<std::string> feedback_processor_types() {
-  std::vector<std::string> out;
-  for (const auto& entry : registry()) out.push_back(entry.first);
-  return out;
-}
+std::vector<std::string> feedback_processor_types() { return feedback_processors().names(); }
 
 }  // namespace tether::runtime

@@ -7,8 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "depth_heading_law.h"
-#include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_bank.hpp"
 
 namespace tether::runtime {
@@ -81,103 +79,33 @@ class DepthPidController final : public Controller {
   int body_ = 0;
 };
 
-// examples/firmware/depth_heading_hold.c run in-process: the same law (one header), fed
-// from the device bank instead of SENSORS frames, answering with the same thruster
-// payloads as ACTUATE would; so a firmware-in-the-loop run can be compared bit for bit
-class DepthHeadingHoldController final : public Controller {
- public:
-  void configure(const ConfigNode& p, const WorldModel& model, int vehicle) override {
-    if (vehicle < 0) {
-      p.error("the depth_heading_hold controller needs the endpoint's `vehicle`");
-      return;
-    }
-    if (p.yaml().IsDefined()) p.expect_map({"part"});
-    prefix_ = model.vehicles[static_cast<std::size_t>(vehicle)].name + "." + p.string_or("part", "hull") + ".";
-    body_ = model.vehicles[static_cast<std::size_t>(vehicle)].bodies.front();
-    surface_z_m_ = model.water.surface_z_m;
-    dhh_init(&law_);
-  }
-
-  void compute(const StepContext&, const WorldModel&, const WorldState&, const hal::DeviceBank* devices,
-               Reply& out) override {
-    out.clear();
-    if (!devices || depth_ < 0) return;
-    const std::uint8_t* data = nullptr;
-    std::size_t size = 0;
-    const bool has_depth = devices->reading(static_cast<std::size_t>(depth_), data, size) == hal::Status::ok;
-    const float depth_m = has_depth ? tether_get_f32le(data + TETHER_DEPTH_OFFSET_DEPTH_M) : 0.0f;
-    const bool has_heading = devices->reading(static_cast<std::size_t>(compass_), data, size) == hal::Status::ok;
-    const float heading = has_heading ? tether_get_f32le(data + TETHER_COMPASS_OFFSET_HEADING_RAD) : 0.0f;
-    dhh_commands_t cmd;
-    if (dhh_step(&law_, devices->time_us(), has_depth, depth_m, has_heading, heading, &cmd))
-      out.logs.push_back({0, "depth_heading_hold: target depth reached"});
-    const float values[4] = {cmd.left, cmd.right, cmd.vfront, cmd.vrear};
-    for (int i = 0; i < 4; ++i) {
-      DeviceCommand c;
-      c.device = static_cast<std::uint16_t>(thrusters_[i]);
-      c.size = TETHER_THRUSTER_SIZE;
-      tether_put_f32le(c.bytes.data() + TETHER_THRUSTER_OFFSET_COMMAND, values[i]);
-      out.commands.push_back(c);
-    }
-  }
-
- private:
-  void bind_devices(const hal::DeviceBank& devices) override {
-    static const char* thruster_names[4] = {"thruster_left", "thruster_right", "thruster_vfront", "thruster_vrear"};
-    depth_ = devices.find(prefix_ + "depth");
-    compass_ = devices.find(prefix_ + "compass");
-    bool ok = depth_ >= 0 && compass_ >= 0;
-    for (int i = 0; i < 4; ++i) {
-      thrusters_[i] = devices.find(prefix_ + thruster_names[i]);
-      ok = ok && thrusters_[i] >= 0;
-    }
-    if (!ok) {
-      depth_ = -1;
-      throw std::runtime_error("depth_heading_hold needs the devices " + prefix_ + "depth, compass, thruster_left, "
-                               "thruster_right, thruster_vfront and thruster_vrear");
-    }
-  }
-
-  void summarize(nlohmann::json& out, const WorldModel&, const WorldState& actual) const override {
-    const BodyState& b = actual.bodies[static_cast<std::size_t>(body_)];
-    const double depth = surface_z_m_ - b.position_m.z();
-    out["target_depth_m"] = static_cast<double>(DHH_TARGET_DEPTH_M);
-    out["final_depth_m"] = depth;
-    out["depth_error_m"] = depth - static_cast<double>(DHH_TARGET_DEPTH_M);
-    // compass heading: clockwise from north, the world's yaw counter-clockwise from east
-    double heading = 90.0 - rpy_from_quat(b.orientation).z() * 180.0 / 3.14159265358979323846;
-    heading = std::fmod(std::fmod(heading, 360.0) + 360.0, 360.0);
-    out["target_heading_deg"] = static_cast<double>(DHH_TARGET_HEADING_RAD) * 180.0 / 3.14159265358979323846;
-    out["final_heading_deg"] = heading;
-  }
-
-  std::string prefix_;
-  int body_ = 0;
-  double surface_z_m_ = 0;
-  dhh_state_t law_{};
-  int depth_ = -1, compass_ = -1;
-  int thrusters_[4] = {-1, -1, -1, -1};
-};
-
 }  // namespace
 
+ControllerRegistry& controllers() {
+  // filled on first use: the built-ins are there whoever asks first
+  static ControllerRegistry r = [] {
+    ControllerRegistry reg("controller");
+    reg.add("idle", [] { return std::make_unique<IdleController>(); }, "no forces, every step (the loop's floor)");
+    reg.add("depth_pid", [] { return std::make_unique<DepthPidController>(); },
+            "PID on depth driving a vertical body force");
+    return reg;
+  }();
+  return r;
+}
+
 std::unique_ptr<Controller> make_controller(const std::string& name) {
-  if (name == "idle") return std::make_unique<IdleController>();
-  if (name == "depth_pid") return std::make_unique<DepthPidController>();
-  if (name == "depth_heading_hold") return std::make_unique<DepthHeadingHoldController>();
-  return nullptr;
+  const ControllerFactory* factory = controllers().find(name);
+  return factory ? (*factory)() : nullptr;
 }
 
 InProcessEndpoint::InProcessEndpoint(const EndpointConfig& config, const WorldModel& model)
     : Endpoint(config), model_(model) {
   const ConfigNode& n = config.node;
   n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "controller", "params"});
-  std::string list;
-  for (const char* c : controller_names) list += std::string(list.empty() ? "" : ", ") + c;
   const std::string name = n.string("controller");
   controller_ = make_controller(name);
   if (!controller_) {
-    if (!name.empty()) n["controller"].error("unknown controller \"" + name + "\" (known: " + list + ")");
+    if (!name.empty()) n["controller"].error(controllers().unknown_message(name));
     controller_ = make_controller("idle");
   }
   controller_->configure(n["params"], model, config.vehicle_index);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/loop/session.hpp"
+#include "tether/loop/goals.hpp"
 
 #include <stdexcept>
 
@@ -555,6 +556,7 @@ nlohmann::json Session::summary() const {
     j["heading_deg"] = rpy.z() * 180.0 / 3.14159265358979323846;
     out["vehicles"].push_back(std::move(j));
   }
+  if (!scenario_.goals.empty()) out["goals"] = summarize_goals(scenario_.goals, model_, state_);
   out["state_hash"] = hash_state(state_);
   return out;
 }

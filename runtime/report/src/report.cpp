@@ -721,6 +721,10 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
               plot.refs.push_back(svg::RefLine{false, e["target_depth_m"].get<double>(),
                                                "target (" + jstr(e, "name") + ")", "#2ca02c"});
           }
+      // the depth the scenario's `goals:` names for this vehicle
+      if (water && c.scenario)
+        for (const auto& g : c.scenario->goals)
+          if (g.depth_m && g.vehicle == v.name) plot.refs.push_back(svg::RefLine{false, *g.depth_m, "goal", "#2ca02c"});
       p.card(svg::render(plot));
     }
     {

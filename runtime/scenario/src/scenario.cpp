@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/scenario/scenario.hpp"
+#include "tether/scenario/goals.hpp"
 
 #include "tether/scenario/scenario_devices.hpp"
 #include "tether/scenario/terrain_config.hpp"
@@ -310,13 +311,14 @@ Scenario parse_scenario(const std::string& text, const std::string& label) {
     top.error("expected a scenario map (world, vehicles, loop, endpoints), got " + describe_value(top.yaml()));
     sc.throw_if_errors();
   }
-  top.expect_map({"name", "description", "world", "vehicles", "loop", "endpoints", "recording"});
+  top.expect_map({"name", "description", "world", "vehicles", "loop", "endpoints", "goals", "recording"});
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
   parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());
   parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback, sc.devices);
   parse_loop(top["loop"], sc.loop);
   parse_endpoints(top["endpoints"], sc);
+  sc.goals = parse_goals(top["goals"], sc.model);
   parse_recording(top["recording"], sc.recording);
   sc.throw_if_errors();
   return sc;

@@ -148,12 +148,10 @@ void parse_device(const ConfigNode& d, const std::string& vehicle, const std::st
   hal::DeviceSpec spec;
   spec.body = body_index;
   spec.name = {vehicle, part, d.string("name")};
-  const std::string kind_name =
-      d.choice_or("kind", "", {"range", "sonar", "altimeter", "depth", "gyro", "accel", "imu", "inclinometer",
-                               "compass", "dvl", "gps", "contact", "clock", "thruster", "dc_motor", "fin", "servo",
-                               "wheel_drive"});
-  if (!d.has("kind")) d.expected("kind", "a device kind (range, depth, imu, thruster, ... see docs/devices.md)");
+  const std::string kind_name = d.string_or("kind", "");
   spec.kind = hal::kind_from_name(kind_name);
+  if (spec.kind == TETHER_KIND_NONE)  // missing, not a string, or not a known kind
+    d.expected("kind", "a device kind, one of " + hal::device_kinds().known_list() + " (tether kinds)");
   const hal::KindInfo& info = hal::kind_info(spec.kind);
   if (info.noise_b_key)
     d.expect_map({"name", "kind", "mount", "rate_hz", "params", "noise", info.noise_b_key});

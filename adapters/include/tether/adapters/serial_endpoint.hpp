@@ -42,11 +42,6 @@ struct SerialEndpointConfig {
   std::int64_t resend_ms = 20;               // re-send SENSORS(k) after this long without ACTUATE(k); 0: never
   std::vector<SerialDevice> table;           // devices offered in DEVICES
   std::vector<runtime::DeviceCommand> safe;  // the reply under the `safe` policy
-  /// `goal:`: what the firmware is meant to hold, for the summary only (the runtime cannot
-  /// read the firmware's targets): the vehicle's final depth and compass heading are
-  /// reported against it, as the in-process controllers report theirs.
-  std::optional<double> goal_depth_m;
-  std::optional<double> goal_heading_deg;
 };
 
 /// Reads a `type: serial` endpoint's keys; records positioned errors in the scenario's
@@ -84,13 +79,9 @@ class SerialEndpoint final : public runtime::Endpoint {
                                              runtime::Reply& reply) override;
   /// The configured safe commands (default: every actuator offered, all-zero payload).
   void safe_reply(runtime::Reply& reply) const override;
-  /// Keeps the vehicle's depth and heading for the summary when a `goal` is configured.
-  void emit(const runtime::StepContext& ctx, const runtime::WorldState& actual) override;
   /// STOP to the firmware; the program gets exit_wait_ms to exit, then SIGTERM, SIGKILL.
   void stop() override;
-  /// Adds a "serial" object: port, firmware, devices, line and protocol counters, program;
-  /// with a `goal`, target_depth_m, final_depth_m, depth_error_m, target_heading_deg and
-  /// final_heading_deg (the keys the in-process controllers use).
+  /// Adds a "serial" object: port, firmware, devices, line and protocol counters, program.
   void summarize(nlohmann::json& out) const override;
 
   /// Protocol and line counters so far (thread-safe copy).

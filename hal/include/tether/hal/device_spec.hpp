@@ -11,6 +11,7 @@
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_name.hpp"
 #include "tether/hal/noise.hpp"
+#include "tether/hal/registry.hpp"
 #include "tether/hal/world_view.hpp"
 
 namespace tether::hal {
@@ -157,10 +158,17 @@ struct KindInfo {
   int noisy_channels = 0;    // channels [group_a, noisy) use noise_b; the rest none
   const char* units = "";
   const char* noise_b_key = nullptr;  // scenario key of noise_b, if the kind has one
+  const char* description = nullptr;  // one line, for `tether kinds` (null: not a kind)
 };
 
 /// Facts about `kind` (a KindInfo named "unknown" with zero channels for an unknown kind).
 const KindInfo& kind_info(DeviceKind kind);
+/// The device kinds by name (one per row of the kind table in hal/src/device_spec.cpp),
+/// for `tether kinds` and scenario errors. A device kind is compiled in (its payload is part
+/// of the wire protocol): this registry is read-only in practice (docs/extending.md).
+using DeviceKindRegistry = Registry<DeviceKind>;
+DeviceKindRegistry& device_kinds();
+
 /// The kind of that lower-case name ("range", "thruster", ...), or TETHER_KIND_NONE.
 DeviceKind kind_from_name(std::string_view name);
 /// The parameter set a kind starts from (before the scenario's params override it).

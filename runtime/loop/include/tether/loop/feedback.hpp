@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Feedback processors correct the virtual world from what the real world measured
-// (seeds/000 §7.2). Each is configured per vehicle, runs in a declared phase, and sees
+// (the Corrective Feedback System of J. Brawn, "An AUV Simulator for Incorporating
+// Physical Feedback", 2012, §7.2). Each is configured per vehicle, runs in a declared phase, and sees
 // only the measurements of its vehicle for the step in progress.
 #pragma once
 
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "tether/hal/registry.hpp"
 #include "tether/scenario/config.hpp"
 #include "tether/scenario/step_data.hpp"
 #include "tether/physics/physics.hpp"
@@ -87,15 +89,24 @@ class FeedbackProcessor {
   std::string type_;
 };
 
-/// The processor of that type, or nullptr. Adding one: a class and one line in the
-/// registry of runtime/loop/src/feedback.cpp (built in), or register_feedback_processor().
+/// Makes a processor of the registered type.
+using FeedbackFactory = std::function<std::unique_ptr<FeedbackProcessor>()>;
+using FeedbackRegistry = hal::Registry<FeedbackFactory>;
+
+/// The feedback processor types: the built-ins (registered on first use) and any added with
+/// add() or register_feedback_processor() at set-up (docs/extending.md).
+FeedbackRegistry& feedback_processors();
+
+/// The processor of that type, or nullptr. Adding one: a class and one line in
+/// feedback_processors() in runtime/loop/src/feedback.cpp (built in), or
+/// register_feedback_processor() from outside the library.
 std::unique_ptr<FeedbackProcessor> make_feedback_processor(const std::string& type);
 
 /// Makes a processor type known to make_feedback_processor (for processors outside the
 /// library: examples/feedback_processor/). Call at set-up, before scenarios are loaded; not
 /// thread-safe. Returns false if the type is already known (the existing one stays).
-bool register_feedback_processor(const std::string& type,
-                                 std::function<std::unique_ptr<FeedbackProcessor>()> factory);
+bool register_feedback_processor(const std::string& type, FeedbackFactory factory,
+                                 const std::string& description = "");
 
 /// Processor types make_feedback_processor knows, for messages and docs.
 std::vector<std::string> feedback_processor_types();

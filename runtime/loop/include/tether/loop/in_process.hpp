@@ -3,9 +3,11 @@
 // Used by the default scenario, by tests and as the floor in bench/loop_overhead.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "tether/hal/registry.hpp"
 #include "tether/loop/endpoint.hpp"
 
 namespace tether::runtime {
@@ -31,8 +33,13 @@ class Controller {
   }
 };
 
-/// Controller names understood by make_controller (for error messages and docs).
-inline constexpr const char* controller_names[] = {"idle", "depth_pid", "depth_heading_hold"};
+/// Makes a controller of the registered name.
+using ControllerFactory = std::function<std::unique_ptr<Controller>()>;
+using ControllerRegistry = hal::Registry<ControllerFactory>;
+
+/// The in-process controllers: the built-ins (idle, depth_pid; registered on first use) and
+/// any added at set-up, before scenarios are loaded (docs/extending.md).
+ControllerRegistry& controllers();
 
 /// The controller of that name, or nullptr.
 std::unique_ptr<Controller> make_controller(const std::string& name);

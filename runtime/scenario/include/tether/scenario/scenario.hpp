@@ -9,12 +9,13 @@
 
 #include "tether/hal/device_spec.hpp"
 #include "tether/scenario/config.hpp"
+#include "tether/scenario/goals.hpp"
 #include "tether/physics/world_model.hpp"
 #include "tether/physics/world_state.hpp"
 
 namespace tether::runtime {
 
-/// What the loop does when an endpoint's reply misses its deadline (DESIGN.md).
+/// What the loop does when an endpoint's reply misses its deadline (docs/architecture.md, "Timeout policies").
 enum class TimeoutPolicy : std::uint8_t { block, hold, safe, abort };
 
 const char* to_string(TimeoutPolicy policy);
@@ -66,6 +67,7 @@ struct Scenario {
   std::vector<EndpointConfig> endpoints;
   std::vector<FeedbackConfig> feedback;  // in the order the file lists them
   std::vector<hal::DeviceSpec> devices;  // every body's devices; index = device index
+  std::vector<GoalConfig> goals;         // `goals:`, reported in the session summary
   RecordingConfig recording;
   std::shared_ptr<ConfigContext> context;  // for errors found later (endpoint parsers)
 

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// A template in-process controller: copy this file to start one (docs/extending.md).
+// The class implements runtime::Controller; register_example_controllers() adds it to the
+// controller registry under the name a scenario's `controller:` key uses.
+#include "example_controllers.hpp"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "depth_heading_law.h"
+#include "tether/firmware_shim/payloads.h"
+#include "tether/hal/device_bank.hpp"
+#include "tether/loop/in_process.hpp"
+
+namespace tether::examples {
+
+namespace {
+
+using namespace tether::runtime;
+
+// examples/firmware/depth_heading_hold.c run in-process: the same law (one header), fed
+// from the device bank instead of SENSORS frames, answering with the same thruster
+// payloads as ACTUATE would; so a firmware-in-the-loop run can be compared bit for bit
+class DepthHeadingHoldController final : public Controller {
+ public:
+  void configure(const ConfigNode& p, const WorldModel& model, int vehicle) override {
+    if (vehicle < 0) {
+      p.error("the depth_heading_hold controller needs the endpoint's `vehicle`");
+      return;
+    }
+    if (p.yaml().IsDefined()) p.expect_map({"part"});
+    prefix_ = model.vehicles[static_cast<std::size_t>(vehicle)].name + "." + p.string_or("part", "hull") + ".";
+    dhh_init(&law_);
+  }
+
+  void compute(const StepContext&, const WorldModel&, const WorldState&, const hal::DeviceBank* devices,
+               Reply& out) override {
+    out.clear();
+    if (!devices || depth_ < 0) return;
+    const std::uint8_t* data = nullptr;
+    std::size_t size = 0;
+    const bool has_depth = devices->reading(static_cast<std::size_t>(depth_), data, size) == hal::Status::ok;
+    const float depth_m = has_depth ? tether_get_f32le(data + TETHER_DEPTH_OFFSET_DEPTH_M) : 0.0f;
+    const bool has_heading = devices->reading(static_cast<std::size_t>(compass_), data, size) == hal::Status::ok;
+    const float heading = has_heading ? tether_get_f32le(data + TETHER_COMPASS_OFFSET_HEADING_RAD) : 0.0f;
+    dhh_commands_t cmd;
+    if (dhh_step(&law_, devices->time_us(), has_depth, depth_m, has_heading, heading, &cmd))
+      out.logs.push_back({0, "depth_heading_hold: target depth reached"});
+    const float values[4] = {cmd.left, cmd.right, cmd.vfront, cmd.vrear};
+    for (int i = 0; i < 4; ++i) {
+      DeviceCommand c;
+      c.device = static_cast<std::uint16_t>(thrusters_[i]);
+      c.size = TETHER_THRUSTER_SIZE;
+      tether_put_f32le(c.bytes.data() + TETHER_THRUSTER_OFFSET_COMMAND, values[i]);
+      out.commands.push_back(c);
+    }
+  }
+
+ private:
+  void bind_devices(const hal::DeviceBank& devices) override {
+    static const char* thruster_names[4] = {"thruster_left", "thruster_right", "thruster_vfront", "thruster_vrear"};
+    depth_ = devices.find(prefix_ + "depth");
+    compass_ = devices.find(prefix_ + "compass");
+    bool ok = depth_ >= 0 && compass_ >= 0;
+    for (int i = 0; i < 4; ++i) {
+      thrusters_[i] = devices.find(prefix_ + thruster_names[i]);
+      ok = ok && thrusters_[i] >= 0;
+    }
+    if (!ok) {
+      depth_ = -1;
+      throw std::runtime_error("depth_heading_hold needs the devices " + prefix_ + "depth, compass, thruster_left, "
+                               "thruster_right, thruster_vfront and thruster_vrear");
+    }
+  }
+
+  std::string prefix_;
+  dhh_state_t law_{};
+  int depth_ = -1, compass_ = -1;
+  int thrusters_[4] = {-1, -1, -1, -1};
+};
+
+}  // namespace
+
+bool register_example_controllers() {
+  controllers().add("depth_heading_hold", [] { return std::make_unique<DepthHeadingHoldController>(); },
+                    "examples/firmware/depth_heading_hold.c's law, run in-process on the device bank");
+  return controllers().find("depth_heading_hold") != nullptr;
+}
+
+}  // namespace tether::examples
