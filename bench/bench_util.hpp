@@ -12,9 +12,7 @@ namespace tether::bench {
 using Clock = std::chrono::steady_clock;
 
 /// Seconds since `t0`.
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 /// Runs `fn(iterations)` with growing iteration counts until one run takes at least
 /// `min_s`; returns seconds per iteration of that run.

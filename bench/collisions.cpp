@@ -45,9 +45,9 @@ constexpr double restitution = 0.5;  // per pair, both engines
 constexpr double friction = 0.3;     // per pair, both engines
 constexpr double period_s = 0.01;
 constexpr double retarget_s = 2.0;
-constexpr double stiffness = 4.0;    // 1/s^2: push toward the target
-constexpr double damping = 2.0;      // 1/s
-constexpr double max_accel = 5.0;    // m/s^2
+constexpr double stiffness = 4.0;  // 1/s^2: push toward the target
+constexpr double damping = 2.0;    // 1/s
+constexpr double max_accel = 5.0;  // m/s^2
 
 struct Scene {
   int n = 0;
@@ -208,7 +208,7 @@ Result run_tether(const Scene& s, int steps) {
     busy += Clock::now() - t0;
     r.substeps += report.substeps;
     r.max_substeps = std::max(r.max_substeps, report.substeps);
-        r.outrunners += report.outrunners;
+    r.outrunners += report.outrunners;
     r.solves += report.contact_solves;
     r.points += report.contact_points;
     r.max_sweeps = std::max(r.max_sweeps, report.max_sweeps);
@@ -278,8 +278,8 @@ Result run_bullet(const Scene& s, int steps) {
       const btVector3& bp = b->getCenterOfMassPosition();
       const btVector3& bv = b->getLinearVelocity();
       const Vec3 f = push_force(s, i, k, Vec3(bp.x(), bp.y(), bp.z()), Vec3(bv.x(), bv.y(), bv.z()));
-      b->applyCentralForce(btVector3(static_cast<btScalar>(f.x()), static_cast<btScalar>(f.y()),
-                                     static_cast<btScalar>(f.z())));
+      b->applyCentralForce(
+          btVector3(static_cast<btScalar>(f.x()), static_cast<btScalar>(f.y()), static_cast<btScalar>(f.z())));
     }
     const auto t0 = Clock::now();
     const double c0 = thread_cpu_s();
@@ -320,7 +320,9 @@ void time_broad_phases(const std::vector<Vec3>& x) {
     const auto t0 = Clock::now();
     for (int k = 0; k < reps; ++k) bp.find_pairs(boxes, kind, pairs);
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / reps;
-    const char* name = kind == BroadPhaseKind::grid ? "grid" : kind == BroadPhaseKind::sweep_and_prune ? "sap" : "brute";
+    const char* name = kind == BroadPhaseKind::grid              ? "grid"
+                       : kind == BroadPhaseKind::sweep_and_prune ? "sap"
+                                                                 : "brute";
     std::printf("  %s %.1f us (%zu pairs)", name, us, pairs.size());
   }
   std::printf("\n");
@@ -332,11 +334,14 @@ int main(int argc, char** argv) {
   const int max_n = argc > 1 ? std::atoi(argv[1]) : 10000;
   const double seconds = argc > 2 ? std::atof(argv[2]) : 10.0;
   const int steps = static_cast<int>(std::llround(seconds / period_s));
-  std::printf("collisions: equal spheres r = %.2f m in a closed box (20 %% filled), pushed to targets; "
-              "%.1f s at %.0f ms loop period\n", radius_m, seconds, period_s * 1e3);
-  std::printf("T = Tether, B = Bullet; times are of the step calls only, cpu = this thread's CPU time (wall time\n"
-              "suffers on a shared machine); ratio = T/B; T_rt_cpu = simulated s per CPU s; overlaps = pairs (and\n"
-              "walls) deeper than 1 %% of a radius, summed over the ends of all loop steps (-1: not run)\n");
+  std::printf(
+      "collisions: equal spheres r = %.2f m in a closed box (20 %% filled), pushed to targets; "
+      "%.1f s at %.0f ms loop period\n",
+      radius_m, seconds, period_s * 1e3);
+  std::printf(
+      "T = Tether, B = Bullet; times are of the step calls only, cpu = this thread's CPU time (wall time\n"
+      "suffers on a shared machine); ratio = T/B; T_rt_cpu = simulated s per CPU s; overlaps = pairs (and\n"
+      "walls) deeper than 1 %% of a radius, summed over the ends of all loop steps (-1: not run)\n");
   std::printf("%6s | %9s %9s %9s %9s | %7s %7s | %8s | %9s %7s | %10s %9s | %10s %9s\n", "N", "T_wall_s", "B_wall_s",
               "T_cpu_s", "B_cpu_s", "ratio_w", "ratio_c", "T_rt_cpu", "T_substep", "max/stp", "T_overlaps", "T_deep/r",
               "B_overlaps", "B_deep/r");

@@ -59,7 +59,7 @@ double wrap(double a) { return std::remainder(a, 2 * pi); }
 class TruthVehicle final : public Endpoint {
  public:
   TruthVehicle(const EndpointConfig& config, const Scenario& sc, const Hidden& h, std::uint64_t seed,
-                 std::int64_t t_off_ns, bool pose_only = false)
+               std::int64_t t_off_ns, bool pose_only = false)
       : Endpoint(config), truth_(sc.model), state_(sc.initial), hidden_(h), rng_(seed), t_off_ns_(t_off_ns),
         pose_only_(pose_only) {
     BodyModel& b = truth_.bodies[0];
@@ -128,7 +128,10 @@ class TruthVehicle final : public Endpoint {
 
   BodyWrench autopilot(double t) {
     static const double wp[4][4] = {// x, y, depth, speed
-                                    {6, -2.5, 1.5, 0.5}, {6, 2.5, 4.0, 1.0}, {-6, 2.5, 1.5, 0.7}, {-6, -2.5, 4.0, 1.2}};
+                                    {6, -2.5, 1.5, 0.5},
+                                    {6, 2.5, 4.0, 1.0},
+                                    {-6, 2.5, 1.5, 0.7},
+                                    {-6, -2.5, 4.0, 1.2}};
     const BodyState& b = state_.bodies[0];
     const double* w = wp[leg_ % 4];
     const Vec3 d(w[0] - b.position_m.x(), w[1] - b.position_m.y(), 0);
@@ -205,8 +208,8 @@ Scenario with_feedback(const std::string& text, const std::string& path, const s
   return parse_scenario(out.c_str(), path);
 }
 
-Result run_case(const std::string& text, const std::string& path, const Case& c, const Hidden& hidden,
-                double trial_s, double off_s, double open_s) {
+Result run_case(const std::string& text, const std::string& path, const Case& c, const Hidden& hidden, double trial_s,
+                double off_s, double open_s) {
   const Scenario sc = with_feedback(text, path, c.types);
   const double dt = static_cast<double>(sc.loop.period_ns) * 1e-9;
   const auto steps = static_cast<std::uint64_t>(std::llround(trial_s / dt));
@@ -393,35 +396,39 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::printf("correction: %s, %.0f s trial, 10 ms steps; stand-in vehicle with hidden parameters:\n", path.c_str(), trial_s);
-  std::printf("  thrust x%.2f, linear drag [%g %g %g], quadratic drag [%g %g %g], buoyancy %+g N, current [%g %g] m/s;\n",
-              hidden.thrust, hidden.linear.x(), hidden.linear.y(), hidden.linear.z(), hidden.quadratic.x(),
-              hidden.quadratic.y(), hidden.quadratic.z(), hidden.buoyancy_n, hidden.current.x(), hidden.current.y());
+  std::printf("correction: %s, %.0f s trial, 10 ms steps; stand-in vehicle with hidden parameters:\n", path.c_str(),
+              trial_s);
+  std::printf(
+      "  thrust x%.2f, linear drag [%g %g %g], quadratic drag [%g %g %g], buoyancy %+g N, current [%g %g] m/s;\n",
+      hidden.thrust, hidden.linear.x(), hidden.linear.y(), hidden.linear.z(), hidden.quadratic.x(),
+      hidden.quadratic.y(), hidden.quadratic.z(), hidden.buoyancy_n, hidden.current.x(), hidden.current.y());
   std::printf("  noise: position %.3g m, orientation %.3g rad, velocity %.3g m/s, angular velocity %.3g rad/s\n",
               hidden.position_noise_m, hidden.orientation_noise_rad, hidden.velocity_noise_m_s,
               hidden.angular_velocity_noise_rad_s);
-  std::printf("  open loop: the twin's model at t = %.0f s predicts %.0f s from the vehicle's true state, no feedback\n\n",
-              off_s, open_s);
+  std::printf(
+      "  open loop: the twin's model at t = %.0f s predicts %.0f s from the vehicle's true state, no feedback\n\n",
+      off_s, open_s);
   std::printf("  %-16s %12s %12s %16s %14s %10s %8s\n", "case", "RMS err (m)", "max err (m)", "open-loop end (m)",
               "open-loop max", "vs off", "wall (s)");
   const double base = results.front().open_final_m;
   for (const Result& r : results)
-    std::printf("  %-16s %12.4f %12.4f %16.4f %14.4f %9.1fx %8.2f\n", r.label.c_str(), r.rms_m, r.max_m,
-                r.open_final_m, r.open_max_m, r.open_final_m > 0 ? base / r.open_final_m : 0.0, r.seconds);
+    std::printf("  %-16s %12.4f %12.4f %16.4f %14.4f %9.1fx %8.2f\n", r.label.c_str(), r.rms_m, r.max_m, r.open_final_m,
+                r.open_max_m, r.open_final_m > 0 ? base / r.open_final_m : 0.0, r.seconds);
 
   // parameter errors over time
   struct Truth {
     const char* name;
     double value;
   };
-  const Truth truths[] = {{"thrust_coefficient", hidden.thrust}, {"linear_drag_x", hidden.linear.x()},
-                          {"linear_drag_y", hidden.linear.y()},  {"linear_drag_z", hidden.linear.z()},
+  const Truth truths[] = {{"thrust_coefficient", hidden.thrust},      {"linear_drag_x", hidden.linear.x()},
+                          {"linear_drag_y", hidden.linear.y()},       {"linear_drag_z", hidden.linear.z()},
                           {"quadratic_drag_x", hidden.quadratic.x()}, {"quadratic_drag_y", hidden.quadratic.y()},
                           {"quadratic_drag_z", hidden.quadratic.z()}, {"buoyancy_offset_n", hidden.buoyancy_n},
-                          {"current_x_m_s", hidden.current.x()}, {"current_y_m_s", hidden.current.y()}};
+                          {"current_x_m_s", hidden.current.x()},      {"current_y_m_s", hidden.current.y()}};
   std::vector<std::pair<std::string, double>> truth_list;
   for (const Truth& tr : truths) truth_list.emplace_back(tr.name, tr.value);
-  const char* short_names[] = {"thrust", "lin_x", "lin_y", "lin_z", "quad_x", "quad_y", "quad_z", "buoy", "cur_x", "cur_y"};
+  const char* short_names[] = {"thrust", "lin_x",  "lin_y", "lin_z", "quad_x",
+                               "quad_y", "quad_z", "buoy",  "cur_x", "cur_y"};
   for (const Result& r : results) {
     if (r.estimates.empty()) continue;
     std::printf("\n  %s: parameter error (%% of the hidden value) over time\n  %6s", r.label.c_str(), "t (s)");
@@ -431,8 +438,8 @@ int main(int argc, char** argv) {
       std::printf("  %6.0f", t);
       for (const Truth& tr : truths)
         std::printf(" %+6.1f%%", est["estimates"].contains(tr.name)
-                                      ? 100.0 * (est["estimates"][tr.name].get<double>() - tr.value) / std::abs(tr.value)
-                                      : 0.0);
+                                     ? 100.0 * (est["estimates"][tr.name].get<double>() - tr.value) / std::abs(tr.value)
+                                     : 0.0);
       std::printf("\n");
     }
     // at t_off: within 5 %? and how sure the estimator itself is (its 1-sigma, % of the value)
@@ -458,7 +465,8 @@ int main(int argc, char** argv) {
     TruthVehicle v(sc.endpoints.at(0), sc, hidden, sc.loop.seed, -1);
     WorldState dummy;
     for (std::uint64_t k = 0; k < static_cast<std::uint64_t>(std::llround(trial_s / dt)); ++k) {
-      const StepContext ctx{k, sc.initial.time_ns + static_cast<std::int64_t>(k) * sc.loop.period_ns, sc.loop.period_ns};
+      const StepContext ctx{k, sc.initial.time_ns + static_cast<std::int64_t>(k) * sc.loop.period_ns,
+                            sc.loop.period_ns};
       if (!v.publish(ctx, dummy)) break;
       tt.push_back(static_cast<double>(k + 1) * dt);
       tx.push_back(v.state().bodies[0].position_m.x());

@@ -171,8 +171,9 @@ int main(int argc, char** argv) try {
   std::printf("  sense, scenario rates (%.2f rays/step)      %9.0f ns\n", rays_per_step, sense_ns);
   std::printf("  sense, every sensor due (%.0f rays/step)     %9.0f ns\n", rays_all, sense_all_ns);
   std::printf("  sense without ray casts, scenario rates     %9.0f ns\n", sense_norays_ns);
-  std::printf("  sense without ray casts, every sensor due   %9.0f ns  (%.0f ns per sensor; goal < 5000 for 20 devices)\n",
-              sense_all_norays_ns, per_device_ns);
+  std::printf(
+      "  sense without ray casts, every sensor due   %9.0f ns  (%.0f ns per sensor; goal < 5000 for 20 devices)\n",
+      sense_all_norays_ns, per_device_ns);
   std::printf("  one ray (hal_ray_cast, %zu statics + %zu bodies) %6.0f ns  (stub call %.1f ns)\n",
               sc.model.statics.size(), sc.model.bodies.size(), ray_ns, ray_stub_ns);
   std::printf("  actuate (every actuator commanded)          %9.0f ns\n", actuate_ns);

@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
   const double overhead_ns = (loop_s - 2 * physics_s) * 1e9;
   std::printf("loop_overhead: 1 vehicle, 1 in-process endpoint (idle), %ld steps at rtf 0\n", steps);
   std::printf("  physics step (baseline)      %10.0f ns\n", physics_s * 1e9);
-  std::printf("  loop step (project+advance)  %10.0f ns   (%.2f x the physics step)\n", loop_s * 1e9, loop_s / physics_s);
+  std::printf("  loop step (project+advance)  %10.0f ns   (%.2f x the physics step)\n", loop_s * 1e9,
+              loop_s / physics_s);
   std::printf("  loop overhead per step       %10.0f ns   (goal < 2000 ns)\n", overhead_ns);
   std::printf("  step time p50 %.0f ns, p99 %.0f ns (as the loop measures itself)\n",
               static_cast<double>(session.step_time_ns().percentile(0.5)),

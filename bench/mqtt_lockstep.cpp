@@ -92,14 +92,18 @@ endpoints:
   - name: tank
     type: mqtt
     vehicle: auv
-    broker: )" + broker + R"(
-    session: )" + session + R"(
-    tcp_nodelay: )" + (nodelay ? "true" : "false") + R"(
+    broker: )" +
+         broker + R"(
+    session: )" +
+         session + R"(
+    tcp_nodelay: )" +
+         (nodelay ? "true" : "false") + R"(
     publish_actual: false
     deadline_ms: 5000
     timeout_policy: block
     launch:
-      command: [")" + std::string(TETHER_BINARY_DIR) +
+      command: [")" +
+         std::string(TETHER_BINARY_DIR) +
          R"(/tether-vehicle", "--scenario", "{scenario}", "--broker", "{broker}", "--session", "{session}", "--quiet")" +
          vehicle_flags + R"(]
 )";
@@ -143,8 +147,8 @@ int run_ponger(const std::string& uri, int qos, std::size_t back, bool nodelay) 
 }
 
 // one client publishes `forward` bytes, the other (another process) answers each with `back` bytes
-void ping_pong(const char* self, const std::string& uri, int qos, bool nodelay, std::size_t forward,
-               std::size_t back, long count, double max_s, Figures& f) {
+void ping_pong(const char* self, const std::string& uri, int qos, bool nodelay, std::size_t forward, std::size_t back,
+               long count, double max_s, Figures& f) {
   adapters::LaunchSpec spec;
   spec.argv = {self, "--pong", uri, std::to_string(qos), std::to_string(back), nodelay ? "1" : "0"};
   int to_child[2];
@@ -194,7 +198,8 @@ void ping_pong(const char* self, const std::string& uri, int qos, bool nodelay, 
     pinger.publish("bench/ping", ping_payload.data(), ping_payload.size(), qos, false);
     std::unique_lock<std::mutex> lock(m);
     if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return pongs > static_cast<std::uint64_t>(done); })) break;
-    h.record(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
+    h.record(
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
   }
   const double wall = bench::seconds_since(t0);
   pinger.disconnect()->wait();

@@ -38,10 +38,10 @@ double cpu_s(clockid_t clock) {
 }
 
 struct Run {
-  double loop_s = 0;   // session.run(), wall time
+  double loop_s = 0;         // session.run(), wall time
   double loop_cpu_s = 0;     // CPU time of the loop thread (the caller's) during run()
   double process_cpu_s = 0;  // CPU time of the whole process during run() and close()
-  double close_s = 0;  // recorder.close(): the writer drains what the loop handed over
+  double close_s = 0;        // recorder.close(): the writer drains what the loop handed over
   std::uint64_t file_bytes = 0;
   std::uint64_t dropped = 0;
 };
@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
   const Scenario sc = load_scenario(scenario_path);
   const std::uint64_t steps = quick ? 2'000 : 20'000;
   const int rounds = quick ? 1 : 5;
-  const std::string dir = (std::filesystem::temp_directory_path() / ("tether_bench_rr_" + std::to_string(getpid()))).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("tether_bench_rr_" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/recording.mcap";
   // the controller's log lines go to stdout; only figures are printed
@@ -166,11 +167,15 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(steps), rounds);
   std::printf("  loop thread CPU without recorder %8.0f ns/step\n", bare_cpu * per_step);
   std::printf("  loop thread CPU with recorder    %8.0f ns/step\n", recorded_cpu * per_step);
-  std::printf("  recording overhead on the loop   %+8.1f %%        (goal < 3 %%)\n", (recorded_cpu / bare_cpu - 1) * 100);
-  std::printf("  writer thread CPU                %8.0f ns/step (runs beside the loop; on a free core it costs the loop nothing)\n",
-              ((recorded_proc - recorded_cpu) - (bare_proc - bare_cpu)) * per_step);
-  std::printf("  wall time without / with         %8.0f / %.0f ns/step (%+.1f %%; includes sharing the CPU with the writer)\n",
-              bare * per_step, recorded * per_step, (recorded / bare - 1) * 100);
+  std::printf("  recording overhead on the loop   %+8.1f %%        (goal < 3 %%)\n",
+              (recorded_cpu / bare_cpu - 1) * 100);
+  std::printf(
+      "  writer thread CPU                %8.0f ns/step (runs beside the loop; on a free core it costs the loop "
+      "nothing)\n",
+      ((recorded_proc - recorded_cpu) - (bare_proc - bare_cpu)) * per_step);
+  std::printf(
+      "  wall time without / with         %8.0f / %.0f ns/step (%+.1f %%; includes sharing the CPU with the writer)\n",
+      bare * per_step, recorded * per_step, (recorded / bare - 1) * 100);
   std::printf("  recorder close (drain)           %8.1f ms after the last step; %llu items dropped\n", close * 1e3,
               static_cast<unsigned long long>(last.dropped));
   std::printf("  file size                        %8.0f bytes/step (%.2f MB for %.0f s of session)\n",
@@ -198,8 +203,8 @@ int main(int argc, char** argv) {
   dup2(figures_fd, STDOUT_FILENO);
   std::printf("  load_recording                   %8.1f ms (%.0f x real time)\n", load_s * 1e3, sim_s / load_s);
   std::printf("  replay                           %8.0f x real time (goal >= 200x)\n", sim_s / plain);
-  std::printf("  replay --verify                  %8.0f x real time (%llu states compared bit for bit)\n", sim_s / verify,
-              static_cast<unsigned long long>(verified));
+  std::printf("  replay --verify                  %8.0f x real time (%llu states compared bit for bit)\n",
+              sim_s / verify, static_cast<unsigned long long>(verified));
   std::printf("  load + replay --verify           %8.0f x real time\n", sim_s / (load_s + verify));
   std::filesystem::remove_all(dir);
   return 0;

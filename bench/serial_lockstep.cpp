@@ -191,8 +191,7 @@ class DirectFirmware {
   explicit DirectFirmware(const std::string& firmware)
       : scenario_(runtime::parse_scenario(
             scenario_text(launch_entry("{command: ['" + firmware + "']}", "block", 1000), 1, 10, 0), "bench.yaml")),
-        pair_(adapters::open_pty_pair()),
-        fw_({{firmware}, {{"TETHER_PORT", pair_.slave_path}}, {}}),
+        pair_(adapters::open_pty_pair()), fw_({{firmware}, {{"TETHER_PORT", pair_.slave_path}}, {}}),
         proto_("fw", adapters::parse_serial_config(scenario_.endpoints[0], scenario_).table) {
     ok_ = pump([&] { return proto_.have_hello(); });
     proto_.send_devices();
@@ -251,8 +250,7 @@ class EndpointOnly {
   explicit EndpointOnly(const std::string& firmware)
       : scenario_(runtime::parse_scenario(
             scenario_text(launch_entry("{command: ['" + firmware + "']}", "block", 1000), 1, 10, 0), "bench.yaml")),
-        endpoints_(adapters::make_endpoints(scenario_)),
-        bank_(scenario_.devices, 1, scenario_.model.bodies.size()),
+        endpoints_(adapters::make_endpoints(scenario_)), bank_(scenario_.devices, 1, scenario_.model.bodies.size()),
         view_(scenario_.model) {
     view_.update(scenario_.initial, nullptr, 0.01);
     bank_.sense(view_, 0);
@@ -305,7 +303,8 @@ SessionRound run_session(const std::string& text, runtime::Histogram& h, double&
   options.after_step = [&](const runtime::WorldState&) {
     const auto now = Clock::now();
     if (last != Clock::time_point{}) {
-      const auto ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count());
+      const auto ns =
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count());
       h.record(ns);
       over_2ms += ns > 2'000'000 ? 1 : 0;
     }

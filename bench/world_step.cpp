@@ -35,7 +35,8 @@ void make_world(int n, WorldModel& model, WorldState& state, StepInputs& inputs)
     state.bodies.push_back(s);
   }
   inputs.resize(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) inputs.wrenches[static_cast<std::size_t>(i)].add_body_force_at(Vec3(5, 0, -2), Vec3(-0.6, 0, 0));
+  for (int i = 0; i < n; ++i)
+    inputs.wrenches[static_cast<std::size_t>(i)].add_body_force_at(Vec3(5, 0, -2), Vec3(-0.6, 0, 0));
 }
 
 }  // namespace
@@ -43,7 +44,8 @@ void make_world(int n, WorldModel& model, WorldState& state, StepInputs& inputs)
 int main(int argc, char** argv) {
   const bool quick = tether::bench::quick_mode(argc, argv);
   const double dt = 0.01;  // 10 ms loop step, default 2 ms physics sub-steps: 5 RK4 steps
-  std::printf("world_step: free bodies in water (gravity, buoyancy, damping, body thrust), dt = 10 ms, 5 RK4 sub-steps\n");
+  std::printf(
+      "world_step: free bodies in water (gravity, buoyancy, damping, body thrust), dt = 10 ms, 5 RK4 sub-steps\n");
   std::printf("%8s %14s %16s %18s %12s\n", "bodies", "steps/s", "ns/body-step", "x real time (1 core)", "vs N=1");
   double per_body_1 = 0;
   for (int n : {1, 10, 100, 1000, 10000}) {

@@ -41,7 +41,7 @@ std::atomic<bool> g_stop{false};
 extern "C" void on_signal(int) { g_stop.store(true); }
 
 void install_signal_handlers() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
@@ -73,15 +73,14 @@ std::string default_out_dir(const std::string& scenario_name) {
 
 void print_summary_text(const nlohmann::json& s, std::ostream& out) {
   char line[512];
-  std::snprintf(line, sizeof line, "session \"%s\" %s: %llu of %llu steps, %.3f s sim time in %.3f s wall (real-time factor %.2f achieved",
+  std::snprintf(line, sizeof line,
+                "session \"%s\" %s: %llu of %llu steps, %.3f s sim time in %.3f s wall (real-time factor %.2f achieved",
                 s["scenario"].get<std::string>().c_str(), s["outcome"].get<std::string>().c_str(),
                 static_cast<unsigned long long>(s["steps"].get<std::uint64_t>()),
-                static_cast<unsigned long long>(s["steps_planned"].get<std::uint64_t>()),
-                s["sim_time_s"].get<double>(), s["wall_time_s"].get<double>(),
-                s["achieved_real_time_factor"].get<double>());
+                static_cast<unsigned long long>(s["steps_planned"].get<std::uint64_t>()), s["sim_time_s"].get<double>(),
+                s["wall_time_s"].get<double>(), s["achieved_real_time_factor"].get<double>());
   out << line;
-  if (s["real_time_factor"].get<double>() > 0)
-    out << ", target " << s["real_time_factor"].get<double>();
+  if (s["real_time_factor"].get<double>() > 0) out << ", target " << s["real_time_factor"].get<double>();
   out << ")\n";
   if (s.contains("reason"))  // "aborted: ..." or "failed: ..."
     out << "  " << s["outcome"].get<std::string>() << ": " << s["reason"].get<std::string>() << '\n';
@@ -89,16 +88,16 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
     out << "  warning: the recorder dropped " << s["recording"]["dropped_items"]
         << " items (queue full); replay of this recording will stop at the first gap\n";
   const auto& st = s["step_time_ns"];
-  out << "  step time p50 " << us(st["p50"].get<double>()) << ", p99 " << us(st["p99"].get<double>())
-      << ", max " << us(st["max"].get<double>()) << "; overruns " << s["overruns"].get<std::uint64_t>()
-      << "; physics sub-steps " << s["physics_substeps"].get<std::uint64_t>() << '\n';
+  out << "  step time p50 " << us(st["p50"].get<double>()) << ", p99 " << us(st["p99"].get<double>()) << ", max "
+      << us(st["max"].get<double>()) << "; overruns " << s["overruns"].get<std::uint64_t>() << "; physics sub-steps "
+      << s["physics_substeps"].get<std::uint64_t>() << '\n';
   for (const auto& e : s["endpoints"]) {
-    out << "  endpoint " << e["name"].get<std::string>() << " (" << e["type"].get<std::string>()
-        << ", policy " << e["policy"].get<std::string>() << ", deadline " << e["deadline_ms"].get<double>()
-        << " ms): replies " << e["replies"] << ", misses " << e["misses"] << ", late " << e["late"]
-        << ", stale " << e["stale"] << ", corrupt " << e["corrupt"] << ", faults " << e["faults"]
-        << "; round trip p50 " << us(e["round_trip_ns"]["p50"].get<double>()) << ", p99 "
-        << us(e["round_trip_ns"]["p99"].get<double>()) << '\n';
+    out << "  endpoint " << e["name"].get<std::string>() << " (" << e["type"].get<std::string>() << ", policy "
+        << e["policy"].get<std::string>() << ", deadline " << e["deadline_ms"].get<double>() << " ms): replies "
+        << e["replies"] << ", misses " << e["misses"] << ", late " << e["late"] << ", stale " << e["stale"]
+        << ", corrupt " << e["corrupt"] << ", faults " << e["faults"] << "; round trip p50 "
+        << us(e["round_trip_ns"]["p50"].get<double>()) << ", p99 " << us(e["round_trip_ns"]["p99"].get<double>())
+        << '\n';
     if (e.contains("fault")) out << "    fault: " << e["fault"].get<std::string>() << '\n';
     if (e.contains("depth_error_m")) {
       std::snprintf(line, sizeof line, "    depth hold: target %.3f m, final %.4f m, final depth error %+.4f m\n",
@@ -110,8 +109,8 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
   for (const auto& v : s["vehicles"]) {
     const auto& p = v["position_m"];
     std::snprintf(line, sizeof line, "  vehicle %s: position (%.3f, %.3f, %.3f) m, heading %.1f°",
-                  v["name"].get<std::string>().c_str(), p[0].get<double>(), p[1].get<double>(),
-                  p[2].get<double>(), v["heading_deg"].get<double>());
+                  v["name"].get<std::string>().c_str(), p[0].get<double>(), p[1].get<double>(), p[2].get<double>(),
+                  v["heading_deg"].get<double>());
     out << line;
     if (v.contains("depth_m")) {
       std::snprintf(line, sizeof line, ", depth %.4f m", v["depth_m"].get<double>());
@@ -140,8 +139,8 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
   // feedback processors: what they did and, for estimators, what they learned
   if (s.contains("feedback"))
     for (const auto& f : s["feedback"]) {
-      out << "  feedback " << f.value("name", "?") << " (" << f.value("type", "?") << ", "
-          << f.value("phase", "?") << ", vehicle " << f.value("vehicle", "?") << ")";
+      out << "  feedback " << f.value("name", "?") << " (" << f.value("type", "?") << ", " << f.value("phase", "?")
+          << ", vehicle " << f.value("vehicle", "?") << ")";
       if (f.contains("updates")) out << ": updates " << f["updates"];
       if (f.contains("rejected")) out << ", rejected " << f["rejected"];
       if (f.contains("mean_nis") && f["mean_nis"].is_number()) {
@@ -197,10 +196,9 @@ int check_command(const CheckOptions& options) {
     const auto endpoints = adapters::make_endpoints(scenario);
     const auto processors = runtime::make_feedback_processors(scenario);
     std::cout << options.scenario << ": ok (" << scenario.model.vehicles.size() << " vehicles, "
-              << scenario.model.bodies.size() << " bodies, " << scenario.model.statics.size()
-              << " static bodies, " << endpoints.size() << " endpoints, " << processors.size()
-              << " feedback processors, " << scenario.loop.steps
-              << " steps of " << static_cast<double>(scenario.loop.period_ns) * 1e-6 << " ms)\n";
+              << scenario.model.bodies.size() << " bodies, " << scenario.model.statics.size() << " static bodies, "
+              << endpoints.size() << " endpoints, " << processors.size() << " feedback processors, "
+              << scenario.loop.steps << " steps of " << static_cast<double>(scenario.loop.period_ns) * 1e-6 << " ms)\n";
     return exit_ok;
   } catch (const runtime::ConfigError& e) {
     print_config_error(e);
@@ -409,9 +407,8 @@ int replay_command(const ReplayOptions& options) {
     if (!known) {
       std::string names;
       for (const auto& e : rec.scenario.endpoints) names += (names.empty() ? "" : ", ") + e.name;
-      std::cerr << "tether: --firmware " << spec.endpoint << "=...: " << options.recording
-                << " has no endpoint \"" << spec.endpoint << "\" (its endpoints: " << (names.empty() ? "none" : names)
-                << ")\n";
+      std::cerr << "tether: --firmware " << spec.endpoint << "=...: " << options.recording << " has no endpoint \""
+                << spec.endpoint << "\" (its endpoints: " << (names.empty() ? "none" : names) << ")\n";
       return exit_usage;
     }
   }
@@ -481,9 +478,13 @@ int replay_command(const ReplayOptions& options) {
     progress(session->steps_done(), end - first);
     std::fputs("\n", stderr);
   }
-  const double sim = static_cast<double>(session->steps_done()) * static_cast<double>(rec.scenario.loop.period_ns) * 1e-9;
-  nlohmann::json result{{"recording", options.recording}, {"from_step", first}, {"steps", session->steps_done()},
-                        {"wall_time_s", wall}, {"speed_x_real_time", wall > 0 ? sim / wall : 0.0},
+  const double sim =
+      static_cast<double>(session->steps_done()) * static_cast<double>(rec.scenario.loop.period_ns) * 1e-9;
+  nlohmann::json result{{"recording", options.recording},
+                        {"from_step", first},
+                        {"steps", session->steps_done()},
+                        {"wall_time_s", wall},
+                        {"speed_x_real_time", wall > 0 ? sim / wall : 0.0},
                         {"final_state_hash", runtime::hash_state(session->state())},
                         {"outcome", runtime::to_string(outcome)}};
   if (verify) {
@@ -518,9 +519,10 @@ int replay_command(const ReplayOptions& options) {
       if (divergence)
         std::printf("verify: FAILED, first divergence at %s\n", divergence->describe().c_str());
       else if (regression && !options.verify)
-        std::printf("verify: all %llu replayed states are bit-identical to the recording (the new firmware got "
-                    "the readings the recorded one got)\n",
-                    static_cast<unsigned long long>(verified));
+        std::printf(
+            "verify: all %llu replayed states are bit-identical to the recording (the new firmware got "
+            "the readings the recorded one got)\n",
+            static_cast<unsigned long long>(verified));
       else
         std::printf("verify: all %llu replayed states are bit-identical to the recording\n",
                     static_cast<unsigned long long>(verified));
@@ -560,7 +562,7 @@ int info_command(const InfoOptions& options) {
     j["counters"] = nlohmann::json::object();
     for (const auto& e : (*rec.summary)["endpoints"])
       j["counters"][e["name"].get<std::string>()] = {{"replies", e["replies"]}, {"misses", e["misses"]},
-                                                     {"late", e["late"]}, {"stale", e["stale"]},
+                                                     {"late", e["late"]},       {"stale", e["stale"]},
                                                      {"corrupt", e["corrupt"]}, {"faults", e["faults"]}};
   }
   j["events"] = rec.events.size();

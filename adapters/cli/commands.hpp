@@ -52,8 +52,14 @@ struct CheckOptions {
   std::string scenario;
 };
 
-enum ExitCode : int { exit_ok = 0, exit_aborted = 1, exit_usage = 2, exit_start_failed = 3, exit_failed = 4,
-                      exit_stopped = 130 };
+enum ExitCode : int {
+  exit_ok = 0,
+  exit_aborted = 1,
+  exit_usage = 2,
+  exit_start_failed = 3,
+  exit_failed = 4,
+  exit_stopped = 130
+};
 
 /// `tether run`: returns the process exit code.
 int run_command(const RunOptions& options);

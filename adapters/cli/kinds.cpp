@@ -22,10 +22,11 @@ template <class Registry>
 void add_point(nlohmann::json& out, const char* key, const char* scenario_key, const Registry& registry) {
   nlohmann::json kinds = nlohmann::json::array();
   for (const auto& e : registry.entries()) kinds.push_back({{"name", e.name}, {"description", e.description}});
-  out.push_back({{"extension_point", key}, {"what", registry.what()}, {"scenario_key", scenario_key},
+  out.push_back({{"extension_point", key},
+                 {"what", registry.what()},
+                 {"scenario_key", scenario_key},
                  {"kinds", std::move(kinds)}});
 }
-
 
 nlohmann::json kinds_json() {
   nlohmann::json out = nlohmann::json::array();

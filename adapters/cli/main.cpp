@@ -28,12 +28,10 @@ int main(int argc, char** argv) {
   RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "Run a scenario in lock-step with its endpoints");
   run_cmd->add_option("scenario", run.scenario, "Scenario file (YAML)")->required();
-  run_cmd->add_option("--rtf", run.real_time_factor,
-                      "Real-time factor: 1 = wall-clock time, 0 = as fast as possible")
+  run_cmd->add_option("--rtf", run.real_time_factor, "Real-time factor: 1 = wall-clock time, 0 = as fast as possible")
       ->check(CLI::Range(0.0, 1000.0));
   run_cmd->add_option("--steps", run.steps, "Number of steps (overrides loop.steps)");
-  run_cmd->add_option("--out", run.out_dir,
-                      "Session folder for the summary (default runs/<scenario>-<time>)");
+  run_cmd->add_option("--out", run.out_dir, "Session folder for the summary (default runs/<scenario>-<time>)");
   run_cmd->add_flag("--quiet,-q", run.quiet, "No status line");
   run_cmd->add_flag("--json", run.json, "Print the summary as JSON on stdout");
 
@@ -44,17 +42,19 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("--from-step", replay.from_step, "Start at the nearest keyframe at or before this step");
   replay_cmd->add_option("--rtf", replay.real_time_factor, "Real-time factor (default 0: as fast as possible)")
       ->check(CLI::Range(0.0, 1000.0));
-  replay_cmd->add_option("--firmware", replay.firmware,
-                         "ENDPOINT=LAUNCH: run new firmware in place of the recorded serial endpoint, fed the "
-                         "recorded sensor readings, and compare its commands with the recorded ones. LAUNCH is a "
-                         "host build (path [args]) or qemu:IMAGE.elf. Repeatable")
+  replay_cmd
+      ->add_option("--firmware", replay.firmware,
+                   "ENDPOINT=LAUNCH: run new firmware in place of the recorded serial endpoint, fed the "
+                   "recorded sensor readings, and compare its commands with the recorded ones. LAUNCH is a "
+                   "host build (path [args]) or qemu:IMAGE.elf. Repeatable")
       ->type_name("ENDPOINT=LAUNCH")
       ->allow_extra_args(false);  // one spec per --firmware: a recording after it stays positional
   replay_cmd->add_flag("--closed-loop", replay.closed_loop,
                        "With --firmware: the new firmware's commands drive the world (default: open loop, the world "
                        "follows the recording and the commands are only compared)");
-  replay_cmd->add_option("--tolerance", replay.tolerance,
-                         "With --firmware: a command differing by more than this is a divergence (default 1e-6)")
+  replay_cmd
+      ->add_option("--tolerance", replay.tolerance,
+                   "With --firmware: a command differing by more than this is a divergence (default 1e-6)")
       ->check(CLI::NonNegativeNumber);
   replay_cmd->add_flag("--quiet,-q", replay.quiet, "No progress bar");
   replay_cmd->add_flag("--json", replay.json, "Print the result as JSON");
@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   report_cmd->add_option("-o,--output", report.output, "HTML file to write (default: the recording's name with .html)");
 
   DevicesOptions devices;
-  auto* devices_cmd = app.add_subcommand("devices", "List a scenario's devices (name, kind, direction, payload, rate, units, noise)");
+  auto* devices_cmd =
+      app.add_subcommand("devices", "List a scenario's devices (name, kind, direction, payload, rate, units, noise)");
   devices_cmd->add_option("scenario", devices.scenario, "Scenario file (YAML)")->required();
   devices_cmd->add_flag("--json", devices.json, "Print as JSON");
 
@@ -79,8 +80,9 @@ int main(int argc, char** argv) {
   check_cmd->add_option("scenario", check.scenario, "Scenario file (YAML)")->required();
 
   KindsOptions kinds;
-  auto* kinds_cmd = app.add_subcommand("kinds", "List every extension point (feedback processors, endpoint types, "
-                                                "controllers, device kinds) and what is registered under it");
+  auto* kinds_cmd = app.add_subcommand("kinds",
+                                       "List every extension point (feedback processors, endpoint types, "
+                                       "controllers, device kinds) and what is registered under it");
   kinds_cmd->add_flag("--json", kinds.json, "Print as JSON");
 
   auto* ports_cmd = app.add_subcommand("ports", "List serial ports (libserialport); pseudo-terminals are not listed");

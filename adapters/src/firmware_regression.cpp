@@ -60,16 +60,13 @@ bool launch_from_spec(const std::string& launch, SerialLaunchConfig& out, std::s
   return true;
 }
 
-const char* to_string(RegressionMode mode) {
-  return mode == RegressionMode::open_loop ? "open loop" : "closed loop";
-}
+const char* to_string(RegressionMode mode) { return mode == RegressionMode::open_loop ? "open loop" : "closed loop"; }
 
 double ChannelComparison::rms_diff() const {
   return compared ? std::sqrt(sum_sq_diff / static_cast<double>(compared)) : 0.0;
 }
 
-CommandComparison::CommandComparison(const std::vector<SerialDevice>& table, double tolerance)
-    : tolerance_(tolerance) {
+CommandComparison::CommandComparison(const std::vector<SerialDevice>& table, double tolerance) : tolerance_(tolerance) {
   for (const SerialDevice& d : table) {
     if (d.direction != TETHER_DIRECTION_ACTUATOR) continue;
     // every actuator payload is a row of little-endian f32 (payloads.h)
@@ -176,15 +173,16 @@ nlohmann::json CommandComparison::to_json() const {
   if (failure_) j["new_firmware_failure"] = {{"step", failure_->first}, {"reason", failure_->second}};
   j["channels"] = nlohmann::json::array();
   for (const ChannelComparison& ch : channels_) {
-    nlohmann::json c{{"name", ch.name},
-                     {"device", ch.device},
-                     {"component", ch.component},
-                     {"compared", ch.compared},
-                     {"beyond_tolerance", ch.beyond_tolerance},
-                     {"missing", ch.missing},
-                     {"max_abs_diff", ch.max_abs_diff},
-                     {"max_abs_diff_step", ch.max_abs_diff == 0 ? nlohmann::json(nullptr) : nlohmann::json(ch.max_abs_diff_step)},
-                     {"rms_diff", ch.rms_diff()}};
+    nlohmann::json c{
+        {"name", ch.name},
+        {"device", ch.device},
+        {"component", ch.component},
+        {"compared", ch.compared},
+        {"beyond_tolerance", ch.beyond_tolerance},
+        {"missing", ch.missing},
+        {"max_abs_diff", ch.max_abs_diff},
+        {"max_abs_diff_step", ch.max_abs_diff == 0 ? nlohmann::json(nullptr) : nlohmann::json(ch.max_abs_diff_step)},
+        {"rms_diff", ch.rms_diff()}};
     if (ch.first_divergent_step) {
       c["first_divergent_step"] = *ch.first_divergent_step;
       c["first_recorded"] = number_or_null(ch.first_recorded);
@@ -250,8 +248,8 @@ runtime::GatherStatus RegressionEndpoint::gather(const runtime::StepContext& ctx
     } else {
       fresh_status_ = fresh_->gather(ctx, deadline, fresh_reply_);
       if (fresh_status_ == runtime::GatherStatus::timeout)
-        comparison_.new_failed(ctx.step, "no ACTUATE for this step within " +
-                                             std::to_string(deadline_ns() / 1'000'000) + " ms");
+        comparison_.new_failed(ctx.step,
+                               "no ACTUATE for this step within " + std::to_string(deadline_ns() / 1'000'000) + " ms");
       else if (fresh_status_ == runtime::GatherStatus::fault)
         comparison_.new_failed(ctx.step, fresh_->fault_message());
     }
@@ -302,8 +300,10 @@ void RegressionEndpoint::summarize(nlohmann::json& out) const {
   nlohmann::json r = comparison_.to_json();
   r["mode"] = to_string(mode_);
   out["regression"] = std::move(r);
-  nlohmann::json fw{{"replies", fresh_->counters.replies}, {"faults", fresh_->counters.faults},
-                    {"stale", fresh_->counters.stale}, {"corrupt", fresh_->counters.corrupt}};
+  nlohmann::json fw{{"replies", fresh_->counters.replies},
+                    {"faults", fresh_->counters.faults},
+                    {"stale", fresh_->counters.stale},
+                    {"corrupt", fresh_->counters.corrupt}};
   fresh_->summarize(fw);
   out["new_firmware"] = std::move(fw);
 }
@@ -383,12 +383,14 @@ std::string regression_report_text(const RegressionEndpoint& endpoint, const std
   const CommandComparison& c = endpoint.comparison();
   std::string out;
   char line[512];
-  out += std::string("firmware regression (") + to_string(endpoint.mode()) + "): endpoint \"" + endpoint.name() +
-         "\"\n";
+  out +=
+      std::string("firmware regression (") + to_string(endpoint.mode()) + "): endpoint \"" + endpoint.name() + "\"\n";
   out += "  recorded firmware: " + endpoint.recorded_firmware() + "\n";
   out += "  new firmware:      " + launch + " (" + endpoint.new_firmware_description() + ")\n";
   nlohmann::json j = c.to_json();
-  std::snprintf(line, sizeof line, "  compared %llu steps, tolerance %g; not compared: %llu (recorded firmware missed), %llu (new firmware failed)\n",
+  std::snprintf(line, sizeof line,
+                "  compared %llu steps, tolerance %g; not compared: %llu (recorded firmware missed), %llu (new "
+                "firmware failed)\n",
                 static_cast<unsigned long long>(c.steps_compared()), c.tolerance(),
                 j["steps_not_compared"]["recorded_firmware_missed"].get<unsigned long long>(),
                 j["steps_not_compared"]["after_new_firmware_failed"].get<unsigned long long>());

@@ -42,9 +42,27 @@ bool topic_safe(const std::string& s) {
 MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
   const runtime::ConfigNode& n = config.node;
   MqttEndpointConfig out;
-  n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "broker", "client_id", "username",
-                "password", "ca_file", "session", "vehicle_id", "qos", "tcp_nodelay", "publish_actual", "keep_alive_s",
-                "connect_timeout_ms", "wait_online_ms", "max_payload_bytes", "resend_ms", "launch"});
+  n.expect_map({"name",
+                "type",
+                "vehicle",
+                "deadline_ms",
+                "timeout_policy",
+                "broker",
+                "client_id",
+                "username",
+                "password",
+                "ca_file",
+                "session",
+                "vehicle_id",
+                "qos",
+                "tcp_nodelay",
+                "publish_actual",
+                "keep_alive_s",
+                "connect_timeout_ms",
+                "wait_online_ms",
+                "max_payload_bytes",
+                "resend_ms",
+                "launch"});
   const std::string base = scenario_dir(scenario);
   out.scenario_path =
       scenario.path.empty() ? std::string() : std::filesystem::absolute(scenario.path).lexically_normal().string();
@@ -154,9 +172,9 @@ struct MqttEndpoint::Impl {
   std::string vehicle_state;
   bool have_applied = false;
   std::uint64_t last_applied = 0;
-  bool connected = false;  // as the handlers saw it (never ask Paho while holding m: it calls
-                           // the handlers with its own lock held)
-  bool published_ok = false;             // the step's projected went to Paho
+  bool connected = false;                 // as the handlers saw it (never ask Paho while holding m: it calls
+                                          // the handlers with its own lock held)
+  bool published_ok = false;              // the step's projected went to Paho
   std::uint64_t connects_at_publish = 0;  // a reconnect since then may have lost it
   SteadyClock::time_point sent_at{};      // when the step's projected was last handed to Paho
   RateLimitedLog reject_log, order_log;
@@ -180,7 +198,8 @@ MqttEndpoint::~MqttEndpoint() { stop(); }
 namespace {
 
 void replace_all(std::string& s, const std::string& what, const std::string& with) {
-  for (std::size_t at = 0; (at = s.find(what, at)) != std::string::npos; at += with.size()) s.replace(at, what.size(), with);
+  for (std::size_t at = 0; (at = s.find(what, at)) != std::string::npos; at += with.size())
+    s.replace(at, what.size(), with);
 }
 
 }  // namespace
@@ -192,8 +211,8 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
   s.model = &model;
   s.topics = mqtt::topics_for(config_.session, config_.vehicle_id);
   // a vehicle that outlives one run restarts its model when the run id changes
-  const std::string run = std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" +
-                          std::to_string(::getpid());
+  const std::string run =
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" + std::to_string(::getpid());
   s.status_online = mqtt::encode_status("online", config_.client_id, run);
   s.status_offline = mqtt::encode_status("offline", config_.client_id, run);
   if (devices_) s.actuators = mqtt::vehicle_actuators(*devices_, model, vehicle());
@@ -274,8 +293,8 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
       if (topic != t.topics.feedback) return;
       mqtt::Feedback f;
       std::string reason;
-      const mqtt::Reject r = mqtt::parse_feedback(payload, config_.vehicle_id, *t.model, vehicle(), f, reason,
-                                                  config_.max_payload_bytes);
+      const mqtt::Reject r =
+          mqtt::parse_feedback(payload, config_.vehicle_id, *t.model, vehicle(), f, reason, config_.max_payload_bytes);
       std::lock_guard<std::mutex> lock(t.m);
       ++t.c.received;
       if (r != mqtt::Reject::none) {
@@ -347,8 +366,9 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
         throw std::runtime_error("no answer from the MQTT broker " + config_.broker + " within " +
                                  std::to_string(config_.connect_timeout_ms) + " ms");
     } catch (const ::mqtt::exception& e) {
-      throw std::runtime_error("cannot connect to the MQTT broker " + config_.broker + " as \"" + config_.client_id +
-                               "\": " + mqtt::describe_connect_failure(e.get_return_code(), e.get_reason_code(), e.what()));
+      throw std::runtime_error(
+          "cannot connect to the MQTT broker " + config_.broker + " as \"" + config_.client_id +
+          "\": " + mqtt::describe_connect_failure(e.get_return_code(), e.get_reason_code(), e.what()));
     }
     // the first step's feedback must not arrive before the subscription: wait for it here
     // (subscribing twice is harmless; the connected handler does it on every reconnect)
@@ -360,8 +380,8 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
     } catch (const ::mqtt::exception& e) {
       throw std::runtime_error("subscribing at " + config_.broker + ": " + e.what());
     }
-    info("endpoint \"{}\": connected to {} as \"{}\"; vehicle \"{}\" on tether/{}/{}/*", name(),
-                 config_.broker, config_.client_id, config_.vehicle_id, config_.session, config_.vehicle_id);
+    info("endpoint \"{}\": connected to {} as \"{}\"; vehicle \"{}\" on tether/{}/{}/*", name(), config_.broker,
+         config_.client_id, config_.vehicle_id, config_.session, config_.vehicle_id);
 
     if (config_.wait_online_ms > 0) {
       std::unique_lock<std::mutex> lock(s.m);
@@ -372,9 +392,10 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
         for (const auto& l : s.output_tail) tail += "\n  | " + l;
         if (s.child_exited)
           throw std::runtime_error("the vehicle program " + s.child->command_line() +
-                                   " ended before it reported online" + (tail.empty() ? "" : "; its last output:" + tail));
-        throw std::runtime_error("vehicle \"" + config_.vehicle_id + "\" did not report \"online\" on " + s.topics.status +
-                                 " within " + std::to_string(config_.wait_online_ms) +
+                                   " ended before it reported online" +
+                                   (tail.empty() ? "" : "; its last output:" + tail));
+        throw std::runtime_error("vehicle \"" + config_.vehicle_id + "\" did not report \"online\" on " +
+                                 s.topics.status + " within " + std::to_string(config_.wait_online_ms) +
                                  " ms (is tether-vehicle running against " + config_.broker + " with --session " +
                                  config_.session + "?)" + (tail.empty() ? "" : "; its last output:" + tail));
       }
@@ -473,7 +494,8 @@ runtime::GatherStatus MqttEndpoint::gather(const runtime::StepContext& ctx, runt
     // send it again once connected (the vehicle answers a repeated step without stepping)
     // ... and every resend_ms without an answer (the vehicle may have been reconnecting)
     const auto now = SteadyClock::now();
-    const bool resend_due = config_.resend_ms > 0 && s.published_ok && now >= s.sent_at + milliseconds(config_.resend_ms);
+    const bool resend_due =
+        config_.resend_ms > 0 && s.published_ok && now >= s.sent_at + milliseconds(config_.resend_ms);
     if ((!s.published_ok || s.c.connects != s.connects_at_publish || resend_due) && s.connected) {
       ++s.c.republished;
       lock.unlock();
@@ -538,13 +560,21 @@ void MqttEndpoint::summarize(nlohmann::json& out) const {
   j["vehicle_id"] = config_.vehicle_id;
   j["qos"] = config_.qos;
   j["tcp_nodelay"] = config_.tcp_nodelay;
-  j["counters"] = {{"published", c.published},     {"publish_errors", c.publish_errors},
-                   {"received", c.received},       {"applied", c.applied},
-                   {"stale", c.stale},             {"duplicate", c.duplicate},
-                   {"out_of_order", c.out_of_order}, {"malformed", c.malformed},
-                   {"wrong_vehicle", c.wrong_vehicle}, {"queue_overflow", c.queue_overflow},
-                   {"connects", c.connects}, {"republished", c.republished},       {"connection_lost", c.connection_lost},
-                   {"vehicle_offline", c.vehicle_offline}, {"nodelay_sockets", c.nodelay_sockets}};
+  j["counters"] = {{"published", c.published},
+                   {"publish_errors", c.publish_errors},
+                   {"received", c.received},
+                   {"applied", c.applied},
+                   {"stale", c.stale},
+                   {"duplicate", c.duplicate},
+                   {"out_of_order", c.out_of_order},
+                   {"malformed", c.malformed},
+                   {"wrong_vehicle", c.wrong_vehicle},
+                   {"queue_overflow", c.queue_overflow},
+                   {"connects", c.connects},
+                   {"republished", c.republished},
+                   {"connection_lost", c.connection_lost},
+                   {"vehicle_offline", c.vehicle_offline},
+                   {"nodelay_sockets", c.nodelay_sockets}};
   {
     std::lock_guard<std::mutex> lock(impl_->m);
     if (!impl_->last_reject.empty()) j["last_rejected"] = impl_->last_reject;

@@ -114,8 +114,12 @@ Reject header(const json& j, const char* type, const std::string& vehicle_id, st
 void encode_projected(std::string& out, const std::string& vehicle_id, const runtime::StepContext& ctx,
                       const runtime::WorldModel& model, const runtime::WorldState& projected, int vehicle,
                       const hal::DeviceBank* devices, const std::vector<std::size_t>& actuators) {
-  json j{{"schema", schema_version}, {"type", "projected"},      {"vehicle", vehicle_id},
-         {"step", ctx.step},         {"time_ns", ctx.time_ns},   {"period_ns", ctx.period_ns},
+  json j{{"schema", schema_version},
+         {"type", "projected"},
+         {"vehicle", vehicle_id},
+         {"step", ctx.step},
+         {"time_ns", ctx.time_ns},
+         {"period_ns", ctx.period_ns},
          {"bodies", bodies_json(model, projected, vehicle)}};
   json commands = json::object();
   if (devices) {
@@ -136,9 +140,8 @@ void encode_projected(std::string& out, const std::string& vehicle_id, const run
 
 void encode_actual(std::string& out, const std::string& vehicle_id, const runtime::StepContext& ctx,
                    const runtime::WorldModel& model, const runtime::WorldState& actual, int vehicle) {
-  json j{{"schema", schema_version},  {"type", "actual"},
-         {"vehicle", vehicle_id},     {"step", ctx.step},
-         {"time_ns", actual.time_ns}, {"bodies", bodies_json(model, actual, vehicle)}};
+  json j{{"schema", schema_version}, {"type", "actual"},          {"vehicle", vehicle_id},
+         {"step", ctx.step},         {"time_ns", actual.time_ns}, {"bodies", bodies_json(model, actual, vehicle)}};
   out = j.dump();
 }
 
@@ -164,7 +167,10 @@ void encode_feedback(std::string& out, const std::string& vehicle_id, std::uint6
     }
     bodies.push_back(std::move(b));
   }
-  json j{{"schema", schema_version}, {"type", "feedback"}, {"vehicle", vehicle_id}, {"step", step},
+  json j{{"schema", schema_version},
+         {"type", "feedback"},
+         {"vehicle", vehicle_id},
+         {"step", step},
          {"bodies", std::move(bodies)}};
   out = j.dump();
 }

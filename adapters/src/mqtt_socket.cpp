@@ -66,8 +66,7 @@ int set_tcp_nodelay_for_broker(const std::string& uri) {
       } else if (p.ss_family == AF_INET6) {
         const auto& x = reinterpret_cast<const sockaddr_in6&>(p);
         const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
-        if (ntohs(x.sin6_port) == port && std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0)
-          return true;
+        if (ntohs(x.sin6_port) == port && std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0) return true;
       }
     }
     return false;

@@ -141,8 +141,7 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
   const runtime::ConfigNode& n = config.node;
   SerialEndpointConfig out;
   n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "port", "baud", "data_bits", "parity",
-                "stop_bits", "flow_control", "launch", "safe", "devices", "handshake_timeout_ms", "resend_ms",
-                "goal"});
+                "stop_bits", "flow_control", "launch", "safe", "devices", "handshake_timeout_ms", "resend_ms", "goal"});
   const std::string base = scenario_dir(scenario);
 
   // where the firmware is: a port, or a program to launch
@@ -168,8 +167,9 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
   out.resend_ms = n.integer_or("resend_ms", 20, 0, 3'600'000);
   // the demo's depth/heading goal moved to the scenario, where every endpoint type shares it
   if (n.has("goal"))
-    n["goal"].error("`goal` moved to the scenario's top-level `goals:` list: - {vehicle: NAME, depth_m: D, "
-                    "heading_deg: H}");
+    n["goal"].error(
+        "`goal` moved to the scenario's top-level `goals:` list: - {vehicle: NAME, depth_m: D, "
+        "heading_deg: H}");
 
   if (has_launch) {
     const runtime::ConfigNode l = n["launch"];

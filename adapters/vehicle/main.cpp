@@ -88,7 +88,8 @@ void apply_commands(Rig& r, const mq::Projected& p) {
   for (const mq::NamedCommand& c : p.commands) {
     auto it = r.device_index.find(c.device);
     if (it == r.device_index.end()) it = r.device_index.emplace(c.device, r.truth->find_device(c.device.c_str())).first;
-    if (it->second < 0 || !r.truth->command_values(static_cast<std::size_t>(it->second), c.values.data(), c.values.size()))
+    if (it->second < 0 ||
+        !r.truth->command_values(static_cast<std::size_t>(it->second), c.values.data(), c.values.size()))
       ++r.unknown_devices;
   }
 }
@@ -99,7 +100,8 @@ void on_projected(Rig& r, const std::string& payload) {
   const mq::Reject rej = mq::parse_projected(payload, r.opt.vehicle_id, p, reason);
   std::lock_guard<std::mutex> lock(r.m);
   if (rej != mq::Reject::none) {
-    if (r.rejected++ < 5) std::fprintf(stderr, "tether-vehicle: projected message rejected (%s: %s)\n", mq::to_string(rej), reason.c_str());
+    if (r.rejected++ < 5)
+      std::fprintf(stderr, "tether-vehicle: projected message rejected (%s: %s)\n", mq::to_string(rej), reason.c_str());
     return;
   }
   r.period_ns = p.period_ns;
@@ -224,7 +226,8 @@ int main(int argc, char** argv) {
   const std::string online = mq::encode_status("online", o.client_id);
   const std::string offline = mq::encode_status("offline", o.client_id);
 
-  r.client = std::make_unique<mqtt::async_client>(o.broker, o.client_id, static_cast<mqtt::iclient_persistence*>(nullptr));
+  r.client =
+      std::make_unique<mqtt::async_client>(o.broker, o.client_id, static_cast<mqtt::iclient_persistence*>(nullptr));
   r.client->set_message_callback([&r](mqtt::const_message_ptr msg) {
     if (msg->get_topic() == r.topics.projected)
       on_projected(r, msg->get_payload());
@@ -274,9 +277,11 @@ int main(int argc, char** argv) {
   for (;;) {
     timespec wait{1, 0};
     if (o.free) {
-      const auto wall = std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(r.period_ns) / o.free_rtf));
+      const auto wall =
+          std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(r.period_ns) / o.free_rtf));
       next += wall;
-      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now()).count();
+      const auto left =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now()).count();
       wait = left > 0 ? timespec{static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)}
                       : timespec{0, 0};
     }
@@ -293,16 +298,18 @@ int main(int argc, char** argv) {
 
   try {
     if (r.client->is_connected()) {
-      r.client->publish(r.topics.status, offline.data(), offline.size(), 1, true)->wait_for(std::chrono::milliseconds(500));
+      r.client->publish(r.topics.status, offline.data(), offline.size(), 1, true)
+          ->wait_for(std::chrono::milliseconds(500));
       r.client->disconnect()->wait_for(std::chrono::milliseconds(1000));
     }
   } catch (const mqtt::exception&) {
   }
   std::lock_guard<std::mutex> lock(r.m);
   if (!o.quiet)
-    std::printf("tether-vehicle: %llu steps, %llu caught up, %llu repeated, %llu old, %llu rejected, %llu unknown commands\n",
-                static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.caught_up),
-                static_cast<unsigned long long>(r.duplicates), static_cast<unsigned long long>(r.old),
-                static_cast<unsigned long long>(r.rejected), static_cast<unsigned long long>(r.unknown_devices));
+    std::printf(
+        "tether-vehicle: %llu steps, %llu caught up, %llu repeated, %llu old, %llu rejected, %llu unknown commands\n",
+        static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.caught_up),
+        static_cast<unsigned long long>(r.duplicates), static_cast<unsigned long long>(r.old),
+        static_cast<unsigned long long>(r.rejected), static_cast<unsigned long long>(r.unknown_devices));
   return 0;
 }

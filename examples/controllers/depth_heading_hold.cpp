@@ -69,7 +69,8 @@ class DepthHeadingHoldController final : public Controller {
     }
     if (!ok) {
       depth_ = -1;
-      throw std::runtime_error("depth_heading_hold needs the devices " + prefix_ + "depth, compass, thruster_left, "
+      throw std::runtime_error("depth_heading_hold needs the devices " + prefix_ +
+                               "depth, compass, thruster_left, "
                                "thruster_right, thruster_vfront and thruster_vrear");
     }
   }
@@ -83,8 +84,9 @@ class DepthHeadingHoldController final : public Controller {
 }  // namespace
 
 bool register_example_controllers() {
-  controllers().add("depth_heading_hold", [] { return std::make_unique<DepthHeadingHoldController>(); },
-                    "examples/firmware/depth_heading_hold.c's law, run in-process on the device bank");
+  controllers().add(
+      "depth_heading_hold", [] { return std::make_unique<DepthHeadingHoldController>(); },
+      "examples/firmware/depth_heading_hold.c's law, run in-process on the device bank");
   return controllers().find("depth_heading_hold") != nullptr;
 }
 

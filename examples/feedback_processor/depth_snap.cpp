@@ -48,7 +48,9 @@ class DepthSnap final : public FeedbackProcessor {
   void summarize(nlohmann::json& out) const override { out["rejected"] = rejected_; }
   std::vector<std::string> record_fields() const override { return {"jump_m"}; }
   void record(std::vector<double>& out) const override { out.push_back(last_jump_m_); }
-  void snapshot(std::string& out) const override { out.append(reinterpret_cast<const char*>(&rejected_), sizeof rejected_); }
+  void snapshot(std::string& out) const override {
+    out.append(reinterpret_cast<const char*>(&rejected_), sizeof rejected_);
+  }
   bool restore(std::string_view bytes) override {
     if (bytes.size() != sizeof rejected_) return false;
     std::memcpy(&rejected_, bytes.data(), sizeof rejected_);
@@ -87,8 +89,9 @@ class Sounder final : public Endpoint {
 
 int main() {
   // the registry line
-  register_feedback_processor("depth_snap", [] { return std::make_unique<DepthSnap>(); },
-                              "post: set the depth to the measured one, rejecting jumps");
+  register_feedback_processor(
+      "depth_snap", [] { return std::make_unique<DepthSnap>(); },
+      "post: set the depth to the measured one, rejecting jumps");
 
   const Scenario sc = parse_scenario(R"(name: depth_snap_demo
 world: {water: {density_kg_m3: 1025}}

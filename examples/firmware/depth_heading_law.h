@@ -64,9 +64,7 @@ typedef struct {
   float left, right, vfront, vrear;
 } dhh_commands_t;
 
-static inline float dhh_clamp(float v, float lo, float hi) {
-  return v < lo ? lo : (v > hi ? hi : v);
-}
+static inline float dhh_clamp(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 static inline void dhh_init(dhh_state_t* s) {
   dhh_pid_t depth = {DHH_DEPTH_KP, DHH_DEPTH_KI, DHH_DEPTH_KD, 0.0f, 0.0f, 0};

@@ -30,9 +30,7 @@
 #define LOG_EVERY_US 5000000u
 #define BUILD_ID 0x00010001u
 
-static float clamp(float v, float lo, float hi) {
-  return v < lo ? lo : (v > hi ? hi : v);
-}
+static float clamp(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 static void set_thruster(int handle, float command) {
   uint8_t raw[TETHER_THRUSTER_SIZE];

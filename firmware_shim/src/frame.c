@@ -165,18 +165,17 @@ void tether_header_write(const tether_frame_header_t* header, uint8_t out[TETHER
 void tether_header_read(const uint8_t in[TETHER_HEADER_SIZE], tether_frame_header_t* header) {
   header->version = in[TETHER_HEADER_OFFSET_VERSION];
   header->type = in[TETHER_HEADER_OFFSET_TYPE];
-  header->step_id = (uint32_t)in[TETHER_HEADER_OFFSET_STEP_ID] |
-                    ((uint32_t)in[TETHER_HEADER_OFFSET_STEP_ID + 1u] << 8) |
-                    ((uint32_t)in[TETHER_HEADER_OFFSET_STEP_ID + 2u] << 16) |
-                    ((uint32_t)in[TETHER_HEADER_OFFSET_STEP_ID + 3u] << 24);
+  header->step_id =
+      (uint32_t)in[TETHER_HEADER_OFFSET_STEP_ID] | ((uint32_t)in[TETHER_HEADER_OFFSET_STEP_ID + 1u] << 8) |
+      ((uint32_t)in[TETHER_HEADER_OFFSET_STEP_ID + 2u] << 16) | ((uint32_t)in[TETHER_HEADER_OFFSET_STEP_ID + 3u] << 24);
   header->payload_len = (uint16_t)((uint16_t)in[TETHER_HEADER_OFFSET_PAYLOAD_LEN] |
                                    (uint16_t)((uint16_t)in[TETHER_HEADER_OFFSET_PAYLOAD_LEN + 1u] << 8));
 }
 
 /* ---- encoder ---------------------------------------------------------------- */
 
-bool tether_frame_encode(const tether_frame_header_t* header, const uint8_t* payload, uint8_t* out,
-                         size_t cap, size_t* out_len) {
+bool tether_frame_encode(const tether_frame_header_t* header, const uint8_t* payload, uint8_t* out, size_t cap,
+                         size_t* out_len) {
   uint8_t head[TETHER_HEADER_SIZE];
   uint8_t crc_bytes[TETHER_CRC_SIZE];
   uint16_t crc;

@@ -6,17 +6,11 @@
 /* ---- small helpers ------------------------------------------------------------------- */
 
 /* room for `n` more bytes at `pos` in a buffer of `cap`, without overflow */
-static bool fits(size_t pos, size_t cap, size_t n) {
-  return pos <= cap && n <= cap - pos;
-}
+static bool fits(size_t pos, size_t cap, size_t n) { return pos <= cap && n <= cap - pos; }
 
-static bool is_name_char(uint8_t c) {
-  return c >= 0x21u && c <= 0x7Eu;
-}
+static bool is_name_char(uint8_t c) { return c >= 0x21u && c <= 0x7Eu; }
 
-static bool is_text_char(uint8_t c) {
-  return c >= 0x20u && c <= 0x7Eu;
-}
+static bool is_text_char(uint8_t c) { return c >= 0x20u && c <= 0x7Eu; }
 
 static void copy_bytes(uint8_t* dst, const uint8_t* src, size_t n) {
   size_t i;
@@ -37,8 +31,7 @@ bool tether_hello_encode(const tether_hello_t* msg, uint8_t* out, size_t cap, si
     }
     ++name_len;
   }
-  if (name_len == 0u || name_len > TETHER_MAX_FIRMWARE_NAME_LEN ||
-      !fits(0u, cap, TETHER_HELLO_FIXED_SIZE + name_len)) {
+  if (name_len == 0u || name_len > TETHER_MAX_FIRMWARE_NAME_LEN || !fits(0u, cap, TETHER_HELLO_FIXED_SIZE + name_len)) {
     return false;
   }
   out[0] = msg->protocol_version;
@@ -153,8 +146,7 @@ static bool read_entry(const uint8_t* payload, size_t len, size_t pos, tether_de
   return true;
 }
 
-bool tether_devices_reader_init(tether_devices_reader_t* reader, const uint8_t* payload, size_t len,
-                                uint16_t* count) {
+bool tether_devices_reader_init(tether_devices_reader_t* reader, const uint8_t* payload, size_t len, uint16_t* count) {
   uint16_t n;
   uint16_t i;
   size_t pos = TETHER_DEVICES_FIXED_SIZE;
@@ -309,9 +301,8 @@ bool tether_items_writer_finish(tether_items_writer_t* writer, size_t* out_len) 
   return writer->ok;
 }
 
-static void items_reader_init(tether_items_reader_t* r, const uint8_t* payload, size_t len,
-                              const tether_slot_t* slots, uint8_t slot_count, size_t fixed, uint8_t direction,
-                              bool no_data) {
+static void items_reader_init(tether_items_reader_t* r, const uint8_t* payload, size_t len, const tether_slot_t* slots,
+                              uint8_t slot_count, size_t fixed, uint8_t direction, bool no_data) {
   r->payload = payload;
   r->len = len;
   r->pos = fixed;
@@ -328,8 +319,7 @@ bool tether_sensors_reader_init(tether_items_reader_t* reader, const uint8_t* pa
   if (payload == NULL || len < TETHER_SENSORS_FIXED_SIZE || (slots == NULL && slot_count != 0u)) {
     return false;
   }
-  items_reader_init(reader, payload, len, slots, slot_count, TETHER_SENSORS_FIXED_SIZE, TETHER_DIRECTION_SENSOR,
-                    true);
+  items_reader_init(reader, payload, len, slots, slot_count, TETHER_SENSORS_FIXED_SIZE, TETHER_DIRECTION_SENSOR, true);
   *sim_time_us = tether_get_u64le(payload);
   return true;
 }
@@ -394,8 +384,7 @@ bool tether_items_reader_validate(const tether_items_reader_t* reader) {
 
 /* ---- LOG ---------------------------------------------------------------------------------- */
 
-bool tether_log_encode(uint8_t level, const char* text, size_t text_len, uint8_t* out, size_t cap,
-                       size_t* out_len) {
+bool tether_log_encode(uint8_t level, const char* text, size_t text_len, uint8_t* out, size_t cap, size_t* out_len) {
   *out_len = 0;
   if (level > TETHER_LOG_ERROR || text_len > TETHER_MAX_LOG_TEXT || (text == NULL && text_len != 0u) ||
       !fits(0u, cap, TETHER_LOG_FIXED_SIZE + text_len)) {

@@ -50,4 +50,3 @@ const char* tether_status_text(int status) {
     default: return "unknown status";
   }
 }
-

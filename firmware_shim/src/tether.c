@@ -56,8 +56,8 @@ static uint16_t s_pos[TETHER_MAX_OPEN]; /* sensor: reading in s_rx_frame; actuat
 static uint8_t s_command_set[TETHER_MAX_OPEN];
 static uint8_t s_commands[TETHER_COMMAND_BYTES];
 static uint16_t s_commands_used;
-static size_t s_sensors_budget;  /* SENSORS payload if every sensor reports */
-static size_t s_actuate_budget;  /* ACTUATE payload if every actuator is set */
+static size_t s_sensors_budget; /* SENSORS payload if every sensor reports */
+static size_t s_actuate_budget; /* ACTUATE payload if every actuator is set */
 
 /* step */
 static bool s_have_step;
@@ -117,9 +117,7 @@ static void line_start(void) {
   line_append("tether: ");
 }
 
-static void line_send(void) {
-  tether_port_diag(s_line);
-}
+static void line_send(void) { tether_port_diag(s_line); }
 
 static void diag(const char* text) {
   line_start();
@@ -127,9 +125,7 @@ static void diag(const char* text) {
   line_send();
 }
 #else
-static void diag(const char* text) {
-  (void)text;
-}
+static void diag(const char* text) { (void)text; }
 #endif
 
 static int end_session(int status) {
@@ -364,8 +360,7 @@ int tether_init(const char* firmware_name, uint32_t build_id) {
       tether_devices_reader_t reader;
       uint16_t count;
       if (!tether_devices_reader_init(&reader, f.payload, f.header.payload_len, &count)) {
-        send_error((uint8_t)TETHER_ERROR_MALFORMED, (uint16_t)TETHER_MSG_DEVICES,
-                   TEXT("device table not decodable"));
+        send_error((uint8_t)TETHER_ERROR_MALFORMED, (uint16_t)TETHER_MSG_DEVICES, TEXT("device table not decodable"));
         diag(TEXT("device table from the runtime is not decodable"));
         return end_session(TETHER_E_PROTOCOL);
       }
@@ -522,13 +517,9 @@ int tether_set(int handle, const void* buf, size_t size) {
   return TETHER_OK;
 }
 
-uint64_t tether_time_us(void) {
-  return s_time_us;
-}
+uint64_t tether_time_us(void) { return s_time_us; }
 
-uint32_t tether_step_id(void) {
-  return s_step_id;
-}
+uint32_t tether_step_id(void) { return s_step_id; }
 
 int tether_step_done(void) {
   int rc = session_gate();
@@ -633,11 +624,8 @@ int tether_step_wait(void) {
           return end_session(TETHER_E_PROTOCOL);
         }
         return TETHER_OK;
-      case TETHER_MSG_STOP:
-        diag(TEXT("session stopped by the runtime"));
-        return end_session(TETHER_E_STOPPED);
-      case TETHER_MSG_ERROR:
-        return on_error_frame(&f);
+      case TETHER_MSG_STOP: diag(TEXT("session stopped by the runtime")); return end_session(TETHER_E_STOPPED);
+      case TETHER_MSG_ERROR: return on_error_frame(&f);
       default:
         ++s_counters.unexpected; /* e.g. a second DEVICES answering a re-sent HELLO */
         break;
@@ -659,17 +647,11 @@ int tether_log_level(uint8_t level, const char* text) {
   return send_frame((uint8_t)TETHER_MSG_LOG, s_step_id, s_tx_payload, len, false);
 }
 
-int tether_log(const char* text) {
-  return tether_log_level((uint8_t)TETHER_LOG_INFO, text);
-}
+int tether_log(const char* text) { return tether_log_level((uint8_t)TETHER_LOG_INFO, text); }
 
-const char* tether_error_text(void) {
-  return s_error_text;
-}
+const char* tether_error_text(void) { return s_error_text; }
 
-uint8_t tether_error_code(void) {
-  return s_error_code;
-}
+uint8_t tether_error_code(void) { return s_error_code; }
 
 const tether_counters_t* tether_counters(void) {
   s_counters.rx = s_decoder.counters;

@@ -78,8 +78,8 @@ double dc_motor_torque(const DcMotorParams& p, double volts, double speed) {
   return p.kt_nm_per_a * (v - p.ke_v_s_per_rad * speed) / p.resistance_ohm;
 }
 
-double dc_motor_advance(const DcMotorParams& p, double speed, double volts, double dt_s,
-                        double& mean_torque_nm, double& mean_thrust_n) {
+double dc_motor_advance(const DcMotorParams& p, double speed, double volts, double dt_s, double& mean_torque_nm,
+                        double& mean_thrust_n) {
   auto shaft = [&](double w) { return dc_motor_torque(p, volts, w) - p.damping_nm_s_per_rad * w; };
   auto rate = [&](double w) { return (shaft(w) - p.cq * w * std::abs(w)) / p.inertia_kg_m2; };
   auto thrust = [&](double w) { return p.ct * w * std::abs(w); };
@@ -132,8 +132,8 @@ double rate_limited(double angle, double target, double rate, double dt_s) {
   return angle + std::clamp(target - angle, -step, step);
 }
 
-void actuate_device(const DeviceSpec& spec, const double* u, ActuatorState& state,
-                    const WorldView& view, double dt_s, Wrench& out) {
+void actuate_device(const DeviceSpec& spec, const double* u, ActuatorState& state, const WorldView& view, double dt_s,
+                    Wrench& out) {
   if (spec.body < 0 || static_cast<std::size_t>(spec.body) >= view.bodies.size()) return;
   const BodyKinematics& b = view.bodies[static_cast<std::size_t>(spec.body)];
   const DevicePose pose = device_pose(spec.mount, b);
@@ -167,8 +167,8 @@ void actuate_device(const DeviceSpec& spec, const double* u, ActuatorState& stat
       const bool wet = view.water.present && !above_water;
       const Vec3 current = wet ? view.water.current_m_s : Vec3::Zero();
       const Vec3 v = b.linear_velocity_m_s + b.angular_velocity_rad_s.cross(pose.lever_m) - current;
-      const Vec3 f = fin_force(p, state.x[0], pose.rotation.transpose() * v,
-                               wet ? view.water.density_kg_m3 : p.air_density_kg_m3);
+      const Vec3 f =
+          fin_force(p, state.x[0], pose.rotation.transpose() * v, wet ? view.water.density_kg_m3 : p.air_density_kg_m3);
       out.add_force_at(rm * f, spec.mount.position_m);
       break;
     }

@@ -252,9 +252,7 @@ Status DeviceBank::close(DeviceHandle handle) {
   return Status::ok;
 }
 
-std::uint64_t DeviceBank::time_us() const {
-  return time_ns_ > 0 ? static_cast<std::uint64_t>(time_ns_ / 1000) : 0u;
-}
+std::uint64_t DeviceBank::time_us() const { return time_ns_ > 0 ? static_cast<std::uint64_t>(time_ns_ / 1000) : 0u; }
 
 Status DeviceBank::get(DeviceHandle handle, void* buf, std::size_t size) const {
   if (handle.index < 0 || static_cast<std::size_t>(handle.index) >= devices_.size() ||
@@ -387,8 +385,8 @@ Status DeviceBank::reading(std::size_t index, const std::uint8_t*& data, std::si
   return ready ? Status::ok : Status::not_ready;
 }
 
-Status DeviceBank::measure_true(std::size_t index, const WorldView& view, std::int64_t time_ns,
-                                std::uint8_t* out, std::size_t size) const {
+Status DeviceBank::measure_true(std::size_t index, const WorldView& view, std::int64_t time_ns, std::uint8_t* out,
+                                std::size_t size) const {
   if (index >= devices_.size()) return Status::unknown_device;
   const Device& d = devices_[index];
   if (d.info->actuator) return Status::invalid_operation;
@@ -485,7 +483,8 @@ bool DeviceBank::restore(std::string_view bytes, std::string* error) {
   counters.dropped = r.u64();
   counters.invalid_commands = r.u64();
   for (Device& d : devices) {
-    if (r.u8() != static_cast<std::uint8_t>(d.spec.kind)) return fail("device \"" + d.full_name + "\" has another kind");
+    if (r.u8() != static_cast<std::uint8_t>(d.spec.kind))
+      return fail("device \"" + d.full_name + "\" has another kind");
     if (r.u32() != d.ring_size) return fail("device \"" + d.full_name + "\" has another delay");
     for (std::uint64_t& w : d.rng.s) w = r.u64();
     d.rng.has_spare = r.u8() != 0;

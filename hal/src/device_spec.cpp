@@ -64,15 +64,17 @@ constexpr bool rows_are_sound() {
   for (int k = 1; k < kind_slots; ++k) {
     const KindInfo& r = kinds[static_cast<std::size_t>(k)];
     if (same(r.name, "unknown")) continue;
-    if (!r.description || !*r.description || !(r.group_a_channels <= r.noisy_channels && r.noisy_channels <= r.channels))
+    if (!r.description || !*r.description ||
+        !(r.group_a_channels <= r.noisy_channels && r.noisy_channels <= r.channels))
       return false;
     for (int j = 1; j < k; ++j)
       if (same(r.name, kinds[static_cast<std::size_t>(j)].name)) return false;
   }
   return true;
 }
-static_assert(rows_are_sound(), "a device kind row lacks a description, has its channel groups out of order, "
-                                "or repeats another kind's name");
+static_assert(rows_are_sound(),
+              "a device kind row lacks a description, has its channel groups out of order, "
+              "or repeats another kind's name");
 static_assert(same(kinds[TETHER_KIND_WHEEL_DRIVE].name, "wheel_drive") && kinds[TETHER_KIND_THRUSTER].actuator &&
                   !kinds[TETHER_KIND_CLOCK].actuator,
               "the table is keyed by the enum");
@@ -88,8 +90,8 @@ bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
 bool check_noise(const NoiseSpec& n, const char* key, std::string* error) {
   const std::string k = key;
   if (!std::isfinite(n.offset) || !std::isfinite(n.scale)) return fail(error, k + ": offset and scale must be finite");
-  if (!finite_non_negative(n.stddev) || !finite_non_negative(n.uniform) ||
-      !finite_non_negative(n.bias_walk_stddev) || !finite_non_negative(n.resolution))
+  if (!finite_non_negative(n.stddev) || !finite_non_negative(n.uniform) || !finite_non_negative(n.bias_walk_stddev) ||
+      !finite_non_negative(n.resolution))
     return fail(error, k + ": stddev, uniform, bias_walk_stddev and resolution must be >= 0");
   if (!(n.dropout >= 0 && n.dropout <= 1)) return fail(error, k + ": dropout must be a probability in [0, 1]");
   if (n.delay_steps > 1000) return fail(error, k + ": delay_steps must be at most 1000");
@@ -206,8 +208,8 @@ bool validate_spec(const DeviceSpec& spec, std::string* error) {
   } else if (const auto* p = std::get_if<DcMotorParams>(&spec.params)) {
     if (!finite_positive(p->kt_nm_per_a) || !finite_non_negative(p->ke_v_s_per_rad) ||
         !finite_positive(p->resistance_ohm) || !finite_positive(p->inertia_kg_m2) ||
-        !finite_non_negative(p->damping_nm_s_per_rad) || !finite_positive(p->supply_v) ||
-        !finite_non_negative(p->ct) || !finite_non_negative(p->cq))
+        !finite_non_negative(p->damping_nm_s_per_rad) || !finite_positive(p->supply_v) || !finite_non_negative(p->ct) ||
+        !finite_non_negative(p->cq))
       return fail(error, "params: kt, resistance, inertia and supply must be > 0; ke, damping, ct, cq >= 0");
   } else if (const auto* p = std::get_if<FinParams>(&spec.params)) {
     if (!finite_positive(p->area_m2) || !finite_non_negative(p->cl_alpha_per_rad) ||
@@ -216,8 +218,8 @@ bool validate_spec(const DeviceSpec& spec, std::string* error) {
         !finite_non_negative(p->rate_deg_s) || !finite_positive(p->air_density_kg_m3))
       return fail(error, "params: area > 0, stall angle in (0, 90], max angle in [0, 90], the rest >= 0");
   } else if (const auto* p = std::get_if<ServoParams>(&spec.params)) {
-    if (!std::isfinite(p->min_angle_deg) || !std::isfinite(p->max_angle_deg) ||
-        p->min_angle_deg > p->max_angle_deg || !finite_positive(p->max_rate_deg_s))
+    if (!std::isfinite(p->min_angle_deg) || !std::isfinite(p->max_angle_deg) || p->min_angle_deg > p->max_angle_deg ||
+        !finite_positive(p->max_rate_deg_s))
       return fail(error, "params: min_angle_deg <= max_angle_deg and max_rate_deg_s > 0");
   } else if (const auto* p = std::get_if<WheelDriveParams>(&spec.params)) {
     if (!finite_positive(p->track_m) || !finite_positive(p->wheel_radius_m) ||

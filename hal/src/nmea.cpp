@@ -87,7 +87,8 @@ struct Writer {
   // "*HH" over what has been written since the '$'
   std::size_t finish() {
     std::uint8_t sum = 0;
-    for (std::size_t i = 1; i < n && i < capacity; ++i) sum = static_cast<std::uint8_t>(sum ^ static_cast<std::uint8_t>(out[i]));
+    for (std::size_t i = 1; i < n && i < capacity; ++i)
+      sum = static_cast<std::uint8_t>(sum ^ static_cast<std::uint8_t>(out[i]));
     const char* hex = "0123456789ABCDEF";
     put('*');
     put(hex[sum >> 4]);
@@ -98,8 +99,8 @@ struct Writer {
 
 }  // namespace
 
-GeoPoint local_to_geodetic(double datum_lat_deg, double datum_lon_deg, double datum_alt_m,
-                           double east_m, double north_m, double up_m) {
+GeoPoint local_to_geodetic(double datum_lat_deg, double datum_lon_deg, double datum_alt_m, double east_m,
+                           double north_m, double up_m) {
   double m = 0, n = 0;
   radii(datum_lat_deg, m, n);
   GeoPoint p;
@@ -109,8 +110,8 @@ GeoPoint local_to_geodetic(double datum_lat_deg, double datum_lon_deg, double da
   return p;
 }
 
-void geodetic_to_local(double datum_lat_deg, double datum_lon_deg, double datum_alt_m,
-                       const GeoPoint& point, double& east_m, double& north_m, double& up_m) {
+void geodetic_to_local(double datum_lat_deg, double datum_lon_deg, double datum_alt_m, const GeoPoint& point,
+                       double& east_m, double& north_m, double& up_m) {
   double m = 0, n = 0;
   radii(datum_lat_deg, m, n);
   north_m = (point.lat_deg - datum_lat_deg) * deg * m;
@@ -123,11 +124,11 @@ void geodetic_to_local(double datum_lat_deg, double datum_lon_deg, double datum_
 std::int64_t days_from_civil(int year, int month, int day) {
   const std::int64_t y = static_cast<std::int64_t>(year) - (month <= 2 ? 1 : 0);
   const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const std::int64_t yoe = y - era * 400;                                    // [0, 399]
-  const std::int64_t mp = (month + 9) % 12;                                  // March = 0
-  const std::int64_t doy = (153 * mp + 2) / 5 + day - 1;                     // [0, 365]
-  const std::int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;            // [0, 146096]
-  return era * 146097 + doe - 719468;  // 719468 days from 0000-03-01 to 1970-01-01
+  const std::int64_t yoe = y - era * 400;                          // [0, 399]
+  const std::int64_t mp = (month + 9) % 12;                        // March = 0
+  const std::int64_t doy = (153 * mp + 2) / 5 + day - 1;           // [0, 365]
+  const std::int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;  // [0, 146096]
+  return era * 146097 + doe - 719468;                              // 719468 days from 0000-03-01 to 1970-01-01
 }
 
 CivilDate civil_from_days(std::int64_t days) {
@@ -165,8 +166,8 @@ bool nmea_checksum_ok(std::string_view sentence) {
   return hi >= 0 && lo >= 0 && nmea_checksum(sentence) == static_cast<std::uint8_t>(hi * 16 + lo);
 }
 
-std::size_t format_gga(char* out, std::size_t capacity, std::int64_t utc_cs, const GeoPoint& p,
-                       unsigned satellites, double hdop) {
+std::size_t format_gga(char* out, std::size_t capacity, std::int64_t utc_cs, const GeoPoint& p, unsigned satellites,
+                       double hdop) {
   Writer w{out, capacity};
   w.text("$GPGGA,");
   w.time_of_day(utc_cs);
@@ -184,8 +185,8 @@ std::size_t format_gga(char* out, std::size_t capacity, std::int64_t utc_cs, con
   return w.finish();
 }
 
-std::size_t format_rmc(char* out, std::size_t capacity, std::int64_t utc_cs, const GeoPoint& p,
-                       double speed_m_s, double course_deg) {
+std::size_t format_rmc(char* out, std::size_t capacity, std::int64_t utc_cs, const GeoPoint& p, double speed_m_s,
+                       double course_deg) {
   Writer w{out, capacity};
   w.text("$GPRMC,");
   w.time_of_day(utc_cs);

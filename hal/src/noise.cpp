@@ -113,8 +113,7 @@ double portable_log(double x) {
 }
 
 bool NoiseSpec::values_identity() const {
-  return offset == 0 && scale == 1 && stddev == 0 && uniform == 0 && bias_walk_stddev == 0 &&
-         resolution == 0;
+  return offset == 0 && scale == 1 && stddev == 0 && uniform == 0 && bias_walk_stddev == 0 && resolution == 0;
 }
 
 bool NoiseSpec::is_identity() const { return values_identity() && dropout == 0 && delay_steps == 0; }

@@ -14,8 +14,8 @@ constexpr double two_pi = 2.0 * std::numbers::pi;
 constexpr double deg = std::numbers::pi / 180.0;
 
 // nearest hit of one ray; `distance` keeps the best so far
-void cast(const WorldView& view, const Vec3& origin, const Vec3& dir, double max_range, int body,
-          bool& hit, double& distance) {
+void cast(const WorldView& view, const Vec3& origin, const Vec3& dir, double max_range, int body, bool& hit,
+          double& distance) {
   const RayHit h = view.ray_cast(origin, dir, max_range, body);
   if (h.hit && h.distance_m <= max_range && h.distance_m < distance) {
     hit = true;
@@ -24,7 +24,8 @@ void cast(const WorldView& view, const Vec3& origin, const Vec3& dir, double max
 }
 
 void put_vec(std::uint8_t* out, const Sample& s, int first) {
-  for (int i = 0; i < 3; ++i) tether_put_f32le(out + 4 * i, static_cast<float>(s.ch[static_cast<std::size_t>(first + i)]));
+  for (int i = 0; i < 3; ++i)
+    tether_put_f32le(out + 4 * i, static_cast<float>(s.ch[static_cast<std::size_t>(first + i)]));
 }
 
 double wrap_two_pi(double a) {
@@ -55,8 +56,7 @@ void sonar_directions(const RayParams& p, Vec3* out) {
   }
 }
 
-void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns, Sample& out,
-             const Vec3* beam) {
+void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns, Sample& out, const Vec3* beam) {
   out = Sample{};
   out.time_ns = time_ns;
   out.valid = true;
@@ -90,7 +90,8 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
       }
       bool hit = false;
       double d = p.max_range_m;
-      for (std::uint32_t k = 0; k < p.rays; ++k) cast(view, pose.position_m, r * beam[k], p.max_range_m, spec.body, hit, d);
+      for (std::uint32_t k = 0; k < p.rays; ++k)
+        cast(view, pose.position_m, r * beam[k], p.max_range_m, spec.body, hit, d);
       out.ch[0] = d;
       if (hit) out.flags = TETHER_SONAR_FLAG_ECHO;
       break;
@@ -148,8 +149,7 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
     case TETHER_KIND_GPS: {
       const auto& p = std::get<GpsParams>(spec.params);
       const Vec3 v = b.linear_velocity_m_s + b.angular_velocity_rad_s.cross(pose.lever_m);
-      out.valid = !view.water.present ||
-                  pose.position_m.z() >= view.water.surface_z_m - p.surface_tolerance_m;
+      out.valid = !view.water.present || pose.position_m.z() >= view.water.surface_z_m - p.surface_tolerance_m;
       out.ch[0] = pose.position_m.x();
       out.ch[1] = pose.position_m.y();
       out.ch[2] = pose.position_m.z();
@@ -258,7 +258,8 @@ void encode_sample(const DeviceSpec& spec, const Sample& s, std::uint8_t* out) {
       tether_put_i32le(out + TETHER_GPS_OFFSET_LAT_E7, static_cast<std::int32_t>(std::llround(g.lat_deg * 1e7)));
       tether_put_i32le(out + TETHER_GPS_OFFSET_LON_E7, static_cast<std::int32_t>(std::llround(g.lon_deg * 1e7)));
       char* text = reinterpret_cast<char*>(out + TETHER_GPS_OFFSET_NMEA);
-      const std::size_t n = format_gga(text, TETHER_GPS_NMEA_CAPACITY, gps_utc_cs(p, s.time_ns), g, p.satellites, p.hdop);
+      const std::size_t n =
+          format_gga(text, TETHER_GPS_NMEA_CAPACITY, gps_utc_cs(p, s.time_ns), g, p.satellites, p.hdop);
       out[TETHER_GPS_OFFSET_NMEA_LEN] = static_cast<std::uint8_t>(n);
       break;
     }

@@ -42,7 +42,8 @@ const std::string tether_fw = "TETHER_BUILD_DIR=" TETHER_BINARY_DIR " " + tether
 const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
 
 std::string temp_dir(const char* name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tether_cli_test_" + std::to_string(getpid()) + "_" + name);
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tether_cli_test_" + std::to_string(getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
@@ -53,7 +54,8 @@ std::string temp_dir(const char* name) {
 TEST_CASE("tether check accepts the default scenario") {
   const auto r = run(tether + " check " TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
   CHECK(r.exit_code == 0);
-  CHECK(r.out.find(": ok (1 vehicles, 1 bodies, 5 static bodies, 1 endpoints, 0 feedback processors") != std::string::npos);
+  CHECK(r.out.find(": ok (1 vehicles, 1 bodies, 5 static bodies, 1 endpoints, 0 feedback processors") !=
+        std::string::npos);
 }
 
 // the in-process scenario with one text replaced, written to a temporary file
@@ -94,32 +96,38 @@ TEST_CASE("tether check on a broken file prints positioned errors and exits 2") 
     const auto r = run(tether + " check " + file);
     CHECK(r.exit_code == 2);
     CHECK(r.out.find(file + ":" + std::to_string(line_of("controller: depth_heading_hold")) +
-                     ":17: endpoints[0].controller: unknown controller \"depth_hold\" (known: idle, depth_pid, depth_heading_hold)") !=
-          std::string::npos);
+                     ":17: endpoints[0].controller: unknown controller \"depth_hold\" (known: idle, depth_pid, "
+                     "depth_heading_hold)") != std::string::npos);
   }
   SUBCASE("several mistakes at once") {
     const std::string file = broken_copy(
-        dir, {{"density_kg_m3: 1025", "density_kg_m3: -3"}, {"period_ms: 10", "period_ms: 0"}, {"[80, 20, 8]", "[80, 20]"}});
+        dir,
+        {{"density_kg_m3: 1025", "density_kg_m3: -3"}, {"period_ms: 10", "period_ms: 0"}, {"[80, 20, 8]", "[80, 20]"}});
     const auto r = run(tether + " check " + file);
     CHECK(r.exit_code == 2);
     CHECK(r.out.find("world.water.density_kg_m3: expected a number > 0, got \"-3\"") != std::string::npos);
     CHECK(r.out.find("loop.period_ms: expected a number from 0.01 to 60000, got \"0\"") != std::string::npos);
-    CHECK(r.out.find("world.tank.size_m: expected a list of 3 numbers (each a number > 0), got a list") != std::string::npos);
+    CHECK(r.out.find("world.tank.size_m: expected a list of 3 numbers (each a number > 0), got a list") !=
+          std::string::npos);
     CHECK(r.out.find("3 errors") != std::string::npos);
   }
   SUBCASE("a key given twice: a second loop block at the end") {
-    const std::string file = broken_copy(dir, {{"    timeout_policy: hold\n", "    timeout_policy: hold\nloop:\n  period_ms: 5\n"}});
+    const std::string file =
+        broken_copy(dir, {{"    timeout_policy: hold\n", "    timeout_policy: hold\nloop:\n  period_ms: 5\n"}});
     const auto r = run(tether + " check " + file);
     CHECK(r.exit_code == 2);
-    CHECK(r.out == file + ":" + std::to_string(line_of("timeout_policy: hold") + 1) + ":1: loop: key given twice (first at " +
-                       file + ":" + std::to_string(line_of("loop:")) + ":1)\n1 error\n");
+    CHECK(r.out == file + ":" + std::to_string(line_of("timeout_policy: hold") + 1) +
+                       ":1: loop: key given twice (first at " + file + ":" + std::to_string(line_of("loop:")) +
+                       ":1)\n1 error\n");
   }
   std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("tether run: the default scenario (host firmware on a pty) holds depth, writes its summary, reports it") {
   const std::string dir = temp_dir("run");
-  const auto r = run(tether_fw + " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 10000 --quiet --out " + dir);
+  const auto r =
+      run(tether_fw + " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 10000 --quiet --out " +
+          dir);
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   CHECK(r.out.find("session \"default\" completed: 10000 of 10000 steps") != std::string::npos);
   CHECK(r.out.find("final depth error") != std::string::npos);
@@ -143,7 +151,10 @@ TEST_CASE("tether run: the default scenario (host firmware on a pty) holds depth
 TEST_CASE("tether run --json prints the summary as JSON") {
   const std::string dir = temp_dir("json");
   // stdout alone: the log (the firmware's launch, its lines) goes to stderr
-  const auto r = run("(" + tether_fw + " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --json --out " + dir + " 2>/dev/null)");
+  const auto r =
+      run("(" + tether_fw +
+          " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --json --out " + dir +
+          " 2>/dev/null)");
   CHECK(r.exit_code == 0);
   const auto summary = nlohmann::json::parse(r.out);
   CHECK(summary["outcome"] == "completed");
@@ -157,9 +168,9 @@ TEST_CASE("SIGINT stops a run cleanly after a step and still prints the summary"
   // stepping (a signal before the handler is installed would just kill the process), waiting
   // at most 60 s for it
   const std::string out = dir + "/out.txt";
-  const auto r = run("TETHER_BUILD_DIR=" TETHER_BINARY_DIR " sh -c '" + tether + " run " TETHER_SOURCE_DIR
-                     "/config/scenarios/default.yaml --rtf 1 --steps 100000 --out " + dir + " >" + out +
-                     " 2>&1 & pid=$!; i=0; while ! grep -q \"^step \" " + out +
+  const auto r = run("TETHER_BUILD_DIR=" TETHER_BINARY_DIR " sh -c '" + tether +
+                     " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 1 --steps 100000 --out " + dir +
+                     " >" + out + " 2>&1 & pid=$!; i=0; while ! grep -q \"^step \" " + out +
                      " && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; kill -INT $pid; wait $pid; echo exit=$?'");
   std::ifstream in(out);
   std::stringstream text;
@@ -175,7 +186,9 @@ TEST_CASE("tether run: the summary names each feedback processor and what an est
   const std::string dir = temp_dir("feedback");
   // no measurements reach the processors here (an in-process controller): no updates,
   // the estimates are the priors, each with its uncertainty
-  const auto r = run(tether + " run " TETHER_SOURCE_DIR "/config/scenarios/correction_trial.yaml --rtf 0 --steps 20 --quiet --out " + dir);
+  const auto r =
+      run(tether +
+          " run " TETHER_SOURCE_DIR "/config/scenarios/correction_trial.yaml --rtf 0 --steps 20 --quiet --out " + dir);
   CAPTURE(r.out);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("  feedback model (estimate, model, vehicle auv): updates 0, rejected 0\n") != std::string::npos);
@@ -199,9 +212,9 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   for (const char* heading : {"feedback_processors", "endpoint_types", "controllers", "device_kinds"})
     CHECK_MESSAGE(r.out.find(std::string(heading) + " (") != std::string::npos, heading);
-  for (const char* name : {"direct", "blend", "vector_adjust", "kalman", "estimate",     // feedback processors
-                           "in_process", "serial", "mqtt",                               // endpoint types
-                           "idle", "depth_pid", "depth_heading_hold",                    // controllers
+  for (const char* name : {"direct", "blend", "vector_adjust", "kalman", "estimate",    // feedback processors
+                           "in_process", "serial", "mqtt",                              // endpoint types
+                           "idle", "depth_pid", "depth_heading_hold",                   // controllers
                            "range", "imu", "gps", "clock", "thruster", "wheel_drive"})  // device kinds
     CHECK_MESSAGE(r.out.find("\n  " + std::string(name) + " ") != std::string::npos, name);
   CHECK(r.out.find("docs/extending.md") != std::string::npos);
@@ -220,7 +233,8 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
         }
     return out;
   };
-  CHECK(names_of("feedback_processors") == std::vector<std::string>{"direct", "blend", "vector_adjust", "kalman", "estimate"});
+  CHECK(names_of("feedback_processors") ==
+        std::vector<std::string>{"direct", "blend", "vector_adjust", "kalman", "estimate"});
   CHECK(names_of("endpoint_types") == std::vector<std::string>{"in_process", "serial", "mqtt"});
   CHECK(names_of("controllers") == std::vector<std::string>{"idle", "depth_pid", "depth_heading_hold"});
   CHECK(names_of("device_kinds").size() == 18);

@@ -170,8 +170,8 @@ TEST_CASE("firmware regression: tether replay --verify passes on a firmware-over
   const std::string rec = record(TETHER_SOURCE_DIR "/config/scenarios/default.yaml", "verify");
   const auto r = sh(tether_bin + " replay " + rec + " --verify --quiet", true);
   CHECK_MESSAGE(r.exit_code == 0, r.out);
-  CHECK(contains(r.out, "verify: all " + std::to_string(recorded_steps) +
-                            " replayed states are bit-identical to the recording"));
+  CHECK(contains(
+      r.out, "verify: all " + std::to_string(recorded_steps) + " replayed states are bit-identical to the recording"));
 }
 
 TEST_CASE("firmware regression: the recorded firmware, replayed in the loop, reproduces every command") {
@@ -227,8 +227,8 @@ TEST_CASE("firmware regression: a changed depth gain is reported with its first 
   const auto text = sh(cmd);
   CHECK(text.exit_code == 1);
   CHECK(contains(text.out, "firmware regression (open loop): endpoint \"firmware\""));
-  CHECK(contains(text.out, "result: DIVERGED, first at step " + std::to_string(first) +
-                               "; auv.hull.thruster_vfront recorded "));
+  CHECK(contains(text.out,
+                 "result: DIVERGED, first at step " + std::to_string(first) + "; auv.hull.thruster_vfront recorded "));
   CHECK(contains(text.out, "auv.hull.thruster_left"));
 }
 
@@ -238,8 +238,7 @@ TEST_CASE("firmware regression: the Cortex-M3 build under QEMU commands exactly 
     return;
   }
   const std::string elf = adapters::test::scratch_firmware("cortex_m3", "cortex_m3/depth_heading_hold.elf");
-  const auto r =
-      sh(tether_bin + " replay " + firmware_recording() + " --json --quiet --firmware firmware=qemu:" + elf);
+  const auto r = sh(tether_bin + " replay " + firmware_recording() + " --json --quiet --firmware firmware=qemu:" + elf);
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);
   const auto reg = nlohmann::json::parse(r.out)["firmware_regression"][0];
   CHECK(reg["steps_compared"] == recorded_steps);
@@ -317,8 +316,11 @@ TEST_CASE("firmware regression: bad input is refused with a message and exit 2 o
   }
   SUBCASE("an endpoint that is not a serial one") {
     const std::string dir = scratch("inproc");
-    REQUIRE(sh(tether_bin + " run " TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml --rtf 0 "
-               "--steps 20 --quiet --out " + dir).exit_code == 0);
+    REQUIRE(sh(tether_bin +
+               " run " TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml --rtf 0 "
+               "--steps 20 --quiet --out " +
+               dir)
+                .exit_code == 0);
     const auto r = sh(tether_bin + " replay " + dir + "/recording.mcap --firmware controller=" + host_fw, true);
     CHECK(r.exit_code == 2);
     CHECK(contains(r.out, "endpoint \"controller\" is a in_process endpoint"));

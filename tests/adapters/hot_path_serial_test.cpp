@@ -39,8 +39,8 @@ TEST_CASE("serial: a session with the host firmware on a pty allocates nothing p
     }
     return true;
   };
-  SessionRun run(auv_scenario("  - name: fw\n    type: serial\n    vehicle: auv\n    launch: {command: ['" + host_firmware() +
-                                  "']}\n    deadline_ms: 2000\n    timeout_policy: block\n",
+  SessionRun run(auv_scenario("  - name: fw\n    type: serial\n    vehicle: auv\n    launch: {command: ['" +
+                                  host_firmware() + "']}\n    deadline_ms: 2000\n    timeout_policy: block\n",
                               static_cast<int>(warm_up + counted + 5)),
                  options);
   session = run.session.get();

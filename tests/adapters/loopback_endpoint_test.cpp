@@ -25,7 +25,8 @@ vehicles:
     feedback: [{type: direct}]
 loop: {period_ms: 10, real_time_factor: 0, steps: 100}
 endpoints:
-  - )" + endpoint + "\n";
+  - )" + endpoint +
+         "\n";
 }
 
 }  // namespace
@@ -75,5 +76,7 @@ TEST_CASE("loopback endpoint: config mistakes are positioned and the known types
   CHECK(has(e1, "endpoints[0].force_n: expected a list of 3 numbers"));
   CHECK(has(e1, "endpoints[0].colour: unknown key"));
   const auto e2 = errors_of("{name: lb, type: loopbak, vehicle: auv}");
-  CHECK(has(e2, "lb.yaml:9:22: endpoints[0].type: unknown endpoint type \"loopbak\" (known: in_process, serial, mqtt, loopback)"));
+  CHECK(has(e2,
+            "lb.yaml:9:22: endpoints[0].type: unknown endpoint type \"loopbak\" (known: in_process, serial, mqtt, "
+            "loopback)"));
 }

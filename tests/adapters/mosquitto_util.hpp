@@ -76,9 +76,10 @@ class Mosquitto {
     port_ = free_loopback_port();
     if (options_.tls) {
       // the certificate is its own CA; its name is the address clients connect to
-      const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
-                              "-addext subjectAltName=IP:127.0.0.1 -keyout '" + dir_ + "/key.pem' -out '" + dir_ +
-                              "/cert.pem' >/dev/null 2>&1 && chmod 644 '" + dir_ + "/key.pem'";
+      const std::string cmd =
+          "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+          "-addext subjectAltName=IP:127.0.0.1 -keyout '" +
+          dir_ + "/key.pem' -out '" + dir_ + "/cert.pem' >/dev/null 2>&1 && chmod 644 '" + dir_ + "/key.pem'";
       if (std::system(cmd.c_str()) != 0) throw std::runtime_error("openssl could not make a certificate: " + cmd);
     }
     std::ofstream conf(dir_ + "/mosquitto.conf");

@@ -63,15 +63,21 @@ endpoints:
   - name: tank
     type: mqtt
     vehicle: auv
-    broker: )" + broker + R"(
-    session: )" + session + R"(
-    deadline_ms: )" + std::to_string(deadline_ms) + R"(
-    timeout_policy: )" + policy + "\n" +
-         (launch ? R"(    launch:
-      command: [")" + std::string(TETHER_BINARY_DIR) +
-                       R"(/tether-vehicle", "--scenario", "{scenario}", "--broker", "{broker}", "--session", "{session}", "--delay-steps", "0"]
+    broker: )" +
+         broker + R"(
+    session: )" +
+         session + R"(
+    deadline_ms: )" +
+         std::to_string(deadline_ms) + R"(
+    timeout_policy: )" +
+         policy + "\n" +
+         (launch
+              ? R"(    launch:
+      command: [")" +
+                    std::string(TETHER_BINARY_DIR) +
+                    R"(/tether-vehicle", "--scenario", "{scenario}", "--broker", "{broker}", "--session", "{session}", "--delay-steps", "0"]
 )"
-                 : std::string()) +
+              : std::string()) +
          extra;
 }
 
@@ -210,7 +216,9 @@ TEST_CASE("mqtt: hostile feedback is counted and never applied while the loop ke
     adapters::mqtt::encode_feedback(out, vehicle, step, sc.model, {m});
     return out;
   };
-  const auto ctx = [](std::uint64_t k) { return StepContext{k, static_cast<std::int64_t>(k) * 10'000'000, 10'000'000}; };
+  const auto ctx = [](std::uint64_t k) {
+    return StepContext{k, static_cast<std::int64_t>(k) * 10'000'000, 10'000'000};
+  };
   const auto within = [] { return SteadyClock::now() + std::chrono::seconds(10); };
   Reply reply;
 
@@ -219,8 +227,10 @@ TEST_CASE("mqtt: hostile feedback is counted and never applied while the loop ke
   send("not json {");
   send(std::string(10 << 20, 'x'));  // 10 MB
   send(R"({"schema":1,"type":"feedback","vehicle":"auv","step":"zero","bodies":[]})");
-  send(R"({"schema":1,"type":"feedback","vehicle":"auv","step":0,"bodies":[{"name":"auv.hull","measured_time_ns":1,"position_m":["a","b","c"],"orientation_wxyz":[1,0,0,0]}]})");
-  send(R"({"schema":1,"type":"feedback","vehicle":"auv","step":0,"bodies":[{"name":"other.hull","measured_time_ns":1,"velocity_m_s":[0,0,0]}]})");
+  send(
+      R"({"schema":1,"type":"feedback","vehicle":"auv","step":0,"bodies":[{"name":"auv.hull","measured_time_ns":1,"position_m":["a","b","c"],"orientation_wxyz":[1,0,0,0]}]})");
+  send(
+      R"({"schema":1,"type":"feedback","vehicle":"auv","step":0,"bodies":[{"name":"other.hull","measured_time_ns":1,"velocity_m_s":[0,0,0]}]})");
   send(R"({"schema":2,"vehicle":"auv","step":0})");
   send("[1,2,3]");
   send(good(0, "intruder"));
@@ -356,8 +366,14 @@ TEST_CASE("mqtt: a vehicle that outlives a run starts again with the next run") 
   test::Mosquitto broker;
   ScenarioFile file(tank_scenario(broker.uri(), "two_runs", "block", 2000, 60, "", false));
   adapters::LaunchSpec spec;
-  spec.argv = {std::string(TETHER_BINARY_DIR) + "/tether-vehicle", "--scenario", file.path, "--broker", broker.uri(),
-               "--session", "two_runs", "--quiet"};
+  spec.argv = {std::string(TETHER_BINARY_DIR) + "/tether-vehicle",
+               "--scenario",
+               file.path,
+               "--broker",
+               broker.uri(),
+               "--session",
+               "two_runs",
+               "--quiet"};
   adapters::ChildProcess vehicle(spec);
   for (int run = 0; run < 2; ++run) {
     const Scenario sc = load_scenario(file.path);
@@ -469,9 +485,11 @@ TEST_CASE("mqtt: a tank trial recorded with tether run replays bit for bit, proc
   // as a user runs it: the stand-in vehicle launched by the scenario, the twin corrected by
   // estimate + kalman from its measurements, then `tether replay --verify` without the broker
   test::Mosquitto broker;
-  const std::string dir = (std::filesystem::temp_directory_path() / ("tether_mqtt_replay_" + std::to_string(getpid()))).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("tether_mqtt_replay_" + std::to_string(getpid()))).string();
   std::filesystem::remove_all(dir);
-  const std::string env = "TETHER_MQTT_BROKER=" + broker.uri() + " TETHER_MQTT_SESSION=replay_test TETHER_BUILD_DIR=" TETHER_BINARY_DIR " ";
+  const std::string env =
+      "TETHER_MQTT_BROKER=" + broker.uri() + " TETHER_MQTT_SESSION=replay_test TETHER_BUILD_DIR=" TETHER_BINARY_DIR " ";
   auto sh = [](const std::string& command, std::string& out) {
     FILE* p = popen((command + " 2>&1").c_str(), "r");
     REQUIRE(p != nullptr);
@@ -482,20 +500,25 @@ TEST_CASE("mqtt: a tank trial recorded with tether run replays bit for bit, proc
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   };
   std::string run_out;
-  const int run_code = sh(env + TETHER_BINARY_DIR "/tether run " TETHER_SOURCE_DIR
-                          "/config/scenarios/tank_trial.yaml --rtf 0 --steps 600 --quiet --out " + dir, run_out);
+  const int run_code = sh(env +
+                              TETHER_BINARY_DIR "/tether run " TETHER_SOURCE_DIR
+                                                "/config/scenarios/tank_trial.yaml --rtf 0 --steps 600 --quiet --out " +
+                              dir,
+                          run_out);
   CAPTURE(run_out);
   REQUIRE(run_code == 0);
   CHECK(run_out.find("feedback model (estimate, model, vehicle auv): updates ") != std::string::npos);
   CHECK(run_out.find("updates 0,") == std::string::npos);  // the processors saw measurements
-  broker.stop();  // replay needs no hardware
+  broker.stop();                                           // replay needs no hardware
   std::string replay_out;
-  const int replay_code = sh(TETHER_BINARY_DIR "/tether replay " + dir + "/recording.mcap --verify --quiet", replay_out);
+  const int replay_code =
+      sh(TETHER_BINARY_DIR "/tether replay " + dir + "/recording.mcap --verify --quiet", replay_out);
   CAPTURE(replay_out);
   CHECK(replay_code == 0);
   CHECK(replay_out.find("verify: all 600 replayed states are bit-identical to the recording") != std::string::npos);
   std::string from_out;
-  CHECK(sh(TETHER_BINARY_DIR "/tether replay " + dir + "/recording.mcap --verify --from-step 250 --quiet", from_out) == 0);
+  CHECK(sh(TETHER_BINARY_DIR "/tether replay " + dir + "/recording.mcap --verify --from-step 250 --quiet", from_out) ==
+        0);
   CHECK(from_out.find("bit-identical") != std::string::npos);
   std::filesystem::remove_all(dir);
 }

@@ -85,14 +85,16 @@ TEST_CASE("mqtt messages: feedback round trip and rejections") {
   CHECK(mq::parse_feedback(R"({"schema":1,"vehicle":"auv","step":-1,"bodies":[]})", "auv", sc.model, 0, f, reason) ==
         mq::Reject::bad_field);
   // the other vehicle's body
-  CHECK(mq::parse_feedback(
-            R"({"schema":1,"vehicle":"auv","step":1,"bodies":[{"name":"other.hull","measured_time_ns":0,"velocity_m_s":[0,0,0]}]})",
-            "auv", sc.model, 0, f, reason) == mq::Reject::bad_field);
+  CHECK(
+      mq::parse_feedback(
+          R"({"schema":1,"vehicle":"auv","step":1,"bodies":[{"name":"other.hull","measured_time_ns":0,"velocity_m_s":[0,0,0]}]})",
+          "auv", sc.model, 0, f, reason) == mq::Reject::bad_field);
   CHECK(reason.find("other.hull") != std::string::npos);
   // not a unit quaternion; NaN cannot be written in JSON, huge numbers are finite
-  CHECK(mq::parse_feedback(
-            R"({"schema":1,"vehicle":"auv","step":1,"bodies":[{"name":"auv.hull","measured_time_ns":0,"position_m":[0,0,0],"orientation_wxyz":[2,0,0,0]}]})",
-            "auv", sc.model, 0, f, reason) == mq::Reject::bad_field);
+  CHECK(
+      mq::parse_feedback(
+          R"({"schema":1,"vehicle":"auv","step":1,"bodies":[{"name":"auv.hull","measured_time_ns":0,"position_m":[0,0,0],"orientation_wxyz":[2,0,0,0]}]})",
+          "auv", sc.model, 0, f, reason) == mq::Reject::bad_field);
   CHECK(mq::parse_status(mq::encode_status("online", "x")) == "online");
   CHECK(mq::parse_status("garbage").empty());
 }

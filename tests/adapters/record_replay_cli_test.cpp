@@ -63,7 +63,8 @@ std::string slurp(const std::string& path) {
 }
 
 void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
@@ -199,7 +200,8 @@ TEST_CASE("a session killed with SIGKILL leaves a truncated recording that loads
   }
   // once the file exists the session is running; the recorder flushes every second
   const std::string rec = dir + "/recording.mcap";
-  for (int i = 0; i < 200 && !std::filesystem::exists(rec); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  for (int i = 0; i < 200 && !std::filesystem::exists(rec); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   REQUIRE(kill(pid, SIGKILL) == 0);
   int status = 0;

@@ -105,21 +105,24 @@ WallFollow run_wall_follow(const std::string& launch) {
 
 }  // namespace
 
-TEST_CASE("serial: wall_follow keeps the wall at 1 m through its PSD beams, host build on a pty and Cortex-M3 build under QEMU") {
+TEST_CASE(
+    "serial: wall_follow keeps the wall at 1 m through its PSD beams, host build on a pty and Cortex-M3 build under "
+    "QEMU") {
   const std::string host = binary_dir + "/firmware/host/wall_follow";
   REQUIRE(std::filesystem::exists(host));
   SUBCASE("host build") {
     const WallFollow r = run_wall_follow("{command: ['" + host + "']}");
     CHECK(r.replies == 3000);
-    CHECK(r.closest_m > 0.3);         // never touched a wall
-    CHECK(r.within_share > 0.7);      // followed it
+    CHECK(r.closest_m > 0.3);     // never touched a wall
+    CHECK(r.within_share > 0.7);  // followed it
   }
   SUBCASE("Cortex-M3 build under QEMU") {
     if (!have_tool("arm-none-eabi-gcc") || !have_tool("qemu-system-arm")) {
       MESSAGE("arm-none-eabi-gcc or qemu-system-arm not installed: QEMU case skipped");
       return;
     }
-    const WallFollow r = run_wall_follow("{qemu: '" + scratch_firmware("cortex_m3", "cortex_m3/wall_follow.elf") + "'}");
+    const WallFollow r =
+        run_wall_follow("{qemu: '" + scratch_firmware("cortex_m3", "cortex_m3/wall_follow.elf") + "'}");
     CHECK(r.replies == 3000);
     CHECK(r.closest_m > 0.3);
     CHECK(r.within_share > 0.7);

@@ -230,27 +230,27 @@ TEST_CASE("SENSORS round trip with a no-data reading") {
       return !tether_items_reader_validate(&rr);
     };
     Bytes base(buf, buf + 8);
-    CHECK(bad(Bytes(buf, buf + 7)));                      // no time
-    CHECK_FALSE(bad(base));                               // no readings is fine
+    CHECK(bad(Bytes(buf, buf + 7)));  // no time
+    CHECK_FALSE(bad(base));           // no readings is fine
     Bytes p = base;
-    p.push_back(2);                                       // an actuator slot
+    p.push_back(2);  // an actuator slot
     p.insert(p.end(), 4, 0);
     CHECK(bad(p));
     p = base;
-    p.push_back(4);                                       // no such slot
+    p.push_back(4);  // no such slot
     CHECK(bad(p));
     p = base;
-    p.push_back(1);                                       // truncated data
+    p.push_back(1);  // truncated data
     p.insert(p.end(), 3, 0);
     CHECK(bad(p));
     p = base;
-    p.push_back(1);                                       // slots out of order
+    p.push_back(1);  // slots out of order
     p.insert(p.end(), 4, 0);
     p.push_back(0);
     p.insert(p.end(), 8, 0);
     CHECK(bad(p));
     p = base;
-    p.push_back(0x81);                                    // the same slot twice
+    p.push_back(0x81);  // the same slot twice
     p.push_back(0x81);
     CHECK(bad(p));
   }

@@ -24,8 +24,8 @@ TEST_CASE("little-endian helpers") {
   CHECK(b[0] == 0x08);
   CHECK(b[7] == 0x01);
   CHECK(tether_get_u64le(b) == 0x0102030405060708ull);
-  for (int32_t v : {0, 1, -1, 123456789, -123456789, std::numeric_limits<int32_t>::min(),
-                    std::numeric_limits<int32_t>::max()}) {
+  for (int32_t v :
+       {0, 1, -1, 123456789, -123456789, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()}) {
     tether_put_i32le(b, v);
     CHECK(tether_get_i32le(b) == v);
   }

@@ -34,9 +34,7 @@ using Bytes = std::vector<uint8_t>;
 const std::string kSource = TETHER_SOURCE_DIR;
 const std::string kOut = std::string(TETHER_BINARY_DIR) + "/firmware_shim_pty_test";
 
-bool have(const std::string& tool) {
-  return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0;
-}
+bool have(const std::string& tool) { return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0; }
 
 void run_or_fail(const std::string& cmd) {
   INFO(cmd);
@@ -154,8 +152,12 @@ Bytes device_table() {
   tether_devices_writer_t w{};
   tether_devices_writer_init(&w, out.data(), out.size());
   for (const auto& d : table) {
-    tether_device_entry_t e{d.index, d.kind, tether_kind_direction(d.kind), tether_kind_payload_size(d.kind),
-                            static_cast<uint8_t>(std::strlen(d.name)), d.name};
+    tether_device_entry_t e{d.index,
+                            d.kind,
+                            tether_kind_direction(d.kind),
+                            tether_kind_payload_size(d.kind),
+                            static_cast<uint8_t>(std::strlen(d.name)),
+                            d.name};
     tether_devices_writer_add(&w, &e);
   }
   size_t n = 0;
@@ -261,18 +263,19 @@ TEST_CASE("Cortex-M3 firmware under QEMU holds its depth") {
   run_or_fail("mkdir -p " + kOut);
   const std::string elf = kOut + "/depth_heading_hold.elf";
   const std::string port = kSource + "/firmware_shim/ports/cortex_m3";
-  run_or_fail("arm-none-eabi-gcc -std=c99 -mcpu=cortex-m3 -mthumb -ffreestanding -nostdlib -Os "
-              "-ffunction-sections -fdata-sections -Wall -Wextra -Werror -Wconversion -I" +
-              kSource + "/firmware_shim/include -T " + port + "/lm3s6965.ld -Wl,--gc-sections " + kSource +
-              "/examples/firmware/depth_heading_hold.c" + shim_sources() + " " + port + "/startup.c " + port +
-              "/port_cortex_m3.c -lc -lgcc -o " + elf);
+  run_or_fail(
+      "arm-none-eabi-gcc -std=c99 -mcpu=cortex-m3 -mthumb -ffreestanding -nostdlib -Os "
+      "-ffunction-sections -fdata-sections -Wall -Wextra -Werror -Wconversion -I" +
+      kSource + "/firmware_shim/include -T " + port + "/lm3s6965.ld -Wl,--gc-sections " + kSource +
+      "/examples/firmware/depth_heading_hold.c" + shim_sources() + " " + port + "/startup.c " + port +
+      "/port_cortex_m3.c -lc -lgcc -o " + elf);
 
   // QEMU announces the pty of UART0 on its output
   int out[2];
   REQUIRE(pipe(out) == 0);
-  pid_t pid = spawn({"qemu-system-arm", "-M", "lm3s6965evb", "-nographic", "-monitor", "none", "-serial", "pty",
-                     "-kernel", elf},
-                    {}, out[1]);
+  pid_t pid = spawn(
+      {"qemu-system-arm", "-M", "lm3s6965evb", "-nographic", "-monitor", "none", "-serial", "pty", "-kernel", elf}, {},
+      out[1]);
   close(out[1]);
   // "char device redirected to /dev/pts/N (label serial0)"
   std::string text, pty;

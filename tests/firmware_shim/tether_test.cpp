@@ -86,9 +86,9 @@ struct FakeRuntime {
   int readies_to_ignore = 0;
   bool answer_hello_twice = false;
   uint32_t first_step = 1;
-  uint32_t last_step = 5;       // ACTUATE(last_step) is answered with STOP
+  uint32_t last_step = 5;  // ACTUATE(last_step) is answered with STOP
   uint32_t step_increment = 1;
-  int repeat_sensors_at = -1;   // step whose SENSORS is sent twice (the ACTUATE "got lost")
+  int repeat_sensors_at = -1;  // step whose SENSORS is sent twice (the ACTUATE "got lost")
   std::function<void(uint32_t, const std::vector<uint16_t>&, tether_items_writer_t&)> readings;
   std::function<bool(const Frame&)> intercept;  // return true to swallow a frame
 
@@ -174,8 +174,7 @@ struct FakeRuntime {
           send_sensors(f.header.step_id + step_increment);
         }
         break;
-      default:
-        break;
+      default: break;
     }
   }
 
@@ -482,7 +481,7 @@ TEST_CASE("step gaps are counted") {
 
 TEST_CASE("garbage and corrupt frames on the line are skipped") {
   Line line;
-  line.chunk = 3;  // frames split across reads
+  line.chunk = 3;                                  // frames split across reads
   line.send(Bytes{0x13, 0x37, 0xFF, 0x00, 0x42});  // boot noise before anything
   line.intercept = [&](const Frame& f) {
     if (f.header.type != TETHER_MSG_ACTUATE || f.header.step_id != 2) return false;

@@ -39,13 +39,13 @@ typedef struct {
 static int g_failures;
 static int g_checks;
 
-#define CHECK(cond, v, what)                                                   \
-  do {                                                                         \
-    ++g_checks;                                                                \
-    if (!(cond)) {                                                             \
-      ++g_failures;                                                            \
-      fprintf(stderr, "FAIL %s: %s (line %d)\n", (v)->name, what, __LINE__);   \
-    }                                                                          \
+#define CHECK(cond, v, what)                                                 \
+  do {                                                                       \
+    ++g_checks;                                                              \
+    if (!(cond)) {                                                           \
+      ++g_failures;                                                          \
+      fprintf(stderr, "FAIL %s: %s (line %d)\n", (v)->name, what, __LINE__); \
+    }                                                                        \
   } while (0)
 
 /* hex tokens: "3a", "00*10", "01..fe" */
@@ -138,9 +138,7 @@ static bool same(const uint8_t* a, size_t alen, const uint8_t* b, size_t blen) {
   return alen == blen && (alen == 0u || memcmp(a, b, alen) == 0);
 }
 
-static void check_crc(const vector_t* v) {
-  CHECK(tether_crc16(v->data.bytes, v->data.len) == v->crc, v, "crc16");
-}
+static void check_crc(const vector_t* v) { CHECK(tether_crc16(v->data.bytes, v->data.len) == v->crc, v, "crc16"); }
 
 static void check_cobs(const vector_t* v) {
   static uint8_t out[MAX_BYTES + 32u];
@@ -222,8 +220,7 @@ static void check_message(const vector_t* v, uint8_t type) {
       const char* text = NULL;
       size_t text_len = 0;
       CHECK(tether_log_decode(p, len, &level, &text, &text_len), v, "LOG decodes");
-      CHECK(tether_log_encode(level, text, text_len, out, sizeof out, &n) && same(out, n, p, len), v,
-            "LOG re-encodes");
+      CHECK(tether_log_encode(level, text, text_len, out, sizeof out, &n) && same(out, n, p, len), v, "LOG re-encodes");
       break;
     }
     case TETHER_MSG_ERROR: {
@@ -232,11 +229,8 @@ static void check_message(const vector_t* v, uint8_t type) {
       CHECK(tether_error_encode(&e, out, sizeof out, &n) && same(out, n, p, len), v, "ERROR re-encodes");
       break;
     }
-    case TETHER_MSG_STOP:
-      CHECK(len == 0u, v, "STOP is empty");
-      break;
-    default:
-      CHECK(false, v, "known type");
+    case TETHER_MSG_STOP: CHECK(len == 0u, v, "STOP is empty"); break;
+    default: CHECK(false, v, "known type");
   }
 }
 
@@ -281,16 +275,15 @@ static void check_wire(const vector_t* v) {
     size_t n = 0;
     CHECK(frames == 1u && d.counters.frames_ok == 1u, v, "one frame decoded");
     CHECK(d.counters.foreign_version == (strcmp(v->expect, "foreign") == 0 ? 1u : 0u), v, "foreign_version");
-    CHECK(f.header.type == type && f.header.version == (uint8_t)v->version &&
-              f.header.step_id == (uint32_t)v->step,
-          v, "header fields");
+    CHECK(f.header.type == type && f.header.version == (uint8_t)v->version && f.header.step_id == (uint32_t)v->step, v,
+          "header fields");
     CHECK(frames == 1u && same(f.payload, f.header.payload_len, v->payload.bytes, v->payload.len), v, "payload");
     h.version = (uint8_t)v->version;
     h.type = type;
     h.step_id = (uint32_t)v->step;
     h.payload_len = (uint16_t)v->payload.len;
-    CHECK(tether_frame_encode(&h, v->payload.bytes, out, sizeof out, &n) && same(out, n, v->wire.bytes, v->wire.len),
-          v, "frame encodes to wire");
+    CHECK(tether_frame_encode(&h, v->payload.bytes, out, sizeof out, &n) && same(out, n, v->wire.bytes, v->wire.len), v,
+          "frame encodes to wire");
     CHECK(!tether_frame_encode(&h, v->payload.bytes, out, v->wire.len - 1u, &n) && n == 0u, v,
           "frame encode fails one byte short");
     if (v->version == (long)TETHER_PROTOCOL_VERSION) {
@@ -362,17 +355,29 @@ int main(int argc, char** argv) {
     }
     {
       bool ok = true;
-      if (strcmp(line, "data") == 0) ok = parse_bytes(eq, &v.data);
-      else if (strcmp(line, "cobs") == 0) ok = parse_bytes(eq, &v.cobs);
-      else if (strcmp(line, "payload") == 0) ok = parse_bytes(eq, &v.payload);
-      else if (strcmp(line, "wire") == 0) ok = parse_bytes(eq, &v.wire);
-      else if (strcmp(line, "crc") == 0) { v.crc = strtoul(eq, NULL, 16); v.has_crc = true; }
-      else if (strcmp(line, "type") == 0) copy_text(v.type, sizeof v.type, eq);
-      else if (strcmp(line, "slots") == 0) copy_text(v.slots, sizeof v.slots, eq);
-      else if (strcmp(line, "expect") == 0) copy_text(v.expect, sizeof v.expect, eq);
-      else if (strcmp(line, "version") == 0) v.version = strtol(eq, NULL, 10);
-      else if (strcmp(line, "step") == 0) v.step = strtol(eq, NULL, 10);
-      else if (strcmp(line, "what") != 0) ok = false;
+      if (strcmp(line, "data") == 0)
+        ok = parse_bytes(eq, &v.data);
+      else if (strcmp(line, "cobs") == 0)
+        ok = parse_bytes(eq, &v.cobs);
+      else if (strcmp(line, "payload") == 0)
+        ok = parse_bytes(eq, &v.payload);
+      else if (strcmp(line, "wire") == 0)
+        ok = parse_bytes(eq, &v.wire);
+      else if (strcmp(line, "crc") == 0) {
+        v.crc = strtoul(eq, NULL, 16);
+        v.has_crc = true;
+      } else if (strcmp(line, "type") == 0)
+        copy_text(v.type, sizeof v.type, eq);
+      else if (strcmp(line, "slots") == 0)
+        copy_text(v.slots, sizeof v.slots, eq);
+      else if (strcmp(line, "expect") == 0)
+        copy_text(v.expect, sizeof v.expect, eq);
+      else if (strcmp(line, "version") == 0)
+        v.version = strtol(eq, NULL, 10);
+      else if (strcmp(line, "step") == 0)
+        v.step = strtol(eq, NULL, 10);
+      else if (strcmp(line, "what") != 0)
+        ok = false;
       if (!ok) {
         fprintf(stderr, "%s: bad field '%s' in vector %s\n", argv[1], line, v.name);
         return 2;

@@ -134,9 +134,12 @@ Decoded decode(const Bytes& wire) {
 }
 
 uint32_t counter(const tether_frame_counters_t& c, const std::string& name) {
-  const std::map<std::string, uint32_t> m = {{"crc_errors", c.crc_errors},       {"cobs_errors", c.cobs_errors},
-                                             {"runts", c.runts},                 {"length_errors", c.length_errors},
-                                             {"bad_version", c.bad_version},     {"unknown_type", c.unknown_type},
+  const std::map<std::string, uint32_t> m = {{"crc_errors", c.crc_errors},
+                                             {"cobs_errors", c.cobs_errors},
+                                             {"runts", c.runts},
+                                             {"length_errors", c.length_errors},
+                                             {"bad_version", c.bad_version},
+                                             {"unknown_type", c.unknown_type},
                                              {"oversize", c.oversize}};
   auto it = m.find(name);
   REQUIRE_MESSAGE(it != m.end(), "unknown counter " << name);

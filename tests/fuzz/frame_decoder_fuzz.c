@@ -32,11 +32,11 @@
 #include "tether/firmware_shim/port.h"
 #include "tether/firmware_shim/tether.h"
 
-#define CHECK(cond)  \
-  do {               \
-    if (!(cond)) {   \
-      abort();       \
-    }                \
+#define CHECK(cond) \
+  do {              \
+    if (!(cond)) {  \
+      abort();      \
+    }               \
   } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -241,9 +241,7 @@ int tether_port_write(const uint8_t* buf, size_t len) {
   return 0;
 }
 
-void tether_port_diag(const char* text) {
-  CHECK(text != NULL && strlen(text) < 200u);
-}
+void tether_port_diag(const char* text) { CHECK(text != NULL && strlen(text) < 200u); }
 
 /* script: [type%10][step u8][len u8][payload len bytes] ... ; type 9 = raw garbage */
 static void build_line(const uint8_t* data, size_t size, const uint8_t** devices, size_t* devices_len) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer harness for the MCAP reader (not built by CMake). From the repo root:
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Iruntime/recording/include tests/fuzz/mcap_reader_fuzz.cpp runtime/recording/src/mcap_reader.cpp runtime/recording/src/mcap_format.cpp -lzstd -o /tmp/mcap_reader_fuzz && /tmp/mcap_reader_fuzz -max_total_time=60
+//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Iruntime/recording/include
+//   tests/fuzz/mcap_reader_fuzz.cpp runtime/recording/src/mcap_reader.cpp runtime/recording/src/mcap_format.cpp -lzstd
+//   -o /tmp/mcap_reader_fuzz && /tmp/mcap_reader_fuzz -max_total_time=60
 // Seed it with real recordings (e.g. build/test_output/mcap/*.mcap) for deeper coverage.
 
 #include <cstddef>

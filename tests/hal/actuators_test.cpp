@@ -92,7 +92,7 @@ TEST_CASE("thruster device: force along the mount axis at the mount point, none 
   CHECK(st.x[0] == doctest::Approx(300.0));
   CHECK(out.force_body_n.isApprox(Vec3(0, 10.0, 0), 1e-6));
   CHECK(out.torque_body_nm.isApprox(Vec3(0, 0, 5.0), 1e-6));  // 0.5 m x 10 N about z
-  w.bodies[0].position_m.z() = 1;  // the vehicle lifted out of the water
+  w.bodies[0].position_m.z() = 1;                             // the vehicle lifted out of the water
   out.clear();
   actuate_device(s, &u, st, w, 0.01, out);
   CHECK(out.force_body_n.norm() == 0.0);

@@ -39,8 +39,7 @@ float depth_of(DeviceBank& bank, DeviceHandle h) {
   return tether_get_f32le(p + TETHER_DEPTH_OFFSET_DEPTH_M);
 }
 
-std::vector<double> depth_stream(std::vector<DeviceSpec> specs, std::uint64_t seed, const std::string& name,
-                                 int n) {
+std::vector<double> depth_stream(std::vector<DeviceSpec> specs, std::uint64_t seed, const std::string& name, int n) {
   DeviceBank bank(std::move(specs), seed, 2);
   const SimpleWorld w = tank_world();
   DeviceHandle h;
@@ -78,9 +77,9 @@ TEST_CASE("device bank: construction resolves names and rejects bad specs") {
 }
 
 TEST_CASE("device bank: the error codes") {
-  DeviceBank bank({make_spec(TETHER_KIND_DEPTH, "depth"), make_spec(TETHER_KIND_THRUSTER, "t0"),
-                   make_spec(TETHER_KIND_GPS, "gps")},
-                  1, 1);
+  DeviceBank bank(
+      {make_spec(TETHER_KIND_DEPTH, "depth"), make_spec(TETHER_KIND_THRUSTER, "t0"), make_spec(TETHER_KIND_GPS, "gps")},
+      1, 1);
   const SimpleWorld w = tank_world();
   DeviceHandle depth, thruster, gps, none;
   std::uint8_t buf[TETHER_KIND_MAX_SIZE];

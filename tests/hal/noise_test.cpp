@@ -96,7 +96,8 @@ TEST_CASE("portable_log agrees with the C library within 2 ulp") {
   }
   CHECK(portable_log(1.0) == 0.0);
   CHECK(portable_log(2.0) == doctest::Approx(std::log(2.0)));
-  CHECK(portable_log(std::numeric_limits<double>::denorm_min()) == doctest::Approx(std::log(std::numeric_limits<double>::denorm_min())));
+  CHECK(portable_log(std::numeric_limits<double>::denorm_min()) ==
+        doctest::Approx(std::log(std::numeric_limits<double>::denorm_min())));
   CHECK(std::isnan(portable_log(-1.0)));
   CHECK(std::isinf(portable_log(0.0)));
   CHECK(portable_log(0.0) < 0);

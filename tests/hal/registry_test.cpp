@@ -13,9 +13,12 @@ using tether::hal::Registry;
 TEST_CASE("registry: names in registration order, duplicates refused, unknown names explained") {
   Registry<std::function<int()>> r("widget");
   CHECK(r.known_list() == "none");
-  CHECK(r.add("one", [] { return 1; }, "the first"));
-  CHECK(r.add("two", [] { return 2; }, "the second"));
-  CHECK_FALSE(r.add("one", [] { return 11; }, "a usurper"));  // the first one stays
+  CHECK(r.add(
+      "one", [] { return 1; }, "the first"));
+  CHECK(r.add(
+      "two", [] { return 2; }, "the second"));
+  CHECK_FALSE(r.add(
+      "one", [] { return 11; }, "a usurper"));  // the first one stays
   REQUIRE(r.find("one") != nullptr);
   CHECK((*r.find("one"))() == 1);
   CHECK((*r.find("two"))() == 2);

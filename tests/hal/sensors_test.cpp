@@ -183,10 +183,10 @@ TEST_CASE("compass: heading after a known yaw, with declination") {
     w.bodies[0].orientation = rpy(0, 0, yaw);
     return read(s, w).ch[0];
   };
-  CHECK(heading(0) == doctest::Approx(pi / 2));       // x east: heading 90°
+  CHECK(heading(0) == doctest::Approx(pi / 2));           // x east: heading 90°
   CHECK(heading(pi / 2) == doctest::Approx(0).scale(1));  // x north
-  CHECK(heading(pi) == doctest::Approx(3 * pi / 2));  // x west
-  CHECK(heading(-pi / 2) == doctest::Approx(pi));     // x south
+  CHECK(heading(pi) == doctest::Approx(3 * pi / 2));      // x west
+  CHECK(heading(-pi / 2) == doctest::Approx(pi));         // x south
   CHECK(heading(60 * deg) == doctest::Approx(30 * deg));
   std::get<CompassParams>(s.params).declination_deg = 10;  // magnetic north 10° east of true
   CHECK(heading(60 * deg) == doctest::Approx(20 * deg));
@@ -197,7 +197,7 @@ TEST_CASE("dvl: velocity over ground in the sensor frame, and altitude") {
   SimpleWorld w = make_world();
   w.add_tank(10, 5, -8);
   w.bodies[0].position_m = Vec3(0, 0, -5);
-  w.bodies[0].orientation = rpy(0, 0, pi / 2);  // facing north
+  w.bodies[0].orientation = rpy(0, 0, pi / 2);             // facing north
   w.bodies[0].linear_velocity_m_s = Vec3(0.1, 1.0, -0.2);  // north 1 m/s, a little east, sinking
   DeviceSpec s = make_spec(TETHER_KIND_DVL, "dvl");
   const Sample r = read(s, w);
@@ -225,7 +225,7 @@ TEST_CASE("gps: a fix only at the surface, latitude, longitude and a valid GGA")
   p.utc_start_s = days_from_civil(2024, 6, 1) * 86400 + 10 * 3600;
   s.mount.position_m = Vec3(0, 0, 0.2);
   w.bodies[0].position_m = Vec3(100, 200, -0.2);  // antenna at z = 0
-  const Sample r = read(s, w, 90'500'000'000);   // 90.5 s after the start
+  const Sample r = read(s, w, 90'500'000'000);    // 90.5 s after the start
   REQUIRE(r.valid);
   std::uint8_t payload[TETHER_GPS_SIZE];
   encode_sample(s, r, payload);

@@ -36,9 +36,9 @@ TEST_CASE("simple world: spheres, fixed and on bodies, the own body is ignored")
   SimpleWorld w;
   w.bodies.resize(2);
   w.bodies[1].position_m = Vec3(5, 0, 0);
-  w.spheres.push_back({Vec3::Zero(), 0.5, 1});      // on body 1
-  w.spheres.push_back({Vec3(0, 0, 0), 0.25, 0});    // on body 0 (the sensor's own)
-  w.spheres.push_back({Vec3(0, 3, 0), 1.0, -1});    // fixed
+  w.spheres.push_back({Vec3::Zero(), 0.5, 1});    // on body 1
+  w.spheres.push_back({Vec3(0, 0, 0), 0.25, 0});  // on body 0 (the sensor's own)
+  w.spheres.push_back({Vec3(0, 3, 0), 1.0, -1});  // fixed
   const RayHit h = w.ray_cast(Vec3(0, 0, 0), Vec3(1, 0, 0), 100, 0);
   CHECK(h.hit);
   CHECK(h.distance_m == doctest::Approx(4.5));

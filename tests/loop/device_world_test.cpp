@@ -136,10 +136,8 @@ TEST_CASE("basic_ray_cast: planes and every body shape against analytic distance
     cyl.half_length_m = 1.0;
     const int id = t.add_body("obstacle.cyl", cyl);
     t.state.bodies[static_cast<std::size_t>(id)].position_m = Vec3(3, 2, -3);
-    CHECK(basic_ray_cast(t.model, t.state, Vec3(3, 0, -3), Vec3(0, 1, 0), 100, 0).distance_m ==
-          doctest::Approx(1.7));
-    CHECK(basic_ray_cast(t.model, t.state, Vec3(0, 2, -3), Vec3(1, 0, 0), 100, 0).distance_m ==
-          doctest::Approx(2.0));
+    CHECK(basic_ray_cast(t.model, t.state, Vec3(3, 0, -3), Vec3(0, 1, 0), 100, 0).distance_m == doctest::Approx(1.7));
+    CHECK(basic_ray_cast(t.model, t.state, Vec3(0, 2, -3), Vec3(1, 0, 0), 100, 0).distance_m == doctest::Approx(2.0));
   }
   SUBCASE("a capsule along x: the rounded end") {
     Shape cap;

@@ -40,7 +40,8 @@ vehicles:
         damping: {linear: [10, 30, 30], quadratic: [20, 80, 80], angular_linear: [2, 6, 6], angular_quadratic: [1, 4, 4]}
         initial: {position_m: [)" +
          std::to_string(x_m) + R"(, 0, -3], velocity_m_s: [0.5, 0.1, 0]}
-    feedback: )" + feedback + R"(
+    feedback: )" +
+         feedback + R"(
 loop: {period_ms: 10, real_time_factor: 0, steps: 1}
 )";
 }
@@ -96,7 +97,8 @@ vehicles:
 }
 
 TEST_CASE("feedback: direct sets the pose and velocity to the measurement, blend moves a fraction alpha") {
-  const Scenario sc = parse_scenario(auv_scenario("[{type: direct}, {name: half, type: blend, alpha: 0.25}]"), "fb.yaml");
+  const Scenario sc =
+      parse_scenario(auv_scenario("[{type: direct}, {name: half, type: blend, alpha: 0.25}]"), "fb.yaml");
   auto ps = make_feedback_processors(sc);
   REQUIRE(ps.size() == 2);
   CHECK(ps[0]->phase() == FeedbackPhase::post);
@@ -216,8 +218,8 @@ loop: {period_ms: 10, real_time_factor: 0, steps: 1}
   std::vector<double> rec;
   ps[0]->record(rec);
   REQUIRE(rec.size() == ps[0]->record_fields().size());
-  CHECK(rec[0] == doctest::Approx(0.05));                                     // innovation x
-  CHECK(rec[7] == doctest::Approx(std::sqrt(pxx * 1e-4 / (pxx + 1e-4))));     // posterior stddev x
+  CHECK(rec[0] == doctest::Approx(0.05));                                  // innovation x
+  CHECK(rec[7] == doctest::Approx(std::sqrt(pxx * 1e-4 / (pxx + 1e-4))));  // posterior stddev x
 
   // snapshot/restore: the filter's covariance comes back
   std::string snap;
@@ -261,8 +263,8 @@ struct Truth {
 namespace {
 // runs estimate over 60 s of the truth's measurements; returns its summary
 nlohmann::json estimate_from_truth(bool with_velocity, WorldModel* model_out = nullptr) {
-  const Scenario sc = parse_scenario(auv_scenario("[{type: estimate, horizon_steps: 50, update_every_steps: 5}]"),
-                                     "fb.yaml");
+  const Scenario sc =
+      parse_scenario(auv_scenario("[{type: estimate, horizon_steps: 50, update_every_steps: 5}]"), "fb.yaml");
   auto ps = make_feedback_processors(sc);
   REQUIRE(ps[0]->phase() == FeedbackPhase::model);
   Truth truth(sc);
@@ -294,7 +296,9 @@ nlohmann::json estimate_from_truth(bool with_velocity, WorldModel* model_out = n
 
 // the hidden truth estimate_from_truth() simulates, each estimate within 5 % of it
 void check_within_5_percent_of_truth(const nlohmann::json& e) {
-  auto within = [](double est, double truth_value) { return std::abs(est - truth_value) <= 0.05 * std::abs(truth_value); };
+  auto within = [](double est, double truth_value) {
+    return std::abs(est - truth_value) <= 0.05 * std::abs(truth_value);
+  };
   CHECK(within(e["thrust_coefficient"], 0.8));
   CHECK(within(e["linear_drag_x"], 13));
   CHECK(within(e["linear_drag_y"], 24));
@@ -414,8 +418,9 @@ TEST_CASE("feedback: a session with processors continues bit for bit from a keyf
 TEST_CASE("feedback: a recorded session with processors replays bit for bit, from the start and a keyframe") {
   std::string text = auv_scenario(
       "[{type: estimate, horizon_steps: 20, update_every_steps: 5}, {type: vector_adjust}, {type: kalman}]");
-  text += "endpoints:\n  - {name: vehicle, type: measuring, vehicle: auv}\n"
-          "recording: {keyframe_every_steps: 100, flush_interval_s: 0.05}\n";
+  text +=
+      "endpoints:\n  - {name: vehicle, type: measuring, vehicle: auv}\n"
+      "recording: {keyframe_every_steps: 100, flush_interval_s: 0.05}\n";
   const Scenario sc = parse_scenario(text, "fb.yaml");
   Truth truth(sc);
   std::vector<Measurement> ms;
@@ -435,8 +440,9 @@ TEST_CASE("feedback: a recorded session with processors replays bit for bit, fro
     m.pose_covariance *= 1e-5;
     ms.push_back(m);
   }
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("tether_feedback_test_" + std::to_string(::getpid()) + ".mcap")).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("tether_feedback_test_" + std::to_string(::getpid()) + ".mcap"))
+          .string();
   std::vector<std::uint64_t> live;
   {
     std::vector<std::unique_ptr<Endpoint>> eps;
@@ -488,8 +494,8 @@ TEST_CASE("feedback: a recorded session with processors replays bit for bit, fro
 }
 
 TEST_CASE("feedback: estimate stays bounded on bad data") {
-  const Scenario sc = parse_scenario(auv_scenario("[{type: estimate, horizon_steps: 10, update_every_steps: 2}]"),
-                                     "fb.yaml");
+  const Scenario sc =
+      parse_scenario(auv_scenario("[{type: estimate, horizon_steps: 10, update_every_steps: 2}]"), "fb.yaml");
   auto ps = make_feedback_processors(sc);
   WorldModel model = sc.model;
   WorldState s = sc.initial;

@@ -35,8 +35,8 @@ endpoints: [{name: c, type: in_process, controller: idle}]
 
 TEST_CASE("goals: compass heading is clockwise from north") {
   auto yaw = [](double deg) { return Quat(Eigen::AngleAxisd(deg * std::numbers::pi / 180, Vec3::UnitZ())); };
-  CHECK(compass_heading_deg(yaw(0)) == doctest::Approx(90));    // facing east (+x)
-  CHECK(compass_heading_deg(yaw(90)) == doctest::Approx(0));    // facing north (+y)
+  CHECK(compass_heading_deg(yaw(0)) == doctest::Approx(90));     // facing east (+x)
+  CHECK(compass_heading_deg(yaw(90)) == doctest::Approx(0));     // facing north (+y)
   CHECK(compass_heading_deg(yaw(180)) == doctest::Approx(270));  // facing west
   CHECK(compass_heading_deg(yaw(-90)) == doctest::Approx(180));  // facing south
 }

@@ -49,7 +49,8 @@ vehicles:
           - {name: thruster, kind: thruster}
 loop: {period_ms: 10, real_time_factor: 0, steps: )") +
          std::to_string(warm_up_steps + counted_steps + 5) + R"(, history_steps: 256}
-recording: {enabled: )" + (record ? "true" : "false") + R"(, keyframe_every_steps: 100}
+recording: {enabled: )" +
+         (record ? "true" : "false") + R"(, keyframe_every_steps: 100}
 endpoints:
   - name: pid
     type: in_process

@@ -116,7 +116,8 @@ class ScriptedEndpoint final : public Endpoint {
 
 // one folder per test process, removed when the process ends
 struct TempFolder {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tether_replay_test_" + std::to_string(getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tether_replay_test_" + std::to_string(getpid()));
   ~TempFolder() {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
@@ -261,7 +262,7 @@ TEST_CASE("a recorded session replays bit-identically, misses and faults include
 TEST_CASE("replay from a keyframe equals the original run from that step on") {
   const Scenario sc = parse_scenario(scenario_text, "replay.yaml");
   const Recorded r = record(sc, "from.mcap", 300, [](ScriptedEndpoint& ctl, ScriptedEndpoint& rig) {
-    ctl.silent = [](std::uint64_t k) { return k >= 140 && k < 155; };  // a held reply across the keyframe
+    ctl.silent = [](std::uint64_t k) { return k >= 140 && k < 155; };   // a held reply across the keyframe
     rig.silent = [](std::uint64_t k) { return k == 149 || k == 150; };  // and a safe one
   });
   const Recording rec = load(r.path);

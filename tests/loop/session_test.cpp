@@ -32,13 +32,12 @@ endpoints:
 // goes silent, late or broken as told
 class ScriptedEndpoint final : public Endpoint {
  public:
-  ScriptedEndpoint(const EndpointConfig& config, TimeoutPolicy policy)
-      : Endpoint(with_policy(config, policy)) {}
+  ScriptedEndpoint(const EndpointConfig& config, TimeoutPolicy policy) : Endpoint(with_policy(config, policy)) {}
 
-  std::uint64_t silent_at = UINT64_MAX;      // no reply for exactly this step
-  std::uint64_t silent_from = UINT64_MAX;    // no reply from this step on
-  std::uint64_t fault_from = UINT64_MAX;     // broken from this step on
-  std::uint64_t late_at = UINT64_MAX;        // reply only on the 3rd gather call of this step
+  std::uint64_t silent_at = UINT64_MAX;         // no reply for exactly this step
+  std::uint64_t silent_from = UINT64_MAX;       // no reply from this step on
+  std::uint64_t fault_from = UINT64_MAX;        // broken from this step on
+  std::uint64_t late_at = UINT64_MAX;           // reply only on the 3rd gather call of this step
   std::uint64_t throw_publish_at = UINT64_MAX;  // publish throws at this step
   std::uint64_t throw_gather_at = UINT64_MAX;   // gather throws at this step
   std::atomic<bool>* stop_after_calls = nullptr;

@@ -179,7 +179,8 @@ TEST_CASE("GJK core distance matches closed forms") {
   const Shape b = half_box(0.5, 0.5, 0.5), c = capsule(0.1, 0.5), cy = cylinder(0.2, 0.5);
   double ma = 0, mb = 0;
   // capsule core (segment) above a box face
-  ConvexDistance d = convex_core_distance({&c, {0, 0, 1.0}, Mat3::Identity()}, {&b, {0, 0, 0}, Mat3::Identity()}, ma, mb);
+  ConvexDistance d =
+      convex_core_distance({&c, {0, 0, 1.0}, Mat3::Identity()}, {&b, {0, 0, 0}, Mat3::Identity()}, ma, mb);
   REQUIRE_FALSE(d.overlapping);
   CHECK(d.distance_m == doctest::Approx(0.5));
   CHECK(ma == doctest::Approx(0.1));

@@ -232,8 +232,8 @@ struct World {
 
   World() { model.gravity_m_s2 = Vec3::Zero(); }
 
-  int add(const Shape& shape, double mass, const Vec3& pos, const Vec3& vel = Vec3::Zero(),
-          double restitution = 0.3, double friction = 0.5, const Quat& q = Quat::Identity()) {
+  int add(const Shape& shape, double mass, const Vec3& pos, const Vec3& vel = Vec3::Zero(), double restitution = 0.3,
+          double friction = 0.5, const Quat& q = Quat::Identity()) {
     BodyModel b;
     b.name = "body" + std::to_string(model.bodies.size());
     b.shape = shape;
@@ -459,8 +459,8 @@ TEST_CASE("a box resting on the tank floor stays put for 10 minutes") {
   World w;
   w.model.gravity_m_s2 = {0, 0, -9.81};
   w.add_static(half_space({0, 0, 1}, -2.0));
-  const int b = w.add(half_box(0.2, 0.15, 0.1), 3.0, {0.3, -0.2, -2.0 + 0.1}, Vec3::Zero(), 0.3, 0.6,
-                      quat_from_rpy(0, 0, 0.4));
+  const int b =
+      w.add(half_box(0.2, 0.15, 0.1), 3.0, {0.3, -0.2, -2.0 + 0.1}, Vec3::Zero(), 0.3, 0.6, quat_from_rpy(0, 0, 0.4));
   const int s = w.add(sphere(0.1), 1.0, {-0.5, 0.5, -2.0 + 0.1}, Vec3::Zero(), 0.3, 0.6);
   const Vec3 xb = w.x(b), xs = w.x(s);
   const Quat qb = w.state.bodies[0].orientation;

@@ -96,7 +96,8 @@ TopRecord first_record(const std::string& bytes, std::uint8_t opcode) {
 }
 
 void put_u64_at(std::string& bytes, std::size_t offset, std::uint64_t value) {
-  for (int i = 0; i < 8; ++i) bytes[offset + static_cast<std::size_t>(i)] = static_cast<char>((value >> (8 * i)) & 0xFF);
+  for (int i = 0; i < 8; ++i)
+    bytes[offset + static_cast<std::size_t>(i)] = static_cast<char>((value >> (8 * i)) & 0xFF);
 }
 
 std::string hex32(std::uint32_t v) {
@@ -233,8 +234,8 @@ TEST_CASE("mcap reader: every single-byte corruption is reported, never crashes"
       }
     }
     CHECK(undetected == 0);
-    MESSAGE(std::string(compress ? "zstd" : "plain") << ": " << 3 * full.size() << " corruptions, " << opened
-                                          << " opened as truncated");
+    MESSAGE(std::string(compress ? "zstd" : "plain")
+            << ": " << 3 * full.size() << " corruptions, " << opened << " opened as truncated");
   }
 }
 
@@ -275,7 +276,8 @@ TEST_CASE("mcap reader: chunk CRC mismatch names the chunk, its offset and both 
     if (r.opcode == 0x06 && r.offset < target) chunk = r;
   }
   REQUIRE(chunk.opcode == 0x06);
-  const std::uint32_t stored = mcap::get_u32(reinterpret_cast<const std::uint8_t*>(bytes.data()) + chunk.offset + 9 + 24);
+  const std::uint32_t stored =
+      mcap::get_u32(reinterpret_cast<const std::uint8_t*>(bytes.data()) + chunk.offset + 9 + 24);
   bytes[target + 7] = 'X';
   const std::size_t records_at = chunk.offset + 9 + 8 + 8 + 8 + 4 + 4 + 8;
   const std::string records = bytes.substr(records_at, chunk.offset + 9 + chunk.length - records_at);
@@ -331,8 +333,8 @@ TEST_CASE("mcap reader: attachment, data section and summary CRCs are checked") 
   options.verify_crcs = false;
   mcap::Reader lenient(options);
   CHECK_FALSE(lenient.open_memory(bytes, &error));
-  CHECK(error == "statistics at offset " + std::to_string(statistics.offset) +
-                     ": message_count is 13 but the file holds 12");
+  CHECK(error ==
+        "statistics at offset " + std::to_string(statistics.offset) + ": message_count is 13 but the file holds 12");
 }
 
 TEST_CASE("mcap reader rejects absurd lengths before allocating") {
@@ -344,7 +346,8 @@ TEST_CASE("mcap reader rejects absurd lengths before allocating") {
   std::string bytes = good;
   put_u64_at(bytes, chunk.offset + 9 + 16, std::uint64_t{1} << 62);  // uncompressed_size
   CHECK_FALSE(reader.open_memory(bytes, &error));
-  CHECK(error.find("chunk at offset " + std::to_string(chunk.offset) + ": uncompressed_size 4611686018427387904 "
+  CHECK(error.find("chunk at offset " + std::to_string(chunk.offset) +
+                   ": uncompressed_size 4611686018427387904 "
                    "exceeds the reader's limit") != std::string::npos);
 
   // a records length past the end of the chunk record
@@ -365,7 +368,8 @@ TEST_CASE("mcap reader rejects absurd lengths before allocating") {
   const std::string zstd = small_recording(true);
   const TopRecord zchunk = first_record(zstd, 0x06);
   bytes = zstd;
-  const std::uint64_t size = mcap::get_u64(reinterpret_cast<const std::uint8_t*>(bytes.data()) + zchunk.offset + 9 + 16);
+  const std::uint64_t size =
+      mcap::get_u64(reinterpret_cast<const std::uint8_t*>(bytes.data()) + zchunk.offset + 9 + 16);
   put_u64_at(bytes, zchunk.offset + 9 + 16, size + 1);
   CHECK_FALSE(reader.open_memory(bytes, &error));
   CHECK(error.find("zstd frame holds") != std::string::npos);

@@ -119,7 +119,8 @@ std::vector<SentMessage> write_sample(const std::string& path, bool compress, st
   std::vector<SentMessage> sent;
   for (int i = 0; i < message_count; ++i) {
     const std::uint16_t channel = channels[static_cast<std::size_t>(i * 7 % 24)];
-    std::string payload = "{\"step\":" + std::to_string(i) + ",\"pad\":\"" + std::string(static_cast<std::size_t>(i % 97), 'x') + "\"}";
+    std::string payload =
+        "{\"step\":" + std::to_string(i) + ",\"pad\":\"" + std::string(static_cast<std::size_t>(i % 97), 'x') + "\"}";
     const std::uint64_t t = 1'000'000'000ULL + static_cast<std::uint64_t>(i) * 1'000'000ULL;
     writer.write(channel, static_cast<std::uint32_t>(i), t, t - 5, payload);
     sent.push_back({channel, static_cast<std::uint32_t>(i), t, t - 5, std::move(payload)});
@@ -200,8 +201,17 @@ TEST_CASE("mcap writer lays out every record as the spec says, byte by byte") {
   summary.record(0x0B, statistics);
   const std::uint64_t chunk_indexes_start = summary_start + summary.b.size();
   Bytes chunk_index;
-  chunk_index.u64(100).u64(100).u64(chunk_offset).u64(chunk_length).u32(10).u16(1).u64(index_offset).u64(index_length)
-      .str("").u64(records.b.size()).u64(records.b.size());
+  chunk_index.u64(100)
+      .u64(100)
+      .u64(chunk_offset)
+      .u64(chunk_length)
+      .u32(10)
+      .u16(1)
+      .u64(index_offset)
+      .u64(index_length)
+      .str("")
+      .u64(records.b.size())
+      .u64(records.b.size());
   summary.record(0x08, chunk_index);
   const std::uint64_t summary_offset_start = summary_start + summary.b.size();
   Bytes offsets;
@@ -239,8 +249,8 @@ TEST_CASE("mcap writer: zstd chunk decompresses to the same records and CRC") {
   }
   REQUIRE(pos + 9 <= bytes.size());
   const auto* p = reinterpret_cast<const std::uint8_t*>(bytes.data()) + pos + 9;
-  CHECK(mcap::get_u64(p) == 1000);       // message_start_time
-  CHECK(mcap::get_u64(p + 8) == 1049);   // message_end_time
+  CHECK(mcap::get_u64(p) == 1000);      // message_start_time
+  CHECK(mcap::get_u64(p + 8) == 1049);  // message_end_time
   const std::uint64_t uncompressed_size = mcap::get_u64(p + 16);
   const std::uint32_t crc = mcap::get_u32(p + 24);
   CHECK(mcap::get_u32(p + 28) == 4);
@@ -382,7 +392,8 @@ TEST_CASE("mcap writer: a SIGKILLed recorder leaves every flushed chunk readable
     if (!writer.open(path, options, &error)) ::_exit(1);
     const std::uint16_t schema = writer.add_schema("s", "jsonschema", "{}");
     const std::uint16_t channel = writer.add_channel(schema, "/state", "json");
-    for (int i = 0; i < kFlushed; ++i) writer.write(channel, static_cast<std::uint32_t>(i), 10 + i, 10 + i, "{\"x\":1}");
+    for (int i = 0; i < kFlushed; ++i)
+      writer.write(channel, static_cast<std::uint32_t>(i), 10 + i, 10 + i, "{\"x\":1}");
     writer.flush_chunk();
     const std::uint16_t late = writer.add_channel(schema, "/late", "json");
     for (int i = 0; i < 5000; ++i) writer.write(late, static_cast<std::uint32_t>(i), 10000 + i, 10000 + i, "{\"y\":2}");

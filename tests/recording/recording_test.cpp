@@ -184,7 +184,10 @@ Keyframe sample_keyframe() {
   k.last_replies = {odd_reply(2, false), Reply{}, odd_reply(3, true)};
   k.model_params = std::string("\x00\x01params\xff", 9);
   k.processor_state = {"", std::string("\x00kalman\x00", 8), "estimator"};
-  k.devices = std::string("\x01" "bank\x00\xfe", 7);
+  k.devices = std::string(
+      "\x01"
+      "bank\x00\xfe",
+      7);
   return k;
 }
 
@@ -275,16 +278,16 @@ TEST_CASE("the step record layout is the documented one (docs/recording.md)") {
   // slot 0: u8 outcome, u64 round trip, then the reply
   CHECK(read_at<std::uint8_t>(b, 38) == 0);
   CHECK(read_at<std::uint64_t>(b, 39) == 150);
-  CHECK(read_at<std::uint64_t>(b, 47) == 5);        // reply.step
-  CHECK(read_at<std::uint32_t>(b, 55) == 1);        // wrenches
-  CHECK(read_at<std::uint32_t>(b, 59) == 2);        // body
+  CHECK(read_at<std::uint64_t>(b, 47) == 5);  // reply.step
+  CHECK(read_at<std::uint32_t>(b, 55) == 1);  // wrenches
+  CHECK(read_at<std::uint32_t>(b, 59) == 2);  // body
   // 12 doubles: force_world, torque_world, force_body, torque_body; force_body.z is the 9th
   CHECK(bits(read_at<double>(b, 63 + 8 * 8)) == bits(-0.1));
-  CHECK(read_at<std::uint32_t>(b, 159) == 1);       // commands
-  CHECK(read_at<std::uint16_t>(b, 163) == 9);       // device
-  CHECK(read_at<std::uint8_t>(b, 165) == 4);        // size
+  CHECK(read_at<std::uint32_t>(b, 159) == 1);  // commands
+  CHECK(read_at<std::uint16_t>(b, 163) == 9);  // device
+  CHECK(read_at<std::uint8_t>(b, 165) == 4);   // size
   CHECK(read_at<std::uint32_t>(b, 166) == 0x04030201u);
-  CHECK(read_at<std::uint32_t>(b, 170) == 0);       // measurements
+  CHECK(read_at<std::uint32_t>(b, 170) == 0);  // measurements
   // slot 1: a timeout has no reply
   CHECK(read_at<std::uint8_t>(b, 174) == 1);
   CHECK(read_at<std::uint64_t>(b, 175) == 0);
@@ -463,8 +466,10 @@ TEST_CASE("random byte flips never crash the decoders") {
           CHECK(!error.empty());
         }
       } else {
-        if (decode_keyframe(b, k, &error)) ++key_ok;
-        else CHECK(!error.empty());
+        if (decode_keyframe(b, k, &error))
+          ++key_ok;
+        else
+          CHECK(!error.empty());
       }
     }
   }

@@ -45,7 +45,8 @@ recording: {keyframe_every_steps: 100, queue_slots: 100000}
 
 // one folder per test process, removed when the process ends
 struct TempFolder {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tether_report_test_" + std::to_string(getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tether_report_test_" + std::to_string(getpid()));
   ~TempFolder() {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
@@ -118,7 +119,8 @@ std::string write_synthetic(const std::string& name, std::uint64_t steps, bool w
         m.body = 0;
         m.measured_time_ns = actual.time_ns;
         m.has_pose = true;
-        m.position_m = actual.bodies[0].position_m + Vec3(0.05 * std::sin(k * 1.7), 0.05 * std::cos(k * 2.3), 0.03 * std::sin(k * 0.9));
+        m.position_m = actual.bodies[0].position_m +
+                       Vec3(0.05 * std::sin(k * 1.7), 0.05 * std::cos(k * 2.3), 0.03 * std::sin(k * 0.9));
         m.orientation = actual.bodies[0].orientation;
         tank.reply.measurements.push_back(m);
       }
@@ -131,18 +133,42 @@ std::string write_synthetic(const std::string& name, std::uint64_t steps, bool w
     if (k == 1400) rec.event(k, r.time_ns, 4, "tank", "faulted: <broker> went away & did not return (policy safe)");
   }
   nlohmann::json summary = {
-      {"scenario", "circles"}, {"outcome", "completed"}, {"steps", steps}, {"steps_planned", steps},
-      {"sim_time_s", static_cast<double>(steps) * 0.01}, {"wall_time_s", 1.25}, {"real_time_factor", 0.0},
+      {"scenario", "circles"},
+      {"outcome", "completed"},
+      {"steps", steps},
+      {"steps_planned", steps},
+      {"sim_time_s", static_cast<double>(steps) * 0.01},
+      {"wall_time_s", 1.25},
+      {"real_time_factor", 0.0},
       {"achieved_real_time_factor", static_cast<double>(steps) * 0.01 / 1.25},
       {"step_time_ns", {{"p50", 3900}, {"p99", 4900}, {"max", 903000}, {"mean", 4100.5}, {"count", steps}}},
-      {"overruns", 0}, {"reanchors", 0}, {"physics_substeps", steps * 5},
+      {"overruns", 0},
+      {"reanchors", 0},
+      {"physics_substeps", steps * 5},
       {"recording", {{"path", path}, {"dropped_items", 0}}},
       {"endpoints",
-       {{{"name", "ctl"}, {"type", "in_process"}, {"policy", "hold"}, {"deadline_ms", 5.0}, {"replies", steps},
-         {"late", 0}, {"misses", 0}, {"stale", 0}, {"corrupt", 0}, {"faults", 0},
+       {{{"name", "ctl"},
+         {"type", "in_process"},
+         {"policy", "hold"},
+         {"deadline_ms", 5.0},
+         {"replies", steps},
+         {"late", 0},
+         {"misses", 0},
+         {"stale", 0},
+         {"corrupt", 0},
+         {"faults", 0},
          {"round_trip_ns", {{"p50", 1000}, {"p99", 1250}, {"max", 1300}, {"mean", 1010.0}, {"count", steps}}}},
-        {{"name", "tank"}, {"type", "mqtt"}, {"policy", "safe"}, {"deadline_ms", 2.0}, {"replies", 1360},
-         {"late", 0}, {"misses", 140}, {"stale", 3}, {"corrupt", 1}, {"faults", 100}, {"fault", "broker went away"},
+        {{"name", "tank"},
+         {"type", "mqtt"},
+         {"policy", "safe"},
+         {"deadline_ms", 2.0},
+         {"replies", 1360},
+         {"late", 0},
+         {"misses", 140},
+         {"stale", 3},
+         {"corrupt", 1},
+         {"faults", 100},
+         {"fault", "broker went away"},
          {"round_trip_ns", {{"p50", 1500000}, {"p99", 1800000}, {"max", 4200000}, {"mean", 1.5e6}, {"count", 1360}}}}}},
       {"feedback",
        {{{"name", "kalman"}, {"type", "kalman"}, {"phase", "post"}, {"vehicle", "auv"}, {"innovations", 700}}}},
@@ -201,16 +227,16 @@ TEST_CASE("the report shows every section, the summary's figures and nothing ext
   CHECK(html.find("<title>Tether report: circles</title>") != std::string::npos);
   CHECK(count(html, "<svg") >= 13);
   CHECK(count(html, "<svg") == count(html, "</svg>"));
-  for (const char* title : {"Plan view (x–y)", "Depth profile (side view, x–depth)", "Depth over time",
-                            "Heading over time", "Roll and pitch over time", "Speed over time", "ctl: forces",
-                            "ctl: torques", "ctl: device #3", "Step time (phases 1–7)", "Round trip: ctl",
-                            "Round trip: tank", "Deadline misses (cumulative)", "Feedback: kalman",
-                            "Feedback: estimate"})
+  for (const char* title :
+       {"Plan view (x–y)", "Depth profile (side view, x–depth)", "Depth over time", "Heading over time",
+        "Roll and pitch over time", "Speed over time", "ctl: forces", "ctl: torques", "ctl: device #3",
+        "Step time (phases 1–7)", "Round trip: ctl", "Round trip: tank", "Deadline misses (cumulative)",
+        "Feedback: kalman", "Feedback: estimate"})
     CHECK_MESSAGE(html.find(std::string(">") + svg::escape(title) + "</text>") != std::string::npos, title);
   // series names in legends
-  for (const char* label : {">actual<", ">projected<", ">measured<", ">auv.hull force_body.x<",
-                            ">auv.hull torque_body.z<", ">tank timeouts<", ">tank faults<",
-                            ">innovation_m<", ">gain<", ">drag<"})
+  for (const char* label :
+       {">actual<", ">projected<", ">measured<", ">auv.hull force_body.x<", ">auv.hull torque_body.z<",
+        ">tank timeouts<", ">tank faults<", ">innovation_m<", ">gain<", ">drag<"})
     CHECK_MESSAGE(html.find(label) != std::string::npos, label);
   // components that stayed zero are left out
   CHECK(html.find("force_world.x") == std::string::npos);
@@ -464,7 +490,8 @@ TEST_CASE("names with quotes and control characters are escaped in the JSON chan
   bool found = false;
   while (reader.next(msg))
     if (reader.channel(msg.channel_id)->topic == "/tether/timing") {
-      const auto j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(msg.data.data()), msg.data.size()));
+      const auto j =
+          nlohmann::json::parse(std::string(reinterpret_cast<const char*>(msg.data.data()), msg.data.size()));
       CHECK(j["endpoints"][0]["name"] == "a \"quoted\"\tname\\");
       found = true;
     }

@@ -52,9 +52,7 @@ std::string replace(std::string text, const std::string& from, const std::string
 
 }  // namespace
 
-TEST_CASE("the scenario used below parses without errors") {
-  CHECK(scenario_errors(valid).empty());
-}
+TEST_CASE("the scenario used below parses without errors") { CHECK(scenario_errors(valid).empty()); }
 
 TEST_CASE("a top-level key given twice names both places") {
   // a second loop block at the end used to be dropped without a word
@@ -65,12 +63,14 @@ TEST_CASE("a top-level key given twice names both places") {
 
 TEST_CASE("a key given twice inside a list item's map names both places") {
   SUBCASE("block style") {
-    const auto e = scenario_errors(replace(valid, "        mass_kg: 38\n", "        mass_kg: 38\n        mass_kg: 40\n"));
+    const auto e =
+        scenario_errors(replace(valid, "        mass_kg: 38\n", "        mass_kg: 38\n        mass_kg: 40\n"));
     REQUIRE(e.size() == 1);
     CHECK(e[0] == "s.yaml:10:9: vehicles[0].bodies[0].mass_kg: key given twice (first at s.yaml:9:9)");
   }
   SUBCASE("flow style") {
-    const auto e = scenario_errors(replace(valid, "{type: sphere, radius_m: 0.2}", "{type: sphere, radius_m: 0.2, type: box}"));
+    const auto e =
+        scenario_errors(replace(valid, "{type: sphere, radius_m: 0.2}", "{type: sphere, radius_m: 0.2, type: box}"));
     REQUIRE(e.size() == 1);
     CHECK(e[0] == "s.yaml:8:39: vehicles[0].bodies[0].shape.type: key given twice (first at s.yaml:8:17)");
   }

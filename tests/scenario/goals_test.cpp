@@ -13,7 +13,8 @@ namespace {
 
 std::string scenario_with(const std::string& goals, const std::string& world = "{water: {density_kg_m3: 1025}}") {
   return R"(name: g
-world: )" + world + R"(
+world: )" +
+         world + R"(
 vehicles:
   - name: auv
     bodies: [{name: hull, shape: {type: sphere, radius_m: 0.2}, mass_kg: 34}]
@@ -43,7 +44,8 @@ bool has(const std::vector<std::string>& errors, const std::string& part) {
 
 TEST_CASE("goals: each vehicle's depth and heading targets are read") {
   const Scenario sc = parse_scenario(
-      scenario_with("goals:\n  - {vehicle: auv, depth_m: 2.5, heading_deg: 90}\n  - {vehicle: rov, heading_deg: 180}\n"),
+      scenario_with(
+          "goals:\n  - {vehicle: auv, depth_m: 2.5, heading_deg: 90}\n  - {vehicle: rov, heading_deg: 180}\n"),
       "g.yaml");
   REQUIRE(sc.goals.size() == 2);
   CHECK(sc.goals[0].vehicle == "auv");
@@ -76,6 +78,7 @@ TEST_CASE("goals: mistakes give positioned errors") {
 }
 
 TEST_CASE("goals: a depth goal needs water") {
-  const auto errors = errors_of(scenario_with("goals: [{vehicle: auv, depth_m: 2}]\n", "{gravity_m_s2: [0, 0, -9.81]}"));
+  const auto errors =
+      errors_of(scenario_with("goals: [{vehicle: auv, depth_m: 2}]\n", "{gravity_m_s2: [0, 0, -9.81]}"));
   CHECK(has(errors, "goals[0].depth_m: a depth goal needs water (world.water)"));
 }

@@ -19,8 +19,10 @@ std::vector<hal::DeviceSpec> parse(const std::string& text, std::vector<std::str
   const ConfigNode root = load_config_text(text, "devices.yaml");
   std::vector<hal::DeviceSpec> out;
   parse_devices(root, "auv", "hull", 0, out);
-  if (errors) *errors = root.context().errors;
-  else if (!root.context().errors.empty()) FAIL(root.context().errors.front());
+  if (errors)
+    *errors = root.context().errors;
+  else if (!root.context().errors.empty())
+    FAIL(root.context().errors.front());
   return out;
 }
 

@@ -95,7 +95,8 @@ TEST_CASE("config errors name file, line, column and key path, and say what was 
   SUBCASE("a typo in a key is an error, not silently ignored") {
     const auto e = errors_of(replace(valid, "mass_kg: 38", "mas_kg: 38"));
     REQUIRE(e.size() == 2);
-    CHECK(e[0].rfind("s.yaml:11:9: vehicles[0].bodies[0].mas_kg: unknown key (allowed here: name, shape, mass_kg,", 0) == 0);
+    CHECK(e[0].rfind("s.yaml:11:9: vehicles[0].bodies[0].mas_kg: unknown key (allowed here: name, shape, mass_kg,",
+                     0) == 0);
     CHECK(e[1] == "s.yaml:9:9: vehicles[0].bodies[0].mass_kg: missing; expected a number > 0");
   }
   SUBCASE("a choice outside its set") {
@@ -116,7 +117,9 @@ TEST_CASE("config errors name file, line, column and key path, and say what was 
   SUBCASE("an unknown shape type") {
     const auto e = errors_of(replace(valid, "type: cylinder", "type: torus"));
     REQUIRE(e.size() == 1);
-    CHECK(e[0] == "s.yaml:10:23: vehicles[0].bodies[0].shape.type: expected one of sphere, box, cylinder, capsule, got \"torus\"");
+    CHECK(e[0] ==
+          "s.yaml:10:23: vehicles[0].bodies[0].shape.type: expected one of sphere, box, cylinder, capsule, got "
+          "\"torus\"");
   }
   SUBCASE("an endpoint naming a vehicle that does not exist") {
     const auto e = errors_of(replace(valid, "vehicle: auv", "vehicle: rov"));

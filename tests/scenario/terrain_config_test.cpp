@@ -29,7 +29,8 @@ terrain:
     height_scale_m: 1
     base_m: -2
     pgm: tether_terrain_test_seabed.pgm
-)", "scenario.yaml");
+)",
+                                           "scenario.yaml");
   WorldModel model;
   parse_terrain(root["terrain"], model, dir);
   REQUIRE(root.context().errors.empty());
@@ -56,7 +57,8 @@ terrain:
   - name: d
     cell_size_m: 1
     heights: [[0, x], [1, 1]]
-)", "bad.yaml");
+)",
+                                          "bad.yaml");
   WorldModel m2;
   parse_terrain(bad["terrain"], m2, dir);
   const auto& errors = bad.context().errors;

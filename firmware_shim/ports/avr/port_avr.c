@@ -87,19 +87,18 @@ int tether_port_write(const uint8_t* buf, size_t len) {
   return 0;
 }
 
-void tether_port_diag(const char* text) {
-  (void)text;
-}
+void tether_port_diag(const char* text) { (void)text; }
 
 /* when main() returns, exit() runs the .fini sections: sleep with interrupts
  * off, which halts the part (and which simavr reports as "done") instead of
  * avr-libc's endless loop */
 void tether_avr_halt(void) __attribute__((naked, used, section(".fini1")));
 void tether_avr_halt(void) {
-  __asm__ volatile("cli\n\t"
-                   "ldi r24, %0\n\t"
-                   "out %1, r24\n\t"
-                   "sleep\n\t" ::"M"(_BV(SE)),
-                   "I"(_SFR_IO_ADDR(SMCR))
-                   : "r24");
+  __asm__ volatile(
+      "cli\n\t"
+      "ldi r24, %0\n\t"
+      "out %1, r24\n\t"
+      "sleep\n\t" ::"M"(_BV(SE)),
+      "I"(_SFR_IO_ADDR(SMCR))
+      : "r24");
 }

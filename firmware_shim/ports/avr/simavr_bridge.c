@@ -55,8 +55,7 @@ int main(int argc, char** argv) {
 
   uart_pty_init(avr, &pty);
   uart_pty_connect(&pty, '0');
-  printf("tether-bridge: uart0 on %s (%s at %lu Hz)\n", pty.port[0].slavename, mcu,
-         (unsigned long)avr->frequency);
+  printf("tether-bridge: uart0 on %s (%s at %lu Hz)\n", pty.port[0].slavename, mcu, (unsigned long)avr->frequency);
   fflush(stdout);
 
   do {

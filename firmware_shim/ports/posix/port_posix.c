@@ -132,6 +132,4 @@ int tether_port_write(const uint8_t* buf, size_t len) {
   return 0;
 }
 
-void tether_port_diag(const char* text) {
-  fprintf(stderr, "%s\n", text);
-}
+void tether_port_diag(const char* text) { fprintf(stderr, "%s\n", text); }

@@ -143,8 +143,8 @@ double shape_entry(const Shape& shape, const Vec3& position, const Quat& orienta
 
 }  // namespace
 
-hal::RayHit basic_ray_cast(const WorldModel& model, const WorldState& state, const Vec3& origin,
-                           const Vec3& direction, double max_range_m, int ignore_body) {
+hal::RayHit basic_ray_cast(const WorldModel& model, const WorldState& state, const Vec3& origin, const Vec3& direction,
+                           double max_range_m, int ignore_body) {
   hal::RayHit best;
   double best_t = max_range_m;
   Vec3 normal;
@@ -180,8 +180,7 @@ DeviceWorld::DeviceWorld(const WorldModel& model, RayCastFn ray_cast_fn)
   water.current_m_s = model.water.current_m_s;
 }
 
-void DeviceWorld::update(const WorldState& state, const WorldState* previous, double dt_s,
-                         const StepInputs* inputs) {
+void DeviceWorld::update(const WorldState& state, const WorldState* previous, double dt_s, const StepInputs* inputs) {
   state_ = &state;
   const std::size_t n = std::min(bodies.size(), state.bodies.size());
   const bool differences = previous && dt_s > 0 && previous->bodies.size() >= n;

@@ -43,7 +43,8 @@ class BlendProcessor final : public FeedbackProcessor {
       b.position_m += alpha_ * e.head<3>();
       b.orientation = direct_ ? m.orientation.normalized() : rotate_by(alpha_ * e.tail<3>(), b.orientation);
       if (use_velocity_ && m.has_velocity)
-        set_velocity(model, state, body, v + alpha_ * (m.velocity_m_s - v), w + alpha_ * (m.angular_velocity_rad_s - w));
+        set_velocity(model, state, body, v + alpha_ * (m.velocity_m_s - v),
+                     w + alpha_ * (m.angular_velocity_rad_s - w));
       else
         set_velocity(model, state, body, v, w);  // keep the velocities in the new orientation
       last_m_ = std::max(last_m_, alpha_ * e.head<3>().norm());

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `estimate`: online estimation of a vehicle's model parameters from the residuals between
 // what the model predicts and what was measured (J. Brawn, "An AUV Simulator for
-// Incorporating Physical Feedback", 2012, chapter 7: correcting the model, not only the state). A model-phase processor: it changes the session's model copy before the
-// advance, so the twin runs on the learned parameters.
+// Incorporating Physical Feedback", 2012, chapter 7: correcting the model, not only the state). A model-phase
+// processor: it changes the session's model copy before the advance, so the twin runs on the learned parameters.
 //
 // Parameters theta: thrust coefficient (a gain on the commanded wrench), linear and quadratic
 // drag per body axis, buoyancy offset (N, up), water current (x, y). Each update takes a
@@ -36,16 +36,16 @@ using Vec15 = Eigen::Matrix<double, 15, 1>;
 using Mat15 = Eigen::Matrix<double, 15, 15>;
 
 const std::array<const char*, n_params> param_names = {
-    "thrust_coefficient", "linear_drag_x", "linear_drag_y", "linear_drag_z", "quadratic_drag_x",
-    "quadratic_drag_y", "quadratic_drag_z", "buoyancy_offset_n", "current_x_m_s", "current_y_m_s"};
+    "thrust_coefficient", "linear_drag_x",    "linear_drag_y",     "linear_drag_z", "quadratic_drag_x",
+    "quadratic_drag_y",   "quadratic_drag_z", "buoyancy_offset_n", "current_x_m_s", "current_y_m_s"};
 
 // parameter groups as the scenario names them
 struct Group {
   const char* name;
   int first, count;
 };
-constexpr std::array<Group, 5> groups = {{{"thrust", 0, 1}, {"linear_drag", 1, 3}, {"quadratic_drag", 4, 3},
-                                          {"buoyancy", 7, 1}, {"current", 8, 2}}};
+constexpr std::array<Group, 5> groups = {
+    {{"thrust", 0, 1}, {"linear_drag", 1, 3}, {"quadratic_drag", 4, 3}, {"buoyancy", 7, 1}, {"current", 8, 2}}};
 
 class EstimateProcessor final : public FeedbackProcessor {
  public:
@@ -112,7 +112,10 @@ class EstimateProcessor final : public FeedbackProcessor {
     // prior: about a third of the range, so the data decide; zero for what is not estimated
     p0_.setZero();
     for (int i = 0; i < n_params; ++i) {
-      const double sd = sd_scale * (i == 0 ? 0.3 : i < 7 ? std::max(0.5 * theta_[i], 5.0) : i == 7 ? 0.1 * max_buoy : 0.2);
+      const double sd = sd_scale * (i == 0   ? 0.3
+                                    : i < 7  ? std::max(0.5 * theta_[i], 5.0)
+                                    : i == 7 ? 0.1 * max_buoy
+                                             : 0.2);
       if (active_[static_cast<std::size_t>(i)]) p0_(i, i) = sd * sd;
       step_max_[i] = step_fraction_ * (hi_[i] - lo_[i]);
     }
@@ -260,8 +263,8 @@ class EstimateProcessor final : public FeedbackProcessor {
   // replays steps [t0, t1) from the measured S_t0 (its velocity changed by dv) with
   // parameters th: the landing (position, velocity) and the positions at the checkpoints
   // (track); false on a fault
-  bool replay(WorldModel& model, const WorldState& twin, std::int64_t t0, std::int64_t t1, double dt,
-              const VecP& th, Vec6& landing, const Vec3& dv = Vec3::Zero(), Vec15* track = nullptr) {
+  bool replay(WorldModel& model, const WorldState& twin, std::int64_t t0, std::int64_t t1, double dt, const VecP& th,
+              Vec6& landing, const Vec3& dv = Vec3::Zero(), Vec15* track = nullptr) {
     apply(model, th);
     trial_.bodies.assign(twin.bodies.begin(), twin.bodies.end());
     BodyState& start = trial_.bodies[static_cast<std::size_t>(body_)];
@@ -330,8 +333,8 @@ class EstimateProcessor final : public FeedbackProcessor {
   // window, with the start's position and velocity as nuisance parameters projected out
   // (they are fitted along with theta instead of being taken from the twin, whose velocity
   // leans on the very model being fitted)
-  void update_from_positions(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin,
-                             std::int64_t t0, std::int64_t t1) {
+  void update_from_positions(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin, std::int64_t t0,
+                             std::int64_t t1) {
     if (t1 - t0 < checkpoints) return;
     Vec15 measured;
     for (int j = 0; j < checkpoints; ++j) {
@@ -369,7 +372,9 @@ class EstimateProcessor final : public FeedbackProcessor {
   }
 
   static constexpr int checkpoints = 5;
-  static std::int64_t checkpoint(std::int64_t t0, std::int64_t t1, int j) { return t0 + ((j + 1) * (t1 - t0)) / checkpoints; }
+  static std::int64_t checkpoint(std::int64_t t0, std::int64_t t1, int j) {
+    return t0 + ((j + 1) * (t1 - t0)) / checkpoints;
+  }
 
   // the recursive least-squares step with forgetting, bounded
   template <int Rows>

@@ -82,8 +82,17 @@ class KalmanProcessor final : public FeedbackProcessor {
     out["position_stddev_m"] = {std::sqrt(p_(0, 0)), std::sqrt(p_(1, 1)), std::sqrt(p_(2, 2))};
   }
   std::vector<std::string> record_fields() const override {
-    return {"innovation_x_m", "innovation_y_m", "innovation_z_m", "innovation_rx_rad", "innovation_ry_rad",
-            "innovation_rz_rad", "nis", "stddev_x_m", "stddev_y_m", "stddev_z_m", "stddev_yaw_rad"};
+    return {"innovation_x_m",
+            "innovation_y_m",
+            "innovation_z_m",
+            "innovation_rx_rad",
+            "innovation_ry_rad",
+            "innovation_rz_rad",
+            "nis",
+            "stddev_x_m",
+            "stddev_y_m",
+            "stddev_z_m",
+            "stddev_yaw_rad"};
   }
   void record(std::vector<double>& out) const override {
     for (int i = 0; i < 6; ++i) out.push_back(innovation_[i]);
@@ -97,8 +106,7 @@ class KalmanProcessor final : public FeedbackProcessor {
     put_bytes(out, nis_sum_);
   }
   bool restore(std::string_view b) override {
-    return get_bytes(b, p_) && get_bytes(b, updates_) && get_bytes(b, rejected_) && get_bytes(b, nis_sum_) &&
-           b.empty();
+    return get_bytes(b, p_) && get_bytes(b, updates_) && get_bytes(b, rejected_) && get_bytes(b, nis_sum_) && b.empty();
   }
 
   /// The part's body (for tests).

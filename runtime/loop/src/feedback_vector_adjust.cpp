@@ -35,8 +35,7 @@ class VectorAdjustProcessor final : public FeedbackProcessor {
   }
   FeedbackPhase phase() const override { return FeedbackPhase::pre; }
 
-  void pre(const FeedbackContext& ctx, const WorldModel& model, const WorldState& state,
-           StepInputs& inputs) override {
+  void pre(const FeedbackContext& ctx, const WorldModel& model, const WorldState& state, StepInputs& inputs) override {
     force_n_.setZero();
     torque_nm_.setZero();
     residual_before_m_ = residual_after_m_ = 0;
@@ -55,8 +54,8 @@ class VectorAdjustProcessor final : public FeedbackProcessor {
     out["mean_residual_after_m"] = adjustments_ ? sum_residual_m_ / static_cast<double>(adjustments_) : 0.0;
   }
   std::vector<std::string> record_fields() const override {
-    return {"force_x_n", "force_y_n", "force_z_n", "torque_x_nm", "torque_y_nm", "torque_z_nm",
-            "residual_before_m", "residual_after_m"};
+    return {"force_x_n",   "force_y_n",   "force_z_n",         "torque_x_nm",
+            "torque_y_nm", "torque_z_nm", "residual_before_m", "residual_after_m"};
   }
   void record(std::vector<double>& out) const override {
     for (int i = 0; i < 3; ++i) out.push_back(force_n_[i]);
@@ -78,8 +77,8 @@ class VectorAdjustProcessor final : public FeedbackProcessor {
 
  private:
   // residual of landing on `m` when the correction x is added to the body's wrench
-  Vec6 residual(const WorldModel& model, const WorldState& state, const StepInputs& inputs,
-                const Measurement& m, const Vec6& x, double dt_s) {
+  Vec6 residual(const WorldModel& model, const WorldState& state, const StepInputs& inputs, const Measurement& m,
+                const Vec6& x, double dt_s) {
     trial_.step = state.step;
     trial_.time_ns = state.time_ns;
     trial_.bodies.assign(state.bodies.begin(), state.bodies.end());
@@ -94,8 +93,7 @@ class VectorAdjustProcessor final : public FeedbackProcessor {
     return pose_error(trial_.bodies[m.body], m);
   }
 
-  void adjust(const WorldModel& model, const WorldState& state, StepInputs& inputs, const Measurement& m,
-              double dt_s) {
+  void adjust(const WorldModel& model, const WorldState& state, StepInputs& inputs, const Measurement& m, double dt_s) {
     Vec6 x = Vec6::Zero();
     Vec6 r = residual(model, state, inputs, m, x, dt_s);
     const double before = r.head<3>().norm();

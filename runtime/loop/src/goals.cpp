@@ -21,8 +21,7 @@ double compass_heading_deg(const Quat& orientation) {
   return wrap_deg(90.0 - rpy_from_quat(orientation).z() * 180.0 / std::numbers::pi);
 }
 
-nlohmann::json summarize_goals(const std::vector<GoalConfig>& goals, const WorldModel& model,
-                               const WorldState& state) {
+nlohmann::json summarize_goals(const std::vector<GoalConfig>& goals, const WorldModel& model, const WorldState& state) {
   nlohmann::json out = nlohmann::json::array();
   for (const GoalConfig& g : goals) {
     if (g.vehicle_index < 0) continue;  // rejected at parse time; kept out of the summary

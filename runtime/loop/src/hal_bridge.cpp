@@ -5,8 +5,8 @@
 
 namespace tether::runtime {
 
-hal::RayHit hal_ray_cast(const WorldModel& model, const WorldState& state, const Vec3& origin,
-                         const Vec3& direction, double max_range_m, int ignore_body) {
+hal::RayHit hal_ray_cast(const WorldModel& model, const WorldState& state, const Vec3& origin, const Vec3& direction,
+                         double max_range_m, int ignore_body) {
   const RayHit h = raycast(model, state, origin, direction, max_range_m, ignore_body);
   hal::RayHit out;
   out.hit = h.hit;

@@ -19,8 +19,7 @@ class IdleController final : public Controller {
   void configure(const ConfigNode& params, const WorldModel&, int) override {
     if (params.yaml().IsDefined()) params.expect_map({});
   }
-  void compute(const StepContext&, const WorldModel&, const WorldState&, const hal::DeviceBank*,
-               Reply& out) override {
+  void compute(const StepContext&, const WorldModel&, const WorldState&, const hal::DeviceBank*, Reply& out) override {
     out.clear();
   }
 };
@@ -45,8 +44,8 @@ class DepthPidController final : public Controller {
     surface_z_m_ = model.water.surface_z_m;
   }
 
-  void compute(const StepContext& ctx, const WorldModel& model, const WorldState& projected,
-               const hal::DeviceBank*, Reply& out) override {
+  void compute(const StepContext& ctx, const WorldModel& model, const WorldState& projected, const hal::DeviceBank*,
+               Reply& out) override {
     out.clear();
     const BodyState& b = projected.bodies[static_cast<std::size_t>(body_)];
     const double depth = surface_z_m_ - b.position_m.z();
@@ -85,9 +84,11 @@ ControllerRegistry& controllers() {
   // filled on first use: the built-ins are there whoever asks first
   static ControllerRegistry r = [] {
     ControllerRegistry reg("controller");
-    reg.add("idle", [] { return std::make_unique<IdleController>(); }, "no forces, every step (the loop's floor)");
-    reg.add("depth_pid", [] { return std::make_unique<DepthPidController>(); },
-            "PID on depth driving a vertical body force");
+    reg.add(
+        "idle", [] { return std::make_unique<IdleController>(); }, "no forces, every step (the loop's floor)");
+    reg.add(
+        "depth_pid", [] { return std::make_unique<DepthPidController>(); },
+        "PID on depth driving a vertical body force");
     return reg;
   }();
   return r;

@@ -28,9 +28,7 @@ GatherStatus ReplayEndpoint::gather(const StepContext& ctx, SteadyClock::time_po
       reply.logs.clear();
       return GatherStatus::ready;
     case SlotOutcome::timeout: return GatherStatus::timeout;
-    case SlotOutcome::fault:
-      fault_message_ = "recorded fault";
-      return GatherStatus::fault;
+    case SlotOutcome::fault: fault_message_ = "recorded fault"; return GatherStatus::fault;
   }
   return GatherStatus::fault;
 }

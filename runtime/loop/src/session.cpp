@@ -14,9 +14,9 @@ namespace tether::runtime {
 
 // per-endpoint buffers of the step, allocated once
 struct Session::Slot {
-  Reply reply;       // what gather filled this step
-  Reply last;        // the last reply applied on time (policy hold)
-  Reply safe;        // the endpoint's safe reply (policy safe)
+  Reply reply;  // what gather filled this step
+  Reply last;   // the last reply applied on time (policy hold)
+  Reply safe;   // the endpoint's safe reply (policy safe)
   const Reply* applied = nullptr;
   bool fresh = false;  // applied is this step's reply (its measurements count)
   SlotOutcome outcome = SlotOutcome::fresh;
@@ -49,12 +49,10 @@ const char* to_string(Outcome outcome) {
   return "?";
 }
 
-Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints,
-                 SessionOptions options)
+Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints, SessionOptions options)
     : scenario_(scenario), model_(scenario.model), endpoints_(std::move(endpoints)),
       processors_(make_feedback_processors(scenario)),
-      devices_(scenario.devices, scenario.loop.seed, scenario.model.bodies.size()),
-      device_view_(model_, &hal_ray_cast),
+      devices_(scenario.devices, scenario.loop.seed, scenario.model.bodies.size()), device_view_(model_, &hal_ray_cast),
       options_(std::move(options)) {
   device_wrenches_.resize(model_.bodies.size());
   rtf_ = options_.real_time_factor.value_or(scenario_.loop.real_time_factor);
@@ -118,8 +116,8 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
       rtf_ > 0 ? static_cast<std::int64_t>(static_cast<double>(scenario_.loop.period_ns) / rtf_) : 0;
   pacer_.start(t0, wall_period_ns);
   auto next_status = t0;
-  const auto status_every = std::chrono::duration_cast<SteadyClock::duration>(
-      std::chrono::duration<double>(options_.status_interval_s));
+  const auto status_every =
+      std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(options_.status_interval_s));
 
   while (steps_done_ < steps_total_) {
     if (stop_requested.load(std::memory_order_relaxed)) {
@@ -173,9 +171,9 @@ void Session::endpoint_threw(std::size_t index, const StepContext& ctx, const ch
 }
 
 void Session::step_threw(const char* what) {
-  abort(std::string("step ") + std::to_string(state_.step) + " failed in phase " + (phase_ ? phase_ : "?") +
-            ": " + what,
-        Outcome::failed);
+  abort(
+      std::string("step ") + std::to_string(state_.step) + " failed in phase " + (phase_ ? phase_ : "?") + ": " + what,
+      Outcome::failed);
 }
 
 template <class Call>
@@ -240,16 +238,16 @@ bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<b
     ++ep.counters.faults;
     if (!slot.faulted) {
       slot.faulted = true;
-      spdlog::warn("endpoint \"{}\" faulted at step {}: {} (policy {})", ep.name(), ctx.step,
-                   ep.fault_message(), to_string(ep.policy()));
+      spdlog::warn("endpoint \"{}\" faulted at step {}: {} (policy {})", ep.name(), ctx.step, ep.fault_message(),
+                   to_string(ep.policy()));
       if (recorder_)
         recorder_->event(ctx.step, ctx.time_ns, 4, ep.name(),
                          "faulted: " + ep.fault_message() + " (policy " + to_string(ep.policy()) + ")");
     }
   }
   if (ep.counters.misses == 0 && recorder_)
-    recorder_->event(ctx.step, ctx.time_ns, 3, ep.name(), std::string("first missed deadline (policy ") +
-                                                              to_string(ep.policy()) + ")");
+    recorder_->event(ctx.step, ctx.time_ns, 3, ep.name(),
+                     std::string("first missed deadline (policy ") + to_string(ep.policy()) + ")");
   ++ep.counters.misses;
   switch (ep.policy()) {
     case TimeoutPolicy::hold: slot.applied = &slot.last; return true;
@@ -258,8 +256,7 @@ bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<b
     case TimeoutPolicy::abort:
       abort("endpoint \"" + ep.name() + "\" " +
             (status == GatherStatus::fault ? "faulted (" + ep.fault_message() + ")" : "missed its deadline") +
-            " at step " + std::to_string(ctx.step) + "; policy " + to_string(ep.policy()) +
-            " stopped the session");
+            " at step " + std::to_string(ctx.step) + "; policy " + to_string(ep.policy()) + " stopped the session");
       return false;
   }
   return false;
@@ -396,7 +393,8 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   for (std::size_t i = 0; i < processors_.size(); ++i) {
     FeedbackProcessor& p = *processors_[i];
     if (p.phase() != FeedbackPhase::post) continue;
-    if (!guarded_processor(i, ctx, [&] { p.post(feedback_context(scenario_.feedback[i].vehicle), model_, before_, state_); }))
+    if (!guarded_processor(i, ctx,
+                           [&] { p.post(feedback_context(scenario_.feedback[i].vehicle), model_, before_, state_); }))
       return false;
   }
 
@@ -502,8 +500,11 @@ bool Session::restore(const Keyframe& k, std::string* error) {
 nlohmann::json Session::summary() const {
   using nlohmann::json;
   auto figures = [](const Histogram& h) {
-    return json{{"p50", h.percentile(0.5)}, {"p99", h.percentile(0.99)}, {"max", h.max()},
-                {"mean", h.mean()}, {"count", h.count()}};
+    return json{{"p50", h.percentile(0.5)},
+                {"p99", h.percentile(0.99)},
+                {"max", h.max()},
+                {"mean", h.mean()},
+                {"count", h.count()}};
   };
   const double sim_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
   json out;
@@ -521,16 +522,23 @@ nlohmann::json Session::summary() const {
   out["reanchors"] = pacer_.reanchors();
   out["physics_substeps"] = substeps_total_;
   if (devices_.size())
-    out["devices"] = {{"count", devices_.size()}, {"samples", devices_.counters().samples},
+    out["devices"] = {{"count", devices_.size()},
+                      {"samples", devices_.counters().samples},
                       {"dropped", devices_.counters().dropped},
                       {"invalid_commands", invalid_commands_ + devices_.counters().invalid_commands}};
   if (recorder_) out["recording"] = {{"path", recorder_->path()}, {"dropped_items", recorder_->dropped()}};
   out["endpoints"] = json::array();
   for (const auto& e : endpoints_) {
-    json j{{"name", e->name()}, {"type", e->type()}, {"policy", to_string(e->policy())},
+    json j{{"name", e->name()},
+           {"type", e->type()},
+           {"policy", to_string(e->policy())},
            {"deadline_ms", static_cast<double>(e->deadline_ns()) * 1e-6},
-           {"replies", e->counters.replies}, {"late", e->counters.late}, {"misses", e->counters.misses},
-           {"stale", e->counters.stale}, {"corrupt", e->counters.corrupt}, {"faults", e->counters.faults},
+           {"replies", e->counters.replies},
+           {"late", e->counters.late},
+           {"misses", e->counters.misses},
+           {"stale", e->counters.stale},
+           {"corrupt", e->counters.corrupt},
+           {"faults", e->counters.faults},
            {"round_trip_ns", figures(e->counters.round_trip_ns)}};
     if (!e->fault_message().empty()) j["fault"] = e->fault_message();
     e->summarize(j);
@@ -538,7 +546,8 @@ nlohmann::json Session::summary() const {
   }
   out["feedback"] = json::array();
   for (std::size_t i = 0; i < processors_.size(); ++i) {
-    json j{{"name", processors_[i]->name()}, {"type", processors_[i]->type()},
+    json j{{"name", processors_[i]->name()},
+           {"type", processors_[i]->type()},
            {"phase", to_string(processors_[i]->phase())},
            {"vehicle", model_.vehicles[static_cast<std::size_t>(scenario_.feedback[i].vehicle)].name}};
     processors_[i]->summarize(j);
@@ -549,8 +558,7 @@ nlohmann::json Session::summary() const {
   for (const auto& v : m.vehicles) {
     const int b = v.bodies.front();
     const BodyState& s = state_.bodies[static_cast<std::size_t>(b)];
-    json j{{"name", v.name},
-           {"position_m", {s.position_m.x(), s.position_m.y(), s.position_m.z()}}};
+    json j{{"name", v.name}, {"position_m", {s.position_m.x(), s.position_m.y(), s.position_m.z()}}};
     if (m.water.present) j["depth_m"] = m.water.surface_z_m - s.position_m.z();
     const Vec3 rpy = rpy_from_quat(s.orientation);
     j["heading_deg"] = rpy.z() * 180.0 / 3.14159265358979323846;

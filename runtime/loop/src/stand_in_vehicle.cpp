@@ -27,8 +27,8 @@ HiddenParams default_hidden_params() {
 
 struct StandInVehicle::Impl {
   Impl(const Scenario& scenario, std::uint64_t seed)
-      : model(scenario.model), state(scenario.initial),
-        bank(scenario.devices, seed, scenario.model.bodies.size()), view(model), rng(hal::mix64(seed ^ 0x7e7e7e7eULL)) {}
+      : model(scenario.model), state(scenario.initial), bank(scenario.devices, seed, scenario.model.bodies.size()),
+        view(model), rng(hal::mix64(seed ^ 0x7e7e7e7eULL)) {}
 
   WorldModel model;
   WorldState state;
@@ -72,7 +72,8 @@ struct StandInVehicle::Impl {
     m.position_m = b.position_m + noise3(hidden.position_noise_m);
     const Vec3 rot = noise3(hidden.orientation_noise_rad);
     m.orientation = b.orientation;
-    if (rot.norm() > 0) m.orientation = (Quat(Eigen::AngleAxisd(rot.norm(), rot.normalized())) * b.orientation).normalized();
+    if (rot.norm() > 0)
+      m.orientation = (Quat(Eigen::AngleAxisd(rot.norm(), rot.normalized())) * b.orientation).normalized();
     m.velocity_m_s = linear_velocity(model, s, body) + noise3(hidden.velocity_noise_m_s);
     m.angular_velocity_rad_s = angular_velocity(model, s, body);
     if (hidden.position_noise_m > 0 || hidden.orientation_noise_rad > 0) {
@@ -91,8 +92,8 @@ struct StandInVehicle::Impl {
 
 StandInVehicle::StandInVehicle(const Scenario& scenario, int vehicle, const HiddenParams& hidden, std::uint64_t seed) {
   if (vehicle < 0 || static_cast<std::size_t>(vehicle) >= scenario.model.vehicles.size())
-    throw std::invalid_argument("stand-in vehicle: no vehicle with index " + std::to_string(vehicle) + " (the scenario has " +
-                                std::to_string(scenario.model.vehicles.size()) + ")");
+    throw std::invalid_argument("stand-in vehicle: no vehicle with index " + std::to_string(vehicle) +
+                                " (the scenario has " + std::to_string(scenario.model.vehicles.size()) + ")");
   impl_ = std::make_unique<Impl>(scenario, seed);
   Impl& s = *impl_;
   s.hidden = hidden;
@@ -110,7 +111,8 @@ StandInVehicle::StandInVehicle(const Scenario& scenario, int vehicle, const Hidd
     d.angular_quadratic *= hidden.drag_scale;
     // the offset is spread over the vehicle's bodies as displaced volume
     if (s.model.water.present && g > 0 && hidden.buoyancy_offset_n != 0) {
-      const double dv = hidden.buoyancy_offset_n / (s.model.water.density_kg_m3 * g) / static_cast<double>(bodies.size());
+      const double dv =
+          hidden.buoyancy_offset_n / (s.model.water.density_kg_m3 * g) / static_cast<double>(bodies.size());
       body.volume_m3 = std::max(0.0, body.volume_m3 + dv);
     }
   }
@@ -145,7 +147,8 @@ int StandInVehicle::find_device(const char* full_name) const { return impl_->ban
 StepStatus StandInVehicle::advance(const StepInputs& extra, double dt_s) {
   Impl& s = *impl_;
   s.inputs.clear();
-  for (std::size_t i = 0; i < extra.wrenches.size() && i < s.inputs.wrenches.size(); ++i) s.inputs.wrenches[i] = extra.wrenches[i];
+  for (std::size_t i = 0; i < extra.wrenches.size() && i < s.inputs.wrenches.size(); ++i)
+    s.inputs.wrenches[i] = extra.wrenches[i];
   if (s.bank.size() > 0) {
     s.view.update(s.state, nullptr, dt_s, &s.inputs);
     s.bank.actuate(s.view, dt_s, s.device_wrenches);

@@ -33,15 +33,13 @@ void insertion_sort(std::vector<T>& v, Less less) {
 }
 
 void sort_pairs(std::vector<BoxPair>& pairs) {
-  std::sort(pairs.begin(), pairs.end(), [](const BoxPair& p, const BoxPair& q) {
-    return p.a != q.a ? p.a < q.a : p.b < q.b;
-  });
+  std::sort(pairs.begin(), pairs.end(),
+            [](const BoxPair& p, const BoxPair& q) { return p.a != q.a ? p.a < q.a : p.b < q.b; });
 }
 
 }  // namespace
 
-void BroadPhase::find_pairs(const std::vector<Aabb>& boxes, BroadPhaseKind kind,
-                            std::vector<BoxPair>& pairs) {
+void BroadPhase::find_pairs(const std::vector<Aabb>& boxes, BroadPhaseKind kind, std::vector<BoxPair>& pairs) {
   pairs.clear();
   grid_built_ = false;
   if (boxes.size() < 2) return;
@@ -57,8 +55,7 @@ void BroadPhase::brute(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pai
   const auto n = static_cast<std::int32_t>(boxes.size());
   for (std::int32_t i = 0; i < n; ++i)
     for (std::int32_t j = i + 1; j < n; ++j)
-      if (boxes[static_cast<std::size_t>(i)].overlaps(boxes[static_cast<std::size_t>(j)]))
-        pairs.push_back({i, j});
+      if (boxes[static_cast<std::size_t>(i)].overlaps(boxes[static_cast<std::size_t>(j)])) pairs.push_back({i, j});
 }
 
 void BroadPhase::sweep(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pairs) {
@@ -84,9 +81,7 @@ void BroadPhase::sweep(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pai
   }
   for (Key& k : keys_) k.min = boxes[static_cast<std::size_t>(k.index)].min[axis];
   // the order is unique (ties broken by index), so keeping last call's order is only a speed-up
-  insertion_sort(keys_, [](const Key& p, const Key& q) {
-    return p.min != q.min ? p.min < q.min : p.index < q.index;
-  });
+  insertion_sort(keys_, [](const Key& p, const Key& q) { return p.min != q.min ? p.min < q.min : p.index < q.index; });
   for (std::size_t k = 0; k < keys_.size(); ++k) {
     const Aabb& a = boxes[static_cast<std::size_t>(keys_[k].index)];
     const double end = a.max[axis];
@@ -246,9 +241,7 @@ void BroadPhase::radix_sort_pairs(std::vector<BoxPair>& pairs, std::size_t n) {
   for (int pass = 0; pass < 2 * digits; ++pass) {
     const bool on_b = pass < digits;
     const int shift = 11 * (on_b ? pass : pass - digits);
-    auto digit = [&](const BoxPair& p) {
-      return (static_cast<std::uint32_t>(on_b ? p.b : p.a) >> shift) & 2047u;
-    };
+    auto digit = [&](const BoxPair& p) { return (static_cast<std::uint32_t>(on_b ? p.b : p.a) >> shift) & 2047u; };
     std::fill(radix_count_.begin(), radix_count_.end(), 0u);
     for (const BoxPair& p : pairs) ++radix_count_[digit(p) + 1];
     for (std::size_t d = 0; d < 2048; ++d) radix_count_[d + 1] += radix_count_[d];
@@ -288,8 +281,8 @@ void BroadPhase::query(const std::vector<Aabb>& boxes, const Aabb& box, std::vec
     for (std::int64_t y = from[1]; y <= to[1]; ++y)
       for (std::int64_t x = from[0]; x <= to[0]; ++x) {
         const Cell c{x, y, z};
-        const std::uint32_t b = dense_ ? static_cast<std::uint32_t>(x + dims_[0] * (y + dims_[1] * z))
-                                       : hash_cell(x, y, z, mask_);
+        const std::uint32_t b =
+            dense_ ? static_cast<std::uint32_t>(x + dims_[0] * (y + dims_[1] * z)) : hash_cell(x, y, z, mask_);
         for (std::uint32_t k = bucket_start_[b]; k < bucket_start_[b + 1]; ++k) {
           const std::int32_t j = sorted_[k];
           if (!dense_ && !(cells_[static_cast<std::size_t>(j)] == c)) continue;

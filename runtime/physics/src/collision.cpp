@@ -189,8 +189,7 @@ Vec3 full_support(const ShapePose& s, const Vec3& d) {
       break;
     case ShapeKind::capsule: {
       const double len = dl.norm();
-      p = Vec3(sign_of(dl.x()) * sh.half_length_m, 0, 0) +
-          (len > tiny ? Vec3(sh.radius_m * dl / len) : Vec3::Zero());
+      p = Vec3(sign_of(dl.x()) * sh.half_length_m, 0, 0) + (len > tiny ? Vec3(sh.radius_m * dl / len) : Vec3::Zero());
       break;
     }
     case ShapeKind::cylinder: {
@@ -321,9 +320,12 @@ TriResult closest_on_triangle(const Simplex& s, int ia, int ib, int ic) {
 }
 
 void apply(Simplex& s, const TriResult& r) {
-  if (r.n == 1) s.keep({r.idx[0]}, {r.lam[0]});
-  else if (r.n == 2) s.keep({r.idx[0], r.idx[1]}, {r.lam[0], r.lam[1]});
-  else s.keep({r.idx[0], r.idx[1], r.idx[2]}, {r.lam[0], r.lam[1], r.lam[2]});
+  if (r.n == 1)
+    s.keep({r.idx[0]}, {r.lam[0]});
+  else if (r.n == 2)
+    s.keep({r.idx[0], r.idx[1]}, {r.lam[0], r.lam[1]});
+  else
+    s.keep({r.idx[0], r.idx[1], r.idx[2]}, {r.lam[0], r.lam[1], r.lam[2]});
 }
 
 // reduces the simplex to the feature closest to the origin; returns false if it holds the origin
@@ -337,9 +339,12 @@ bool reduce(Simplex& s, Vec3& v) {
       const Vec3 ab = s.w[1] - s.w[0];
       const double den = ab.squaredNorm();
       const double t = den > tiny ? std::clamp(-s.w[0].dot(ab) / den, 0.0, 1.0) : 0.0;
-      if (t <= 0) s.keep({0}, {1.0});
-      else if (t >= 1) s.keep({1}, {1.0});
-      else s.keep({0, 1}, {1 - t, t});
+      if (t <= 0)
+        s.keep({0}, {1.0});
+      else if (t >= 1)
+        s.keep({1}, {1.0});
+      else
+        s.keep({0, 1}, {1 - t, t});
       v = s.n == 1 ? s.w[0] : Vec3(s.w[0] * s.lambda[0] + s.w[1] * s.lambda[1]);
       return true;
     }
@@ -357,8 +362,7 @@ bool reduce(Simplex& s, Vec3& v) {
       TriResult best_r;
       for (const auto& f : faces) {
         const Vec3& a = s.w[static_cast<std::size_t>(f[0])];
-        const Vec3 nrm = (s.w[static_cast<std::size_t>(f[1])] - a)
-                             .cross(s.w[static_cast<std::size_t>(f[2])] - a);
+        const Vec3 nrm = (s.w[static_cast<std::size_t>(f[1])] - a).cross(s.w[static_cast<std::size_t>(f[2])] - a);
         const double side_origin = nrm.dot(-a);
         const double side_other = nrm.dot(s.w[static_cast<std::size_t>(f[3])] - a);
         const bool outside = side_origin * side_other < 0 || std::abs(side_other) < 1e-18;
@@ -657,8 +661,7 @@ void capsule_ends(const ShapePose& s, Vec3& e0, Vec3& e1) {
 }
 
 // closest points between segments p1-q1 and p2-q2
-void closest_segments(const Vec3& p1, const Vec3& q1, const Vec3& p2, const Vec3& q2, Vec3& c1,
-                      Vec3& c2) {
+void closest_segments(const Vec3& p1, const Vec3& q1, const Vec3& p2, const Vec3& q2, Vec3& c1, Vec3& c2) {
   const Vec3 d1 = q1 - p1, d2 = q2 - p2, r = p1 - p2;
   const double a = d1.squaredNorm(), e = d2.squaredNorm(), f = d2.dot(r);
   double s = 0, t = 0;
@@ -793,8 +796,7 @@ double point_distance(const ShapePose& s, const Vec3& point, Vec3& normal, Vec3&
   return d;
 }
 
-ConvexDistance convex_core_distance(const ShapePose& a, const ShapePose& b, double& margin_a,
-                                    double& margin_b) {
+ConvexDistance convex_core_distance(const ShapePose& a, const ShapePose& b, double& margin_a, double& margin_b) {
   margin_a = core_margin(*a.shape);
   margin_b = core_margin(*b.shape);
   return gjk(a, b, margin_a, margin_b);

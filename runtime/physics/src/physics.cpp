@@ -23,8 +23,7 @@ struct Derivative {
   Vec3 torque;
 };
 
-Derivative evaluate(const WorldModel& model, const BodyModel& body, const BodyState& s,
-                    const BodyWrench& input) {
+Derivative evaluate(const WorldModel& model, const BodyModel& body, const BodyState& s, const BodyWrench& input) {
   Derivative d;
   d.velocity = s.linear_momentum * body.inv_mass;
   const Mat3 r = s.orientation.toRotationMatrix();
@@ -48,8 +47,7 @@ BodyState offset(const BodyState& s, const Derivative& d, double h) {
   return out;
 }
 
-void rk4(const WorldModel& model, const BodyModel& body, BodyState& s, const BodyWrench& input,
-         double h) {
+void rk4(const WorldModel& model, const BodyModel& body, BodyState& s, const BodyWrench& input, double h) {
   const Derivative k1 = evaluate(model, body, s, input);
   const Derivative k2 = evaluate(model, body, offset(s, k1, 0.5 * h), input);
   const Derivative k3 = evaluate(model, body, offset(s, k2, 0.5 * h), input);
@@ -57,16 +55,15 @@ void rk4(const WorldModel& model, const BodyModel& body, BodyState& s, const Bod
   const double h6 = h / 6.0;
   s.position_m += h6 * (k1.velocity + 2.0 * k2.velocity + 2.0 * k3.velocity + k4.velocity);
   Eigen::Vector4d q(s.orientation.w(), s.orientation.x(), s.orientation.y(), s.orientation.z());
-  q += h6 * (k1.orientation_rate + 2.0 * k2.orientation_rate + 2.0 * k3.orientation_rate +
-             k4.orientation_rate);
+  q += h6 * (k1.orientation_rate + 2.0 * k2.orientation_rate + 2.0 * k3.orientation_rate + k4.orientation_rate);
   s.orientation = Quat(q[0], q[1], q[2], q[3]).normalized();
   s.linear_momentum += h6 * (k1.force + 2.0 * k2.force + 2.0 * k3.force + k4.force);
   s.angular_momentum += h6 * (k1.torque + 2.0 * k2.torque + 2.0 * k3.torque + k4.torque);
 }
 
 bool finite(const BodyState& b) {
-  return b.position_m.allFinite() && b.orientation.coeffs().allFinite() &&
-         b.linear_momentum.allFinite() && b.angular_momentum.allFinite();
+  return b.position_m.allFinite() && b.orientation.coeffs().allFinite() && b.linear_momentum.allFinite() &&
+         b.angular_momentum.allFinite();
 }
 
 // rotation by the rotation vector th (axis * angle)
@@ -101,9 +98,9 @@ struct BodyFrame {
   double size = 0;
   double bound_r = 0;
   double turn_r = 0;  // lever arm that turning moves the surface by (0 for a sphere)
-  double speed = 0;  // fastest surface point
-  double accel = 0;  // bound on surface-point acceleration
-  double motion = 0; // bound on surface motion in this sub-step (+ skin): collision margin
+  double speed = 0;   // fastest surface point
+  double accel = 0;   // bound on surface-point acceleration
+  double motion = 0;  // bound on surface motion in this sub-step (+ skin): collision margin
 };
 
 struct SolverBody {
@@ -137,26 +134,25 @@ struct Row {
 
 struct Contact {
   std::int32_t a = 0;
-  std::int32_t b = 0;             // solver index; the last one stands for static geometry
+  std::int32_t b = 0;  // solver index; the last one stands for static geometry
   std::int32_t static_index = -1;
-  bool round_pair = false;        // two spheres: projection uses the exact distance
-  bool impact = false;            // bounces in this sub-step (not warm-started)
-  bool far = false;               // a gap nothing closes in this sub-step: projection only
-  std::uint64_t pair_key = 0;     // (a, kind of partner, partner): the order contacts come in
+  bool round_pair = false;     // two spheres: projection uses the exact distance
+  bool impact = false;         // bounces in this sub-step (not warm-started)
+  bool far = false;            // a gap nothing closes in this sub-step: projection only
+  std::uint64_t pair_key = 0;  // (a, kind of partner, partner): the order contacts come in
   Vec3 n = Vec3::UnitZ(), t1 = Vec3::UnitX(), ra = Vec3::Zero(), rb = Vec3::Zero(), point = Vec3::Zero();
   double kn = 0, kt1 = 0, kt2 = 0;
-  double target = 0;              // lowest normal velocity allowed after the solve
+  double target = 0;  // lowest normal velocity allowed after the solve
   double ln = 0, lt1 = 0, lt2 = 0;
   double mu = 0, restitution = 0;
   double sep = 0;
-  double toi = 0;                 // impact time inside the sub-step (0: at the start / none)
+  double toi = 0;  // impact time inside the sub-step (0: at the start / none)
   double slop = 0;
   double rad_a = 0, rad_b = 0;
-  double vn0 = 0;                 // normal velocity at the sub-step start
+  double vn0 = 0;  // normal velocity at the sub-step start
 };
 
-double inverse_effective_mass(const SolverBody& a, const SolverBody& b, const Vec3& ra,
-                              const Vec3& rb, const Vec3& d) {
+double inverse_effective_mass(const SolverBody& a, const SolverBody& b, const Vec3& ra, const Vec3& rb, const Vec3& d) {
   const Vec3 ca = ra.cross(d), cb = rb.cross(d);
   const double k = a.inv_m + b.inv_m + ca.dot(mul(a.inv_i, ca)) + cb.dot(mul(b.inv_i, cb));
   return k > 1e-300 ? 1.0 / k : 0.0;
@@ -188,10 +184,10 @@ struct PhysicsScratch::Impl {
   std::size_t sorted_contacts = 0, previous_sorted = 0;
   std::vector<std::int32_t> parent, island_label, island_of;
   std::vector<std::uint32_t> island_start, island_order, island_cursor;
-  std::vector<Row> rows;                      // solver rows in island order
+  std::vector<Row> rows;  // solver rows in island order
   std::vector<ProjRow> proj_rows;
   std::vector<Vec3> pos_now;
-  std::vector<std::uint32_t> row_contact;     // contact index of each row
+  std::vector<std::uint32_t> row_contact;                 // contact index of each row
   std::vector<std::uint32_t> adjacency_start, adjacency;  // body -> contacts (projection)
   std::vector<std::uint32_t> work, next_work, contact_stamp, body_stamp, moved;
   struct Event {
@@ -206,14 +202,13 @@ PhysicsScratch::~PhysicsScratch() = default;
 PhysicsScratch::PhysicsScratch(PhysicsScratch&&) noexcept = default;
 PhysicsScratch& PhysicsScratch::operator=(PhysicsScratch&&) noexcept = default;
 
-void body_forces(const WorldModel& model, const BodyModel& body, const BodyState& s,
-                 const BodyWrench& input, Vec3& force, Vec3& torque) {
+void body_forces(const WorldModel& model, const BodyModel& body, const BodyState& s, const BodyWrench& input,
+                 Vec3& force, Vec3& torque) {
   const Mat3 r = s.orientation.toRotationMatrix();
   force = body.mass_kg * model.gravity_m_s2;
   torque.setZero();
   if (model.water.present) {
-    const double f = submerged_fraction(body.shape, s.orientation, s.position_m.z(),
-                                        model.water.surface_z_m);
+    const double f = submerged_fraction(body.shape, s.orientation, s.position_m.z(), model.water.surface_z_m);
     if (f > 0) {
       // buoyancy acts at the centre of buoyancy, opposite to gravity
       const Vec3 buoyancy = -model.water.density_kg_m3 * body.volume_m3 * f * model.gravity_m_s2;
@@ -223,8 +218,7 @@ void body_forces(const WorldModel& model, const BodyModel& body, const BodyState
       const Vec3 v_b = r.transpose() * (s.linear_momentum * body.inv_mass - model.water.current_m_s);
       const Vec3 w_b = body.inv_inertia_body * (r.transpose() * s.angular_momentum);
       const Damping& d = body.damping;
-      const Vec3 fd = -f * (d.linear.cwiseProduct(v_b) +
-                            d.quadratic.cwiseProduct(v_b.cwiseAbs()).cwiseProduct(v_b));
+      const Vec3 fd = -f * (d.linear.cwiseProduct(v_b) + d.quadratic.cwiseProduct(v_b.cwiseAbs()).cwiseProduct(v_b));
       const Vec3 td = -f * (d.angular_linear.cwiseProduct(w_b) +
                             d.angular_quadratic.cwiseProduct(w_b.cwiseAbs()).cwiseProduct(w_b));
       force += r * fd;
@@ -240,8 +234,8 @@ namespace {
 // one step() call: the model, the state and the scratch, with the sub-step machinery
 class Stepper {
  public:
-  Stepper(const WorldModel& model, WorldState& state, const StepInputs& inputs,
-          PhysicsScratch::Impl& s, StepReport* report)
+  Stepper(const WorldModel& model, WorldState& state, const StepInputs& inputs, PhysicsScratch::Impl& s,
+          StepReport* report)
       : model_(model), cfg_(model.contact), state_(state), inputs_(inputs), s_(s), report_(report),
         n_(std::min(state.bodies.size(), model.bodies.size())) {}
 
@@ -258,8 +252,8 @@ class Stepper {
   void set_motion(double h);
   void detect();
   void add_contacts(std::int32_t a, std::int32_t b, std::int32_t static_index, std::uint64_t group,
-                    const ContactPoint* pts, int count, double restitution, double friction,
-                    double size_b, double rad_b);
+                    const ContactPoint* pts, int count, double restitution, double friction, double size_b,
+                    double rad_b);
   void warm_start(double h);
   void prepare(double h);
   double earliest_impact(double h) const;
@@ -379,9 +373,9 @@ void Stepper::set_motion(double h) {
   }
 }
 
-void Stepper::add_contacts(std::int32_t a, std::int32_t b, std::int32_t static_index,
-                           std::uint64_t group, const ContactPoint* pts, int count, double restitution,
-                           double friction, double size_b, double rad_b) {
+void Stepper::add_contacts(std::int32_t a, std::int32_t b, std::int32_t static_index, std::uint64_t group,
+                           const ContactPoint* pts, int count, double restitution, double friction, double size_b,
+                           double rad_b) {
   // pairs come out per body a: planes/terrain, then bodies, then bounded statics
   const std::uint64_t partner = static_cast<std::uint64_t>(group == 1 ? b : static_index);
   const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | (group << 30) | partner;
@@ -832,8 +826,8 @@ void Stepper::catch_outrunners() {
   };
   auto swept_box = [&](std::size_t i) {
     Aabb b0 = shape_aabb(start_pose(i));
-    const Aabb b1 = shape_aabb({&model_.bodies[i].shape, state_.bodies[i].position_m,
-                                state_.bodies[i].orientation.toRotationMatrix()});
+    const Aabb b1 = shape_aabb(
+        {&model_.bodies[i].shape, state_.bodies[i].position_m, state_.bodies[i].orientation.toRotationMatrix()});
     b0.min = b0.min.cwiseMin(b1.min);
     b0.max = b0.max.cwiseMax(b1.max);
     b0.inflate(0.01 * s_.frames[i].size);
@@ -862,7 +856,8 @@ void Stepper::catch_outrunners() {
       } else {
         const int k = s_.bounded_statics[jj - n];
         const StaticBody& st = model_.statics[static_cast<std::size_t>(k)];
-        const int count = collide(pi, {&st.shape, st.position_m, s_.static_rot[static_cast<std::size_t>(k)]}, reach, pts);
+        const int count =
+            collide(pi, {&st.shape, st.position_m, s_.static_rot[static_cast<std::size_t>(k)]}, reach, pts);
         if (count > 0)
           add_contacts(ai, static_cast<std::int32_t>(n), k, 2, pts, count, st.restitution, st.friction,
                        shape_size(st.shape), 0.0);
@@ -945,8 +940,8 @@ void Stepper::project() {
       return len - r.radsum;
     }
     nrm = r.n;
-    const Vec3 da = s_.disp_lin[a] + s_.proj_lin[a] + (s_.disp_ang[a] + s_.proj_ang[a]).cross(r.ra) -
-                    s_.disp_lin[b] - s_.proj_lin[b] - (s_.disp_ang[b] + s_.proj_ang[b]).cross(r.rb);
+    const Vec3 da = s_.disp_lin[a] + s_.proj_lin[a] + (s_.disp_ang[a] + s_.proj_ang[a]).cross(r.ra) - s_.disp_lin[b] -
+                    s_.proj_lin[b] - (s_.disp_ang[b] + s_.proj_ang[b]).cross(r.rb);
     return r.sep + r.n.dot(da);
   };
   auto& work = s_.work;
@@ -1087,8 +1082,10 @@ void Stepper::finish_events() {
       merged.normal = ev[j].e.normal;
     }
     if (weight > 0) merged.point_m = point_sum / weight;
-    if (out.size() < out.capacity()) out.push_back(merged);
-    else ++report_->contacts_dropped;
+    if (out.size() < out.capacity())
+      out.push_back(merged);
+    else
+      ++report_->contacts_dropped;
     i = j;
   }
 }
@@ -1153,8 +1150,8 @@ StepStatus Stepper::run(double dt_s) {
 
 }  // namespace
 
-StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& inputs, double dt_s,
-                StepReport* report, PhysicsScratch& scratch) {
+StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& inputs, double dt_s, StepReport* report,
+                PhysicsScratch& scratch) {
   if (!(dt_s > 0)) {
     ++state.step;
     return StepStatus::ok;
@@ -1163,8 +1160,7 @@ StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& in
   return stepper.run(dt_s);
 }
 
-StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& inputs, double dt_s,
-                StepReport* report) {
+StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& inputs, double dt_s, StepReport* report) {
   thread_local PhysicsScratch scratch;
   return step(model, state, inputs, dt_s, report, scratch);
 }

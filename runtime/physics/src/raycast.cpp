@@ -46,8 +46,7 @@ bool ray_sphere(const Vec3& o, const Vec3& d, const Vec3& c, double r, double& t
 }
 
 // Moller-Trumbore; the normal returned faces the ray
-bool ray_triangle(const Vec3& o, const Vec3& d, const Vec3& a, const Vec3& b, const Vec3& c, double& t_out,
-                  Vec3& n) {
+bool ray_triangle(const Vec3& o, const Vec3& d, const Vec3& a, const Vec3& b, const Vec3& c, double& t_out, Vec3& n) {
   const Vec3 e1 = b - a, e2 = c - a;
   const Vec3 p = d.cross(e2);
   const double det = e1.dot(p);

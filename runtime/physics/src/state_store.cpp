@@ -12,8 +12,10 @@ std::ptrdiff_t StateStore::find_step(std::uint64_t step) const {
   std::size_t lo = 0, hi = count_;
   while (lo < hi) {
     const std::size_t mid = (lo + hi) / 2;
-    if (slot(mid).step <= step) lo = mid + 1;
-    else hi = mid;
+    if (slot(mid).step <= step)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return static_cast<std::ptrdiff_t>(lo) - 1;
 }
@@ -49,8 +51,10 @@ bool StateStore::state_at(std::int64_t time_ns, WorldState& out) const {
   std::size_t lo = 0, hi = count_;
   while (lo < hi) {
     const std::size_t mid = (lo + hi) / 2;
-    if (slot(mid).time_ns <= time_ns) lo = mid + 1;
-    else hi = mid;
+    if (slot(mid).time_ns <= time_ns)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   const WorldState& a = slot(lo - 1);
   if (a.time_ns == time_ns || lo == count_) {

@@ -11,19 +11,18 @@
 #include <sstream>
 #include <stdexcept>
 
-
 namespace tether::runtime {
 
 void finish_heightfield(HeightField& f) {
   if (f.columns < 2 || f.rows < 2)
-    throw std::invalid_argument("heightfield needs at least 2x2 vertices, got " +
-                                std::to_string(f.columns) + "x" + std::to_string(f.rows));
+    throw std::invalid_argument("heightfield needs at least 2x2 vertices, got " + std::to_string(f.columns) + "x" +
+                                std::to_string(f.rows));
   if (!(f.cell_size_m > 0) || !std::isfinite(f.cell_size_m))
     throw std::invalid_argument("heightfield cell size must be a number > 0");
   const std::size_t want = static_cast<std::size_t>(f.columns) * static_cast<std::size_t>(f.rows);
   if (f.heights_m.size() != want)
-    throw std::invalid_argument("heightfield has " + std::to_string(f.heights_m.size()) +
-                                " heights, expected " + std::to_string(want));
+    throw std::invalid_argument("heightfield has " + std::to_string(f.heights_m.size()) + " heights, expected " +
+                                std::to_string(want));
   f.min_height_m = std::numeric_limits<double>::infinity();
   f.max_height_m = -std::numeric_limits<double>::infinity();
   for (double h : f.heights_m) {
@@ -33,8 +32,8 @@ void finish_heightfield(HeightField& f) {
   }
 }
 
-HeightField make_heightfield(const std::vector<std::vector<double>>& rows, double cell_size_m,
-                             double height_scale_m, std::string name) {
+HeightField make_heightfield(const std::vector<std::vector<double>>& rows, double cell_size_m, double height_scale_m,
+                             std::string name) {
   HeightField f;
   f.name = std::move(name);
   f.rows = static_cast<int>(rows.size());
@@ -42,17 +41,16 @@ HeightField make_heightfield(const std::vector<std::vector<double>>& rows, doubl
   f.cell_size_m = cell_size_m;
   for (std::size_t j = 0; j < rows.size(); ++j) {
     if (rows[j].size() != static_cast<std::size_t>(f.columns))
-      throw std::invalid_argument("heightfield row " + std::to_string(j) + " has " +
-                                  std::to_string(rows[j].size()) + " heights, row 0 has " +
-                                  std::to_string(f.columns));
+      throw std::invalid_argument("heightfield row " + std::to_string(j) + " has " + std::to_string(rows[j].size()) +
+                                  " heights, row 0 has " + std::to_string(f.columns));
     for (double h : rows[j]) f.heights_m.push_back(h * height_scale_m);
   }
   finish_heightfield(f);
   return f;
 }
 
-HeightField heightfield_from_pgm(std::string_view bytes, double cell_size_m, double height_scale_m,
-                                 double base_m, std::string name) {
+HeightField heightfield_from_pgm(std::string_view bytes, double cell_size_m, double height_scale_m, double base_m,
+                                 std::string name) {
   std::size_t pos = 0;
   auto fail = [](const std::string& why) -> HeightField { throw std::invalid_argument("PGM: " + why); };
   // header tokens: magic, width, height, maxval; '#' comments run to the end of a line
@@ -71,12 +69,14 @@ HeightField heightfield_from_pgm(std::string_view bytes, double cell_size_m, dou
   };
   auto number = [&](const char* what) -> long {
     const std::string t = token();
-    if (t.empty() || !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    if (t.empty() ||
+        !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       throw std::invalid_argument(std::string("PGM: expected ") + what + ", got \"" + t + "\"");
     return std::stol(t);
   };
   const std::string magic = token();
-  if (magic != "P2" && magic != "P5") return fail("expected P2 or P5 (PNG is not supported), got \"" + magic.substr(0, 8) + "\"");
+  if (magic != "P2" && magic != "P5")
+    return fail("expected P2 or P5 (PNG is not supported), got \"" + magic.substr(0, 8) + "\"");
   const long w = number("a width"), h = number("a height"), maxval = number("a maximum value");
   if (w < 2 || h < 2) return fail("image must be at least 2x2 pixels");
   if (w > 1 << 16 || h > 1 << 16) return fail("image larger than 65536 pixels on a side");
@@ -101,7 +101,8 @@ HeightField heightfield_from_pgm(std::string_view bytes, double cell_size_m, dou
   } else {
     ++pos;  // exactly one whitespace byte after maxval
     const std::size_t bpp = maxval < 256 ? 1 : 2;
-    if (bytes.size() < pos + static_cast<std::size_t>(w * h) * bpp) return fail("pixel data shorter than width x height");
+    if (bytes.size() < pos + static_cast<std::size_t>(w * h) * bpp)
+      return fail("pixel data shorter than width x height");
     for (long y = 0; y < h; ++y) {
       for (long x = 0; x < w; ++x) {
         const auto* p = reinterpret_cast<const unsigned char*>(bytes.data() + pos);
@@ -115,8 +116,7 @@ HeightField heightfield_from_pgm(std::string_view bytes, double cell_size_m, dou
   return f;
 }
 
-HeightField load_pgm_heightfield(const std::string& path, double cell_size_m, double height_scale_m,
-                                 double base_m) {
+HeightField load_pgm_heightfield(const std::string& path, double cell_size_m, double height_scale_m, double base_m) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument(path + ": cannot open the file");
   std::stringstream buffer;
@@ -167,8 +167,7 @@ Vec3 closest_point_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const V
 }
 
 // cells touched by a grid-frame xy range, clamped to the grid; false if none
-bool cell_range(const HeightField& f, double x0, double x1, double y0, double y1, int& i0, int& i1,
-                int& j0, int& j1) {
+bool cell_range(const HeightField& f, double x0, double x1, double y0, double y1, int& i0, int& i1, int& j0, int& j1) {
   const double inv = 1.0 / f.cell_size_m;
   const double fx0 = std::floor(x0 * inv), fx1 = std::floor(x1 * inv);
   const double fy0 = std::floor(y0 * inv), fy1 = std::floor(y1 * inv);
@@ -200,7 +199,8 @@ struct TerrainContacts {
     int worst = 0;
     for (int i = 1; i < n; ++i)
       if (p[static_cast<std::size_t>(i)].separation_m > p[static_cast<std::size_t>(worst)].separation_m) worst = i;
-    if (sep < p[static_cast<std::size_t>(worst)].separation_m) p[static_cast<std::size_t>(worst)] = {point, normal, sep};
+    if (sep < p[static_cast<std::size_t>(worst)].separation_m)
+      p[static_cast<std::size_t>(worst)] = {point, normal, sep};
   }
 };
 
@@ -255,8 +255,7 @@ bool heightfield_height(const HeightField& f, double x, double y, double& z, Vec
   const int i = std::min(static_cast<int>(gx), f.columns - 2);
   const int j = std::min(static_cast<int>(gy), f.rows - 2);
   const double fx = gx - i, fy = gy - j;
-  const double h00 = f.height(i, j), h10 = f.height(i + 1, j), h01 = f.height(i, j + 1),
-               h11 = f.height(i + 1, j + 1);
+  const double h00 = f.height(i, j), h10 = f.height(i + 1, j), h01 = f.height(i, j + 1), h11 = f.height(i + 1, j + 1);
   double sx, sy;  // slopes dz/dx, dz/dy in grid units
   if (fx >= fy) {
     sx = h10 - h00;
@@ -270,8 +269,7 @@ bool heightfield_height(const HeightField& f, double x, double y, double& z, Vec
   return true;
 }
 
-bool terrain_height(const WorldModel& model, int static_index, double x, double y, double& z,
-                    Vec3* normal_world) {
+bool terrain_height(const WorldModel& model, int static_index, double x, double y, double& z, Vec3* normal_world) {
   if (static_index < 0 || static_cast<std::size_t>(static_index) >= model.statics.size()) return false;
   const StaticBody& s = model.statics[static_cast<std::size_t>(static_index)];
   if (s.shape.kind != ShapeKind::heightfield || s.shape.heightfield < 0 ||
@@ -280,8 +278,8 @@ bool terrain_height(const WorldModel& model, int static_index, double x, double 
   const Mat3 r = s.orientation.toRotationMatrix();
   const Vec3 local = r.transpose() * (Vec3(x, y, s.position_m.z()) - s.position_m);
   Vec3 n;
-  if (!heightfield_height(model.heightfields[static_cast<std::size_t>(s.shape.heightfield)], local.x(),
-                          local.y(), z, &n))
+  if (!heightfield_height(model.heightfields[static_cast<std::size_t>(s.shape.heightfield)], local.x(), local.y(), z,
+                          &n))
     return false;
   z += s.position_m.z();
   if (normal_world) *normal_world = r * n;
@@ -297,8 +295,8 @@ Aabb heightfield_aabb(const HeightField& f, const Vec3& position, const Mat3& ro
   return {wc - we, wc + we};
 }
 
-int collide_heightfield(const ShapePose& shape, const HeightField& f, const Vec3& position,
-                        const Mat3& rotation, double margin, ContactPoint* out) {
+int collide_heightfield(const ShapePose& shape, const HeightField& f, const Vec3& position, const Mat3& rotation,
+                        double margin, ContactPoint* out) {
   // everything happens in the grid frame
   const Mat3 rt = rotation.transpose();
   ShapePose local{shape.shape, rt * (shape.position - position), rt * shape.rotation};

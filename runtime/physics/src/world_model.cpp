@@ -13,8 +13,7 @@ double shape_volume(const Shape& s) {
     case ShapeKind::sphere: return 4.0 / 3.0 * pi * s.radius_m * s.radius_m * s.radius_m;
     case ShapeKind::box: return 8.0 * s.half_extents_m.prod();
     case ShapeKind::cylinder: return pi * s.radius_m * s.radius_m * 2.0 * s.half_length_m;
-    case ShapeKind::capsule:
-      return pi * s.radius_m * s.radius_m * (2.0 * s.half_length_m + 4.0 / 3.0 * s.radius_m);
+    case ShapeKind::capsule: return pi * s.radius_m * s.radius_m * (2.0 * s.half_length_m + 4.0 / 3.0 * s.radius_m);
     case ShapeKind::plane:
     case ShapeKind::heightfield: return 0;
   }
@@ -28,14 +27,12 @@ Mat3 shape_inertia(const Shape& s, double m) {
     case ShapeKind::sphere: inertia.diagonal().setConstant(0.4 * m * r2); break;
     case ShapeKind::box: {
       const Vec3 h2 = s.half_extents_m.cwiseProduct(s.half_extents_m);
-      inertia.diagonal() << m / 3.0 * (h2.y() + h2.z()), m / 3.0 * (h2.x() + h2.z()),
-          m / 3.0 * (h2.x() + h2.y());
+      inertia.diagonal() << m / 3.0 * (h2.y() + h2.z()), m / 3.0 * (h2.x() + h2.z()), m / 3.0 * (h2.x() + h2.y());
       break;
     }
     case ShapeKind::cylinder: {
       const double len = 2.0 * s.half_length_m;
-      inertia.diagonal() << 0.5 * m * r2, m / 12.0 * (3.0 * r2 + len * len),
-          m / 12.0 * (3.0 * r2 + len * len);
+      inertia.diagonal() << 0.5 * m * r2, m / 12.0 * (3.0 * r2 + len * len), m / 12.0 * (3.0 * r2 + len * len);
       break;
     }
     case ShapeKind::capsule: {

@@ -16,8 +16,7 @@ Vec3 linear_velocity(const WorldModel& model, const WorldState& state, int body)
 Vec3 angular_velocity(const WorldModel& model, const WorldState& state, int body) {
   const BodyState& b = state.bodies[static_cast<std::size_t>(body)];
   const Mat3 r = b.orientation.toRotationMatrix();
-  return r * model.bodies[static_cast<std::size_t>(body)].inv_inertia_body * r.transpose() *
-         b.angular_momentum;
+  return r * model.bodies[static_cast<std::size_t>(body)].inv_inertia_body * r.transpose() * b.angular_momentum;
 }
 
 void set_velocity(const WorldModel& model, WorldState& state, int body, const Vec3& v, const Vec3& w) {
@@ -81,8 +80,8 @@ bool deserialize_state(std::string_view bytes, WorldState& state, std::string* e
   const std::size_t want = head + std::size_t{n} * state_doubles_per_body * sizeof(double);
   if (bytes.size() != want) {
     if (error)
-      *error = "state record of " + std::to_string(bytes.size()) + " bytes, expected " +
-               std::to_string(want) + " for " + std::to_string(n) + " bodies";
+      *error = "state record of " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want) +
+               " for " + std::to_string(n) + " bodies";
     return false;
   }
   state.step = step;
@@ -108,8 +107,7 @@ std::uint64_t hash_state(const WorldState& state) {
   };
   mix(state.step);
   mix(static_cast<std::uint64_t>(state.time_ns));
-  for (const BodyState& b : state.bodies)
-    for_each_double(b, [&](double v) { mix(std::bit_cast<std::uint64_t>(v)); });
+  for (const BodyState& b : state.bodies) for_each_double(b, [&](double v) { mix(std::bit_cast<std::uint64_t>(v)); });
   return h;
 }
 

@@ -62,8 +62,8 @@ std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t size) {
   while (size >= 8) {
     const std::uint32_t one = get_u32(p) ^ c;
     const std::uint32_t two = get_u32(p + 4);
-    c = t[7][one & 0xFFU] ^ t[6][(one >> 8) & 0xFFU] ^ t[5][(one >> 16) & 0xFFU] ^ t[4][one >> 24] ^
-        t[3][two & 0xFFU] ^ t[2][(two >> 8) & 0xFFU] ^ t[1][(two >> 16) & 0xFFU] ^ t[0][two >> 24];
+    c = t[7][one & 0xFFU] ^ t[6][(one >> 8) & 0xFFU] ^ t[5][(one >> 16) & 0xFFU] ^ t[4][one >> 24] ^ t[3][two & 0xFFU] ^
+        t[2][(two >> 8) & 0xFFU] ^ t[1][(two >> 16) & 0xFFU] ^ t[0][two >> 24];
     p += 8;
     size -= 8;
   }
@@ -108,7 +108,8 @@ void put_string_map(std::vector<std::uint8_t>& out, const std::map<std::string, 
     put_string(out, value);
   }
   const auto length = static_cast<std::uint32_t>(out.size() - length_at - 4);
-  for (int i = 0; i < 4; ++i) out[length_at + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(length >> (8 * i));
+  for (int i = 0; i < 4; ++i)
+    out[length_at + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(length >> (8 * i));
 }
 
 void put_u16_u64_map(std::vector<std::uint8_t>& out, const std::map<std::uint16_t, std::uint64_t>& map) {
@@ -119,9 +120,7 @@ void put_u16_u64_map(std::vector<std::uint8_t>& out, const std::map<std::uint16_
   }
 }
 
-std::uint16_t get_u16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
+std::uint16_t get_u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 
 std::uint32_t get_u32(const std::uint8_t* p) {
   return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |

@@ -216,7 +216,7 @@ struct ChunkIndex {
   std::uint64_t uncompressed_size = 0;
 };
 
-struct SpanIndex {  // attachment and metadata indexes: where the record is
+struct SpanIndex {           // attachment and metadata indexes: where the record is
   std::uint64_t offset = 0;  // of the index record itself
   std::uint64_t target_offset = 0;
   std::uint64_t target_length = 0;
@@ -458,8 +458,8 @@ bool Reader::load_chunk(const ChunkHeader& chunk, std::vector<std::uint8_t>& buf
     const std::size_t first_frame_bytes = ZSTD_findFrameCompressedSize(chunk.records.data(), chunk.records.size());
     const bool single_frame = ZSTD_isError(first_frame_bytes) == 0U && first_frame_bytes == chunk.records.size();
     if (single_frame && frame_size != ZSTD_CONTENTSIZE_UNKNOWN && frame_size != chunk.uncompressed_size) {
-      why = format("zstd frame holds %llu bytes but uncompressed_size is %llu", frame_size,
-                   ull(chunk.uncompressed_size));
+      why =
+          format("zstd frame holds %llu bytes but uncompressed_size is %llu", frame_size, ull(chunk.uncompressed_size));
       return false;
     }
     if (zstd_ == nullptr) zstd_ = ZSTD_createDCtx();
@@ -571,8 +571,7 @@ bool Reader::scan_chunk(const Record& record) {
       case Opcode::metadata:
       case Opcode::metadata_index:
       case Opcode::summary_offset:
-      case Opcode::data_end:
-        return fail(inner() + "record not allowed inside a chunk");
+      case Opcode::data_end: return fail(inner() + "record not allowed inside a chunk");
       default:
         if (opcode == 0) return fail(inner() + "invalid opcode 0");
         break;  // unknown (extension) records are skipped, as the spec asks
@@ -651,8 +650,7 @@ bool Reader::scan() {
         // no Data End (older writers): the data ends at the footer
         data_stop_ = pos;
         return scan_summary(pos);
-      case Opcode::header:
-        return fail(where() + "a second header");
+      case Opcode::header: return fail(where() + "a second header");
       case Opcode::schema: {
         Schema schema;
         if (!parse_schema(record.content, schema, why) || !add_schema(schema, false, why)) return fail(where() + why);
@@ -684,8 +682,8 @@ bool Reader::scan() {
           return fail(where() + format("records are %llu bytes, not a multiple of 16", ull(entries.size())));
         }
         if (channels_.count(channel_id) == 0) {
-          return fail(where() + format("indexes channel %u, which was not defined before it",
-                                       static_cast<unsigned>(channel_id)));
+          return fail(where() +
+                      format("indexes channel %u, which was not defined before it", static_cast<unsigned>(channel_id)));
         }
         const std::uint64_t chunk_size = chunks_.back().uncompressed_size;
         for (std::size_t i = 0; i < entries.size(); i += 16) {
@@ -733,8 +731,7 @@ bool Reader::scan() {
       case Opcode::attachment_index:
       case Opcode::statistics:
       case Opcode::metadata_index:
-      case Opcode::summary_offset:
-        return fail(where() + "summary record found in the data section (before Data End)");
+      case Opcode::summary_offset: return fail(where() + "summary record found in the data section (before Data End)");
       default:
         if (record.opcode == 0) return fail(where() + "invalid opcode 0");
         break;  // unknown (extension) records are skipped
@@ -831,8 +828,8 @@ bool Reader::scan_summary(std::uint64_t summary_start) {
         ChunkIndex ci;
         ci.offset = pos;
         if (!c.u64(ci.message_start_time_ns, "message_start_time") ||
-            !c.u64(ci.message_end_time_ns, "message_end_time") ||
-            !c.u64(ci.chunk_start_offset, "chunk_start_offset") || !c.u64(ci.chunk_length, "chunk_length") ||
+            !c.u64(ci.message_end_time_ns, "message_end_time") || !c.u64(ci.chunk_start_offset, "chunk_start_offset") ||
+            !c.u64(ci.chunk_length, "chunk_length") ||
             !c.u16_u64_map(ci.message_index_offsets, "message_index_offsets") ||
             !c.u64(ci.message_index_length, "message_index_length") || !c.string(ci.compression, "compression") ||
             !c.u64(ci.compressed_size, "compressed_size") || !c.u64(ci.uncompressed_size, "uncompressed_size")) {
@@ -861,8 +858,7 @@ bool Reader::scan_summary(std::uint64_t summary_start) {
         SpanIndex index;
         index.offset = pos;
         std::string name;
-        if (!c.u64(index.target_offset, "offset") || !c.u64(index.target_length, "length") ||
-            !c.string(name, "name")) {
+        if (!c.u64(index.target_offset, "offset") || !c.u64(index.target_length, "length") || !c.string(name, "name")) {
           return fail(where() + c.why());
         }
         metadata_indexes.push_back(index);
@@ -874,8 +870,7 @@ bool Reader::scan_summary(std::uint64_t summary_start) {
       case Opcode::message_index:
       case Opcode::attachment:
       case Opcode::metadata:
-      case Opcode::data_end:
-        return fail(where() + "record not allowed in the summary section");
+      case Opcode::data_end: return fail(where() + "record not allowed in the summary section");
       default:
         if (record.opcode == 0) return fail(where() + "invalid opcode 0");
         break;
@@ -898,8 +893,8 @@ bool Reader::scan_summary(std::uint64_t summary_start) {
   if (size_ - magic_offset < kMagic.size()) {
     info_.truncated = true;
     info_.truncated_at_offset = magic_offset;
-    info_.truncation = format("closing magic at offset %llu is cut, %llu bytes left", ull(magic_offset),
-                              ull(size_ - magic_offset));
+    info_.truncation =
+        format("closing magic at offset %llu is cut, %llu bytes left", ull(magic_offset), ull(size_ - magic_offset));
     return true;
   }
   std::array<std::uint8_t, kMagic.size()> magic{};
@@ -924,8 +919,8 @@ bool Reader::scan_summary(std::uint64_t summary_start) {
   }
   const std::uint64_t expected_summary_start = summary_records > 0 ? summary_start : 0;
   if (summary_start_field != expected_summary_start && !(summary_records == 0 && summary_start_field == pos)) {
-    return fail(where + format("summary_start is %llu, expected %llu", ull(summary_start_field),
-                               ull(expected_summary_start)));
+    return fail(where +
+                format("summary_start is %llu, expected %llu", ull(summary_start_field), ull(expected_summary_start)));
   }
   if (summary_offset_start_field != first_summary_offset &&
       !(first_summary_offset == 0 && summary_offset_start_field == pos)) {
@@ -980,8 +975,8 @@ bool Reader::scan_summary(std::uint64_t summary_start) {
       const auto it = std::find_if(chunks_.begin(), chunks_.end(),
                                    [&](const ChunkSeen& seen) { return seen.offset == ci.chunk_start_offset; });
       if (it == chunks_.end() || it->length != ci.chunk_length || it->uncompressed_size != ci.uncompressed_size) {
-        return fail(at("chunk index", ci.offset) + format(": no chunk of %llu bytes at offset %llu", ull(ci.chunk_length),
-                                                          ull(ci.chunk_start_offset)));
+        return fail(at("chunk index", ci.offset) + format(": no chunk of %llu bytes at offset %llu",
+                                                          ull(ci.chunk_length), ull(ci.chunk_start_offset)));
       }
       for (const auto& [id, offset] : ci.message_index_offsets) {
         if (offset < it->offset + it->length || !inside(offset, kRecordPrefixBytes, data_stop_)) {
@@ -1047,8 +1042,7 @@ bool Reader::next(MessageView& out) {
       const std::uint8_t opcode = iter_records_[p];
       iter_record_pos_ = p + kRecordPrefixBytes + static_cast<std::size_t>(length);
       if (opcode == static_cast<std::uint8_t>(Opcode::message)) {
-        if (!parse_message(iter_records_.subspan(p + kRecordPrefixBytes, static_cast<std::size_t>(length)), out,
-                           why)) {
+        if (!parse_message(iter_records_.subspan(p + kRecordPrefixBytes, static_cast<std::size_t>(length)), out, why)) {
           return iter_fail(at("chunk", iter_chunk_offset_) + format(": message at chunk offset %llu: ", ull(p)) + why);
         }
         return true;
@@ -1066,8 +1060,7 @@ bool Reader::next(MessageView& out) {
       Bytes records;
       // open() checked the CRCs already; bounds are still checked
       if (!parse_chunk_header(record.content, chunk.message_start_time_ns, chunk.message_end_time_ns,
-                              chunk.uncompressed_size, chunk.uncompressed_crc, chunk.compression, chunk.records,
-                              why) ||
+                              chunk.uncompressed_size, chunk.uncompressed_crc, chunk.compression, chunk.records, why) ||
           !load_chunk(chunk, iter_chunk_, records, false, why)) {
         return iter_fail(at(record.opcode, record.offset) + ": " + why);
       }

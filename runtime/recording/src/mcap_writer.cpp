@@ -286,8 +286,8 @@ void Writer::add_attachment(std::string name, std::string media_type, std::uint6
   write_bytes(record_.data(), record_.size());
   write_bytes(data.data(), data.size());
   write_bytes(crc_bytes, sizeof crc_bytes);
-  attachment_indexes_.push_back(
-      {offset, bytes_written_ - offset, log_time_ns, create_time_ns, data.size(), std::move(name), std::move(media_type)});
+  attachment_indexes_.push_back({offset, bytes_written_ - offset, log_time_ns, create_time_ns, data.size(),
+                                 std::move(name), std::move(media_type)});
 }
 
 void Writer::flush_chunk() {

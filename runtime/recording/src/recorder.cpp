@@ -20,9 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-json stamp(std::int64_t time_ns) {
-  return json{{"sec", time_ns / 1'000'000'000}, {"nsec", time_ns % 1'000'000'000}};
-}
+json stamp(std::int64_t time_ns) { return json{{"sec", time_ns / 1'000'000'000}, {"nsec", time_ns % 1'000'000'000}}; }
 
 json vec(const Vec3& v) { return json{{"x", v.x()}, {"y", v.y()}, {"z", v.z()}}; }
 
@@ -135,8 +133,10 @@ struct JsonText {
 // minimal JSON Schemas for Foxglove's well-known message types: Foxglove picks its
 // panels by the schema name; the schema text documents the fields we write
 const char* time_schema = R"({"type":"object","properties":{"sec":{"type":"integer"},"nsec":{"type":"integer"}}})";
-const char* vec_schema = R"({"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"},"z":{"type":"number"}}})";
-const char* quat_schema = R"({"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"},"z":{"type":"number"},"w":{"type":"number"}}})";
+const char* vec_schema =
+    R"({"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"},"z":{"type":"number"}}})";
+const char* quat_schema =
+    R"({"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"},"z":{"type":"number"},"w":{"type":"number"}}})";
 
 std::string frame_transform_schema() {
   return std::string(R"({"title":"foxglove.FrameTransform","type":"object","properties":{"timestamp":)") + time_schema +
@@ -175,9 +175,8 @@ const char* step_schema_text =
 void add_shape(json& entity, const Shape& s, const Vec3& p, const Quat& q, const json& rgba) {
   switch (s.kind) {
     case ShapeKind::sphere:
-      entity["spheres"].push_back({{"pose", pose(p, q)},
-                                   {"size", vec(Vec3::Constant(2 * s.radius_m))},
-                                   {"color", rgba}});
+      entity["spheres"].push_back(
+          {{"pose", pose(p, q)}, {"size", vec(Vec3::Constant(2 * s.radius_m))}, {"color", rgba}});
       break;
     case ShapeKind::box:
       entity["cubes"].push_back({{"pose", pose(p, q)}, {"size", vec(2 * s.half_extents_m)}, {"color", rgba}});
@@ -208,19 +207,19 @@ void add_shape(json& entity, const Shape& s, const Vec3& p, const Quat& q, const
 }
 
 json empty_entity(const std::string& frame, const std::string& id) {
-  return json{{"timestamp", stamp(0)}, {"frame_id", frame}, {"id", id}, {"lifetime", stamp(0)},
-              {"frame_locked", true}, {"metadata", json::array()}, {"arrows", json::array()},
-              {"cubes", json::array()}, {"spheres", json::array()}, {"cylinders", json::array()},
-              {"lines", json::array()}, {"triangles", json::array()}, {"texts", json::array()},
-              {"models", json::array()}};
+  return json{{"timestamp", stamp(0)},      {"frame_id", frame},      {"id", id},
+              {"lifetime", stamp(0)},       {"frame_locked", true},   {"metadata", json::array()},
+              {"arrows", json::array()},    {"cubes", json::array()}, {"spheres", json::array()},
+              {"cylinders", json::array()}, {"lines", json::array()}, {"triangles", json::array()},
+              {"texts", json::array()},     {"models", json::array()}};
 }
 
 }  // namespace
 
 Recorder::Recorder(const Scenario& scenario, std::vector<std::string> endpoint_names,
                    std::vector<std::pair<std::string, std::vector<std::string>>> processor_fields)
-    : scenario_(scenario), endpoint_names_(std::move(endpoint_names)),
-      processor_fields_(std::move(processor_fields)), writer_(std::make_unique<mcap::Writer>()) {
+    : scenario_(scenario), endpoint_names_(std::move(endpoint_names)), processor_fields_(std::move(processor_fields)),
+      writer_(std::make_unique<mcap::Writer>()) {
   ring_.resize(scenario.recording.queue_slots);
   // the buffers the loop fills are grown here, not in the loop's first lap through the ring:
   // a step item is three length-prefixed parts (step record, two states) and the values
@@ -257,7 +256,8 @@ bool Recorder::open(const std::string& path, std::string* error) {
   if (!writer_->open(path, options, error)) return false;
 
   const auto now_ns = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
   writer_->add_attachment("scenario.yaml", "application/yaml", 0, now_ns, scenario_.source_text);
   std::string endpoints;
   for (const auto& n : endpoint_names_) endpoints += (endpoints.empty() ? "" : ",") + n;
@@ -269,7 +269,8 @@ bool Recorder::open(const std::string& path, std::string* error) {
                                    {"endpoints", endpoints}});
 
   const auto binary = writer_->add_schema("tether.StepRecord", "", step_schema_text);
-  const auto state_schema = writer_->add_schema("tether.WorldState", "",
+  const auto state_schema = writer_->add_schema(
+      "tether.WorldState", "",
       "tether.WorldState: u64 step, i64 time_ns, u32 bodies, 13 f64 per body (position, quaternion w x y z, "
       "linear momentum, angular momentum)");
   const auto key_schema = writer_->add_schema("tether.Keyframe", "", "tether.Keyframe v1 (docs/recording.md)");
@@ -295,7 +296,8 @@ bool Recorder::open(const std::string& path, std::string* error) {
   }
   write_scene();
   if (!safe_replies_.empty()) {
-    const auto safe_schema = writer_->add_schema("tether.SafeReplies", "",
+    const auto safe_schema = writer_->add_schema(
+        "tether.SafeReplies", "",
         "tether.SafeReplies v1, little-endian (docs/recording.md): u32 version, u32 endpoints, then per endpoint "
         "the reply its `safe` timeout policy applies, laid out as in tether.StepRecord");
     const auto ch = writer_->add_channel(safe_schema, topics::safe_replies, "x-tether-binary");
@@ -316,7 +318,8 @@ void Recorder::write_scene() {
   const WorldModel& m = scenario_.model;
   json update{{"deletions", json::array()}, {"entities", json::array()}};
   json tank = empty_entity("world", "static");
-  for (const StaticBody& s : m.statics) add_shape(tank, s.shape, s.position_m, s.orientation, color(0.5, 0.55, 0.6, 0.35));
+  for (const StaticBody& s : m.statics)
+    add_shape(tank, s.shape, s.position_m, s.orientation, color(0.5, 0.55, 0.6, 0.35));
   if (m.water.present) {
     json water = empty_entity("world", "water_surface");
     water["cubes"].push_back({{"pose", pose(Vec3(0, 0, m.water.surface_z_m), Quat::Identity())},
@@ -327,8 +330,9 @@ void Recorder::write_scene() {
   update["entities"].push_back(std::move(tank));
   for (const VehicleModel& v : m.vehicles) {
     json e = empty_entity(v.name, "vehicle/" + v.name);
-    for (int b : v.bodies) add_shape(e, m.bodies[static_cast<std::size_t>(b)].shape, Vec3::Zero(), Quat::Identity(),
-                                     color(1.0, 0.75, 0.1, 1.0));
+    for (int b : v.bodies)
+      add_shape(e, m.bodies[static_cast<std::size_t>(b)].shape, Vec3::Zero(), Quat::Identity(),
+                color(1.0, 0.75, 0.1, 1.0));
     update["entities"].push_back(std::move(e));
   }
   writer_->write(ch_scene_, sequence_++, 0, 0, update.dump());
@@ -489,8 +493,12 @@ void Recorder::write_item(const Slot& item) {
       json e = json::parse(item.bytes, nullptr, false);
       if (!e.is_discarded())
         writer_->write(ch_log_, sequence_++, log_time, log_time,
-                       json{{"timestamp", stamp(item.time_ns)}, {"level", e["level"]}, {"message", e["message"]},
-                            {"name", e["name"]}, {"file", ""}, {"line", 0}}
+                       json{{"timestamp", stamp(item.time_ns)},
+                            {"level", e["level"]},
+                            {"message", e["message"]},
+                            {"name", e["name"]},
+                            {"file", ""},
+                            {"line", 0}}
                            .dump());
       return;
     }
@@ -660,9 +668,8 @@ bool Recorder::close(const nlohmann::json& summary, std::string* error) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    push(ItemKind::summary, 0, summary.value("sim_time_s", 0.0) > 0
-                                   ? static_cast<std::int64_t>(summary.value("sim_time_s", 0.0) * 1e9)
-                                   : 0);
+    push(ItemKind::summary, 0,
+         summary.value("sim_time_s", 0.0) > 0 ? static_cast<std::int64_t>(summary.value("sim_time_s", 0.0) * 1e9) : 0);
     {
       std::lock_guard lock(mutex_);
       closing_ = true;

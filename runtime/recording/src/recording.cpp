@@ -58,8 +58,7 @@ void encode_wrench(ByteWriter& w, const BodyWrench& b) {
 }
 
 bool decode_wrench(ByteReader& r, BodyWrench& b) {
-  return r.vec3(b.force_world_n) && r.vec3(b.torque_world_nm) && r.vec3(b.force_body_n) &&
-         r.vec3(b.torque_body_nm);
+  return r.vec3(b.force_world_n) && r.vec3(b.torque_world_nm) && r.vec3(b.force_body_n) && r.vec3(b.torque_body_nm);
 }
 
 bool decode_reply(ByteReader& r, Reply& reply) {
@@ -85,9 +84,8 @@ bool decode_reply(ByteReader& r, Reply& reply) {
     Measurement m;
     std::uint8_t flags;
     double qw, qx, qy, qz;
-    if (!r.u32(m.body) || !r.i64(m.measured_time_ns) || !r.u8(flags) || !r.vec3(m.position_m) ||
-        !r.f64(qw) || !r.f64(qx) || !r.f64(qy) || !r.f64(qz) || !r.vec3(m.velocity_m_s) ||
-        !r.vec3(m.angular_velocity_rad_s))
+    if (!r.u32(m.body) || !r.i64(m.measured_time_ns) || !r.u8(flags) || !r.vec3(m.position_m) || !r.f64(qw) ||
+        !r.f64(qx) || !r.f64(qy) || !r.f64(qz) || !r.vec3(m.velocity_m_s) || !r.vec3(m.angular_velocity_rad_s))
       return false;
     m.orientation = Quat(qw, qx, qy, qz);
     m.has_pose = flags & has_pose_bit;
@@ -163,8 +161,9 @@ bool decode_step(std::string_view bytes, StepRecord& out, std::string* error) {
   std::uint16_t n;
   if (!r.u32(version)) return fail(error, "step record", r);
   if (version != recording_format_version) {
-    if (error) *error = "step record of format version " + std::to_string(version) + ", this build reads version " +
-                        std::to_string(recording_format_version);
+    if (error)
+      *error = "step record of format version " + std::to_string(version) + ", this build reads version " +
+               std::to_string(recording_format_version);
     return false;
   }
   if (!r.u64(out.step) || !r.i64(out.time_ns) || !r.u64(out.state_hash) || !r.u64(out.step_time_ns) || !r.u16(n))
@@ -191,7 +190,8 @@ void encode_keyframe(const Keyframe& k, std::string& out) {
   w.u32(0);
   serialize_state(k.state, out);
   const auto length = static_cast<std::uint32_t>(out.size() - length_at - 4);
-  for (int i = 0; i < 4; ++i) out[length_at + static_cast<std::size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xff);
+  for (int i = 0; i < 4; ++i)
+    out[length_at + static_cast<std::size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xff);
   w.u32(static_cast<std::uint32_t>(k.held_inputs.wrenches.size()));
   for (const BodyWrench& b : k.held_inputs.wrenches) encode_wrench(w, b);
   w.u32(static_cast<std::uint32_t>(k.last_replies.size()));
@@ -206,8 +206,7 @@ bool decode_keyframe(std::string_view bytes, Keyframe& k, std::string* error) {
   ByteReader r(bytes);
   std::uint32_t version, n;
   std::string_view state, params;
-  if (!r.u32(version) || version != recording_format_version || !r.bytes(state))
-    return fail(error, "keyframe", r);
+  if (!r.u32(version) || version != recording_format_version || !r.bytes(state)) return fail(error, "keyframe", r);
   std::string why;
   if (!deserialize_state(state, k.state, &why)) {
     if (error) *error = "keyframe: " + why;
@@ -285,8 +284,9 @@ bool restore_model_params(std::string_view bytes, WorldModel& model, std::string
   Vec3 current;
   if (!r.f64(density) || !r.vec3(current) || !r.u32(n)) return fail(error, "model parameters", r);
   if (n != model.bodies.size()) {
-    if (error) *error = "model parameters for " + std::to_string(n) + " bodies, the scenario has " +
-                        std::to_string(model.bodies.size());
+    if (error)
+      *error = "model parameters for " + std::to_string(n) + " bodies, the scenario has " +
+               std::to_string(model.bodies.size());
     return false;
   }
   model.water.density_kg_m3 = density;

@@ -37,8 +37,7 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
     if (a.name == "scenario.yaml") scenario_file = &a;
   if (!scenario_file) return fail("not a Tether recording (no scenario.yaml attachment)");
   try {
-    out.scenario = parse_scenario(scenario_file->data,
-                                  path + ":scenario.yaml");
+    out.scenario = parse_scenario(scenario_file->data, path + ":scenario.yaml");
   } catch (const ConfigError& e) {
     return fail(std::string("the recorded scenario does not parse with this build: ") + e.what());
   }
@@ -49,7 +48,8 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
         std::string list = it->second;
         for (std::size_t start = 0; start <= list.size();) {
           const auto comma = list.find(',', start);
-          out.endpoint_names.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+          out.endpoint_names.push_back(
+              list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
           if (comma == std::string::npos) break;
           start = comma + 1;
         }
@@ -128,15 +128,16 @@ std::optional<Divergence> compare_state(const Recording& recording, const WorldS
   WorldState rec;
   if (i < recording.states.size() && deserialize_state(recording.states[i], rec, nullptr) &&
       rec.bodies.size() == replayed.bodies.size()) {
-    static const char* names[13] = {"position_m.x", "position_m.y", "position_m.z", "orientation.w",
-                                    "orientation.x", "orientation.y", "orientation.z", "linear_momentum.x",
-                                    "linear_momentum.y", "linear_momentum.z", "angular_momentum.x",
-                                    "angular_momentum.y", "angular_momentum.z"};
+    static const char* names[13] = {
+        "position_m.x",       "position_m.y",       "position_m.z",      "orientation.w",     "orientation.x",
+        "orientation.y",      "orientation.z",      "linear_momentum.x", "linear_momentum.y", "linear_momentum.z",
+        "angular_momentum.x", "angular_momentum.y", "angular_momentum.z"};
     auto values = [](const BodyState& b, int f) {
-      const double v[13] = {b.position_m.x(), b.position_m.y(), b.position_m.z(), b.orientation.w(),
-                            b.orientation.x(), b.orientation.y(), b.orientation.z(), b.linear_momentum.x(),
-                            b.linear_momentum.y(), b.linear_momentum.z(), b.angular_momentum.x(),
-                            b.angular_momentum.y(), b.angular_momentum.z()};
+      const double v[13] = {b.position_m.x(),      b.position_m.y(),       b.position_m.z(),
+                            b.orientation.w(),     b.orientation.x(),      b.orientation.y(),
+                            b.orientation.z(),     b.linear_momentum.x(),  b.linear_momentum.y(),
+                            b.linear_momentum.z(), b.angular_momentum.x(), b.angular_momentum.y(),
+                            b.angular_momentum.z()};
       return v[f];
     };
     for (std::size_t b = 0; b < rec.bodies.size() && d.field.empty(); ++b)

@@ -42,16 +42,16 @@ struct VehicleSeries {
 // one plotted command value (a wrench component or an actuator payload value)
 struct CommandChannel {
   std::string label;
-  std::string plot;  // which plot it goes in: "forces", "torques", "thruster commands", ...
-  std::string unit;  // that plot's y label
+  std::string plot;       // which plot it goes in: "forces", "torques", "thruster commands", ...
+  std::string unit;       // that plot's y label
   std::vector<double> v;  // aligned with EndpointSeries::t (NaN when the endpoint sent nothing)
 };
 
 struct EndpointSeries {
   std::string name;
-  std::vector<double> t;                 // t_{k+1} of every step
+  std::vector<double> t;  // t_{k+1} of every step
   std::vector<double> cum_timeouts, cum_faults;
-  std::vector<double> round_trip_us;     // fresh replies only
+  std::vector<double> round_trip_us;  // fresh replies only
   std::uint64_t fresh = 0, timeouts = 0, faults = 0;
   std::map<std::string, CommandChannel> channels;  // by key, for lookup while reading
   std::vector<std::string> channel_order;          // keys in the order first seen
@@ -93,9 +93,9 @@ struct Collected {
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> channels;
 };
 
-const char* component_names[12] = {"force_world.x", "force_world.y", "force_world.z", "torque_world.x",
+const char* component_names[12] = {"force_world.x",  "force_world.y",  "force_world.z", "torque_world.x",
                                    "torque_world.y", "torque_world.z", "force_body.x",  "force_body.y",
-                                   "force_body.z",  "torque_body.x",  "torque_body.y", "torque_body.z"};
+                                   "force_body.z",   "torque_body.x",  "torque_body.y", "torque_body.z"};
 
 double wrench_component(const BodyWrench& w, int c) {
   const Vec3* v[4] = {&w.force_world_n, &w.torque_world_nm, &w.force_body_n, &w.torque_body_nm};
@@ -228,7 +228,8 @@ void add_vehicles(Collected& c, const json& j, double t_s) {
   for (const json& v : *it) {
     if (!v.is_object()) continue;
     const std::string name = v.value("name", std::string("?"));
-    auto vs = std::find_if(c.vehicles.begin(), c.vehicles.end(), [&](const VehicleSeries& s) { return s.name == name; });
+    auto vs =
+        std::find_if(c.vehicles.begin(), c.vehicles.end(), [&](const VehicleSeries& s) { return s.name == name; });
     if (vs == c.vehicles.end()) {
       c.vehicles.push_back(VehicleSeries{});
       c.vehicles.back().name = name;
@@ -341,20 +342,25 @@ bool collect(const std::string& path, Collected& c, std::string* error) {
     const double t_s = static_cast<double>(msg.log_time_ns) * 1e-9;
     const std::string& topic = ch->topic;
     if (topic == topics::step) {
-      if (decode_step(bytes, record, nullptr)) add_step(c, record, t_s);
-      else ++c.bad_step_records;
+      if (decode_step(bytes, record, nullptr))
+        add_step(c, record, t_s);
+      else
+        ++c.bad_step_records;
     } else if (topic == topics::keyframe) {
       ++c.keyframes;
     } else if (topic == topics::vehicles || topic == topics::feedback || topic == topics::summary ||
                topic == topics::events) {
       json j = json::parse(bytes, nullptr, false);
       if (j.is_discarded() || !j.is_object()) continue;
-      if (topic == topics::vehicles) add_vehicles(c, j, t_s);
-      else if (topic == topics::feedback) add_feedback(c, j, t_s);
-      else if (topic == topics::summary) c.summary = std::move(j);
+      if (topic == topics::vehicles)
+        add_vehicles(c, j, t_s);
+      else if (topic == topics::feedback)
+        add_feedback(c, j, t_s);
+      else if (topic == topics::summary)
+        c.summary = std::move(j);
       else
-        c.events.push_back(EventRow{t_s, j.value("level", 0), j.value("name", std::string()),
-                                    j.value("message", std::string())});
+        c.events.push_back(
+            EventRow{t_s, j.value("level", 0), j.value("name", std::string()), j.value("message", std::string())});
     }
   }
   if (!reader.error().empty()) {
@@ -376,17 +382,23 @@ std::string fmt(double v, int decimals) {
 std::string fmt_us(double ns) {
   if (!std::isfinite(ns)) return "–";
   char buf[64];
-  if (ns >= 1e6) std::snprintf(buf, sizeof buf, "%.2f ms", ns * 1e-6);
-  else std::snprintf(buf, sizeof buf, "%.1f µs", ns * 1e-3);
+  if (ns >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2f ms", ns * 1e-6);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f µs", ns * 1e-3);
   return buf;
 }
 
 std::string fmt_bytes(double b) {
   char buf[64];
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b * 1e-9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", b * 1e-6);
-  else if (b >= 1e3) std::snprintf(buf, sizeof buf, "%.1f kB", b * 1e-3);
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  if (b >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2f GB", b * 1e-9);
+  else if (b >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2f MB", b * 1e-6);
+  else if (b >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1f kB", b * 1e-3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f B", b);
   return buf;
 }
 
@@ -453,7 +465,8 @@ std::vector<double> break_wraps_x(const std::vector<double>& t, const std::vecto
   return out;
 }
 
-svg::Line line(std::string label, std::vector<double> x, std::vector<double> y, std::size_t color, bool dashed = false) {
+svg::Line line(std::string label, std::vector<double> x, std::vector<double> y, std::size_t color,
+               bool dashed = false) {
   svg::Line l;
   l.label = std::move(label);
   l.x = std::move(x);
@@ -523,10 +536,13 @@ struct Page {
 void summary_section(Page& p, const Collected& c) {
   p.add("<h2>Summary</h2>");
   if (!c.summary) {
-    p.add("<table class=\"kv\"><tr><th>outcome</th><td class=\"outcome-truncated\">session did not finish (truncated)</td></tr>");
+    p.add(
+        "<table class=\"kv\"><tr><th>outcome</th><td class=\"outcome-truncated\">session did not finish "
+        "(truncated)</td></tr>");
     p.add("<tr><th>steps recorded</th><td>" + std::to_string(c.steps) + "</td></tr></table>");
-    p.add("<p>The recording has no session summary: the recorder was stopped before the session ended "
-          "(killed, crashed or power lost). Everything up to the last flushed chunk is shown below.</p>");
+    p.add(
+        "<p>The recording has no session summary: the recorder was stopped before the session ended "
+        "(killed, crashed or power lost). Everything up to the last flushed chunk is shown below.</p>");
     return;
   }
   const json& s = *c.summary;
@@ -560,20 +576,35 @@ void summary_section(Page& p, const Collected& c) {
     row("final state hash", std::string("<code>") + hash + "</code>");
   }
   // anything else at the top level (newer summaries)
-  static const std::set<std::string> shown = {"scenario", "outcome", "reason", "steps", "steps_planned", "sim_time_s",
-                                              "wall_time_s", "real_time_factor", "achieved_real_time_factor",
-                                              "step_time_ns", "overruns", "reanchors", "physics_substeps", "recording",
-                                              "state_hash", "endpoints", "feedback", "vehicles"};
+  static const std::set<std::string> shown = {"scenario",
+                                              "outcome",
+                                              "reason",
+                                              "steps",
+                                              "steps_planned",
+                                              "sim_time_s",
+                                              "wall_time_s",
+                                              "real_time_factor",
+                                              "achieved_real_time_factor",
+                                              "step_time_ns",
+                                              "overruns",
+                                              "reanchors",
+                                              "physics_substeps",
+                                              "recording",
+                                              "state_hash",
+                                              "endpoints",
+                                              "feedback",
+                                              "vehicles"};
   for (const auto& [k, v] : s.items())
     if (!shown.count(k) && !v.is_structured()) row(k, esc(cell(v)));
   p.add("</table>");
 
   if (s.contains("endpoints") && s["endpoints"].is_array() && !s["endpoints"].empty()) {
-    p.add("<h3>Endpoints</h3><table><tr><th>endpoint</th><th>type</th><th>policy</th><th>deadline</th><th>replies</th>"
-          "<th>late</th><th>misses</th><th>stale</th><th>corrupt</th><th>faults</th><th>round trip p50</th>"
-          "<th>p99</th><th>max</th><th>details</th></tr>");
-    static const std::set<std::string> known = {"name", "type", "policy", "deadline_ms", "replies", "late", "misses",
-                                                "stale", "corrupt", "faults", "round_trip_ns"};
+    p.add(
+        "<h3>Endpoints</h3><table><tr><th>endpoint</th><th>type</th><th>policy</th><th>deadline</th><th>replies</th>"
+        "<th>late</th><th>misses</th><th>stale</th><th>corrupt</th><th>faults</th><th>round trip p50</th>"
+        "<th>p99</th><th>max</th><th>details</th></tr>");
+    static const std::set<std::string> known = {"name",   "type",  "policy",  "deadline_ms", "replies",      "late",
+                                                "misses", "stale", "corrupt", "faults",      "round_trip_ns"};
     for (const json& e : s["endpoints"]) {
       if (!e.is_object()) continue;
       std::string details;
@@ -590,8 +621,9 @@ void summary_section(Page& p, const Collected& c) {
     p.add("</table>");
   }
   if (s.contains("feedback") && s["feedback"].is_array() && !s["feedback"].empty()) {
-    p.add("<h3>Feedback processors</h3><table><tr><th>processor</th><th>type</th><th>phase</th><th>vehicle</th>"
-          "<th>figures</th></tr>");
+    p.add(
+        "<h3>Feedback processors</h3><table><tr><th>processor</th><th>type</th><th>phase</th><th>vehicle</th>"
+        "<th>figures</th></tr>");
     for (const json& f : s["feedback"]) {
       if (!f.is_object()) continue;
       std::string details;
@@ -604,8 +636,9 @@ void summary_section(Page& p, const Collected& c) {
     p.add("</table>");
   }
   if (s.contains("vehicles") && s["vehicles"].is_array() && !s["vehicles"].empty()) {
-    p.add("<h3>Vehicles at the end</h3><table><tr><th>vehicle</th><th>position (m)</th><th>depth</th>"
-          "<th>heading</th></tr>");
+    p.add(
+        "<h3>Vehicles at the end</h3><table><tr><th>vehicle</th><th>position (m)</th><th>depth</th>"
+        "<th>heading</th></tr>");
     for (const json& v : s["vehicles"]) {
       if (!v.is_object()) continue;
       std::string pos = "–";
@@ -711,8 +744,7 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
       // the depth a controller was told to hold, when the summary says
       if (c.summary && (*c.summary).contains("endpoints") && (*c.summary)["endpoints"].is_array())
         for (const json& e : (*c.summary)["endpoints"])
-          if (water && e.is_object() && e.contains("target_depth_m") && e["target_depth_m"].is_number() &&
-              c.scenario) {
+          if (water && e.is_object() && e.contains("target_depth_m") && e["target_depth_m"].is_number() && c.scenario) {
             const int vi = c.scenario->model.find_vehicle(v.name);
             bool mine = false;
             for (const auto& ec : c.scenario->endpoints)
@@ -765,8 +797,9 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
 }
 
 void commands_section(Page& p, const Collected& c, const ReportOptions& o) {
-  p.add("<h2>Commands</h2><p>What each endpoint sent, per step (gaps: no reply that step; the timeout "
-        "policy then applied a held or safe command). Components that stayed zero are not drawn.</p>");
+  p.add(
+      "<h2>Commands</h2><p>What each endpoint sent, per step (gaps: no reply that step; the timeout "
+      "policy then applied a held or safe command). Components that stayed zero are not drawn.</p>");
   bool any = false;
   for (const EndpointSeries& e : c.endpoints) {
     if (e.channel_order.empty()) continue;
@@ -866,8 +899,8 @@ void timing_section(Page& p, const Collected& c, const ReportOptions& o) {
       if (std::isfinite(deadline_ms) && deadline_ms * 1e3 <= hi * 1.5)
         plot.refs.push_back(svg::RefLine{true, deadline_ms * 1e3, "deadline", "#d62728"});
       note = std::to_string(v.size()) + " replies on time: p50 " + fmt(v[v.size() / 2], 1) + " µs, p99 " +
-             fmt(v[static_cast<std::size_t>(0.99 * static_cast<double>(v.size() - 1))], 1) + " µs, max " +
-             fmt(max, 1) + " µs";
+             fmt(v[static_cast<std::size_t>(0.99 * static_cast<double>(v.size() - 1))], 1) + " µs, max " + fmt(max, 1) +
+             " µs";
       if (over) note += "; " + std::to_string(over) + " above " + fmt(hi, 1) + " µs not drawn";
       note += ".";
     }
@@ -939,8 +972,8 @@ void events_section(Page& p, const Collected& c, const ReportOptions& o) {
   for (const EventRow& e : c.events) {
     if (shown++ >= o.max_events) break;
     const std::string lvl = level_name(e.level);
-    p.add("<tr><td class=\"n\">" + fmt(e.t_s, 3) + "</td><td class=\"lvl-" + esc(lvl) + "\">" + esc(lvl) +
-          "</td><td>" + esc(e.name) + "</td><td>" + esc(e.message) + "</td></tr>");
+    p.add("<tr><td class=\"n\">" + fmt(e.t_s, 3) + "</td><td class=\"lvl-" + esc(lvl) + "\">" + esc(lvl) + "</td><td>" +
+          esc(e.name) + "</td><td>" + esc(e.message) + "</td></tr>");
   }
   p.add("</table>");
   if (c.events.size() > o.max_events)
@@ -960,9 +993,11 @@ std::string utc(std::uint64_t ns) {
 std::string page(const Collected& c, const ReportOptions& o) {
   Page p;
   const std::string name = c.scenario ? c.scenario->name : (c.meta.count("scenario") ? c.meta.at("scenario") : "?");
-  p.add("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        "<title>Tether report: " + esc(name) + "</title><style>" + style + "</style></head><body>\n");
+  p.add(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>Tether report: " +
+      esc(name) + "</title><style>" + style + "</style></head><body>\n");
   p.add("<h1>Tether session report: " + esc(name) + "</h1>");
   const double period_s = static_cast<double>(c.period_ns) * 1e-9;
   p.add("<p class=\"meta\"><span>recording <code>" + esc(c.path) + "</code> (" +
@@ -978,11 +1013,12 @@ std::string page(const Collected& c, const ReportOptions& o) {
   // what the reader of the report must know first
   if (!c.summary)
     p.add("<div class=\"banner bad\"><b>Session did not finish (truncated).</b> The recording ends after step " +
-          std::to_string(c.last_step) + (c.steps ? "" : " (no complete step)") +
-          "; there is no session summary." + (c.truncation.empty() ? "" : " Reader: " + esc(c.truncation)) +
+          std::to_string(c.last_step) + (c.steps ? "" : " (no complete step)") + "; there is no session summary." +
+          (c.truncation.empty() ? "" : " Reader: " + esc(c.truncation)) +
           " <code>tether replay --verify</code> still verifies the steps it holds.</div>");
   else if (c.truncated)
-    p.add("<div class=\"banner warn\"><b>The file was cut short</b> after the summary: " + esc(c.truncation) + "</div>");
+    p.add("<div class=\"banner warn\"><b>The file was cut short</b> after the summary: " + esc(c.truncation) +
+          "</div>");
   else if (jstr(*c.summary, "outcome") == "aborted")
     p.add("<div class=\"banner bad\"><b>Session aborted:</b> " + esc(jstr(*c.summary, "reason")) + "</div>");
   if (c.step_gaps)
@@ -992,8 +1028,10 @@ std::string page(const Collected& c, const ReportOptions& o) {
     p.add("<div class=\"banner warn\">" + std::to_string(c.bad_step_records) +
           " step records could not be decoded (written by another format version?).</div>");
   if (!c.scenario_error.empty())
-    p.add("<div class=\"banner warn\">The recorded scenario does not parse with this build; names and units "
-          "may be missing: " + esc(c.scenario_error) + "</div>");
+    p.add(
+        "<div class=\"banner warn\">The recorded scenario does not parse with this build; names and units "
+        "may be missing: " +
+        esc(c.scenario_error) + "</div>");
 
   summary_section(p, c);
   vehicle_section(p, c, o);
@@ -1013,8 +1051,9 @@ std::string page(const Collected& c, const ReportOptions& o) {
   p.add("</table>");
   if (!c.scenario_text.empty())
     p.add("<details><summary>Scenario as recorded</summary><pre>" + esc(c.scenario_text) + "</pre></details>");
-  p.add("<footer>Generated by <code>tether report</code>. Open the recording in Foxglove for 3-D and "
-        "interactive plots (docs/recording.md).</footer>\n</body></html>\n");
+  p.add(
+      "<footer>Generated by <code>tether report</code>. Open the recording in Foxglove for 3-D and "
+      "interactive plots (docs/recording.md).</footer>\n</body></html>\n");
   return std::move(p.out);
 }
 

@@ -197,10 +197,9 @@ std::string num2(double v) {
   return buf;
 }
 
-void text(std::string& out, double x, double y, const char* anchor, const std::string& s,
-          const char* extra = "") {
-  out += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor + "\"" + extra + ">" +
-         escape(s) + "</text>";
+void text(std::string& out, double x, double y, const char* anchor, const std::string& s, const char* extra = "") {
+  out += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor + "\"" + extra + ">" + escape(s) +
+         "</text>";
 }
 
 std::string decade_label(int e) {
@@ -235,8 +234,10 @@ std::string render(const Plot& p) {
     if (!p.log_y && !b.counts.empty()) extend(ylo, yhi, 0.0);
   }
   for (const RefLine& r : p.refs) {
-    if (r.vertical) extend(xlo, xhi, r.value);
-    else extend(ylo, yhi, r.value);
+    if (r.vertical)
+      extend(xlo, xhi, r.value);
+    else
+      extend(ylo, yhi, r.value);
   }
 
   // layout: title, legend rows, plot area, x label
@@ -311,10 +312,10 @@ std::string render(const Plot& p) {
   const std::string clip = "clip" + std::to_string(++plot_counter);
   std::string s;
   s.reserve(16 * 1024);
-  s += "<svg class=\"plot\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) + " " +
-       num(H) + "\" role=\"img\" aria-label=\"" + escape(p.title) + "\">";
-  s += "<defs><clipPath id=\"" + clip + "\"><rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" +
-       num(pw) + "\" height=\"" + num(ph) + "\"/></clipPath></defs>";
+  s += "<svg class=\"plot\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) + " " + num(H) +
+       "\" role=\"img\" aria-label=\"" + escape(p.title) + "\">";
+  s += "<defs><clipPath id=\"" + clip + "\"><rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) +
+       "\" height=\"" + num(ph) + "\"/></clipPath></defs>";
   s += "<rect x=\"0\" y=\"0\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" fill=\"#ffffff\"/>";
   text(s, left, 17, "start", p.title, " class=\"title\"");
 
@@ -384,8 +385,8 @@ std::string render(const Plot& p) {
       if (!(c > 0)) continue;
       const double x0 = ax.map(b.edges[i]), x1 = ax.map(b.edges[i + 1]);
       const double yv = ay.map(c);
-      s += "<rect x=\"" + num(x0) + "\" y=\"" + num(std::min(yv, base_y)) + "\" width=\"" + num(std::max(0.5, x1 - x0)) +
-           "\" height=\"" + num(std::abs(base_y - yv)) + "\"/>";
+      s += "<rect x=\"" + num(x0) + "\" y=\"" + num(std::min(yv, base_y)) + "\" width=\"" +
+           num(std::max(0.5, x1 - x0)) + "\" height=\"" + num(std::abs(base_y - yv)) + "\"/>";
     }
     s += "</g>";
   }

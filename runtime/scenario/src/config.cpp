@@ -61,8 +61,7 @@ class DuplicateKeyFinder : public YAML::EventHandler {
     const auto name = anchor_names_.find(anchor);
     leaf(mark, YAML::NullAnchor, "*" + (name == anchor_names_.end() ? std::to_string(anchor) : name->second));
   }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                const std::string& value) override {
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string& value) override {
     leaf(mark, anchor, value);
   }
   void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
@@ -70,8 +69,7 @@ class DuplicateKeyFinder : public YAML::EventHandler {
     open(anchor, false);
   }
   void OnSequenceEnd() override { close(); }
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value) override {
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
     open(anchor, true);
   }
   void OnMapEnd() override { close(); }
@@ -80,11 +78,11 @@ class DuplicateKeyFinder : public YAML::EventHandler {
  private:
   struct Frame {
     bool is_map = false;
-    bool is_key = false;            // a map or list used as a key: its contents are not checked
-    bool expecting_key = true;      // maps alternate key, value, key, ...
-    std::size_t index = 0;          // lists: the position of the next element
-    std::string path;               // as ConfigNode writes it: vehicles[0].bodies[0]
-    std::string key;                // maps: the key whose value comes next
+    bool is_key = false;                     // a map or list used as a key: its contents are not checked
+    bool expecting_key = true;               // maps alternate key, value, key, ...
+    std::size_t index = 0;                   // lists: the position of the next element
+    std::string path;                        // as ConfigNode writes it: vehicles[0].bodies[0]
+    std::string key;                         // maps: the key whose value comes next
     std::map<std::string, YAML::Mark> seen;  // maps: each key and where it was first given
   };
 
@@ -121,8 +119,7 @@ class DuplicateKeyFinder : public YAML::EventHandler {
         const auto [first, inserted] = f.seen.emplace(text, mark);
         if (!inserted)
           context_.errors.push_back(position(context_.file, mark) + ": " +
-                                    (f.path.empty() ? text : f.path + "." + text) +
-                                    ": key given twice (first at " +
+                                    (f.path.empty() ? text : f.path + "." + text) + ": key given twice (first at " +
                                     position(context_.file, first->second) + ")");
       }
     }
@@ -177,16 +174,13 @@ std::string describe_value(const YAML::Node& node) {
   return "\"" + node.Scalar() + "\"";
 }
 
-ConfigNode::ConfigNode(std::shared_ptr<ConfigContext> context, YAML::Node node, std::string path,
-                       YAML::Mark mark)
+ConfigNode::ConfigNode(std::shared_ptr<ConfigContext> context, YAML::Node node, std::string path, YAML::Mark mark)
     : context_(std::move(context)), node_(std::move(node)), path_(std::move(path)), mark_(mark) {
   // a node that exists carries its own position; an absent one keeps its parent's
   if (node_.IsDefined() && !node_.IsNull() && node_.Mark().line >= 0) mark_ = node_.Mark();
 }
 
-bool ConfigNode::has(const char* key) const {
-  return node_.IsMap() && node_[key].IsDefined() && !node_[key].IsNull();
-}
+bool ConfigNode::has(const char* key) const { return node_.IsMap() && node_[key].IsDefined() && !node_[key].IsNull(); }
 
 ConfigNode ConfigNode::operator[](const char* key) const {
   // yaml-cpp hands back an invalid "zombie" node for a missing key; normalise to undefined
@@ -202,8 +196,7 @@ ConfigNode ConfigNode::at(std::size_t i) const {
 void ConfigNode::error(const std::string& message) const {
   std::string where = context_->file;
   if (mark_.line >= 0) where += ":" + std::to_string(mark_.line + 1) + ":" + std::to_string(mark_.column + 1);
-  context_->errors.push_back(where + ": " + (path_.empty() ? std::string("(top level)") : path_) +
-                             ": " + message);
+  context_->errors.push_back(where + ": " + (path_.empty() ? std::string("(top level)") : path_) + ": " + message);
 }
 
 void ConfigNode::expected(const char* key, const std::string& what) const {
@@ -255,8 +248,7 @@ double ConfigNode::number_or(const char* key, double fallback, Range range) cons
   return has(key) ? number(key, range) : fallback;
 }
 
-std::int64_t ConfigNode::integer_or(const char* key, std::int64_t fallback, std::int64_t min,
-                                    std::int64_t max) const {
+std::int64_t ConfigNode::integer_or(const char* key, std::int64_t fallback, std::int64_t min, std::int64_t max) const {
   if (!has(key)) return fallback;
   const YAML::Node n = node_[key];
   std::int64_t v = 0;
@@ -321,13 +313,13 @@ std::string ConfigNode::choice_or(const char* key, std::string fallback,
   return fallback;
 }
 
-std::vector<double> ConfigNode::numbers_or(const char* key, std::vector<double> fallback,
-                                           std::size_t count, Range range) const {
+std::vector<double> ConfigNode::numbers_or(const char* key, std::vector<double> fallback, std::size_t count,
+                                           Range range) const {
   if (!has(key)) return fallback;
   const YAML::Node n = node_[key];
-  const std::string what = (count ? "a list of " + std::to_string(count) + " numbers"
-                                  : std::string("a list of numbers")) +
-                           (range.min > -1e299 || range.max < 1e299 ? " (each " + range.expected() + ")" : "");
+  const std::string what =
+      (count ? "a list of " + std::to_string(count) + " numbers" : std::string("a list of numbers")) +
+      (range.min > -1e299 || range.max < 1e299 ? " (each " + range.expected() + ")" : "");
   if (!n.IsSequence() || (count && n.size() != count)) {
     expected(key, what);
     return fallback;
@@ -336,8 +328,7 @@ std::vector<double> ConfigNode::numbers_or(const char* key, std::vector<double> 
   for (std::size_t i = 0; i < n.size(); ++i) {
     double v = 0;
     if (!parse_double(n[i], v) || !range.contains(v)) {
-      ConfigNode((*this)[key]).at(i).error("expected " + range.expected() + ", got " +
-                                           describe_value(n[i]));
+      ConfigNode((*this)[key]).at(i).error("expected " + range.expected() + ", got " + describe_value(n[i]));
       return fallback;
     }
     out.push_back(v);

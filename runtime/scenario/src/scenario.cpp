@@ -21,13 +21,12 @@ constexpr double deg = std::numbers::pi / 180.0;
 Shape parse_shape(const ConfigNode& n, bool allow_plane) {
   Shape s;
   if (!n.is_map()) {
-    n.error("expected a map with a type (sphere, box, cylinder, capsule" +
-            std::string(allow_plane ? ", plane" : "") + "), got " + describe_value(n.yaml()));
+    n.error("expected a map with a type (sphere, box, cylinder, capsule" + std::string(allow_plane ? ", plane" : "") +
+            "), got " + describe_value(n.yaml()));
     return s;
   }
-  const std::string type = allow_plane
-      ? n.choice_or("type", "", {"sphere", "box", "cylinder", "capsule", "plane"})
-      : n.choice_or("type", "", {"sphere", "box", "cylinder", "capsule"});
+  const std::string type = allow_plane ? n.choice_or("type", "", {"sphere", "box", "cylinder", "capsule", "plane"})
+                                       : n.choice_or("type", "", {"sphere", "box", "cylinder", "capsule"});
   if (type.empty() && !n.has("type")) n.expected("type", "a shape type");
   if (type == "sphere") {
     n.expect_map({"type", "radius_m"});
@@ -92,16 +91,19 @@ void add_tank(const ConfigNode& t, WorldModel& model) {
 // `base_dir`: the scenario file's folder, for files it names (terrain images)
 void parse_world(const ConfigNode& w, WorldModel& model, const std::string& base_dir) {
   if (!w.has("gravity_m_s2") && !w.yaml().IsDefined()) return;
-  if (!w.expect_map({"gravity_m_s2", "water", "tank", "statics", "terrain", "max_substep_s", "broad_phase"}))
-    return;
+  if (!w.expect_map({"gravity_m_s2", "water", "tank", "statics", "terrain", "max_substep_s", "broad_phase"})) return;
   model.gravity_m_s2 = w.vec3_or("gravity_m_s2", model.gravity_m_s2);
   model.max_substep_s = w.number_or("max_substep_s", model.max_substep_s, Range::positive());
   if (w.has("broad_phase")) {
     const std::string kind = w.string("broad_phase");
-    if (kind == "grid") model.contact.broad_phase = BroadPhaseKind::grid;
-    else if (kind == "sweep_and_prune") model.contact.broad_phase = BroadPhaseKind::sweep_and_prune;
-    else if (kind == "brute_force") model.contact.broad_phase = BroadPhaseKind::brute_force;
-    else w["broad_phase"].error("expected one of grid, sweep_and_prune, brute_force, got \"" + kind + "\"");
+    if (kind == "grid")
+      model.contact.broad_phase = BroadPhaseKind::grid;
+    else if (kind == "sweep_and_prune")
+      model.contact.broad_phase = BroadPhaseKind::sweep_and_prune;
+    else if (kind == "brute_force")
+      model.contact.broad_phase = BroadPhaseKind::brute_force;
+    else
+      w["broad_phase"].error("expected one of grid, sweep_and_prune, brute_force, got \"" + kind + "\"");
   }
   if (w.has("water")) {
     const ConfigNode water = w["water"];
@@ -117,8 +119,7 @@ void parse_world(const ConfigNode& w, WorldModel& model, const std::string& base
   if (statics.expect_sequence()) {
     for (std::size_t i = 0; i < statics.size(); ++i) {
       const ConfigNode s = statics.at(i);
-      if (!s.expect_map({"name", "shape", "position_m", "orientation_rpy_deg", "restitution", "friction"}))
-        continue;
+      if (!s.expect_map({"name", "shape", "position_m", "orientation_rpy_deg", "restitution", "friction"})) continue;
       StaticBody b;
       b.name = s.string("name");
       b.shape = parse_shape(s["shape"], true);
@@ -134,8 +135,8 @@ void parse_world(const ConfigNode& w, WorldModel& model, const std::string& base
 
 void parse_body(const ConfigNode& b, const std::string& vehicle, int vehicle_index, WorldModel& model,
                 WorldState& state, std::vector<hal::DeviceSpec>& devices) {
-  if (!b.expect_map({"name", "shape", "mass_kg", "inertia_kg_m2", "volume_m3", "centre_of_buoyancy_m",
-                     "damping", "restitution", "friction", "initial", "devices"}))
+  if (!b.expect_map({"name", "shape", "mass_kg", "inertia_kg_m2", "volume_m3", "centre_of_buoyancy_m", "damping",
+                     "restitution", "friction", "initial", "devices"}))
     return;
   BodyModel body;
   body.name = vehicle + "." + b.string("name");
@@ -199,8 +200,8 @@ void parse_feedback(const ConfigNode& fs, int vehicle, std::vector<FeedbackConfi
   }
 }
 
-void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state,
-                    std::vector<FeedbackConfig>& feedback, std::vector<hal::DeviceSpec>& devices) {
+void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state, std::vector<FeedbackConfig>& feedback,
+                    std::vector<hal::DeviceSpec>& devices) {
   if (!vs.yaml().IsDefined()) {
     vs.error("missing; expected a list of vehicles");
     return;
@@ -220,7 +221,8 @@ void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state,
       v.expected("bodies", "a list of at least one body");
       continue;
     }
-    for (std::size_t j = 0; j < bodies.size(); ++j) parse_body(bodies.at(j), vehicle.name, index, model, state, devices);
+    for (std::size_t j = 0; j < bodies.size(); ++j)
+      parse_body(bodies.at(j), vehicle.name, index, model, state, devices);
     parse_feedback(v["feedback"], index, feedback);
   }
 }
@@ -248,7 +250,8 @@ void parse_recording(const ConfigNode& r, RecordingConfig& rec) {
     return;
   rec.enabled = r.boolean_or("enabled", rec.enabled);
   rec.compress = r.boolean_or("compress", rec.compress);
-  rec.keyframe_every_steps = static_cast<std::uint32_t>(r.integer_or("keyframe_every_steps", rec.keyframe_every_steps, 1, 1'000'000));
+  rec.keyframe_every_steps =
+      static_cast<std::uint32_t>(r.integer_or("keyframe_every_steps", rec.keyframe_every_steps, 1, 1'000'000));
   rec.flush_interval_s = r.number_or("flush_interval_s", rec.flush_interval_s, Range{0.01, 3600, false});
   rec.queue_slots = static_cast<std::uint32_t>(r.integer_or("queue_slots", rec.queue_slots, 16, 1'000'000));
   rec.state_every_step_max_bodies = static_cast<std::uint32_t>(
@@ -266,20 +269,21 @@ void parse_endpoints(const ConfigNode& es, Scenario& sc) {
     }
     EndpointConfig ep{{}, {}, {}, -1, 0, TimeoutPolicy::hold, e};
     ep.name = e.string("name");
-    if (!ep.name.empty() && !names.insert(ep.name).second) e["name"].error("duplicate endpoint name \"" + ep.name + "\"");
+    if (!ep.name.empty() && !names.insert(ep.name).second)
+      e["name"].error("duplicate endpoint name \"" + ep.name + "\"");
     ep.type = e.string("type");
     ep.vehicle = e.string_or("vehicle", "");
     if (!ep.vehicle.empty()) {
       ep.vehicle_index = sc.model.find_vehicle(ep.vehicle);
       if (ep.vehicle_index < 0) e["vehicle"].error("no vehicle named \"" + ep.vehicle + "\" in this scenario");
     }
-    ep.deadline_ns = std::llround(e.number_or("deadline_ms", static_cast<double>(sc.loop.period_ns) / 1e6,
-                                              Range::non_negative()) * 1e6);
+    ep.deadline_ns = std::llround(
+        e.number_or("deadline_ms", static_cast<double>(sc.loop.period_ns) / 1e6, Range::non_negative()) * 1e6);
     const std::string policy = e.choice_or("timeout_policy", "hold", {"block", "hold", "safe", "abort"});
-    ep.policy = policy == "block" ? TimeoutPolicy::block
-              : policy == "safe"  ? TimeoutPolicy::safe
-              : policy == "abort" ? TimeoutPolicy::abort
-                                  : TimeoutPolicy::hold;
+    ep.policy = policy == "block"   ? TimeoutPolicy::block
+                : policy == "safe"  ? TimeoutPolicy::safe
+                : policy == "abort" ? TimeoutPolicy::abort
+                                    : TimeoutPolicy::hold;
     sc.endpoints.push_back(std::move(ep));
   }
 }

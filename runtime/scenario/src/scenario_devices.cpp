@@ -17,8 +17,8 @@ constexpr double deg = std::numbers::pi / 180.0;
 hal::NoiseSpec parse_noise(const ConfigNode& n) {
   hal::NoiseSpec s;
   if (!n.yaml().IsDefined()) return s;
-  if (!n.expect_map({"offset", "scale", "stddev", "uniform", "bias_walk_stddev", "resolution", "dropout",
-                     "delay_steps"}))
+  if (!n.expect_map(
+          {"offset", "scale", "stddev", "uniform", "bias_walk_stddev", "resolution", "dropout", "delay_steps"}))
     return s;
   s.offset = n.number_or("offset", s.offset);
   s.scale = n.number_or("scale", s.scale);
@@ -57,8 +57,8 @@ void parse_params(const ConfigNode& n, hal::DeviceKind kind, hal::DeviceParams& 
     if (!present || !n.expect_map({"declination_deg"})) return;
     p->declination_deg = n.number_or("declination_deg", p->declination_deg, Range::between(-180, 180));
   } else if (auto* p = std::get_if<hal::GpsParams>(&params)) {
-    if (!present || !n.expect_map({"datum_lat_deg", "datum_lon_deg", "datum_alt_m", "surface_tolerance_m",
-                                   "utc_start", "satellites", "hdop"}))
+    if (!present || !n.expect_map({"datum_lat_deg", "datum_lon_deg", "datum_alt_m", "surface_tolerance_m", "utc_start",
+                                   "satellites", "hdop"}))
       return;
     p->datum_lat_deg = n.number_or("datum_lat_deg", p->datum_lat_deg, Range::between(-89, 89));
     p->datum_lon_deg = n.number_or("datum_lon_deg", p->datum_lon_deg, Range::between(-180, 180));
@@ -66,8 +66,7 @@ void parse_params(const ConfigNode& n, hal::DeviceKind kind, hal::DeviceParams& 
     p->surface_tolerance_m = n.number_or("surface_tolerance_m", p->surface_tolerance_m, Range::non_negative());
     if (n.has("utc_start")) {
       const std::string text = n.string("utc_start");
-      if (!parse_utc_seconds(text, p->utc_start_s))
-        n.expected("utc_start", "a UTC time like \"2024-06-01T12:00:00Z\"");
+      if (!parse_utc_seconds(text, p->utc_start_s)) n.expected("utc_start", "a UTC time like \"2024-06-01T12:00:00Z\"");
     }
     p->satellites = static_cast<std::uint32_t>(n.integer_or("satellites", p->satellites, 0, 99));
     p->hdop = n.number_or("hdop", p->hdop, Range{0, 99.9, false});
@@ -76,8 +75,8 @@ void parse_params(const ConfigNode& n, hal::DeviceKind kind, hal::DeviceParams& 
     p->radius_m = n.number_or("radius_m", p->radius_m, Range::non_negative());
     p->min_force_n = n.number_or("min_force_n", p->min_force_n, Range::non_negative());
   } else if (auto* p = std::get_if<hal::ThrusterParams>(&params)) {
-    if (!present || !n.expect_map({"model", "max_thrust_n", "max_speed_rad_s", "time_constant_s", "ct", "alpha",
-                                   "beta", "dead_band", "reverse_ratio", "reaction_torque_nm_per_n"}))
+    if (!present || !n.expect_map({"model", "max_thrust_n", "max_speed_rad_s", "time_constant_s", "ct", "alpha", "beta",
+                                   "dead_band", "reverse_ratio", "reaction_torque_nm_per_n"}))
       return;
     p->model = n.choice_or("model", "first_order", {"first_order", "yoerger"}) == "yoerger"
                    ? hal::RotorModel::yoerger
@@ -105,8 +104,8 @@ void parse_params(const ConfigNode& n, hal::DeviceKind kind, hal::DeviceParams& 
     p->ct = n.number_or("ct", p->ct, Range::non_negative());
     p->cq = n.number_or("cq", p->cq, Range::non_negative());
   } else if (auto* p = std::get_if<hal::FinParams>(&params)) {
-    if (!present || !n.expect_map({"area_m2", "cl_alpha_per_rad", "stall_angle_deg", "cd0", "cd_alpha",
-                                   "max_angle_deg", "rate_deg_s", "air_density_kg_m3"}))
+    if (!present || !n.expect_map({"area_m2", "cl_alpha_per_rad", "stall_angle_deg", "cd0", "cd_alpha", "max_angle_deg",
+                                   "rate_deg_s", "air_density_kg_m3"}))
       return;
     p->area_m2 = n.number_or("area_m2", p->area_m2, Range::positive());
     p->cl_alpha_per_rad = n.number_or("cl_alpha_per_rad", p->cl_alpha_per_rad, Range::non_negative());
@@ -123,8 +122,8 @@ void parse_params(const ConfigNode& n, hal::DeviceKind kind, hal::DeviceParams& 
     p->max_rate_deg_s = n.number_or("max_rate_deg_s", p->max_rate_deg_s, Range::positive());
     if (p->min_angle_deg > p->max_angle_deg) n["min_angle_deg"].error("must not exceed max_angle_deg");
   } else if (auto* p = std::get_if<hal::WheelDriveParams>(&params)) {
-    if (!present || !n.expect_map({"track_m", "wheel_radius_m", "max_wheel_speed_rad_s", "time_constant_s",
-                                   "friction", "slip_speed_m_s"}))
+    if (!present || !n.expect_map({"track_m", "wheel_radius_m", "max_wheel_speed_rad_s", "time_constant_s", "friction",
+                                   "slip_speed_m_s"}))
       return;
     p->track_m = n.number_or("track_m", p->track_m, Range::positive());
     p->wheel_radius_m = n.number_or("wheel_radius_m", p->wheel_radius_m, Range::positive());
@@ -160,7 +159,8 @@ void parse_device(const ConfigNode& d, const std::string& vehicle, const std::st
 
   const std::string& device = spec.name.device;
   if (!device.empty() && !hal::valid_name_segment(device))
-    d["name"].error("\"" + device + "\" is not a valid device name (letters, digits, _ and -, starting with a "
+    d["name"].error("\"" + device +
+                    "\" is not a valid device name (letters, digits, _ and -, starting with a "
                     "letter or _, at most 31)");
   const std::string full = spec.name.full();
   if (full.size() > TETHER_MAX_DEVICE_NAME_LEN)
@@ -207,8 +207,7 @@ void parse_device(const ConfigNode& d, const std::string& vehicle, const std::st
 bool parse_utc_seconds(const std::string& text, std::int64_t& out) {
   // YYYY-MM-DDThh:mm:ss[Z]
   const std::string t = !text.empty() && text.back() == 'Z' ? text.substr(0, text.size() - 1) : text;
-  if (t.size() != 19 || t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != ' ') || t[13] != ':' ||
-      t[16] != ':')
+  if (t.size() != 19 || t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != ' ') || t[13] != ':' || t[16] != ':')
     return false;
   auto field = [&](std::size_t at, std::size_t len, int& v) {
     v = 0;
@@ -219,8 +218,8 @@ bool parse_utc_seconds(const std::string& text, std::int64_t& out) {
     return true;
   };
   int year, month, day, hour, minute, second;
-  if (!field(0, 4, year) || !field(5, 2, month) || !field(8, 2, day) || !field(11, 2, hour) ||
-      !field(14, 2, minute) || !field(17, 2, second))
+  if (!field(0, 4, year) || !field(5, 2, month) || !field(8, 2, day) || !field(11, 2, hour) || !field(14, 2, minute) ||
+      !field(17, 2, second))
     return false;
   if (year < 1970 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return false;
   const hal::CivilDate check = hal::civil_from_days(hal::days_from_civil(year, month, day));
@@ -229,8 +228,8 @@ bool parse_utc_seconds(const std::string& text, std::int64_t& out) {
   return true;
 }
 
-void parse_devices(const ConfigNode& devices_node, const std::string& vehicle, const std::string& part,
-                   int body_index, std::vector<hal::DeviceSpec>& out) {
+void parse_devices(const ConfigNode& devices_node, const std::string& vehicle, const std::string& part, int body_index,
+                   std::vector<hal::DeviceSpec>& out) {
   if (!devices_node.expect_sequence()) return;
   if (!devices_node.yaml().IsDefined()) return;
   for (std::size_t i = 0; i < devices_node.size(); ++i)

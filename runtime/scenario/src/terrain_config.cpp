@@ -14,8 +14,8 @@ void parse_terrain(const ConfigNode& list, WorldModel& model, const std::string&
   constexpr double deg = std::numbers::pi / 180.0;
   for (std::size_t k = 0; k < list.size(); ++k) {
     const ConfigNode t = list.at(k);
-    if (!t.expect_map({"name", "position_m", "orientation_rpy_deg", "cell_size_m", "height_scale_m",
-                       "base_m", "pgm", "heights", "restitution", "friction"}))
+    if (!t.expect_map({"name", "position_m", "orientation_rpy_deg", "cell_size_m", "height_scale_m", "base_m", "pgm",
+                       "heights", "restitution", "friction"}))
       continue;
     const std::string name = t.string("name");
     const double cell = t.number("cell_size_m", Range::positive());

@@ -16,8 +16,8 @@ namespace tether::adapters {
 
 /// Makes an endpoint from its config node (records config errors on it, may throw
 /// runtime::ConfigError); the scenario outlives the endpoint.
-using EndpointFactory = std::function<std::unique_ptr<runtime::Endpoint>(const runtime::EndpointConfig&,
-                                                                         const runtime::Scenario&)>;
+using EndpointFactory =
+    std::function<std::unique_ptr<runtime::Endpoint>(const runtime::EndpointConfig&, const runtime::Scenario&)>;
 using EndpointRegistry = hal::Registry<EndpointFactory>;
 
 /// The endpoint types a scenario may name: the built-ins (in_process, serial, mqtt;

@@ -45,8 +45,8 @@ const char* to_string(RegressionMode mode);
 /// multi-float payload (`auv.base.wheels[1]`).
 struct ChannelComparison {
   std::string name;
-  std::uint16_t device = 0;   // index in the scenario's device table
-  std::uint8_t component = 0; // which f32 of the payload
+  std::uint16_t device = 0;            // index in the scenario's device table
+  std::uint8_t component = 0;          // which f32 of the payload
   std::uint64_t compared = 0;          // steps where both firmwares commanded it
   std::uint64_t beyond_tolerance = 0;  // of those, |new - recorded| > tolerance (or NaN on one side)
   std::uint64_t missing = 0;           // steps where only one of the two commanded it
@@ -92,7 +92,7 @@ class CommandComparison {
 
  private:
   std::vector<ChannelComparison> channels_;
-  std::vector<int> first_channel_;  // per device index: its first channel, or -1
+  std::vector<int> first_channel_;                      // per device index: its first channel, or -1
   std::vector<std::uint8_t> seen_recorded_, seen_new_;  // per channel, this step
   std::vector<double> value_recorded_, value_new_;
   double tolerance_;
@@ -110,9 +110,9 @@ class RegressionEndpoint final : public runtime::Endpoint {
  public:
   static constexpr std::int64_t default_reply_timeout_ns = 10'000'000'000;
 
-  RegressionEndpoint(const runtime::EndpointConfig& recorded, const runtime::Recording& recording,
-                     std::size_t index, std::unique_ptr<SerialEndpoint> fresh, RegressionMode mode,
-                     double tolerance, std::int64_t reply_timeout_ns = default_reply_timeout_ns);
+  RegressionEndpoint(const runtime::EndpointConfig& recorded, const runtime::Recording& recording, std::size_t index,
+                     std::unique_ptr<SerialEndpoint> fresh, RegressionMode mode, double tolerance,
+                     std::int64_t reply_timeout_ns = default_reply_timeout_ns);
 
   /// Starts the new firmware (throws as SerialEndpoint::start does).
   void start(const runtime::WorldModel& model, const runtime::WorldState& initial) override;

@@ -34,7 +34,7 @@ struct MqttEndpointConfig {
   std::string client_id;  // default: tether-<session>-<vehicle_id>-runtime
   std::string username;
   std::string password;
-  std::string ca_file;    // ssl:// brokers: the CA certificate file
+  std::string ca_file;  // ssl:// brokers: the CA certificate file
   std::string session = "default";
   std::string vehicle_id;  // default: the endpoint's vehicle name
   std::string scenario_path;

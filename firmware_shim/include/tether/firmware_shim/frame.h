@@ -31,22 +31,20 @@ uint16_t tether_crc16(const uint8_t* data, size_t len);
 
 /// COBS-encodes `len` bytes into `out` (no delimiter appended).
 /// Returns false, writing nothing beyond `cap`, if the output does not fit.
-TETHER_NODISCARD bool tether_cobs_encode(const uint8_t* in, size_t len, uint8_t* out, size_t cap,
-                                         size_t* out_len);
+TETHER_NODISCARD bool tether_cobs_encode(const uint8_t* in, size_t len, uint8_t* out, size_t cap, size_t* out_len);
 
 /// Decodes one COBS block sequence (no delimiter inside `in`) into `out`.
 /// Returns false on a zero byte in the input, a truncated block or overflow.
-TETHER_NODISCARD bool tether_cobs_decode(const uint8_t* in, size_t len, uint8_t* out, size_t cap,
-                                         size_t* out_len);
+TETHER_NODISCARD bool tether_cobs_decode(const uint8_t* in, size_t len, uint8_t* out, size_t cap, size_t* out_len);
 
 /* ---- frames --------------------------------------------------------------- */
 
 /// A frame header as numbers.
 typedef struct {
-  uint8_t version;      ///< TETHER_PROTOCOL_VERSION for frames this side builds
-  uint8_t type;         ///< TETHER_MSG_*
-  uint32_t step_id;     ///< step this frame belongs to (0 outside the step loop)
-  uint16_t payload_len; ///< bytes of payload
+  uint8_t version;       ///< TETHER_PROTOCOL_VERSION for frames this side builds
+  uint8_t type;          ///< TETHER_MSG_*
+  uint32_t step_id;      ///< step this frame belongs to (0 outside the step loop)
+  uint16_t payload_len;  ///< bytes of payload
 } tether_frame_header_t;
 
 /// A decoded frame; `payload` points into the decoder's buffer and stays valid
@@ -66,8 +64,8 @@ void tether_header_read(const uint8_t in[TETHER_HEADER_SIZE], tether_frame_heade
 /// `header->payload_len` bytes are read from `payload` (may be NULL when 0).
 /// Returns false, with `*out_len` = 0, if `out` is too small or the payload
 /// exceeds TETHER_PROTOCOL_MAX_PAYLOAD. Sizing: TETHER_WIRE_FRAME_MAX(len).
-TETHER_NODISCARD bool tether_frame_encode(const tether_frame_header_t* header, const uint8_t* payload,
-                                          uint8_t* out, size_t cap, size_t* out_len);
+TETHER_NODISCARD bool tether_frame_encode(const tether_frame_header_t* header, const uint8_t* payload, uint8_t* out,
+                                          size_t cap, size_t* out_len);
 
 /// What the decoder dropped, and what it delivered. Counters wrap at 2^32.
 typedef struct {
@@ -89,12 +87,12 @@ typedef struct {
 typedef struct {
   uint8_t* buf;
   size_t cap;
-  size_t len;           ///< raw bytes decoded so far in this frame
-  size_t wire_len;      ///< wire bytes seen in this frame (for garbage_bytes)
-  uint8_t remaining;    ///< data bytes left in the current COBS block
-  bool block_is_full;   ///< current block's code was 0xFF (no implied zero)
-  bool started;         ///< at least one code byte seen in this frame
-  bool overflow;        ///< frame did not fit; drop at the delimiter
+  size_t len;          ///< raw bytes decoded so far in this frame
+  size_t wire_len;     ///< wire bytes seen in this frame (for garbage_bytes)
+  uint8_t remaining;   ///< data bytes left in the current COBS block
+  bool block_is_full;  ///< current block's code was 0xFF (no implied zero)
+  bool started;        ///< at least one code byte seen in this frame
+  bool overflow;       ///< frame did not fit; drop at the delimiter
   tether_frame_counters_t counters;
 } tether_frame_decoder_t;
 
@@ -108,8 +106,7 @@ void tether_frame_decoder_reset(tether_frame_decoder_t* decoder);
 /// frame, then fills `*frame`. Invalid frames are dropped and counted; the
 /// decoder resynchronizes at the next 0x00. Empty frames (0x00 0x00) are
 /// ignored silently: a sender may emit 0x00 to end any garbage on the line.
-TETHER_NODISCARD bool tether_frame_decoder_push(tether_frame_decoder_t* decoder, uint8_t byte,
-                                                tether_frame_t* frame);
+TETHER_NODISCARD bool tether_frame_decoder_push(tether_frame_decoder_t* decoder, uint8_t byte, tether_frame_t* frame);
 
 #ifdef __cplusplus
 }

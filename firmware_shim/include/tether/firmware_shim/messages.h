@@ -29,10 +29,10 @@ const char* tether_error_code_name(uint8_t code);
 
 /// HELLO: version u8, max_payload u16, build_id u32, name_len u8, name.
 typedef struct {
-  uint8_t protocol_version; ///< version the sender speaks
-  uint16_t max_payload;     ///< largest payload the sender can receive
-  uint32_t build_id;        ///< firmware build identifier (free-form)
-  char name[TETHER_MAX_FIRMWARE_NAME_LEN + 1u]; ///< printable ASCII, NUL-terminated
+  uint8_t protocol_version;                      ///< version the sender speaks
+  uint16_t max_payload;                          ///< largest payload the sender can receive
+  uint32_t build_id;                             ///< firmware build identifier (free-form)
+  char name[TETHER_MAX_FIRMWARE_NAME_LEN + 1u];  ///< printable ASCII, NUL-terminated
 } tether_hello_t;
 
 /// Encodes HELLO. False if the name is empty, too long or not printable, or `out` is too small.
@@ -45,12 +45,12 @@ TETHER_NODISCARD bool tether_hello_decode(const uint8_t* payload, size_t len, te
 
 /// One device-table entry.
 typedef struct {
-  uint16_t index;        ///< runtime's device index; READY refers to it
-  uint8_t kind;          ///< tether_device_kind_t (unknown kinds are passed through)
-  uint8_t direction;     ///< TETHER_DIRECTION_SENSOR or TETHER_DIRECTION_ACTUATOR
-  uint16_t payload_size; ///< bytes of one reading / command, 1..TETHER_MAX_DEVICE_PAYLOAD
-  uint8_t name_len;      ///< 1..TETHER_MAX_DEVICE_NAME_LEN
-  const char* name;      ///< `vehicle.part.device`, not NUL-terminated
+  uint16_t index;         ///< runtime's device index; READY refers to it
+  uint8_t kind;           ///< tether_device_kind_t (unknown kinds are passed through)
+  uint8_t direction;      ///< TETHER_DIRECTION_SENSOR or TETHER_DIRECTION_ACTUATOR
+  uint16_t payload_size;  ///< bytes of one reading / command, 1..TETHER_MAX_DEVICE_PAYLOAD
+  uint8_t name_len;       ///< 1..TETHER_MAX_DEVICE_NAME_LEN
+  const char* name;       ///< `vehicle.part.device`, not NUL-terminated
 } tether_device_entry_t;
 
 /// Builds a DEVICES payload entry by entry; the first error sticks.
@@ -81,8 +81,8 @@ typedef struct {
 
 /// Validates the whole payload (layout, names, directions, sizes, unique
 /// indices) and positions the reader on the first entry; `*count` = entries.
-TETHER_NODISCARD bool tether_devices_reader_init(tether_devices_reader_t* reader, const uint8_t* payload,
-                                                 size_t len, uint16_t* count);
+TETHER_NODISCARD bool tether_devices_reader_init(tether_devices_reader_t* reader, const uint8_t* payload, size_t len,
+                                                 uint16_t* count);
 
 /// Next entry of a reader that passed init; false at the end.
 bool tether_devices_reader_next(tether_devices_reader_t* reader, tether_device_entry_t* entry);
@@ -101,15 +101,15 @@ TETHER_NODISCARD bool tether_ready_decode(const uint8_t* payload, size_t len, ui
 
 /// What a slot holds, as both sides learnt from DEVICES + READY.
 typedef struct {
-  uint16_t size;     ///< payload bytes of the device in this slot
-  uint8_t direction; ///< TETHER_DIRECTION_*
+  uint16_t size;      ///< payload bytes of the device in this slot
+  uint8_t direction;  ///< TETHER_DIRECTION_*
 } tether_slot_t;
 
 /// One reading (SENSORS) or command (ACTUATE).
 typedef struct {
-  uint8_t slot;        ///< 0..TETHER_MAX_SLOTS-1
-  bool no_data;        ///< SENSORS only: no reading this step, `data` is NULL
-  const uint8_t* data; ///< `size` bytes
+  uint8_t slot;         ///< 0..TETHER_MAX_SLOTS-1
+  bool no_data;         ///< SENSORS only: no reading this step, `data` is NULL
+  const uint8_t* data;  ///< `size` bytes
   uint16_t size;
 } tether_item_t;
 
@@ -145,15 +145,14 @@ typedef struct {
   size_t pos;
   const tether_slot_t* slots;
   uint8_t slot_count;
-  uint8_t direction; ///< slots of the other direction are an error
+  uint8_t direction;  ///< slots of the other direction are an error
   bool allow_no_data;
   int16_t last_slot;
 } tether_items_reader_t;
 
 /// Starts reading SENSORS; `*sim_time_us` gets the time. False if shorter than 8 bytes.
 TETHER_NODISCARD bool tether_sensors_reader_init(tether_items_reader_t* reader, const uint8_t* payload, size_t len,
-                                                 const tether_slot_t* slots, uint8_t slot_count,
-                                                 uint64_t* sim_time_us);
+                                                 const tether_slot_t* slots, uint8_t slot_count, uint64_t* sim_time_us);
 
 /// Starts reading ACTUATE.
 TETHER_NODISCARD bool tether_actuate_reader_init(tether_items_reader_t* reader, const uint8_t* payload, size_t len,
@@ -180,10 +179,10 @@ TETHER_NODISCARD bool tether_log_decode(const uint8_t* payload, size_t len, uint
 
 /// An ERROR message.
 typedef struct {
-  uint8_t code;     ///< TETHER_ERROR_*
-  uint16_t value;   ///< code-specific number (see protocol.h)
-  const char* text; ///< human-readable, not NUL-terminated
-  size_t text_len;  ///< 0..TETHER_MAX_ERROR_TEXT
+  uint8_t code;      ///< TETHER_ERROR_*
+  uint16_t value;    ///< code-specific number (see protocol.h)
+  const char* text;  ///< human-readable, not NUL-terminated
+  size_t text_len;   ///< 0..TETHER_MAX_ERROR_TEXT
 } tether_error_t;
 
 /// Encodes ERROR: code u8, value u16, text.

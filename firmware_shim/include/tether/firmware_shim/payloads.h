@@ -26,24 +26,24 @@ extern "C" {
 /// Device kinds (DEVICES entry byte `kind`). Sensors 1..63, actuators 64..127.
 typedef enum {
   TETHER_KIND_NONE = 0,
-  TETHER_KIND_RANGE = 1,        ///< PSD / infrared range finder, one beam
-  TETHER_KIND_SONAR = 2,        ///< sonar beam: nearest echo
-  TETHER_KIND_ALTIMETER = 3,    ///< height above the bottom
-  TETHER_KIND_DEPTH = 4,        ///< depth / pressure sensor
-  TETHER_KIND_GYRO = 5,         ///< angular rate, body frame
-  TETHER_KIND_ACCEL = 6,        ///< specific force, body frame
-  TETHER_KIND_IMU = 7,          ///< gyro + accelerometer in one reading
-  TETHER_KIND_INCLINOMETER = 8, ///< roll and pitch
-  TETHER_KIND_COMPASS = 9,      ///< heading
-  TETHER_KIND_DVL = 10,         ///< Doppler velocity log / velocimeter
-  TETHER_KIND_GPS = 11,         ///< position fix + NMEA GGA sentence (surface only)
-  TETHER_KIND_CONTACT = 12,     ///< bump / contact switch with force
-  TETHER_KIND_CLOCK = 13,       ///< simulation clock
-  TETHER_KIND_THRUSTER = 64,    ///< thruster / propeller command
-  TETHER_KIND_DC_MOTOR = 65,    ///< DC motor armature voltage
-  TETHER_KIND_FIN = 66,         ///< fin / rudder angle
-  TETHER_KIND_SERVO = 67,       ///< servo target angle
-  TETHER_KIND_WHEEL_DRIVE = 68  ///< differential wheel drive commands
+  TETHER_KIND_RANGE = 1,         ///< PSD / infrared range finder, one beam
+  TETHER_KIND_SONAR = 2,         ///< sonar beam: nearest echo
+  TETHER_KIND_ALTIMETER = 3,     ///< height above the bottom
+  TETHER_KIND_DEPTH = 4,         ///< depth / pressure sensor
+  TETHER_KIND_GYRO = 5,          ///< angular rate, body frame
+  TETHER_KIND_ACCEL = 6,         ///< specific force, body frame
+  TETHER_KIND_IMU = 7,           ///< gyro + accelerometer in one reading
+  TETHER_KIND_INCLINOMETER = 8,  ///< roll and pitch
+  TETHER_KIND_COMPASS = 9,       ///< heading
+  TETHER_KIND_DVL = 10,          ///< Doppler velocity log / velocimeter
+  TETHER_KIND_GPS = 11,          ///< position fix + NMEA GGA sentence (surface only)
+  TETHER_KIND_CONTACT = 12,      ///< bump / contact switch with force
+  TETHER_KIND_CLOCK = 13,        ///< simulation clock
+  TETHER_KIND_THRUSTER = 64,     ///< thruster / propeller command
+  TETHER_KIND_DC_MOTOR = 65,     ///< DC motor armature voltage
+  TETHER_KIND_FIN = 66,          ///< fin / rudder angle
+  TETHER_KIND_SERVO = 67,        ///< servo target angle
+  TETHER_KIND_WHEEL_DRIVE = 68   ///< differential wheel drive commands
 } tether_device_kind_t;
 
 /* ---- sensors ---------------------------------------------------------------- */
@@ -201,14 +201,10 @@ static inline void tether_put_u64le(uint8_t* p, uint64_t v) {
 }
 
 /// Writes an i32 (two's complement), low byte first.
-static inline void tether_put_i32le(uint8_t* p, int32_t v) {
-  tether_put_u32le(p, TETHER_CAST(uint32_t, v));
-}
+static inline void tether_put_i32le(uint8_t* p, int32_t v) { tether_put_u32le(p, TETHER_CAST(uint32_t, v)); }
 
 /// Reads a u16 stored low byte first.
-static inline uint16_t tether_get_u16le(const uint8_t* p) {
-  return TETHER_CAST(uint16_t, p[0] | (p[1] << 8));
-}
+static inline uint16_t tether_get_u16le(const uint8_t* p) { return TETHER_CAST(uint16_t, p[0] | (p[1] << 8)); }
 
 /// Reads a u32 stored low byte first.
 static inline uint32_t tether_get_u32le(const uint8_t* p) {
@@ -246,14 +242,10 @@ static inline float tether_f32_from_bits(uint32_t u) {
 }
 
 /// Writes a binary32 float, low byte first.
-static inline void tether_put_f32le(uint8_t* p, float v) {
-  tether_put_u32le(p, tether_f32_bits(v));
-}
+static inline void tether_put_f32le(uint8_t* p, float v) { tether_put_u32le(p, tether_f32_bits(v)); }
 
 /// Reads a binary32 float stored low byte first.
-static inline float tether_get_f32le(const uint8_t* p) {
-  return tether_f32_from_bits(tether_get_u32le(p));
-}
+static inline float tether_get_f32le(const uint8_t* p) { return tether_f32_from_bits(tether_get_u32le(p)); }
 
 /* ---- kinds ---------------------------------------------------------------------- */
 

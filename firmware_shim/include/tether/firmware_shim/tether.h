@@ -80,20 +80,20 @@ extern "C" {
 
 /* ---- status codes ------------------------------------------------------------------ */
 
-#define TETHER_OK 0                   ///< done
-#define TETHER_E_UNKNOWN_DEVICE (-1)  ///< no device of that name in the runtime's table
-#define TETHER_E_INVALID_OPERATION (-2) ///< get on an actuator, set on a sensor, open after the first step
-#define TETHER_E_SIZE_MISMATCH (-3)   ///< buffer size differs from the device's payload size
-#define TETHER_E_NOT_READY (-4)       ///< no session yet, or no step yet
-#define TETHER_E_IO (-5)              ///< the port failed (the call may be retried)
-#define TETHER_E_INVALID_HANDLE (-6)  ///< not a handle returned by tether_open
-#define TETHER_E_NO_DATA (-7)         ///< the device has no reading this step; buffer unchanged
-#define TETHER_E_LIMIT (-8)           ///< a compile-time limit (TETHER_MAX_OPEN, buffer sizes) is reached
-#define TETHER_E_ARGUMENT (-9)        ///< NULL pointer or bad name
-#define TETHER_E_VERSION (-10)        ///< the runtime speaks another protocol version; session over
-#define TETHER_E_REJECTED (-11)       ///< the runtime sent ERROR; session over
-#define TETHER_E_PROTOCOL (-12)       ///< the runtime sent something undecodable; session over
-#define TETHER_E_STOPPED (-13)        ///< the runtime ended the session (STOP)
+#define TETHER_OK 0                      ///< done
+#define TETHER_E_UNKNOWN_DEVICE (-1)     ///< no device of that name in the runtime's table
+#define TETHER_E_INVALID_OPERATION (-2)  ///< get on an actuator, set on a sensor, open after the first step
+#define TETHER_E_SIZE_MISMATCH (-3)      ///< buffer size differs from the device's payload size
+#define TETHER_E_NOT_READY (-4)          ///< no session yet, or no step yet
+#define TETHER_E_IO (-5)                 ///< the port failed (the call may be retried)
+#define TETHER_E_INVALID_HANDLE (-6)     ///< not a handle returned by tether_open
+#define TETHER_E_NO_DATA (-7)            ///< the device has no reading this step; buffer unchanged
+#define TETHER_E_LIMIT (-8)              ///< a compile-time limit (TETHER_MAX_OPEN, buffer sizes) is reached
+#define TETHER_E_ARGUMENT (-9)           ///< NULL pointer or bad name
+#define TETHER_E_VERSION (-10)           ///< the runtime speaks another protocol version; session over
+#define TETHER_E_REJECTED (-11)          ///< the runtime sent ERROR; session over
+#define TETHER_E_PROTOCOL (-12)          ///< the runtime sent something undecodable; session over
+#define TETHER_E_STOPPED (-13)           ///< the runtime ended the session (STOP)
 
 /// What went wrong and how often; all counters wrap at 2^32.
 typedef struct {
@@ -108,9 +108,9 @@ typedef struct {
 } tether_counters_t;
 
 /// Starts a session: forgets any previous one (even if this call fails), sends
-/// HELLO (re-sent while the line is idle) and waits for the device table. Returns TETHER_OK, TETHER_E_VERSION or TETHER_E_REJECTED
-/// (the runtime refused: see tether_error_text()), TETHER_E_PROTOCOL, TETHER_E_IO
-/// or TETHER_E_ARGUMENT (name empty, longer than 32 or not printable ASCII).
+/// HELLO (re-sent while the line is idle) and waits for the device table. Returns TETHER_OK, TETHER_E_VERSION or
+/// TETHER_E_REJECTED (the runtime refused: see tether_error_text()), TETHER_E_PROTOCOL, TETHER_E_IO or
+/// TETHER_E_ARGUMENT (name empty, longer than 32 or not printable ASCII).
 int tether_init(const char* firmware_name, uint32_t build_id);
 
 /// Opens a device by fully qualified name (`vehicle.part.device`). Returns a

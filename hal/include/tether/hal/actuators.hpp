@@ -43,8 +43,8 @@ double dc_motor_torque(const DcMotorParams& p, double volts, double speed_rad_s)
 /// Advances the rotor speed over dt (RK4 sub-steps); `mean_torque_nm` gets the mean
 /// armature torque minus friction (what the body feels, negated) and `mean_thrust_n` the
 /// propeller's mean thrust.
-double dc_motor_advance(const DcMotorParams& p, double speed_rad_s, double volts, double dt_s,
-                        double& mean_torque_nm, double& mean_thrust_n);
+double dc_motor_advance(const DcMotorParams& p, double speed_rad_s, double volts, double dt_s, double& mean_torque_nm,
+                        double& mean_thrust_n);
 
 /// Lift + drag on a fin deflected by `angle_rad` moving with `velocity_mount` (its velocity
 /// through the fluid, in the mount frame) in a fluid of density `density`: the force in the
@@ -56,7 +56,7 @@ double rate_limited(double angle, double target, double rate, double dt_s);
 /// Advances the actuator by dt under command channels `u` and adds its wrench on the body
 /// (body frame, about the centre of mass) to `out`. `view` gives the body's motion, the
 /// water and the ground (wheel contact rays).
-void actuate_device(const DeviceSpec& spec, const double* u, ActuatorState& state,
-                    const WorldView& view, double dt_s, Wrench& out);
+void actuate_device(const DeviceSpec& spec, const double* u, ActuatorState& state, const WorldView& view, double dt_s,
+                    Wrench& out);
 
 }  // namespace tether::hal

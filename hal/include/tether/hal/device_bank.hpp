@@ -41,8 +41,8 @@ struct DeviceHandle {
 
 /// Problems counted while running (part of snapshots, so replays reproduce them).
 struct DeviceCounters {
-  std::uint64_t samples = 0;         // sensor samples taken
-  std::uint64_t dropped = 0;         // samples (or commands) lost to dropout
+  std::uint64_t samples = 0;           // sensor samples taken
+  std::uint64_t dropped = 0;           // samples (or commands) lost to dropout
   std::uint64_t invalid_commands = 0;  // commands refused (size or value)
 };
 
@@ -107,8 +107,8 @@ class DeviceBank {
   const ActuatorState& actuator_state(std::size_t index) const { return devices_[index].actuator; }
   /// The noiseless reading of a sensor in `view` at `time_ns`, encoded into `out` (exactly
   /// payload_size bytes); changes no state. not_ready when the true reading has no data.
-  [[nodiscard]] Status measure_true(std::size_t index, const WorldView& view, std::int64_t time_ns,
-                                    std::uint8_t* out, std::size_t size) const;
+  [[nodiscard]] Status measure_true(std::size_t index, const WorldView& view, std::int64_t time_ns, std::uint8_t* out,
+                                    std::size_t size) const;
   /// A GPS device's current $GPGGA and $GPRMC sentences, each ended by CR LF, written into
   /// `out`; returns the length (0 if not a GPS, no fix or `capacity` < 2 * 82).
   std::size_t gps_sentences(std::size_t index, char* out, std::size_t capacity) const;
@@ -140,18 +140,18 @@ class DeviceBank {
     std::size_t beam_offset = 0;     // into beams_ (sonar)
     std::size_t ring_offset = 0;     // into ring_ (delay line, delay_steps + 1 samples)
     std::uint32_t ring_size = 1;
-    std::int64_t period_ns = 0;      // 0: every step
+    std::int64_t period_ns = 0;  // 0: every step
     std::uint64_t seed = 0;
     // mutable state: everything below is in snapshots
     Rng rng;
     std::array<double, max_channels> bias{};
     std::uint64_t sample_count = 0;  // samples taken (sensors) or commands applied (actuators)
     std::int64_t next_sample_ns = 0;
-    bool sampled = false;            // has taken a sample since reset
+    bool sampled = false;  // has taken a sample since reset
     bool fresh = false;
     bool open = false;
-    Sample held;                     // current output (sensor) / effective command (actuator)
-    Sample raw_command;              // actuator: the last command as set
+    Sample held;         // current output (sensor) / effective command (actuator)
+    Sample raw_command;  // actuator: the last command as set
     ActuatorState actuator;
   };
 

@@ -51,7 +51,7 @@ struct CompassParams {
 struct GpsParams {
   double datum_lat_deg = 0;
   double datum_lon_deg = 0;
-  double datum_alt_m = 0;              // altitude of the water surface / world z = 0
+  double datum_alt_m = 0;  // altitude of the water surface / world z = 0
   double surface_tolerance_m = 0.05;
   std::int64_t utc_start_s = 1'704'067'200;  // UTC of simulation time 0 (2024-01-01T00:00:00Z)
   std::uint32_t satellites = 8;
@@ -77,11 +77,11 @@ struct ThrusterParams {
   double max_thrust_n = 10;
   double max_speed_rad_s = 300;
   double time_constant_s = 0.1;
-  double ct = 0;     // N/(rad/s)^2
-  double alpha = 0;  // 1/rad
-  double beta = 0;   // rad/s^2 per unit command
-  double dead_band = 0;      // |u| below this gives u = 0
-  double reverse_ratio = 1;  // thrust in reverse relative to forward at the same speed
+  double ct = 0;                        // N/(rad/s)^2
+  double alpha = 0;                     // 1/rad
+  double beta = 0;                      // rad/s^2 per unit command
+  double dead_band = 0;                 // |u| below this gives u = 0
+  double reverse_ratio = 1;             // thrust in reverse relative to forward at the same speed
   double reaction_torque_nm_per_n = 0;  // propeller torque about -x per newton of thrust
 };
 
@@ -131,9 +131,8 @@ struct WheelDriveParams {
   double slip_speed_m_s = 0.1;  // slip at which the force reaches friction * load
 };
 
-using DeviceParams = std::variant<std::monostate, RayParams, DepthParams, CompassParams, GpsParams,
-                                  ContactParams, ThrusterParams, DcMotorParams, FinParams,
-                                  ServoParams, WheelDriveParams>;
+using DeviceParams = std::variant<std::monostate, RayParams, DepthParams, CompassParams, GpsParams, ContactParams,
+                                  ThrusterParams, DcMotorParams, FinParams, ServoParams, WheelDriveParams>;
 
 /// One device of a scenario.
 struct DeviceSpec {
@@ -145,8 +144,8 @@ struct DeviceSpec {
   /// and status) between samples; DeviceBank::fresh() tells whether a sample is new.
   double rate_hz = 0;
   DeviceParams params;
-  NoiseSpec noise;      // first channel group (see kind_info)
-  NoiseSpec noise_b;    // second group: imu accelerometer, dvl altitude
+  NoiseSpec noise;    // first channel group (see kind_info)
+  NoiseSpec noise_b;  // second group: imu accelerometer, dvl altitude
 };
 
 /// Static facts about a kind: its channels, noise groups, units.

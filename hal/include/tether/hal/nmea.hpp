@@ -26,11 +26,11 @@ struct CivilDate {
 /// Local east/north/up metres around a datum to geodetic coordinates, on the WGS-84
 /// ellipsoid's tangent plane at the datum (radii of curvature at the datum latitude; good
 /// to a few millimetres over a test tank, centimetres over a few kilometres).
-GeoPoint local_to_geodetic(double datum_lat_deg, double datum_lon_deg, double datum_alt_m,
-                           double east_m, double north_m, double up_m);
+GeoPoint local_to_geodetic(double datum_lat_deg, double datum_lon_deg, double datum_alt_m, double east_m,
+                           double north_m, double up_m);
 /// The inverse of local_to_geodetic.
-void geodetic_to_local(double datum_lat_deg, double datum_lon_deg, double datum_alt_m,
-                       const GeoPoint& point, double& east_m, double& north_m, double& up_m);
+void geodetic_to_local(double datum_lat_deg, double datum_lon_deg, double datum_alt_m, const GeoPoint& point,
+                       double& east_m, double& north_m, double& up_m);
 
 /// The date of a day count since 1970-01-01.
 CivilDate civil_from_days(std::int64_t days);
@@ -47,10 +47,10 @@ inline constexpr std::size_t nmea_max_length = 80;
 
 /// Writes a $GPGGA sentence (fix quality 1) from '$' to the checksum, no CR LF; returns its
 /// length, or 0 if `capacity` is too small. `utc_cs` is UTC in centiseconds since 1970.
-std::size_t format_gga(char* out, std::size_t capacity, std::int64_t utc_cs, const GeoPoint& p,
-                       unsigned satellites, double hdop);
+std::size_t format_gga(char* out, std::size_t capacity, std::int64_t utc_cs, const GeoPoint& p, unsigned satellites,
+                       double hdop);
 /// Writes a $GPRMC sentence (status A) with speed over ground and course; same conventions.
-std::size_t format_rmc(char* out, std::size_t capacity, std::int64_t utc_cs, const GeoPoint& p,
-                       double speed_m_s, double course_deg);
+std::size_t format_rmc(char* out, std::size_t capacity, std::int64_t utc_cs, const GeoPoint& p, double speed_m_s,
+                       double course_deg);
 
 }  // namespace tether::hal

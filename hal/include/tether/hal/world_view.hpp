@@ -45,9 +45,9 @@ struct WaterView {
 struct RayHit {
   bool hit = false;
   double distance_m = 0;
-  Vec3 normal{0, 0, 0};  // world frame, facing the ray origin
-  int body = -1;         // body index hit, or -1
-  int static_index = -1; // static geometry index hit, or -1
+  Vec3 normal{0, 0, 0};   // world frame, facing the ray origin
+  int body = -1;          // body index hit, or -1
+  int static_index = -1;  // static geometry index hit, or -1
 };
 
 /// One contact point of the last physics step.
@@ -67,8 +67,8 @@ class WorldView {
 
   /// The nearest hit along `direction` (unit, world frame) from `origin_m` within
   /// `max_range_m`, ignoring body `ignore_body` (the device's own body; -1 ignores none).
-  [[nodiscard]] virtual RayHit ray_cast(const Vec3& origin_m, const Vec3& direction,
-                                        double max_range_m, int ignore_body) const = 0;
+  [[nodiscard]] virtual RayHit ray_cast(const Vec3& origin_m, const Vec3& direction, double max_range_m,
+                                        int ignore_body) const = 0;
 
   std::vector<BodyKinematics> bodies;  // indexed like the runtime's bodies
   Vec3 gravity_m_s2{0, 0, -9.81};

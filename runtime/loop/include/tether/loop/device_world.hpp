@@ -21,8 +21,8 @@ using RayCastFn = hal::RayHit (*)(const WorldModel& model, const WorldState& sta
 /// Ray against every static shape and every body's shape (planes, spheres, boxes,
 /// cylinders, capsules; heightfields are not seen). A ray that starts inside a shape hits it
 /// at distance 0. The default RayCastFn of DeviceWorld.
-hal::RayHit basic_ray_cast(const WorldModel& model, const WorldState& state, const Vec3& origin,
-                           const Vec3& direction, double max_range_m, int ignore_body);
+hal::RayHit basic_ray_cast(const WorldModel& model, const WorldState& state, const Vec3& origin, const Vec3& direction,
+                           double max_range_m, int ignore_body);
 
 class DeviceWorld final : public hal::WorldView {
  public:
@@ -34,8 +34,7 @@ class DeviceWorld final : public hal::WorldView {
   /// finite difference of the velocities, which includes contact impulses; without it they
   /// come from body_forces() with `inputs` (nullptr: no external inputs), contacts excluded.
   /// Keeps the contact list (set it with set_contacts / clear it).
-  void update(const WorldState& state, const WorldState* previous, double dt_s,
-              const StepInputs* inputs = nullptr);
+  void update(const WorldState& state, const WorldState* previous, double dt_s, const StepInputs* inputs = nullptr);
   /// Empties the contact list (call when the physics reports none, or before adding).
   void clear_contacts() { contacts.clear(); }
 

@@ -35,20 +35,20 @@ enum class GatherStatus : std::uint8_t {
 
 /// Everything that goes wrong, counted; ends up in the summary and the recording.
 struct EndpointCounters {
-  std::uint64_t replies = 0;   // replies applied on time
-  std::uint64_t late = 0;      // replies that came after the deadline (policy block)
-  std::uint64_t misses = 0;    // steps without a reply (policy hold/safe/abort applied)
-  std::uint64_t stale = 0;     // replies for another step, not applied
-  std::uint64_t corrupt = 0;   // undecodable input
+  std::uint64_t replies = 0;  // replies applied on time
+  std::uint64_t late = 0;     // replies that came after the deadline (policy block)
+  std::uint64_t misses = 0;   // steps without a reply (policy hold/safe/abort applied)
+  std::uint64_t stale = 0;    // replies for another step, not applied
+  std::uint64_t corrupt = 0;  // undecodable input
   std::uint64_t faults = 0;
-  Histogram round_trip_ns;     // publish -> reply
+  Histogram round_trip_ns;  // publish -> reply
 };
 
 class Endpoint {
  public:
   explicit Endpoint(const EndpointConfig& config)
-      : name_(config.name), type_(config.type), vehicle_(config.vehicle_index),
-        deadline_ns_(config.deadline_ns), policy_(config.policy) {}
+      : name_(config.name), type_(config.type), vehicle_(config.vehicle_index), deadline_ns_(config.deadline_ns),
+        policy_(config.policy) {}
   virtual ~Endpoint() = default;
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
@@ -74,8 +74,7 @@ class Endpoint {
   /// endpoint's deadline; false on a fault (see fault_message()).
   [[nodiscard]] virtual bool publish(const StepContext& ctx, const WorldState& projected) = 0;
   /// Phase 3: waits until the reply for ctx.step is in `reply` or `deadline` passes.
-  [[nodiscard]] virtual GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline,
-                                            Reply& reply) = 0;
+  [[nodiscard]] virtual GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline, Reply& reply) = 0;
   /// Phase 7: the actual state S_{k+1} after the advance, for observers.
   virtual void emit(const StepContext& ctx, const WorldState& actual) {
     (void)ctx;

@@ -48,13 +48,11 @@ class FeedbackProcessor {
   virtual FeedbackPhase phase() const = 0;
 
   /// Phase pre: `state` is S_k, `inputs` the step's inputs gathered so far.
-  virtual void pre(const FeedbackContext& ctx, const WorldModel& model, const WorldState& state,
-                   StepInputs& inputs) {
+  virtual void pre(const FeedbackContext& ctx, const WorldModel& model, const WorldState& state, StepInputs& inputs) {
     (void)ctx, (void)model, (void)state, (void)inputs;
   }
   /// Phase post: `state` is S_{k+1} as advanced; `before` is S_k.
-  virtual void post(const FeedbackContext& ctx, const WorldModel& model, const WorldState& before,
-                    WorldState& state) {
+  virtual void post(const FeedbackContext& ctx, const WorldModel& model, const WorldState& before, WorldState& state) {
     (void)ctx, (void)model, (void)before, (void)state;
   }
   /// Phase model: may change the vehicle's parameters in `model` (a session-owned copy).
@@ -105,8 +103,7 @@ std::unique_ptr<FeedbackProcessor> make_feedback_processor(const std::string& ty
 /// Makes a processor type known to make_feedback_processor (for processors outside the
 /// library: examples/feedback_processor/). Call at set-up, before scenarios are loaded; not
 /// thread-safe. Returns false if the type is already known (the existing one stays).
-bool register_feedback_processor(const std::string& type, FeedbackFactory factory,
-                                 const std::string& description = "");
+bool register_feedback_processor(const std::string& type, FeedbackFactory factory, const std::string& description = "");
 
 /// Processor types make_feedback_processor knows, for messages and docs.
 std::vector<std::string> feedback_processor_types();

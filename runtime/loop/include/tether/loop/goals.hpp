@@ -21,7 +21,6 @@ double compass_heading_deg(const Quat& orientation);
 /// One JSON object per goal: vehicle, target_depth_m, final_depth_m, depth_error_m (final -
 /// target), target_heading_deg, final_heading_deg, heading_error_deg (final - target, wrapped
 /// to [-180, 180)); only the targets the goal names. Reads the vehicle's first body.
-nlohmann::json summarize_goals(const std::vector<GoalConfig>& goals, const WorldModel& model,
-                               const WorldState& state);
+nlohmann::json summarize_goals(const std::vector<GoalConfig>& goals, const WorldModel& model, const WorldState& state);
 
 }  // namespace tether::runtime

@@ -14,8 +14,8 @@ namespace tether::runtime {
 
 /// raycast() (every shape and terrain) with hal's result type; pass &hal_ray_cast to
 /// DeviceWorld to replace basic_ray_cast.
-hal::RayHit hal_ray_cast(const WorldModel& model, const WorldState& state, const Vec3& origin,
-                         const Vec3& direction, double max_range_m, int ignore_body);
+hal::RayHit hal_ray_cast(const WorldModel& model, const WorldState& state, const Vec3& origin, const Vec3& direction,
+                         double max_range_m, int ignore_body);
 
 /// Replaces `out` with one hal contact per event of a step of length dt_s (force = impulse
 /// magnitude / dt_s; static geometry becomes body -1). Reuses out's capacity.

@@ -49,13 +49,11 @@ class InProcessEndpoint final : public Endpoint {
   /// Parses `controller` and `params` from the endpoint's config node.
   InProcessEndpoint(const EndpointConfig& config, const WorldModel& model);
   /// For tests and benchmarks: an endpoint around a given controller.
-  InProcessEndpoint(const EndpointConfig& config, const WorldModel& model,
-                    std::unique_ptr<Controller> controller);
+  InProcessEndpoint(const EndpointConfig& config, const WorldModel& model, std::unique_ptr<Controller> controller);
 
   void start(const WorldModel& model, const WorldState& initial) override;
   [[nodiscard]] bool publish(const StepContext& ctx, const WorldState& projected) override;
-  [[nodiscard]] GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline,
-                                    Reply& reply) override;
+  [[nodiscard]] GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline, Reply& reply) override;
   void emit(const StepContext& ctx, const WorldState& actual) override;
   void summarize(nlohmann::json& out) const override;
 

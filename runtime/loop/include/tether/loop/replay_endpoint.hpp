@@ -15,8 +15,7 @@ class ReplayEndpoint final : public Endpoint {
  public:
   ReplayEndpoint(const EndpointConfig& config, const Recording& recording, std::size_t index);
   [[nodiscard]] bool publish(const StepContext& ctx, const WorldState& projected) override;
-  [[nodiscard]] GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline,
-                                    Reply& reply) override;
+  [[nodiscard]] GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline, Reply& reply) override;
   void safe_reply(Reply& reply) const override;
 
  private:

@@ -56,8 +56,7 @@ class Session {
  public:
   /// Takes the endpoints (constructed, not started), builds the scenario's feedback
   /// processors (throws ConfigError on bad ones). Allocates every per-step buffer here.
-  Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints,
-          SessionOptions options = {});
+  Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints, SessionOptions options = {});
   ~Session();
 
   /// Starts the endpoints, runs the loop until the step count, a stop request or an abort,
@@ -132,9 +131,9 @@ class Session {
   StepReport step_report_;
   StepReport projection_report_;  // the projection's contacts feed contact sensors
   Recorder* recorder_ = nullptr;
-  StepRecord record_;                  // this step's record, buffers reused
-  Keyframe keyframe_;                  // the keyframe written every K steps, buffers reused
-  PhysicsScratch scratch_;             // the physics' buffers, reused by every step() call
+  StepRecord record_;                    // this step's record, buffers reused
+  Keyframe keyframe_;                    // the keyframe written every K steps, buffers reused
+  PhysicsScratch scratch_;               // the physics' buffers, reused by every step() call
   std::vector<double> feedback_values_;  // processors' recorded values, reserved
   std::int64_t start_time_ns_ = 0;
 

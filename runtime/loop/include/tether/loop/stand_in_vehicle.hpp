@@ -24,14 +24,14 @@ struct Scenario;
 /// What the real vehicle does differently from the model (all defaults: identical physics,
 /// perfect and immediate measurements).
 struct HiddenParams {
-  double drag_scale = 1.0;           // multiplies every damping coefficient of the vehicle's bodies
-  double thrust_scale = 1.0;         // multiplies the actuators' wrenches (thrust coefficient)
-  double buoyancy_offset_n = 0.0;    // extra buoyancy when submerged (N, + = lighter in water)
-  Vec3 current_m_s{0, 0, 0};         // added to the scenario's water current
-  double position_noise_m = 0.0;     // stddev of each measured position axis
+  double drag_scale = 1.0;             // multiplies every damping coefficient of the vehicle's bodies
+  double thrust_scale = 1.0;           // multiplies the actuators' wrenches (thrust coefficient)
+  double buoyancy_offset_n = 0.0;      // extra buoyancy when submerged (N, + = lighter in water)
+  Vec3 current_m_s{0, 0, 0};           // added to the scenario's water current
+  double position_noise_m = 0.0;       // stddev of each measured position axis
   double orientation_noise_rad = 0.0;  // stddev of each axis of a small rotation error
-  double velocity_noise_m_s = 0.0;   // stddev of each measured velocity axis
-  std::uint32_t delay_steps = 0;     // measurements describe the state this many steps ago
+  double velocity_noise_m_s = 0.0;     // stddev of each measured velocity axis
+  std::uint32_t delay_steps = 0;       // measurements describe the state this many steps ago
 };
 
 /// A plausible "real" vehicle for demos and tests: 15 % more drag, 10 % less thrust,

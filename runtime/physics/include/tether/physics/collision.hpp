@@ -18,8 +18,8 @@ struct Aabb {
   Vec3 max{0, 0, 0};
 
   bool overlaps(const Aabb& o) const {
-    return min.x() <= o.max.x() && o.min.x() <= max.x() && min.y() <= o.max.y() &&
-           o.min.y() <= max.y() && min.z() <= o.max.z() && o.min.z() <= max.z();
+    return min.x() <= o.max.x() && o.min.x() <= max.x() && min.y() <= o.max.y() && o.min.y() <= max.y() &&
+           min.z() <= o.max.z() && o.min.z() <= max.z();
   }
   void inflate(double by_m) {
     min.array() -= by_m;
@@ -78,7 +78,6 @@ struct ConvexDistance {
 
 /// Shortest distance between two convex shapes shrunk by their margins (GJK on the cores);
 /// exposed for tests. `margin_a`/`margin_b` receive the radius each shape was shrunk by.
-ConvexDistance convex_core_distance(const ShapePose& a, const ShapePose& b, double& margin_a,
-                                    double& margin_b);
+ConvexDistance convex_core_distance(const ShapePose& a, const ShapePose& b, double& margin_a, double& margin_b);
 
 }  // namespace tether::runtime

@@ -17,7 +17,7 @@ struct BodyWrench {
   Vec3 force_world_n{0, 0, 0};
   Vec3 torque_world_nm{0, 0, 0};  // about the centre of mass
   Vec3 force_body_n{0, 0, 0};
-  Vec3 torque_body_nm{0, 0, 0};   // about the centre of mass
+  Vec3 torque_body_nm{0, 0, 0};  // about the centre of mass
 
   /// Adds a body-frame force applied at a body-frame point (relative to the centre of mass).
   void add_body_force_at(const Vec3& force_body, const Vec3& point_body) {
@@ -30,8 +30,7 @@ struct BodyWrench {
     torque_world_nm += lever_world.cross(force_world);
   }
   bool is_zero() const {
-    return force_world_n.isZero(0) && torque_world_nm.isZero(0) && force_body_n.isZero(0) &&
-           torque_body_nm.isZero(0);
+    return force_world_n.isZero(0) && torque_world_nm.isZero(0) && force_body_n.isZero(0) && torque_body_nm.isZero(0);
   }
 };
 
@@ -99,16 +98,16 @@ class PhysicsScratch {
 /// time of impact. Free bodies use RK4, bodies in contact symplectic Euler with impulses.
 /// Uses a per-thread PhysicsScratch. Returns numerical_fault on NaN/Inf: the state is then not
 /// meaningful and the loop stops the session with a fault (never silently resets).
-[[nodiscard]] StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& inputs,
-                              double dt_s, StepReport* report = nullptr);
+[[nodiscard]] StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& inputs, double dt_s,
+                              StepReport* report = nullptr);
 
 /// Same as step() with caller-owned scratch buffers (results are bit-identical).
-[[nodiscard]] StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& inputs,
-                              double dt_s, StepReport* report, PhysicsScratch& scratch);
+[[nodiscard]] StepStatus step(const WorldModel& model, WorldState& state, const StepInputs& inputs, double dt_s,
+                              StepReport* report, PhysicsScratch& scratch);
 
 /// Net force and torque (world frame, about the centre of mass) acting on a body in a state;
 /// exposed for tests and for feedback processors that reason about forces.
-void body_forces(const WorldModel& model, const BodyModel& body, const BodyState& state,
-                 const BodyWrench& input, Vec3& force_world, Vec3& torque_world);
+void body_forces(const WorldModel& model, const BodyModel& body, const BodyState& state, const BodyWrench& input,
+                 Vec3& force_world, Vec3& torque_world);
 
 }  // namespace tether::runtime

@@ -30,9 +30,8 @@ bool raycast_shape(const ShapePose& shape, const Vec3& origin, const Vec3& unit_
                    double& distance_m, Vec3& normal);
 
 /// Same for a heightfield placed at (position, rotation): the first triangle the ray meets.
-bool raycast_heightfield(const HeightField& field, const Vec3& position, const Mat3& rotation,
-                         const Vec3& origin, const Vec3& unit_direction, double max_range_m,
-                         double& distance_m, Vec3& normal);
+bool raycast_heightfield(const HeightField& field, const Vec3& position, const Mat3& rotation, const Vec3& origin,
+                         const Vec3& unit_direction, double max_range_m, double& distance_m, Vec3& normal);
 
 /// Nearest hit within max_range_m along `direction` (any length > 0) from `origin`, skipping
 /// body `ignore_body` (the sensor's own hull). Tests every body (a bounding-sphere check
@@ -53,9 +52,9 @@ class RayScene {
  private:
   struct Node {
     Aabb box;
-    std::int32_t left = -1;   // inner node: its two children
+    std::int32_t left = -1;  // inner node: its two children
     std::int32_t right = -1;
-    std::int32_t first = 0;   // leaf: perm_[first, first + count)
+    std::int32_t first = 0;  // leaf: perm_[first, first + count)
     std::int32_t count = 0;
   };
   std::int32_t build_node(std::int32_t first, std::int32_t count);
@@ -67,7 +66,7 @@ class RayScene {
   std::vector<std::int32_t> perm_;   // item order; nodes hold ranges of it
   std::vector<Aabb> item_boxes_;
   std::vector<Vec3> centres_;
-  std::vector<Mat3> rotations_;      // per body, then per static
+  std::vector<Mat3> rotations_;          // per body, then per static
   std::vector<std::int32_t> unbounded_;  // planes and heightfields
 };
 

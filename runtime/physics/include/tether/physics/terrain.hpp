@@ -26,15 +26,14 @@ HeightField make_heightfield(const std::vector<std::vector<double>>& rows, doubl
 /// pixel / maxval · height_scale_m + base_m. The image's top row is the grid's last row
 /// (largest y), so the image reads as a map with +y up. PNG is not supported.
 /// Throws std::invalid_argument naming what is wrong.
-HeightField heightfield_from_pgm(std::string_view bytes, double cell_size_m, double height_scale_m,
-                                 double base_m = 0.0, std::string name = {});
+HeightField heightfield_from_pgm(std::string_view bytes, double cell_size_m, double height_scale_m, double base_m = 0.0,
+                                 std::string name = {});
 /// Same, reading the file at `path`.
 HeightField load_pgm_heightfield(const std::string& path, double cell_size_m, double height_scale_m,
                                  double base_m = 0.0);
 
 /// Height and upward unit normal of the surface at grid-frame (x, y); false outside the grid.
-bool heightfield_height(const HeightField& field, double x_m, double y_m, double& z_m,
-                        Vec3* normal = nullptr);
+bool heightfield_height(const HeightField& field, double x_m, double y_m, double& z_m, Vec3* normal = nullptr);
 
 /// Terrain height below world (x, y) for a heightfield static (its frame turned by yaw only);
 /// false if the point is outside the grid or the static is not a heightfield.
@@ -48,7 +47,7 @@ Aabb heightfield_aabb(const HeightField& field, const Vec3& position, const Mat3
 /// from the terrain toward the shape. Spheres and capsules are exact against the triangles;
 /// boxes and cylinders use their corners/rim points against the surface plus grid vertices
 /// against the shape (docs/physics.md). Returns the count written (<= max_contact_points).
-int collide_heightfield(const ShapePose& shape, const HeightField& field, const Vec3& position,
-                        const Mat3& rotation, double margin_m, ContactPoint* out);
+int collide_heightfield(const ShapePose& shape, const HeightField& field, const Vec3& position, const Mat3& rotation,
+                        double margin_m, ContactPoint* out);
 
 }  // namespace tether::runtime

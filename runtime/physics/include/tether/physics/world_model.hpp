@@ -19,12 +19,12 @@ enum class ShapeKind : std::uint8_t { sphere, box, cylinder, capsule, plane, hei
 /// grid corner at the shape's origin, cells along +x and +y, heights along +z.
 struct Shape {
   ShapeKind kind = ShapeKind::sphere;
-  double radius_m = 0.5;        // sphere, cylinder, capsule
-  double half_length_m = 0.5;   // cylinder, capsule: half the length of the straight part
+  double radius_m = 0.5;               // sphere, cylinder, capsule
+  double half_length_m = 0.5;          // cylinder, capsule: half the length of the straight part
   Vec3 half_extents_m{0.5, 0.5, 0.5};  // box
-  Vec3 normal{0, 0, 1};         // plane (unit)
-  double offset_m = 0;          // plane
-  int heightfield = -1;         // heightfield: index into WorldModel::heightfields
+  Vec3 normal{0, 0, 1};                // plane (unit)
+  double offset_m = 0;                 // plane
+  int heightfield = -1;                // heightfield: index into WorldModel::heightfields
 };
 
 /// A terrain grid: heights_m[row * columns + column] is the height at
@@ -32,11 +32,11 @@ struct Shape {
 /// split into two triangles along its (0,0)-(1,1) diagonal; outside the grid there is no terrain.
 struct HeightField {
   std::string name;
-  int columns = 0;            // vertices along x (>= 2)
-  int rows = 0;               // vertices along y (>= 2)
+  int columns = 0;  // vertices along x (>= 2)
+  int rows = 0;     // vertices along y (>= 2)
   double cell_size_m = 1;
   std::vector<double> heights_m;
-  double min_height_m = 0;    // filled by finish_heightfield() (terrain.hpp)
+  double min_height_m = 0;  // filled by finish_heightfield() (terrain.hpp)
   double max_height_m = 0;
 
   double height(int column, int row) const {
@@ -52,8 +52,7 @@ Mat3 shape_inertia(const Shape& shape, double mass_kg);
 /// Half of the shape's extent along world z when rotated by `orientation` (for buoyancy).
 double shape_vertical_half_extent(const Shape& shape, const Quat& orientation);
 /// Fraction of the shape's volume below the water surface, in [0, 1].
-double submerged_fraction(const Shape& shape, const Quat& orientation, double centre_z_m,
-                          double surface_z_m);
+double submerged_fraction(const Shape& shape, const Quat& orientation, double centre_z_m, double surface_z_m);
 
 /// Linear + quadratic damping per body axis, applied to velocity relative to the water.
 struct Damping {
@@ -72,7 +71,7 @@ struct BodyModel {
   double inv_mass = 1;
   Mat3 inertia_body = Mat3::Identity();
   Mat3 inv_inertia_body = Mat3::Identity();
-  double volume_m3 = 0;          // displaced volume when fully submerged
+  double volume_m3 = 0;                // displaced volume when fully submerged
   Vec3 centre_of_buoyancy_m{0, 0, 0};  // body frame, relative to the centre of mass
   Damping damping;
   double restitution = 0.3;

@@ -32,8 +32,7 @@ Vec3 linear_velocity(const WorldModel& model, const WorldState& state, int body)
 /// Angular velocity of a body in the world frame.
 Vec3 angular_velocity(const WorldModel& model, const WorldState& state, int body);
 /// Sets momenta from world-frame velocities.
-void set_velocity(const WorldModel& model, WorldState& state, int body, const Vec3& v_m_s,
-                  const Vec3& w_rad_s);
+void set_velocity(const WorldModel& model, WorldState& state, int body, const Vec3& v_m_s, const Vec3& w_rad_s);
 
 /// Number of doubles in the serialized form of a state with n bodies.
 constexpr std::size_t state_doubles_per_body = 13;

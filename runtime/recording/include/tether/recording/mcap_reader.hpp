@@ -45,10 +45,10 @@ struct Info {
   std::uint64_t chunk_compressed_bytes = 0;
   std::uint64_t chunk_uncompressed_bytes = 0;
   bool has_data_end = false;
-  bool has_summary = false;     ///< summary records present and consistent with the data
-  bool has_statistics = false;  ///< a Statistics record was in the summary
-  bool has_footer = false;      ///< Footer and closing magic present
-  bool truncated = false;       ///< the file ends before its Footer (e.g. the recorder was killed)
+  bool has_summary = false;               ///< summary records present and consistent with the data
+  bool has_statistics = false;            ///< a Statistics record was in the summary
+  bool has_footer = false;                ///< Footer and closing magic present
+  bool truncated = false;                 ///< the file ends before its Footer (e.g. the recorder was killed)
   std::uint64_t truncated_at_offset = 0;  ///< first byte that is not part of a complete record
   std::string truncation;                 ///< what was cut, e.g. "chunk at offset 4096 needs 70000 bytes, 1200 left"
 };
@@ -132,8 +132,8 @@ class Reader {
   bool fetch(std::uint64_t offset, std::uint64_t size, std::vector<std::uint8_t>& scratch,
              std::span<const std::uint8_t>& out);
   Fetch read_record(std::uint64_t offset, std::vector<std::uint8_t>& scratch, Record& out, std::string& why);
-  bool load_chunk(const ChunkHeader& chunk, std::vector<std::uint8_t>& buffer,
-                  std::span<const std::uint8_t>& records, bool verify_crc, std::string& why);
+  bool load_chunk(const ChunkHeader& chunk, std::vector<std::uint8_t>& buffer, std::span<const std::uint8_t>& records,
+                  bool verify_crc, std::string& why);
   bool scan_chunk(const Record& record);
   bool scan_summary(std::uint64_t summary_start);
   bool add_schema(const Schema& schema, bool from_summary, std::string& why);

@@ -33,10 +33,10 @@ namespace tether::runtime::mcap {
 
 /// What the writer puts into the file and how it chunks it.
 struct WriterOptions {
-  std::string profile;             ///< Header profile ("" or an "x-..." custom profile)
-  std::string library = "tether";  ///< Header library string
-  bool compress = true;            ///< zstd chunks when true, uncompressed ("") chunks otherwise
-  int zstd_level = 1;              ///< zstd compression level
+  std::string profile;                     ///< Header profile ("" or an "x-..." custom profile)
+  std::string library = "tether";          ///< Header library string
+  bool compress = true;                    ///< zstd chunks when true, uncompressed ("") chunks otherwise
+  int zstd_level = 1;                      ///< zstd compression level
   std::size_t chunk_size_bytes = 1 << 20;  ///< a chunk is written once its records reach this size
 };
 
@@ -62,18 +62,18 @@ class Writer {
                             std::map<std::string, std::string> metadata = {});
 
   /// Appends a message to the open chunk; writes the chunk once it reaches chunk_size_bytes.
-  void write(std::uint16_t channel_id, std::uint32_t sequence, std::uint64_t log_time_ns,
-             std::uint64_t publish_time_ns, std::span<const std::byte> data);
+  void write(std::uint16_t channel_id, std::uint32_t sequence, std::uint64_t log_time_ns, std::uint64_t publish_time_ns,
+             std::span<const std::byte> data);
   /// Same, with the payload as a string_view.
-  void write(std::uint16_t channel_id, std::uint32_t sequence, std::uint64_t log_time_ns,
-             std::uint64_t publish_time_ns, std::string_view data);
+  void write(std::uint16_t channel_id, std::uint32_t sequence, std::uint64_t log_time_ns, std::uint64_t publish_time_ns,
+             std::string_view data);
 
   /// Writes a Metadata record (name + key/value map) to the data section.
   void add_metadata(std::string name, std::map<std::string, std::string> entries);
 
   /// Writes an Attachment record (with its CRC) to the data section.
-  void add_attachment(std::string name, std::string media_type, std::uint64_t log_time_ns,
-                      std::uint64_t create_time_ns, std::string_view data);
+  void add_attachment(std::string name, std::string media_type, std::uint64_t log_time_ns, std::uint64_t create_time_ns,
+                      std::string_view data);
 
   /// Writes the open chunk (if any) and its message indexes, then flushes the
   /// stdio buffer to the OS (no fsync): a SIGKILL after this loses nothing written so far.

@@ -64,8 +64,7 @@ class Recorder {
   /// Loop thread: queues the keyframe written into `buffer` (from keyframe_buffer()).
   void push_keyframe(std::string* buffer, std::uint64_t step, std::int64_t time_ns);
   /// Rare events (misses, faults, firmware log lines): level 1 debug .. 5 fatal.
-  void event(std::uint64_t step, std::int64_t time_ns, int level, const std::string& source,
-             const std::string& text);
+  void event(std::uint64_t step, std::int64_t time_ns, int level, const std::string& source, const std::string& text);
 
   /// Writes the summary, drains the ring, finalizes the file. False with a reason on failure.
   [[nodiscard]] bool close(const nlohmann::json& summary, std::string* error);
@@ -76,9 +75,8 @@ class Recorder {
   std::uint64_t bytes_written() const;
 
   /// Encodes one step's blob into `out` (used by the session; decoded by the writer thread).
-  static void encode_step_item(const StepRecord& record, const WorldState& actual,
-                               const WorldState& projected, const std::vector<double>& feedback_values,
-                               std::string& out);
+  static void encode_step_item(const StepRecord& record, const WorldState& actual, const WorldState& projected,
+                               const std::vector<double>& feedback_values, std::string& out);
 
  private:
   struct Slot {
@@ -122,8 +120,8 @@ class Recorder {
   std::uint32_t sequence_ = 0;
 
   // channel ids
-  std::uint16_t ch_step_ = 0, ch_state_ = 0, ch_keyframe_ = 0, ch_timing_ = 0, ch_vehicles_ = 0,
-                ch_events_ = 0, ch_summary_ = 0, ch_feedback_ = 0, ch_tf_ = 0, ch_scene_ = 0, ch_log_ = 0;
+  std::uint16_t ch_step_ = 0, ch_state_ = 0, ch_keyframe_ = 0, ch_timing_ = 0, ch_vehicles_ = 0, ch_events_ = 0,
+                ch_summary_ = 0, ch_feedback_ = 0, ch_tf_ = 0, ch_scene_ = 0, ch_log_ = 0;
   std::vector<std::uint16_t> ch_pose_, ch_projected_, ch_measured_;  // per vehicle
 
   // writer-thread scratch, reused from step to step

@@ -15,18 +15,18 @@ namespace tether::runtime {
 
 /// Topics of the channels a recording has.
 namespace topics {
-inline constexpr const char* step = "/tether/step";          // StepRecord per step (binary)
-inline constexpr const char* state = "/tether/state";        // S_{k+1} per step (binary), small worlds
-inline constexpr const char* keyframe = "/tether/keyframe";  // Keyframe every K steps (binary)
-inline constexpr const char* timing = "/tether/timing";      // JSON: step time, round trips
-inline constexpr const char* vehicles = "/tether/vehicles";  // JSON: depth, heading, speed per vehicle
-inline constexpr const char* events = "/tether/events";      // JSON: misses, faults, aborts
-inline constexpr const char* summary = "/tether/summary";    // JSON: the session summary, at the end
-inline constexpr const char* feedback = "/tether/feedback";  // JSON: processors' corrections/estimates
+inline constexpr const char* step = "/tether/step";                  // StepRecord per step (binary)
+inline constexpr const char* state = "/tether/state";                // S_{k+1} per step (binary), small worlds
+inline constexpr const char* keyframe = "/tether/keyframe";          // Keyframe every K steps (binary)
+inline constexpr const char* timing = "/tether/timing";              // JSON: step time, round trips
+inline constexpr const char* vehicles = "/tether/vehicles";          // JSON: depth, heading, speed per vehicle
+inline constexpr const char* events = "/tether/events";              // JSON: misses, faults, aborts
+inline constexpr const char* summary = "/tether/summary";            // JSON: the session summary, at the end
+inline constexpr const char* feedback = "/tether/feedback";          // JSON: processors' corrections/estimates
 inline constexpr const char* safe_replies = "/tether/safe_replies";  // each endpoint's safe reply (binary), once
-inline constexpr const char* tf = "/tf";                     // foxglove.FrameTransform
-inline constexpr const char* scene = "/scene";               // foxglove.SceneUpdate
-inline constexpr const char* log = "/log";                   // foxglove.Log
+inline constexpr const char* tf = "/tf";                             // foxglove.FrameTransform
+inline constexpr const char* scene = "/scene";                       // foxglove.SceneUpdate
+inline constexpr const char* log = "/log";                           // foxglove.Log
 }  // namespace topics
 
 inline constexpr std::uint32_t recording_format_version = 1;
@@ -43,20 +43,20 @@ struct SlotRecord {
 /// Everything from outside that step k consumed, plus the hash of what it produced.
 struct StepRecord {
   std::uint64_t step = 0;
-  std::int64_t time_ns = 0;          // t_k
-  std::uint64_t state_hash = 0;      // hash_state(S_{k+1}) after post-advance processors
-  std::uint64_t step_time_ns = 0;    // wall time of phases 1-7
-  std::vector<SlotRecord> slots;     // one per endpoint, in scenario order
+  std::int64_t time_ns = 0;        // t_k
+  std::uint64_t state_hash = 0;    // hash_state(S_{k+1}) after post-advance processors
+  std::uint64_t step_time_ns = 0;  // wall time of phases 1-7
+  std::vector<SlotRecord> slots;   // one per endpoint, in scenario order
 };
 
 /// A full snapshot from which replay can continue: taken after step `state.step - 1`.
 struct Keyframe {
-  WorldState state;               // S_k
-  StepInputs held_inputs;         // inputs of step k-1 (the projection uses them)
-  std::vector<Reply> last_replies;  // per endpoint: the reply `hold` would reuse
-  std::string model_params;       // serialize_model_params of the session's model
+  WorldState state;                          // S_k
+  StepInputs held_inputs;                    // inputs of step k-1 (the projection uses them)
+  std::vector<Reply> last_replies;           // per endpoint: the reply `hold` would reuse
+  std::string model_params;                  // serialize_model_params of the session's model
   std::vector<std::string> processor_state;  // per feedback processor
-  std::string devices;            // hal::DeviceBank::snapshot (noise streams, actuator states)
+  std::string devices;                       // hal::DeviceBank::snapshot (noise streams, actuator states)
 };
 
 /// Appends a reply (wrenches and measurements) to `out`.

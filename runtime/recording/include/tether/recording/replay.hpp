@@ -23,11 +23,11 @@ struct Recording {
   std::string path;
   Scenario scenario;
   std::vector<std::string> endpoint_names;
-  std::vector<StepRecord> steps;                   // in step order, contiguous from steps.front().step
-  std::map<std::uint64_t, Keyframe> keyframes;     // by the step they precede
-  std::vector<std::string> states;                 // S_{k+1} per step, if recorded (else empty)
-  std::vector<Reply> safe_replies;                 // per endpoint, if recorded (else empty: no forces)
-  std::optional<nlohmann::json> summary;           // absent if the session was killed
+  std::vector<StepRecord> steps;                // in step order, contiguous from steps.front().step
+  std::map<std::uint64_t, Keyframe> keyframes;  // by the step they precede
+  std::vector<std::string> states;              // S_{k+1} per step, if recorded (else empty)
+  std::vector<Reply> safe_replies;              // per endpoint, if recorded (else empty: no forces)
+  std::optional<nlohmann::json> summary;        // absent if the session was killed
   std::vector<nlohmann::json> events;
   bool truncated = false;
   std::string truncation;

@@ -18,12 +18,12 @@ const char* palette(std::size_t i);
 
 /// One data series. A NaN in x or y breaks the line there.
 struct Line {
-  std::string label;           // legend text ("" = not in the legend)
+  std::string label;  // legend text ("" = not in the legend)
   std::vector<double> x, y;
   std::string color = "#1f77b4";
   bool dashed = false;
-  bool dots = false;           // draw a dot per point instead of a line
-  bool path = false;           // x is not monotonic (a trajectory): down-sample on x and y
+  bool dots = false;  // draw a dot per point instead of a line
+  bool path = false;  // x is not monotonic (a trajectory): down-sample on x and y
   double width_px = 1.5;
   double opacity = 1.0;
 };
@@ -50,11 +50,11 @@ struct Plot {
   std::string y_label;
   int width_px = 640;
   int height_px = 300;
-  bool equal_aspect = false;  // one metre is as long across as up (plan and side views)
-  bool invert_y = false;      // y grows downward (depth)
-  bool log_y = false;         // decades on y (histogram counts)
+  bool equal_aspect = false;                         // one metre is as long across as up (plan and side views)
+  bool invert_y = false;                             // y grows downward (depth)
+  bool log_y = false;                                // decades on y (histogram counts)
   std::optional<double> x_min, x_max, y_min, y_max;  // fixed limits (else from the data)
-  double min_span_x = 0;      // autoscaled ranges are at least this wide
+  double min_span_x = 0;                             // autoscaled ranges are at least this wide
   double min_span_y = 0;
   std::size_t max_points_per_line = 2000;
   std::vector<Line> lines;
@@ -68,8 +68,8 @@ std::string render(const Plot& plot);
 /// Indices of the points to keep so that at most `max_points` remain, keeping each
 /// bucket's minimum and maximum (and on `path` lines also x's) so spikes survive; runs
 /// between NaNs are kept apart and each keeps its first and last point.
-std::vector<std::size_t> downsample(std::span<const double> x, std::span<const double> y,
-                                    std::size_t max_points, bool path);
+std::vector<std::size_t> downsample(std::span<const double> x, std::span<const double> y, std::size_t max_points,
+                                    bool path);
 
 /// About `target` round tick values (1, 2, 5 × 10^k steps) covering [lo, hi].
 std::vector<double> nice_ticks(double lo, double hi, int target);

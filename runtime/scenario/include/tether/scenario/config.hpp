@@ -51,8 +51,7 @@ struct Range {
 /// A position in the YAML tree: the node, its key path and where it is in the file.
 class ConfigNode {
  public:
-  ConfigNode(std::shared_ptr<ConfigContext> context, YAML::Node node, std::string path,
-             YAML::Mark mark);
+  ConfigNode(std::shared_ptr<ConfigContext> context, YAML::Node node, std::string path, YAML::Mark mark);
 
   const std::string& path() const { return path_; }
   const YAML::Node& yaml() const { return node_; }
@@ -75,19 +74,17 @@ class ConfigNode {
 
   double number(const char* key, Range range = Range::any()) const;
   double number_or(const char* key, double fallback, Range range = Range::any()) const;
-  std::int64_t integer_or(const char* key, std::int64_t fallback, std::int64_t min,
-                          std::int64_t max) const;
+  std::int64_t integer_or(const char* key, std::int64_t fallback, std::int64_t min, std::int64_t max) const;
   std::uint64_t unsigned_or(const char* key, std::uint64_t fallback) const;
   bool boolean_or(const char* key, bool fallback) const;
   std::string string(const char* key) const;
   std::string string_or(const char* key, std::string fallback) const;
   /// A string that must be one of `choices`.
-  std::string choice_or(const char* key, std::string fallback,
-                        std::initializer_list<const char*> choices) const;
+  std::string choice_or(const char* key, std::string fallback, std::initializer_list<const char*> choices) const;
   Vec3 vec3_or(const char* key, const Vec3& fallback, Range range = Range::any()) const;
   /// Numbers in a list of exactly `count` (or any length if count is 0).
-  std::vector<double> numbers_or(const char* key, std::vector<double> fallback,
-                                 std::size_t count = 0, Range range = Range::any()) const;
+  std::vector<double> numbers_or(const char* key, std::vector<double> fallback, std::size_t count = 0,
+                                 Range range = Range::any()) const;
 
   /// Records "file:line:col: path: message" at this node.
   void error(const std::string& message) const;

@@ -44,8 +44,8 @@ struct RecordingConfig {
   bool enabled = true;
   bool compress = true;
   std::uint32_t keyframe_every_steps = 100;
-  double flush_interval_s = 1.0;     // at most this much recording is lost on SIGKILL
-  std::uint32_t queue_slots = 4096;  // steps buffered between the loop and the writer thread
+  double flush_interval_s = 1.0;                   // at most this much recording is lost on SIGKILL
+  std::uint32_t queue_slots = 4096;                // steps buffered between the loop and the writer thread
   std::uint32_t state_every_step_max_bodies = 64;  // full state per step up to this many bodies
 };
 
@@ -76,8 +76,7 @@ struct Scenario {
 };
 
 /// The key names each endpoint entry may always have; endpoint parsers add their own.
-inline constexpr const char* endpoint_common_keys[] = {"name", "type", "vehicle", "deadline_ms",
-                                                        "timeout_policy"};
+inline constexpr const char* endpoint_common_keys[] = {"name", "type", "vehicle", "deadline_ms", "timeout_policy"};
 
 /// Reads and validates a scenario file. Throws ConfigError listing every problem found.
 Scenario load_scenario(const std::string& path);

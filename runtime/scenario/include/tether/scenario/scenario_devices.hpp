@@ -22,8 +22,8 @@ namespace tether::runtime {
 /// Appends the devices of one body (vehicles[i].bodies[j].devices) to `out`. Records every
 /// problem against the node (unknown keys, wrong types, numbers out of range, a name used
 /// twice in `out`); an absent node is an empty list.
-void parse_devices(const ConfigNode& devices_node, const std::string& vehicle, const std::string& part,
-                   int body_index, std::vector<hal::DeviceSpec>& out);
+void parse_devices(const ConfigNode& devices_node, const std::string& vehicle, const std::string& part, int body_index,
+                   std::vector<hal::DeviceSpec>& out);
 
 /// Parses "YYYY-MM-DDThh:mm:ss" with an optional trailing "Z" (UTC) into seconds since
 /// 1970; false if malformed.

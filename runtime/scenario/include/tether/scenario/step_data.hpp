@@ -31,9 +31,9 @@ struct Measurement {
 
 /// What the loop tells an endpoint about the step in progress.
 struct StepContext {
-  std::uint64_t step = 0;       // k: the step being computed, S_k -> S_{k+1}
-  std::int64_t time_ns = 0;     // t_k
-  std::int64_t period_ns = 0;   // T
+  std::uint64_t step = 0;      // k: the step being computed, S_k -> S_{k+1}
+  std::int64_t time_ns = 0;    // t_k
+  std::int64_t period_ns = 0;  // T
 };
 
 /// One actuator command: the device's index in the scenario's device table and its
