@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_util.hpp"
+#include "example_controllers.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/recording/recorder.hpp"
 #include "tether/loop/replay_endpoint.hpp"
@@ -126,6 +127,7 @@ double replay_once(const Recording& rec, bool verify, std::uint64_t& verified) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tether::examples::register_example_controllers();  // the scenario's in-process depth_heading_hold
   const bool quick = tether::bench::quick_mode(argc, argv);
   const std::string scenario_path = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
   const Scenario sc = load_scenario(scenario_path);

@@ -677,7 +677,7 @@ void sync_counters(const SerialCounters& c, runtime::EndpointCounters& out) {
 }  // namespace
 
 void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::WorldState& initial) {
-  (void)initial;
+  (void)model, (void)initial;
   Impl& s = *impl_;
   s.io = IoThread::get();
   {

@@ -36,9 +36,9 @@ Result run(const std::string& command) {
   return r;
 }
 
-const std::string tether = TETHER_BINARY_DIR "/tether";
+const std::string tether_exe = TETHER_BINARY_DIR "/tether";
 // the default scenario launches the host firmware from ${TETHER_BUILD_DIR:-../../build}: this build's
-const std::string tether_fw = "TETHER_BUILD_DIR=" TETHER_BINARY_DIR " " + tether;
+const std::string tether_fw = "TETHER_BUILD_DIR=" TETHER_BINARY_DIR " " + tether_exe;
 const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
 
 std::string temp_dir(const char* name) {
@@ -52,7 +52,7 @@ std::string temp_dir(const char* name) {
 }  // namespace
 
 TEST_CASE("tether check accepts the default scenario") {
-  const auto r = run(tether + " check " TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  const auto r = run(tether_exe + " check " TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
   CHECK(r.exit_code == 0);
   CHECK(r.out.find(": ok (1 vehicles, 1 bodies, 5 static bodies, 1 endpoints, 0 feedback processors") !=
         std::string::npos);
@@ -86,14 +86,14 @@ TEST_CASE("tether check on a broken file prints positioned errors and exits 2") 
   const std::string dir = temp_dir("check");
   SUBCASE("a bad value in the world") {
     const std::string file = broken_copy(dir, {{"mass_kg: 38.0", "mass_kg: heavy"}});
-    const auto r = run(tether + " check " + file);
+    const auto r = run(tether_exe + " check " + file);
     CHECK(r.exit_code == 2);
     CHECK(r.out == file + ":" + std::to_string(line_of("mass_kg: 38.0")) +
                        ":18: vehicles[0].bodies[0].mass_kg: expected a number > 0, got \"heavy\"\n1 error\n");
   }
   SUBCASE("a bad value in an endpoint") {
     const std::string file = broken_copy(dir, {{"controller: depth_heading_hold", "controller: depth_hold"}});
-    const auto r = run(tether + " check " + file);
+    const auto r = run(tether_exe + " check " + file);
     CHECK(r.exit_code == 2);
     CHECK(r.out.find(file + ":" + std::to_string(line_of("controller: depth_heading_hold")) +
                      ":17: endpoints[0].controller: unknown controller \"depth_hold\" (known: idle, depth_pid, "
@@ -103,7 +103,7 @@ TEST_CASE("tether check on a broken file prints positioned errors and exits 2") 
     const std::string file = broken_copy(
         dir,
         {{"density_kg_m3: 1025", "density_kg_m3: -3"}, {"period_ms: 10", "period_ms: 0"}, {"[80, 20, 8]", "[80, 20]"}});
-    const auto r = run(tether + " check " + file);
+    const auto r = run(tether_exe + " check " + file);
     CHECK(r.exit_code == 2);
     CHECK(r.out.find("world.water.density_kg_m3: expected a number > 0, got \"-3\"") != std::string::npos);
     CHECK(r.out.find("loop.period_ms: expected a number from 0.01 to 60000, got \"0\"") != std::string::npos);
@@ -114,7 +114,7 @@ TEST_CASE("tether check on a broken file prints positioned errors and exits 2") 
   SUBCASE("a key given twice: a second loop block at the end") {
     const std::string file =
         broken_copy(dir, {{"    timeout_policy: hold\n", "    timeout_policy: hold\nloop:\n  period_ms: 5\n"}});
-    const auto r = run(tether + " check " + file);
+    const auto r = run(tether_exe + " check " + file);
     CHECK(r.exit_code == 2);
     CHECK(r.out == file + ":" + std::to_string(line_of("timeout_policy: hold") + 1) +
                        ":1: loop: key given twice (first at " + file + ":" + std::to_string(line_of("loop:")) +
@@ -168,7 +168,7 @@ TEST_CASE("SIGINT stops a run cleanly after a step and still prints the summary"
   // stepping (a signal before the handler is installed would just kill the process), waiting
   // at most 60 s for it
   const std::string out = dir + "/out.txt";
-  const auto r = run("TETHER_BUILD_DIR=" TETHER_BINARY_DIR " sh -c '" + tether +
+  const auto r = run("TETHER_BUILD_DIR=" TETHER_BINARY_DIR " sh -c '" + tether_exe +
                      " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 1 --steps 100000 --out " + dir +
                      " >" + out + " 2>&1 & pid=$!; i=0; while ! grep -q \"^step \" " + out +
                      " && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; kill -INT $pid; wait $pid; echo exit=$?'");
@@ -187,7 +187,7 @@ TEST_CASE("tether run: the summary names each feedback processor and what an est
   // no measurements reach the processors here (an in-process controller): no updates,
   // the estimates are the priors, each with its uncertainty
   const auto r =
-      run(tether +
+      run(tether_exe +
           " run " TETHER_SOURCE_DIR "/config/scenarios/correction_trial.yaml --rtf 0 --steps 20 --quiet --out " + dir);
   CAPTURE(r.out);
   CHECK(r.exit_code == 0);
@@ -199,16 +199,16 @@ TEST_CASE("tether run: the summary names each feedback processor and what an est
 }
 
 TEST_CASE("bad usage exits 2") {
-  CHECK(run(tether + " run").exit_code == 2);
-  CHECK(run(tether + " frobnicate").exit_code == 2);
-  CHECK(run(tether + " run x.yaml --rtf fast").exit_code == 2);
-  const auto r = run(tether + " run /nonexistent.yaml");
+  CHECK(run(tether_exe + " run").exit_code == 2);
+  CHECK(run(tether_exe + " frobnicate").exit_code == 2);
+  CHECK(run(tether_exe + " run x.yaml --rtf fast").exit_code == 2);
+  const auto r = run(tether_exe + " run /nonexistent.yaml");
   CHECK(r.exit_code == 2);
   CHECK(r.out.find("/nonexistent.yaml: cannot open the file") != std::string::npos);
 }
 
 TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
-  const auto r = run(tether + " kinds");
+  const auto r = run(tether_exe + " kinds");
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   for (const char* heading : {"feedback_processors", "endpoint_types", "controllers", "device_kinds"})
     CHECK_MESSAGE(r.out.find(std::string(heading) + " (") != std::string::npos, heading);
@@ -219,7 +219,7 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
     CHECK_MESSAGE(r.out.find("\n  " + std::string(name) + " ") != std::string::npos, name);
   CHECK(r.out.find("docs/extending.md") != std::string::npos);
 
-  const auto j = run(tether + " kinds --json");
+  const auto j = run(tether_exe + " kinds --json");
   CHECK(j.exit_code == 0);
   const auto points = nlohmann::json::parse(j.out);
   REQUIRE(points.size() == 4);
@@ -240,7 +240,7 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
   CHECK(names_of("device_kinds").size() == 18);
 
   // and `tether --help` points to it
-  CHECK(run(tether + " --help").out.find("kinds") != std::string::npos);
+  CHECK(run(tether_exe + " --help").out.find("kinds") != std::string::npos);
 }
 
 TEST_CASE("tether check: the serial endpoint's old goal key points to the scenario's goals") {
@@ -254,7 +254,7 @@ TEST_CASE("tether check: the serial endpoint's old goal key points to the scenar
   s.insert(at, "    goal: {depth_m: 2.0}\n");
   const std::string file = dir + "/old_goal.yaml";
   std::ofstream(file) << s;
-  const auto r = run(tether + " check " + file);
+  const auto r = run(tether_exe + " check " + file);
   CHECK(r.exit_code == 2);
   CHECK(r.out.find("endpoints[0].goal: `goal` moved to the scenario's top-level `goals:` list") != std::string::npos);
   std::filesystem::remove_all(dir);
@@ -274,11 +274,11 @@ TEST_CASE("a processor that throws mid-run: exit 4 \"failed at step k\", the rec
   std::ofstream(file) << s;
 
   // without the test doubles the type is unknown: a config error, exit 2
-  const auto plain = run(tether + " check " + file);
+  const auto plain = run(tether_exe + " check " + file);
   CHECK(plain.exit_code == 2);
   CHECK(plain.out.find("unknown feedback processor \"test_throw\"") != std::string::npos);
 
-  const auto r = run("TETHER_TEST_DOUBLES=1 " + tether + " run " + file + " --rtf 0 --steps 200 --quiet --out " + dir);
+  const auto r = run("TETHER_TEST_DOUBLES=1 " + tether_exe + " run " + file + " --rtf 0 --steps 200 --quiet --out " + dir);
   CHECK_MESSAGE(r.exit_code == 4, r.out);
   CHECK(r.out.find("feedback processor \"bad\" (test_throw) threw at step 40") != std::string::npos);
   CHECK(r.out.find("test double: thrown on purpose") != std::string::npos);

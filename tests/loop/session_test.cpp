@@ -12,6 +12,7 @@
 
 #include "tether/loop/in_process.hpp"
 #include "tether/loop/session.hpp"
+#include "example_controllers.hpp"
 
 using namespace tether::runtime;
 namespace hal = tether::hal;
@@ -184,6 +185,7 @@ TEST_CASE("a faulted endpoint: hold keeps going and counts, block aborts") {
 }
 
 TEST_CASE("tank_obstacles: the seabed rises under the altimeter, the sonar sees the block, the hull stops at it") {
+  tether::examples::register_example_controllers();  // the scenario's depth_heading_hold
   Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/tank_obstacles.yaml");
   REQUIRE(sc.model.heightfields.size() == 1);
   std::vector<std::unique_ptr<Endpoint>> eps;

@@ -23,6 +23,7 @@
 #include "tether/report/report.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/report/svg_plot.hpp"
+#include "example_controllers.hpp"
 
 using namespace tether::runtime;
 
@@ -318,7 +319,8 @@ TEST_CASE("write_report writes the file and refuses unreadable input without cra
   CHECK(read(out) == html);  // the old report is untouched
 }
 
-TEST_CASE("the report of a real session shows the depth the controller held") {
+TEST_CASE("the report of a real session shows the depth goal the controller held") {
+  tether::examples::register_example_controllers();  // the scenario's depth_heading_hold
   Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
   std::vector<std::unique_ptr<Endpoint>> eps;
   eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
@@ -336,7 +338,9 @@ TEST_CASE("the report of a real session shows the depth the controller held") {
   REQUIRE(recorder.close(session.summary(), &error));
   std::string html;
   REQUIRE(render_report(path, html, &error));
-  CHECK(html.find(">target (controller)</text>") != std::string::npos);
+  // the scenario's goals: depth line (the example controller reports no target of its own)
+  CHECK(html.find(">goal</text>") != std::string::npos);
+  CHECK(html.find(">target (controller)</text>") == std::string::npos);
   // actuator commands are named from the scenario's device table, one plot per device
   CHECK(html.find(">controller: auv.hull.thruster_vfront</text>") != std::string::npos);
   CHECK(html.find(">thruster command (fraction -1..1)</text>") != std::string::npos);

@@ -72,7 +72,7 @@ TEST_CASE("a key given twice inside a list item's map names both places") {
     const auto e =
         scenario_errors(replace(valid, "{type: sphere, radius_m: 0.2}", "{type: sphere, radius_m: 0.2, type: box}"));
     REQUIRE(e.size() == 1);
-    CHECK(e[0] == "s.yaml:8:39: vehicles[0].bodies[0].shape.type: key given twice (first at s.yaml:8:17)");
+    CHECK(e[0] == "s.yaml:8:46: vehicles[0].bodies[0].shape.type: key given twice (first at s.yaml:8:17)");
   }
   SUBCASE("an endpoint") {
     const auto e = scenario_errors(std::string(valid) + "    controller: depth_pid\n");
@@ -84,7 +84,7 @@ TEST_CASE("a key given twice inside a list item's map names both places") {
 TEST_CASE("a nested map's key given twice names both places") {
   const auto e = scenario_errors(replace(valid, "surface_z_m: 0}", "surface_z_m: 0, density_kg_m3: 1000}"));
   REQUIRE(e.size() == 1);
-  CHECK(e[0] == "s.yaml:3:34: world.water.density_kg_m3: key given twice (first at s.yaml:3:11)");
+  CHECK(e[0] == "s.yaml:3:48: world.water.density_kg_m3: key given twice (first at s.yaml:3:11)");
 }
 
 TEST_CASE("keys given twice are reported together with the file's other errors") {
@@ -123,5 +123,5 @@ TEST_CASE("aliases: a duplicate in an anchored map is reported once and a self-r
 TEST_CASE("a list of lists of maps gives the full path of a duplicate") {
   const auto e = load_errors("grid:\n  - - {a: 1}\n    - {a: 1, b: 2, a: 3}\n");
   REQUIRE(e.size() == 1);
-  CHECK(e[0] == "c.yaml:3:22: grid[0][1].a: key given twice (first at c.yaml:3:8)");
+  CHECK(e[0] == "c.yaml:3:20: grid[0][1].a: key given twice (first at c.yaml:3:8)");
 }

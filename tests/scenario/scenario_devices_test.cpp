@@ -157,7 +157,7 @@ TEST_CASE("parse_devices: positioned errors") {
   accel_noise: {stddev: 1}
 )",
         &errors);
-  CHECK(has_error(errors, "devices.yaml:3:9: [0].kind: expected one of range, sonar"));
+  CHECK(has_error(errors, "devices.yaml:3:9: [0].kind: expected a device kind, one of range, sonar"));
   CHECK(has_error(errors, "[1].colour: unknown key"));
   CHECK(has_error(errors, "[1].noise.stddev: expected a number >= 0, got \"high\""));
   CHECK(has_error(errors, "[1].noise.dropout: expected a number from 0 to 1"));
