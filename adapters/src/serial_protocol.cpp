@@ -155,6 +155,17 @@ void SerialProtocol::on_hello(const tether_frame_t& f) {
     fail("the firmware's HELLO does not decode (CRC-valid but malformed payload)");
     return;
   }
+  if (hello.max_payload < min_max_payload || hello.max_payload > max_max_payload) {
+    // a field out of range is a malformed payload like any other (docs/protocol.md, Payloads)
+    const std::string range = std::to_string(min_max_payload) + ".." + std::to_string(max_max_payload);
+    ++counters_.malformed;
+    queue_error(TETHER_ERROR_MALFORMED, TETHER_MSG_HELLO,
+                "HELLO max_payload " + std::to_string(hello.max_payload) + " is outside " + range);
+    fail("firmware " + quoted_name(hello.name) + " sent a malformed HELLO: max_payload " +
+         std::to_string(hello.max_payload) + " is outside " + range +
+         " (the shim's TETHER_RX_PAYLOAD_MAX must lie in that range)");
+    return;
+  }
   if (phase_ == Phase::running) {
     fail("firmware " + quoted_name(hello.name) + " restarted: it sent HELLO during the run, after step " +
          std::to_string(step_));

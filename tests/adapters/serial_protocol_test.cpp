@@ -335,3 +335,41 @@ TEST_CASE("serial protocol: STOP ends the session - nothing after it is acted on
   feed(p, wire(TETHER_MSG_ACTUATE, 3, {}));
   CHECK(!p.reply_ready());
 }
+
+TEST_CASE("serial protocol: HELLO's max_payload outside 64..2048 is MALFORMED, not TOO_LARGE") {
+  struct Case {
+    std::uint16_t max_payload;
+    bool ok;
+  };
+  for (const Case c :
+       {Case{10, false}, Case{63, false}, Case{64, true}, Case{2048, true}, Case{2049, false}, Case{60000, false}}) {
+    CAPTURE(c.max_payload);
+    // a table of one depth sensor: DEVICES fits even a 64-byte max_payload
+    SerialProtocol p("fw", {{3, TETHER_KIND_DEPTH, TETHER_DIRECTION_SENSOR, TETHER_DEPTH_SIZE, "auv.hull.depth"}});
+    feed(p, wire(TETHER_MSG_HELLO, 0, hello_payload("tiny", c.max_payload)));
+    if (c.ok) {
+      REQUIRE(p.have_hello());
+      CHECK(!p.failed());
+      CHECK(p.counters().malformed == 0);
+      CHECK(p.outbox().empty());
+      p.send_devices();
+      CHECK(!p.failed());
+      CHECK(p.phase() == SerialProtocol::Phase::wait_ready);
+      continue;
+    }
+    CHECK(!p.have_hello());
+    REQUIRE(p.failed());
+    CHECK(p.phase() == SerialProtocol::Phase::ended);
+    CHECK(p.counters().malformed == 1);
+    CHECK(p.failure() == "firmware `tiny` sent a malformed HELLO: max_payload " + std::to_string(c.max_payload) +
+                             " is outside 64..2048 (the shim's TETHER_RX_PAYLOAD_MAX must lie in that range)");
+    const auto out = frames_of(p.outbox());  // answered like any malformed HELLO
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].first.type == TETHER_MSG_ERROR);
+    tether_error_t e{};
+    REQUIRE(tether_error_decode(out[0].second.data(), out[0].second.size(), &e));
+    CHECK(e.code == TETHER_ERROR_MALFORMED);
+    CHECK(e.value == TETHER_MSG_HELLO);
+    CHECK(p.told_to_end());
+  }
+}

@@ -66,6 +66,11 @@ class SerialProtocol {
  public:
   enum class Phase : std::uint8_t { wait_hello, wait_ready, running, ended };
 
+  /// HELLO's `max_payload` must lie in this range (docs/protocol.md, HELLO); the shim's
+  /// TETHER_RX_PAYLOAD_MAX has the same bounds. Outside it the HELLO is malformed.
+  static constexpr std::uint16_t min_max_payload = 64;
+  static constexpr std::uint16_t max_max_payload = TETHER_PROTOCOL_MAX_PAYLOAD;
+
   /// `table`: the devices offered (indices unique). `name` is the endpoint's, for messages.
   SerialProtocol(std::string name, std::vector<SerialDevice> table);
 
