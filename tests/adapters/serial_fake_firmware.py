@@ -16,6 +16,8 @@ make it misbehave at a chosen step:
   --drop-at N       ignore the first SENSORS(N) (the runtime must send it again)
   --error-at N      answer SENSORS(N) with ERROR(FIRMWARE)
   --log-every N     a LOG line every N steps
+  --close-at N      when SENSORS(N) arrives: close the line and sleep (alive, but the pty
+                    has hung up) until terminated
   --log-readings    a LOG line each step with the first float of every sensor reading,
                     "slot:value" ("-" for NO_DATA), so tests can check what SENSORS carried
   --version V       speak protocol version V in HELLO
@@ -27,6 +29,7 @@ import select
 import struct
 import sys
 import termios
+import time
 import tty
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "firmware_shim"))
@@ -57,6 +60,7 @@ def main():
     ap.add_argument("--log-every", type=int, default=0)
     ap.add_argument("--log-readings", action="store_true")
     ap.add_argument("--hello-repeats", type=int, default=0)
+    ap.add_argument("--close-at", type=int, default=-1)
     args = ap.parse_args()
 
     fd = os.open(os.environ["TETHER_PORT"], os.O_RDWR | os.O_NOCTTY)
@@ -126,6 +130,12 @@ def main():
             return 5
         if mtype != w.SENSORS:
             continue
+        if step == args.close_at:
+            sys.stderr.write("fake firmware: closing the line at step %d, staying alive\n" % step)
+            sys.stderr.flush()
+            os.close(fd)
+            while True:
+                time.sleep(60)
         if step == args.exit_at:
             sys.stderr.write("fake firmware: exiting at step %d as told\n" % step)
             sys.stderr.flush()

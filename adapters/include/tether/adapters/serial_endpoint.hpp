@@ -74,7 +74,8 @@ class SerialEndpoint final : public runtime::Endpoint {
   /// the line does not take at once is written by the I/O thread.
   [[nodiscard]] bool publish(const runtime::StepContext& ctx, const runtime::WorldState& projected) override;
   /// Waits for ACTUATE(k) until `deadline`, re-sending SENSORS(k) every resend_ms.
-  /// fault: the program exited, the line closed, or the firmware ended the session.
+  /// fault: the program exited, the line closed or hung up (a launched program closed its
+  /// end of the pty), or the firmware ended the session.
   [[nodiscard]] runtime::GatherStatus gather(const runtime::StepContext& ctx, runtime::SteadyClock::time_point deadline,
                                              runtime::Reply& reply) override;
   /// The configured safe commands (default: every actuator offered, all-zero payload).
