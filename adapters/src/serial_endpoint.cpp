@@ -141,7 +141,8 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
   const runtime::ConfigNode& n = config.node;
   SerialEndpointConfig out;
   n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "port", "baud", "data_bits", "parity",
-                "stop_bits", "flow_control", "launch", "safe", "devices", "handshake_timeout_ms", "resend_ms", "goal"});
+                "stop_bits", "flow_control", "launch", "safe", "devices", "handshake_timeout_ms", "resend_ms",
+                "log_lines_per_s", "log_burst", "goal"});
   const std::string base = scenario_dir(scenario);
 
   // where the firmware is: a port, or a program to launch
@@ -165,6 +166,10 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
                                                  : FlowControl::none;
   out.handshake_timeout_ms = n.integer_or("handshake_timeout_ms", 5000, 1, 3'600'000);
   out.resend_ms = n.integer_or("resend_ms", 20, 0, 3'600'000);
+  out.log_lines_per_s = static_cast<std::uint32_t>(
+      n.integer_or("log_lines_per_s", SerialProtocol::default_log_lines_per_s, 0, 1'000'000));
+  out.log_burst =
+      static_cast<std::uint32_t>(n.integer_or("log_burst", SerialProtocol::default_log_burst, 1, 1'000'000));
   // the demo's depth/heading goal moved to the scenario, where every endpoint type shares it
   if (n.has("goal"))
     n["goal"].error(
@@ -518,10 +523,10 @@ struct Link : std::enable_shared_from_this<Link> {
       break;
     }
     flush_outbox();
-    if (proto.phase() != SerialProtocol::Phase::running && !proto.logs().empty()) {
-      // before the run (and after it) nobody collects LOG lines with a reply: log them now
-      for (const auto& l : proto.logs()) log_firmware_line(l);
-      proto.logs().clear();
+    if (!proto.other_logs().empty()) {
+      // before the run (the handshake) nobody collects LOG lines with a reply: log them now
+      for (const auto& l : proto.other_logs()) log_firmware_line(l);
+      proto.other_logs().clear();
     }
     if (proto.have_hello() != had_hello || proto.reply_ready() != had_reply || proto.phase() != phase) wake();
   }
@@ -699,6 +704,7 @@ void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::Worl
   {
     std::lock_guard<std::mutex> lock(s.link_mutex);
     s.link = std::make_shared<Link>(s.io->io(), name(), config_.table);
+    s.link->proto.set_log_limit(config_.log_lines_per_s, config_.log_burst);
   }
   s.stopped = false;
   Link& link = *s.link;
@@ -959,13 +965,24 @@ void SerialEndpoint::stop() {
   s.io->run_sync([&] { link.close_all(); });
   {
     std::lock_guard<std::mutex> lock(link.m);
-    for (const auto& l : link.proto.logs()) link.log_firmware_line(l);
-    link.proto.logs().clear();
+    for (auto* lines : {&link.proto.other_logs(), &link.proto.logs()}) {
+      for (const auto& l : *lines) link.log_firmware_line(l);
+      lines->clear();
+    }
     link.fd = -1;
     link.child = nullptr;
   }
   if (s.child) {
     info("endpoint \"{}\": firmware process {}", name(), s.exit_description);
+  }
+  {
+    std::lock_guard<std::mutex> lock(link.m);
+    const std::uint64_t suppressed = link.proto.counters().logs_suppressed;
+    if (suppressed > 0)
+      spdlog::warn(
+          "endpoint \"{}\": {} of {} firmware LOG lines were suppressed by the rate limit ({} lines/s, burst {}; "
+          "keys log_lines_per_s, log_burst)",
+          name(), suppressed, link.proto.counters().logs, config_.log_lines_per_s, config_.log_burst);
   }
   s.line.close();
   if (s.pty_slave >= 0) ::close(s.pty_slave);
@@ -1019,17 +1036,29 @@ void SerialEndpoint::summarize(nlohmann::json& out) const {
         if (d.index == idx) opened.push_back(d.name);
     j["devices_opened"] = opened;
     const SerialCounters& c = p.counters();
-    j["counters"] = {{"bytes_rx", c.bytes_rx},           {"bytes_tx", c.bytes_tx},
-                     {"frames_rx", c.frames_rx},         {"frames_tx", c.frames_tx},
-                     {"garbage_bytes", c.garbage_bytes}, {"crc_errors", c.crc_errors},
-                     {"cobs_errors", c.cobs_errors},     {"runts", c.runts},
-                     {"length_errors", c.length_errors}, {"oversize", c.oversize},
-                     {"bad_version", c.bad_version},     {"unknown_type", c.unknown_type},
-                     {"malformed", c.malformed},         {"stale", c.stale},
-                     {"duplicate", c.duplicate},         {"resent", c.resent},
-                     {"hello_repeats", c.hello_repeats}, {"ready_repeats", c.ready_repeats},
-                     {"unexpected", c.unexpected},       {"logs", c.logs},
-                     {"logs_dropped", c.logs_dropped},   {"write_backlogs", s.link->backlog_events}};
+    j["counters"] = {{"bytes_rx", c.bytes_rx},
+                     {"bytes_tx", c.bytes_tx},
+                     {"frames_rx", c.frames_rx},
+                     {"frames_tx", c.frames_tx},
+                     {"garbage_bytes", c.garbage_bytes},
+                     {"crc_errors", c.crc_errors},
+                     {"cobs_errors", c.cobs_errors},
+                     {"runts", c.runts},
+                     {"length_errors", c.length_errors},
+                     {"oversize", c.oversize},
+                     {"bad_version", c.bad_version},
+                     {"unknown_type", c.unknown_type},
+                     {"malformed", c.malformed},
+                     {"stale", c.stale},
+                     {"duplicate", c.duplicate},
+                     {"resent", c.resent},
+                     {"hello_repeats", c.hello_repeats},
+                     {"ready_repeats", c.ready_repeats},
+                     {"unexpected", c.unexpected},
+                     {"logs", c.logs},
+                     {"logs_dropped", c.logs_dropped},
+                     {"logs_suppressed", c.logs_suppressed},
+                     {"write_backlogs", s.link->backlog_events}};
     if (p.failed()) j["protocol_failure"] = p.failure();
   }
   out["serial"] = std::move(j);

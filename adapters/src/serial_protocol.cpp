@@ -2,6 +2,7 @@
 #include "tether/adapters/serial_protocol.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -62,6 +63,36 @@ SerialProtocol::SerialProtocol(std::string name, std::vector<SerialDevice> table
   payload_.resize(TETHER_PROTOCOL_MAX_PAYLOAD);
   outbox_.reserve(2 * TETHER_WIRE_FRAME_MAX(TETHER_PROTOCOL_MAX_PAYLOAD));
   logs_.reserve(16);
+}
+
+void SerialProtocol::set_log_limit(std::uint32_t per_s, std::uint32_t burst, Clock clock) {
+  log_per_s_ = per_s;
+  log_burst_ = burst > 0 ? burst : 1;
+  log_clock_ = clock;
+  log_bucket_started_ = false;
+}
+
+// One token per LOG line; the bucket starts full and refills continuously. Integer credit
+// in token-nanoseconds (a token is 1e9), so no rounding ever loses or invents a line.
+bool SerialProtocol::take_log_token() {
+  if (log_per_s_ == 0) return true;
+  constexpr std::int64_t token = 1'000'000'000;
+  const std::int64_t full = static_cast<std::int64_t>(log_burst_) * token;
+  const auto now = log_clock_();
+  if (!log_bucket_started_) {
+    log_bucket_started_ = true;
+    log_credit_ = full;
+    log_refilled_ = now;
+  } else if (now > log_refilled_) {
+    // time beyond what refills the whole bucket adds nothing (and cannot overflow)
+    const std::int64_t elapsed_ns = std::min<std::int64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - log_refilled_).count(), full / log_per_s_ + 1);
+    log_credit_ = std::min(full, log_credit_ + elapsed_ns * static_cast<std::int64_t>(log_per_s_));
+    log_refilled_ = now;
+  }
+  if (log_credit_ < token) return false;
+  log_credit_ -= token;
+  return true;
 }
 
 void SerialProtocol::on_bytes(const std::uint8_t* data, std::size_t size) {
@@ -355,11 +386,16 @@ void SerialProtocol::on_log(const tether_frame_t& f) {
     return;
   }
   ++counters_.logs;
-  if (logs_.size() >= max_pending_logs) {
+  if (!take_log_token()) {
+    ++counters_.logs_suppressed;  // over the rate limit: dropped before its text is copied
+    return;
+  }
+  std::vector<runtime::LogLine>& pending = phase_ == Phase::running ? logs_ : other_logs_;
+  if (pending.size() >= max_pending_logs) {
     ++counters_.logs_dropped;
     return;
   }
-  logs_.push_back(runtime::LogLine{level, printable(text, text_len)});
+  pending.push_back(runtime::LogLine{level, printable(text, text_len)});
 }
 
 void SerialProtocol::on_error(const tether_frame_t& f) {

@@ -16,6 +16,9 @@ make it misbehave at a chosen step:
   --drop-at N       ignore the first SENSORS(N) (the runtime must send it again)
   --error-at N      answer SENSORS(N) with ERROR(FIRMWARE)
   --log-every N     a LOG line every N steps
+  --flood-at N      before ACTUATE(N): --flood-count LOG lines (default 4000) at level
+                    --flood-level (0 info, 1 warning, 2 error), "flood I"
+  --log-before-ready TEXT  a LOG line at level --flood-level before READY (the handshake)
   --close-at N      when SENSORS(N) arrives: close the line and sleep (alive, but the pty
                     has hung up) until terminated
   --log-readings    a LOG line each step with the first float of every sensor reading,
@@ -60,6 +63,10 @@ def main():
     ap.add_argument("--log-every", type=int, default=0)
     ap.add_argument("--log-readings", action="store_true")
     ap.add_argument("--hello-repeats", type=int, default=0)
+    ap.add_argument("--flood-at", type=int, default=-1)
+    ap.add_argument("--flood-count", type=int, default=4000)
+    ap.add_argument("--flood-level", type=int, default=0)
+    ap.add_argument("--log-before-ready", default=None)
     ap.add_argument("--close-at", type=int, default=-1)
     args = ap.parse_args()
 
@@ -109,6 +116,8 @@ def main():
         if f[1] == w.DEVICES:
             table = parse_devices(f[3])
     slots = [(d[0], d[2], d[3]) for d in table]  # index, direction, size; slot = position
+    if args.log_before_ready is not None:
+        send(w.LOG, 0, w.log(args.flood_level, args.log_before_ready))
     send(w.READY, 0, w.ready([d[0] for d in table]))
     actuators = [(s, size) for s, (_, direction, size) in enumerate(slots) if direction == w.ACTUATOR]
     sys.stdout.write("fake firmware %s: %d devices, %d actuators\n" % (args.name, len(slots), len(actuators)))
@@ -164,6 +173,9 @@ def main():
             text = " ".join("%d:%s" % (s, "-" if d is None else "%.4f" % struct.unpack("<f", d[:4])[0])
                             for s, d in items)
             send(w.LOG, step, w.log(0, text))
+        if step == args.flood_at and answered != step:  # not again for a re-sent SENSORS
+            for i in range(args.flood_count):
+                send(w.LOG, step, w.log(args.flood_level, "flood %d" % i))
         if args.log_every and step % args.log_every == 0:
             send(w.LOG, step, w.log(0, "step %d" % step))
         send(w.ACTUATE, step, w.actuate(commands))

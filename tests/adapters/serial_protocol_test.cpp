@@ -373,3 +373,88 @@ TEST_CASE("serial protocol: HELLO's max_payload outside 64..2048 is MALFORMED, n
     CHECK(p.told_to_end());
   }
 }
+
+namespace {
+
+runtime::SteadyClock::time_point g_log_clock{};
+runtime::SteadyClock::time_point log_clock() { return g_log_clock; }
+
+Bytes log_frame(std::uint8_t level, const std::string& text) {
+  Bytes payload = {level};
+  payload.insert(payload.end(), text.begin(), text.end());
+  return wire(TETHER_MSG_LOG, 1, payload);
+}
+
+// `count` LOG lines at once; how many were kept for the reply
+std::size_t flood(SerialProtocol& p, int count) {
+  p.logs().clear();
+  Bytes stream;
+  for (int i = 0; i < count; ++i) {
+    const Bytes f = log_frame(TETHER_LOG_INFO, "line " + std::to_string(i));
+    stream.insert(stream.end(), f.begin(), f.end());
+  }
+  feed(p, stream);
+  return p.logs().size();
+}
+
+}  // namespace
+
+TEST_CASE("serial protocol: firmware LOG lines pass a token bucket - the rest are counted, never kept") {
+  using std::chrono::milliseconds;
+  g_log_clock = runtime::SteadyClock::time_point{} + std::chrono::hours(1);
+  SUBCASE("defaults: 50 lines/s, burst 200") {
+    SerialProtocol p = running_protocol();
+    p.set_log_limit(SerialProtocol::default_log_lines_per_s, SerialProtocol::default_log_burst, &log_clock);
+    CHECK(flood(p, 4000) == 200);  // the burst, all at one instant
+    CHECK(p.logs().front().text == "line 0");
+    CHECK(p.logs().back().text == "line 199");
+    CHECK(p.counters().logs == 4000);
+    CHECK(p.counters().logs_suppressed == 3800);
+    CHECK(p.counters().logs_dropped == 0);
+    g_log_clock += milliseconds(1000);
+    CHECK(flood(p, 100) == 50);  // one second refills 50
+    g_log_clock += milliseconds(100);
+    CHECK(flood(p, 10) == 5);
+    g_log_clock += std::chrono::hours(1);
+    CHECK(flood(p, 4000) == 200);  // never more than the burst
+    CHECK(p.counters().logs == 8110);
+    CHECK(p.counters().logs_suppressed == 3800 + 50 + 5 + 3800);
+    CHECK(!p.failed());
+  }
+  SUBCASE("configured: 1 line/s, burst 3") {
+    SerialProtocol p = running_protocol();
+    p.set_log_limit(1, 3, &log_clock);
+    CHECK(flood(p, 10) == 3);
+    g_log_clock += milliseconds(999);
+    CHECK(flood(p, 10) == 0);
+    g_log_clock += milliseconds(1);
+    CHECK(flood(p, 10) == 1);
+    CHECK(p.counters().logs_suppressed == 26);
+  }
+  SUBCASE("0 lines/s: no limit, only the 256 pending lines a reply can take") {
+    SerialProtocol p = running_protocol();
+    p.set_log_limit(0, 1, &log_clock);
+    CHECK(flood(p, 300) == 256);
+    CHECK(p.counters().logs_suppressed == 0);
+    CHECK(p.counters().logs_dropped == 44);
+  }
+}
+
+TEST_CASE("serial protocol: LOG lines of the handshake are kept apart from the run's, with their level") {
+  SerialProtocol p("fw", table());
+  feed(p, wire(TETHER_MSG_HELLO, 0, hello_payload("depth_hold")));
+  p.send_devices();
+  Bytes stream = log_frame(TETHER_LOG_WARNING, "calibrating");
+  const Bytes ready = wire(TETHER_MSG_READY, 0, ready_payload({3, 7, 9}));
+  stream.insert(stream.end(), ready.begin(), ready.end());
+  const Bytes during = log_frame(TETHER_LOG_ERROR, "sensor fault");
+  stream.insert(stream.end(), during.begin(), during.end());
+  feed(p, stream);  // one read: a LOG before READY, READY, a LOG in the run
+  REQUIRE(p.phase() == SerialProtocol::Phase::running);
+  REQUIRE(p.other_logs().size() == 1);
+  CHECK(p.other_logs()[0].level == TETHER_LOG_WARNING);
+  CHECK(p.other_logs()[0].text == "calibrating");
+  REQUIRE(p.logs().size() == 1);
+  CHECK(p.logs()[0].level == TETHER_LOG_ERROR);
+  CHECK(p.logs()[0].text == "sensor fault");
+}

@@ -11,9 +11,15 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/serial_endpoint.hpp"
@@ -153,5 +159,47 @@ inline std::string fake_endpoint(const std::string& args, const std::string& pol
   return "  - name: " + name + "\n    type: serial\n    vehicle: " + vehicle + "\n    launch: {command: " + cmd +
          "}\n    deadline_ms: " + std::to_string(deadline_ms) + "\n    timeout_policy: " + policy + "\n" + extra;
 }
+
+/// Everything the default logger writes while it lives (level and text), e.g. the lines a
+/// session prints for a firmware's LOG.
+class LogCapture {
+ public:
+  using Line = std::pair<spdlog::level::level_enum, std::string>;
+  LogCapture() : sink_(std::make_shared<Sink>()) { spdlog::default_logger()->sinks().push_back(sink_); }
+  ~LogCapture() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  std::vector<Line> lines() const { return sink_->snapshot(); }
+  /// The lines that contain `text`.
+  std::vector<Line> containing(const std::string& text) const {
+    std::vector<Line> out;
+    for (auto& l : lines())
+      if (l.second.find(text) != std::string::npos) out.push_back(l);
+    return out;
+  }
+
+ private:
+  class Sink : public spdlog::sinks::base_sink<std::mutex> {
+   public:
+    std::vector<Line> snapshot() {
+      std::lock_guard<std::mutex> lock(mutex_);
+      return lines_;
+    }
+
+   protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+      lines_.emplace_back(msg.level, std::string(msg.payload.data(), msg.payload.size()));
+    }
+    void flush_() override {}
+
+   private:
+    std::vector<Line> lines_;
+  };
+  std::shared_ptr<Sink> sink_;
+};
 
 }  // namespace tether::adapters::test

@@ -39,9 +39,11 @@ struct SerialEndpointConfig {
   SerialSettings settings;
   std::optional<SerialLaunchConfig> launch;
   std::int64_t handshake_timeout_ms = 5000;
-  std::int64_t resend_ms = 20;               // re-send SENSORS(k) after this long without ACTUATE(k); 0: never
-  std::vector<SerialDevice> table;           // devices offered in DEVICES
-  std::vector<runtime::DeviceCommand> safe;  // the reply under the `safe` policy
+  std::int64_t resend_ms = 20;  // re-send SENSORS(k) after this long without ACTUATE(k); 0: never
+  std::uint32_t log_lines_per_s = SerialProtocol::default_log_lines_per_s;  // firmware LOG rate limit; 0: none
+  std::uint32_t log_burst = SerialProtocol::default_log_burst;              // lines let through at once
+  std::vector<SerialDevice> table;                                          // devices offered in DEVICES
+  std::vector<runtime::DeviceCommand> safe;                                 // the reply under the `safe` policy
 };
 
 /// Reads a `type: serial` endpoint's keys; records positioned errors in the scenario's

@@ -46,15 +46,16 @@ struct SerialCounters {
   std::uint64_t oversize = 0;
   std::uint64_t bad_version = 0;
   std::uint64_t unknown_type = 0;
-  std::uint64_t malformed = 0;      // CRC-valid frames whose payload did not decode
-  std::uint64_t stale = 0;          // ACTUATE for a step that is not the current one
-  std::uint64_t duplicate = 0;      // a second ACTUATE for the current step
-  std::uint64_t hello_repeats = 0;  // HELLOs after the first, before READY
-  std::uint64_t ready_repeats = 0;  // READYs identical to the accepted one
-  std::uint64_t unexpected = 0;     // frames the session state does not allow (e.g. an echo)
-  std::uint64_t resent = 0;         // SENSORS sent again for the same step
-  std::uint64_t logs = 0;           // LOG frames
-  std::uint64_t logs_dropped = 0;   // LOG lines dropped because too many were pending
+  std::uint64_t malformed = 0;        // CRC-valid frames whose payload did not decode
+  std::uint64_t stale = 0;            // ACTUATE for a step that is not the current one
+  std::uint64_t duplicate = 0;        // a second ACTUATE for the current step
+  std::uint64_t hello_repeats = 0;    // HELLOs after the first, before READY
+  std::uint64_t ready_repeats = 0;    // READYs identical to the accepted one
+  std::uint64_t unexpected = 0;       // frames the session state does not allow (e.g. an echo)
+  std::uint64_t resent = 0;           // SENSORS sent again for the same step
+  std::uint64_t logs = 0;             // LOG frames
+  std::uint64_t logs_dropped = 0;     // LOG lines dropped because too many were pending
+  std::uint64_t logs_suppressed = 0;  // LOG lines over the rate limit (set_log_limit), never shown
 
   /// Frames the decoder dropped, for EndpointCounters::corrupt (plus malformed).
   std::uint64_t dropped_frames() const {
@@ -62,17 +63,30 @@ struct SerialCounters {
   }
 };
 
+/// The steady clock's now(), as a plain function (SerialProtocol::Clock's default).
+inline runtime::SteadyClock::time_point steady_now() { return runtime::SteadyClock::now(); }
+
 class SerialProtocol {
  public:
   enum class Phase : std::uint8_t { wait_hello, wait_ready, running, ended };
+  /// Where the LOG rate limit takes the time from (tests substitute their own).
+  using Clock = runtime::SteadyClock::time_point (*)();
 
   /// HELLO's `max_payload` must lie in this range (docs/protocol.md, HELLO); the shim's
   /// TETHER_RX_PAYLOAD_MAX has the same bounds. Outside it the HELLO is malformed.
   static constexpr std::uint16_t min_max_payload = 64;
   static constexpr std::uint16_t max_max_payload = TETHER_PROTOCOL_MAX_PAYLOAD;
+  /// The LOG rate limit's defaults: lines per second (wall clock) and burst.
+  static constexpr std::uint32_t default_log_lines_per_s = 50;
+  static constexpr std::uint32_t default_log_burst = 200;
 
   /// `table`: the devices offered (indices unique). `name` is the endpoint's, for messages.
   SerialProtocol(std::string name, std::vector<SerialDevice> table);
+
+  /// Firmware LOG lines pass a token bucket: `burst` lines at once, refilled at `per_s`
+  /// lines per second of `clock`; lines over it are counted (logs_suppressed) and dropped
+  /// before their text is copied. `per_s` 0: no limit.
+  void set_log_limit(std::uint32_t per_s, std::uint32_t burst, Clock clock = &steady_now);
 
   // ---- input -------------------------------------------------------------------------
 
@@ -107,8 +121,12 @@ class SerialProtocol {
   void mark_taken() { reply_taken_ = true; }
   /// The current step's commands (bank index + payload), valid when reply_ready().
   const std::vector<runtime::DeviceCommand>& commands() const { return commands_; }
-  /// LOG lines received since the last take_logs(); at most 256 are kept.
+  /// LOG lines received during the run since the caller last cleared them (they go with the
+  /// step's reply); at most 256 are kept.
   std::vector<runtime::LogLine>& logs() { return logs_; }
+  /// LOG lines received before the run (during the handshake): nobody collects them with a
+  /// reply, the caller logs them itself and clears them; at most 256 are kept.
+  std::vector<runtime::LogLine>& other_logs() { return other_logs_; }
   /// Appends STOP(step) to outbox() and ends the session.
   void send_stop(std::uint32_t step);
 
@@ -139,6 +157,7 @@ class SerialProtocol {
   void on_error(const tether_frame_t& frame);
   void fail(std::string message);
   void sync_decoder_counters();
+  bool take_log_token();
 
   std::string name_;
   std::vector<SerialDevice> table_;
@@ -161,6 +180,13 @@ class SerialProtocol {
   bool reply_taken_ = false;
   std::vector<runtime::DeviceCommand> commands_;
   std::vector<runtime::LogLine> logs_;
+  std::vector<runtime::LogLine> other_logs_;
+  std::uint32_t log_per_s_ = default_log_lines_per_s;
+  std::uint32_t log_burst_ = default_log_burst;
+  std::int64_t log_credit_ = 0;  // tokens x 1e9
+  bool log_bucket_started_ = false;
+  runtime::SteadyClock::time_point log_refilled_{};
+  Clock log_clock_ = &steady_now;
 
   std::vector<std::uint8_t> payload_;       // scratch for encoding
   std::vector<std::uint8_t> last_sensors_;  // the last SENSORS frame, for resend
