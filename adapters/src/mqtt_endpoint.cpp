@@ -172,6 +172,8 @@ struct MqttEndpoint::Impl {
   std::string vehicle_state;
   bool have_applied = false;
   std::uint64_t last_applied = 0;
+  bool have_asked = false;                // a projected was handed to Paho: feedback is matched against the
+  std::uint64_t asked = 0;                // step asked for when it arrives, not when the loop takes it
   bool connected = false;                 // as the handlers saw it (never ask Paho while holding m: it calls
                                           // the handlers with its own lock held)
   bool published_ok = false;              // the step's projected went to Paho
@@ -306,6 +308,28 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
         t.reject_log.warn(name(), "feedback rejected (" + t.last_reject + ")");
         return;
       }
+      // matched on arrival against what has been published by now: an answer for a step not
+      // asked yet (or left on the broker, retained, before the run) is never applied
+      const char* what = nullptr;
+      if (msg->is_retained()) {
+        ++t.c.retained;
+        what = "retained";
+      } else if (!t.have_asked || f.step > t.asked) {
+        ++t.c.out_of_order;
+        what = "out-of-order";
+      } else if (t.have_applied && f.step == t.last_applied) {
+        ++t.c.duplicate;
+        what = "duplicate";
+      } else if (f.step < t.asked) {
+        ++t.c.stale;
+        what = "stale";
+      }
+      if (what != nullptr) {
+        t.order_log.warn(name(), std::string(what) + " feedback for step " + std::to_string(f.step) + " (step " +
+                                     (t.have_asked ? std::to_string(t.asked) : std::string("none")) +
+                                     " asked) not applied");
+        return;
+      }
       if (t.queue.size() >= max_queued) {
         t.queue.pop_front();
         ++t.c.queue_overflow;
@@ -413,6 +437,12 @@ bool MqttEndpoint::publish(const runtime::StepContext& ctx, const runtime::World
     return false;
   }
   mqtt::encode_projected(s.buffer, config_.vehicle_id, ctx, *s.model, projected, vehicle(), devices_, s.actuators);
+  {
+    // before the publish: the vehicle's answer may arrive before Paho returns
+    std::lock_guard<std::mutex> lock(s.m);
+    s.have_asked = true;
+    s.asked = ctx.step;
+  }
   send_projected(ctx.step);
   return true;
 }
@@ -446,7 +476,7 @@ runtime::GatherStatus MqttEndpoint::gather(const runtime::StepContext& ctx, runt
   Impl& s = *impl_;
   std::unique_lock<std::mutex> lock(s.m);
   const auto sync = [&] {
-    counters.stale = s.c.stale + s.c.duplicate + s.c.out_of_order;
+    counters.stale = s.c.stale + s.c.duplicate + s.c.out_of_order + s.c.retained;
     counters.corrupt = s.c.malformed + s.c.wrong_vehicle;
   };
   for (;;) {
@@ -567,6 +597,7 @@ void MqttEndpoint::summarize(nlohmann::json& out) const {
                    {"stale", c.stale},
                    {"duplicate", c.duplicate},
                    {"out_of_order", c.out_of_order},
+                   {"retained", c.retained},
                    {"malformed", c.malformed},
                    {"wrong_vehicle", c.wrong_vehicle},
                    {"queue_overflow", c.queue_overflow},

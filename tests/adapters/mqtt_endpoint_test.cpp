@@ -105,6 +105,7 @@ class Recording final : public Endpoint {
   struct Applied {
     std::uint64_t ctx_step, reply_step;
     std::int64_t ctx_time_ns, measured_time_ns;
+    double x = 0;  // the first measurement's position x
   };
   void start(const WorldModel& model, const WorldState& initial) override {
     inner_->attach_devices(devices_);
@@ -118,7 +119,8 @@ class Recording final : public Endpoint {
     if (st == GatherStatus::ready) {
       std::lock_guard<std::mutex> lock(m);
       applied.push_back({ctx.step, reply.step, ctx.time_ns,
-                         reply.measurements.empty() ? -1 : reply.measurements.front().measured_time_ns});
+                         reply.measurements.empty() ? -1 : reply.measurements.front().measured_time_ns,
+                         reply.measurements.empty() ? 0.0 : reply.measurements.front().position_m.x()});
     } else if (st == GatherStatus::timeout) {
       ++timeouts;
     }
@@ -271,6 +273,140 @@ TEST_CASE("mqtt: hostile feedback is counted and never applied while the loop ke
   CHECK(summary["mqtt"]["counters"]["malformed"] == 7);
   attacker.disconnect()->wait();
   ep.stop();
+}
+
+namespace {
+
+// a feedback message for `step` placing the hull at x (the rest as the stand-in would say)
+std::string feedback_at(const Scenario& sc, std::uint64_t step, double x) {
+  Measurement m;
+  m.body = 0;
+  m.measured_time_ns = static_cast<std::int64_t>(step + 1) * 10'000'000;
+  m.has_pose = true;
+  m.position_m = Vec3(x, 0, -0.2);
+  std::string out;
+  adapters::mqtt::encode_feedback(out, "auv", step, sc.model, {m});
+  return out;
+}
+
+// waits (bounded) until the endpoint has received n feedback messages in all
+void wait_received(const MqttEndpoint& ep, std::uint64_t n) {
+  const auto until = SteadyClock::now() + std::chrono::seconds(10);
+  while (ep.mqtt_counters().received < n && SteadyClock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // polling a condition
+  REQUIRE(ep.mqtt_counters().received >= n);
+}
+
+}  // namespace
+
+TEST_CASE("mqtt: feedback is matched to the step published when it arrived, never to a later one") {
+  test::Mosquitto broker;
+  const Scenario sc = parse_scenario(tank_scenario(broker.uri(), "arrival", "hold", 50, 10), "arrival.yaml");
+  EndpointConfig ec = sc.endpoints[1];
+  adapters::MqttEndpointConfig mc = adapters::parse_mqtt_config(ec, sc);
+  mc.launch.reset();
+  mc.wait_online_ms = 0;
+  const auto topics = adapters::mqtt::topics_for("arrival", "auv");
+  ::mqtt::async_client peer(broker.uri(), "peer", static_cast<::mqtt::iclient_persistence*>(nullptr));
+  peer.connect()->wait();
+  const auto send = [&](const std::string& payload, bool retained = false) {
+    peer.publish(topics.feedback, payload.data(), payload.size(), 1, retained)->wait();
+  };
+  const auto ctx = [](std::uint64_t k) {
+    return StepContext{k, static_cast<std::int64_t>(k) * 10'000'000, 10'000'000};
+  };
+  const auto within = [] { return SteadyClock::now() + std::chrono::seconds(10); };
+  Reply reply;
+
+  SUBCASE("a retained feedback left on the broker before the run is never applied") {
+    send(feedback_at(sc, 0, 777.0), true);  // a stale x = 777 m waiting for the next subscriber
+    MqttEndpoint ep(ec, mc);
+    hal::DeviceBank bank(sc.devices, 1, sc.model.bodies.size());
+    ep.attach_devices(&bank);
+    ep.start(sc.model, sc.initial);
+    wait_received(ep, 1);  // the broker delivers it on subscription
+    REQUIRE(ep.publish(ctx(0), sc.initial));
+    send(feedback_at(sc, 0, -35.0));
+    REQUIRE(ep.gather(ctx(0), within(), reply) == GatherStatus::ready);
+    REQUIRE(reply.measurements.size() == 1);
+    CHECK(reply.measurements[0].position_m.x() == -35.0);
+    const adapters::MqttCounters c = ep.mqtt_counters();
+    CHECK(c.retained >= 1);  // once per subscription (the endpoint subscribes on connect and in start)
+    CHECK(c.applied == 1);
+    CHECK(c.duplicate == 0);
+    ep.stop();
+    send("", true);  // clears the retained message
+  }
+
+  SUBCASE("a feedback(0) sent after the runtime is online but before projected(0) is out of order") {
+    MqttEndpoint ep(ec, mc);
+    hal::DeviceBank bank(sc.devices, 1, sc.model.bodies.size());
+    ep.attach_devices(&bank);
+    ep.start(sc.model, sc.initial);
+    send(feedback_at(sc, 0, 777.0));
+    wait_received(ep, 1);
+    REQUIRE(ep.publish(ctx(0), sc.initial));
+    send(feedback_at(sc, 0, -35.0));  // the vehicle's genuine answer
+    REQUIRE(ep.gather(ctx(0), within(), reply) == GatherStatus::ready);
+    REQUIRE(reply.measurements.size() == 1);
+    CHECK(reply.measurements[0].position_m.x() == -35.0);
+    const adapters::MqttCounters c = ep.mqtt_counters();
+    CHECK(c.out_of_order == 1);
+    CHECK(c.duplicate == 0);
+    CHECK(c.applied == 1);
+    ep.stop();
+  }
+  peer.disconnect()->wait();
+}
+
+TEST_CASE("mqtt: at real time a vehicle answering step k+1 early is never applied (the loop sleeping its period)") {
+  // the hostile vehicle answers every projected(k) with its genuine feedback(k), then at once
+  // with a feedback(k+1) placing the hull at x = 777 m, while the loop sleeps out its period
+  test::Mosquitto broker;
+  ScenarioFile file(tank_scenario(broker.uri(), "early", "hold", 200, 200, "    wait_online_ms: 0\n", false));
+  std::string text;
+  {
+    std::ifstream in(file.path);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  text.replace(text.find("real_time_factor: 0"), 19, "real_time_factor: 1");
+  std::ofstream(file.path) << text;
+  const Scenario sc = load_scenario(file.path);
+  const auto topics = adapters::mqtt::topics_for("early", "auv");
+  ::mqtt::async_client vehicle(broker.uri(), "early-vehicle", static_cast<::mqtt::iclient_persistence*>(nullptr));
+  std::atomic<int> answered{0};
+  vehicle.set_message_callback([&](::mqtt::const_message_ptr msg) {
+    const nlohmann::json j = nlohmann::json::parse(msg->get_payload(), nullptr, false);
+    if (!j.is_object() || !j.contains("step")) return;
+    const auto k = j["step"].get<std::uint64_t>();
+    const auto& p = j["bodies"][0]["position_m"];
+    const std::string genuine = feedback_at(sc, k, p[0].get<double>());
+    const std::string early = feedback_at(sc, k + 1, 777.0);
+    vehicle.publish(topics.feedback, genuine.data(), genuine.size(), 1, false);
+    vehicle.publish(topics.feedback, early.data(), early.size(), 1, false);
+    ++answered;
+  });
+  vehicle.connect()->wait();
+  vehicle.subscribe(topics.projected, 1)->wait();
+
+  Recording* rec = nullptr;
+  Session session(sc, endpoints_with_recording(sc, rec));
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  REQUIRE(rec != nullptr);
+  const adapters::MqttCounters c = rec->mqtt().mqtt_counters();
+  CHECK(answered >= 200);
+  CHECK(c.out_of_order >= 190);  // each early answer (a late genuine one may meet a timeout)
+  CHECK(c.applied + rec->timeouts >= 200);
+  {
+    std::lock_guard<std::mutex> lock(rec->m);
+    CHECK(rec->applied.size() >= 150);
+    for (const auto& a : rec->applied) {
+      CHECK(a.reply_step == a.ctx_step);
+      CHECK(a.x != 777.0);  // never the early answer
+    }
+  }
+  vehicle.disconnect()->wait();
 }
 
 TEST_CASE("mqtt: the broker killed and restarted mid-session - the policy holds and lock-step resumes") {

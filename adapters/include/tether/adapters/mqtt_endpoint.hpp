@@ -60,7 +60,8 @@ struct MqttCounters {
   std::uint64_t applied = 0;         // feedback messages applied (one per step at most)
   std::uint64_t stale = 0;           // for an earlier step
   std::uint64_t duplicate = 0;       // for the step already applied
-  std::uint64_t out_of_order = 0;    // for a step not published yet
+  std::uint64_t out_of_order = 0;    // for a step not published yet when it arrived
+  std::uint64_t retained = 0;        // a retained message (left on the broker), never applied
   std::uint64_t malformed = 0;       // not JSON, wrong schema or types, oversize
   std::uint64_t wrong_vehicle = 0;   // another vehicle's id or bodies
   std::uint64_t queue_overflow = 0;  // dropped because the loop did not keep up
