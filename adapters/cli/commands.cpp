@@ -16,6 +16,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "tether/recording/json_text.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/firmware_regression.hpp"
 #include "tether/adapters/serial_port.hpp"
@@ -95,9 +96,11 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
     out << "  endpoint " << e["name"].get<std::string>() << " (" << e["type"].get<std::string>() << ", policy "
         << e["policy"].get<std::string>() << ", deadline " << e["deadline_ms"].get<double>() << " ms): replies "
         << e["replies"] << ", misses " << e["misses"] << ", late " << e["late"] << ", stale " << e["stale"]
-        << ", corrupt " << e["corrupt"] << ", faults " << e["faults"] << "; round trip p50 "
-        << us(e["round_trip_ns"]["p50"].get<double>()) << ", p99 " << us(e["round_trip_ns"]["p99"].get<double>())
-        << '\n';
+        << ", corrupt " << e["corrupt"] << ", faults " << e["faults"]
+        << (e.value("implausible", 0) > 0 ? ", implausible " + std::to_string(e["implausible"].get<std::uint64_t>())
+                                          : "")
+        << "; round trip p50 " << us(e["round_trip_ns"]["p50"].get<double>()) << ", p99 "
+        << us(e["round_trip_ns"]["p99"].get<double>()) << '\n';
     if (e.contains("fault")) out << "    fault: " << e["fault"].get<std::string>() << '\n';
     if (e.contains("depth_error_m")) {
       std::snprintf(line, sizeof line, "    depth hold: target %.3f m, final %.4f m, final depth error %+.4f m\n",
@@ -106,6 +109,9 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
       out << line;
     }
   }
+  if (s.contains("devices") && s["devices"].value("invalid_commands", 0) > 0)
+    out << "  devices: " << s["devices"]["invalid_commands"] << " actuator commands refused, of them "
+        << s["devices"].value("nonfinite_commands", 0) << " NaN/Inf (the previous command stayed; see the events)\n";
   for (const auto& v : s["vehicles"]) {
     const auto& p = v["position_m"];
     std::snprintf(line, sizeof line, "  vehicle %s: position (%.3f, %.3f, %.3f) m, heading %.1f°",
@@ -177,7 +183,7 @@ int devices_command(const DevicesOptions& options) {
     const runtime::Scenario scenario = runtime::load_scenario(options.scenario);
     const hal::DeviceBank bank(scenario.devices, scenario.loop.seed, scenario.model.bodies.size());
     if (options.json)
-      std::cout << hal::device_table_json(bank).dump(2) << '\n';
+      std::cout << runtime::json_text(hal::device_table_json(bank), 2) << '\n';
     else
       std::cout << hal::device_table_text(bank);
     return exit_ok;
@@ -301,11 +307,11 @@ int run_command(const RunOptions& options) {
   const std::string summary_path = out_dir + "/summary.json";
   {
     std::ofstream f(summary_path);
-    f << summary.dump(2) << '\n';
+    f << runtime::json_text(summary, 2) << '\n';
     if (!f) std::cerr << "tether: could not write " << summary_path << '\n';
   }
   if (options.json) {
-    std::cout << summary.dump(2) << '\n';
+    std::cout << runtime::json_text(summary, 2) << '\n';
   } else {
     print_summary_text(summary, std::cout);
     if (recorder) std::cout << "  recording: " << recording_path << '\n';
@@ -317,6 +323,7 @@ int run_command(const RunOptions& options) {
     case runtime::Outcome::stopped: return exit_stopped;
     case runtime::Outcome::aborted: return exit_aborted;
     case runtime::Outcome::failed: return exit_failed;
+    case runtime::Outcome::faulted: return exit_faulted;
   }
   return exit_aborted;
 }
@@ -510,7 +517,7 @@ int replay_command(const ReplayOptions& options) {
     result["complete"] = session->steps_done() == end - first;
   }
   if (options.json) {
-    std::cout << result.dump(2) << '\n';
+    std::cout << runtime::json_text(result, 2) << '\n';
   } else {
     std::printf("replayed %llu steps from step %llu in %.3f s (%.0fx real time), final state hash %016llx\n",
                 static_cast<unsigned long long>(session->steps_done()), static_cast<unsigned long long>(first), wall,
@@ -570,7 +577,7 @@ int info_command(const InfoOptions& options) {
   for (const auto& [topic, stats] : rec.channels)
     j["channels"].push_back({{"topic", topic}, {"messages", stats.first}, {"bytes", stats.second}});
   if (options.json) {
-    std::cout << j.dump(2) << '\n';
+    std::cout << runtime::json_text(j, 2) << '\n';
     return exit_ok;
   }
   std::printf("recording   %s (%.1f kB)%s\n", options.recording.c_str(), static_cast<double>(rec.file_size_bytes) / 1e3,

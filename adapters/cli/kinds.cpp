@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "example_controllers.hpp"
+#include "tether/recording/json_text.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/hal/device_spec.hpp"
 #include "tether/loop/feedback.hpp"
@@ -47,7 +48,7 @@ void register_extensions() {
 int kinds_command(const KindsOptions& options) {
   const nlohmann::json points = kinds_json();
   if (options.json) {
-    std::cout << points.dump(2) << '\n';
+    std::cout << runtime::json_text(points, 2) << '\n';
     return exit_ok;
   }
   for (const auto& p : points) {

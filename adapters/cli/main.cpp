@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
       "       threw mid-step (the message names who, the step and why); the recording is\n"
       "       closed with its summary. An endpoint that throws is that endpoint's fault and\n"
       "       its timeout policy decides (exit 1 under `abort` or `block`)\n"
+      "  5    run: every step ran, but an endpoint faulted on the way (its firmware died, its\n"
+      "       line closed) and its policy `hold` or `safe` carried the session on; the\n"
+      "       outcome is `completed_with_faults` and the summary's `reason` names it\n"
       "  130  stopped by SIGINT/SIGTERM after a clean step (the summary is still printed)");
 
   RunOptions run;

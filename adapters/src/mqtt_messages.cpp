@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "tether/recording/json_text.hpp"
 #include "tether/adapters/mqtt_messages.hpp"
 
 #include <cmath>
@@ -135,14 +136,14 @@ void encode_projected(std::string& out, const std::string& vehicle_id, const run
     }
   }
   j["commands"] = std::move(commands);
-  out = j.dump();
+  out = runtime::json_text(j);
 }
 
 void encode_actual(std::string& out, const std::string& vehicle_id, const runtime::StepContext& ctx,
                    const runtime::WorldModel& model, const runtime::WorldState& actual, int vehicle) {
   json j{{"schema", schema_version}, {"type", "actual"},          {"vehicle", vehicle_id},
          {"step", ctx.step},         {"time_ns", actual.time_ns}, {"bodies", bodies_json(model, actual, vehicle)}};
-  out = j.dump();
+  out = runtime::json_text(j);
 }
 
 void encode_feedback(std::string& out, const std::string& vehicle_id, std::uint64_t step,
@@ -172,13 +173,13 @@ void encode_feedback(std::string& out, const std::string& vehicle_id, std::uint6
          {"vehicle", vehicle_id},
          {"step", step},
          {"bodies", std::move(bodies)}};
-  out = j.dump();
+  out = runtime::json_text(j);
 }
 
 std::string encode_status(const std::string& state, const std::string& client_id, const std::string& run) {
   json j{{"schema", schema_version}, {"type", "status"}, {"state", state}, {"client_id", client_id}};
   if (!run.empty()) j["run"] = run;
-  return j.dump();
+  return runtime::json_text(j);
 }
 
 Reject parse_projected(std::string_view text, const std::string& vehicle_id, Projected& out, std::string& reason,

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "serial_test_util.hpp"
 #include "tether/recording/replay.hpp"
 
 namespace {
@@ -278,7 +279,8 @@ TEST_CASE("a processor that throws mid-run: exit 4 \"failed at step k\", the rec
   CHECK(plain.exit_code == 2);
   CHECK(plain.out.find("unknown feedback processor \"test_throw\"") != std::string::npos);
 
-  const auto r = run("TETHER_TEST_DOUBLES=1 " + tether_exe + " run " + file + " --rtf 0 --steps 200 --quiet --out " + dir);
+  const auto r =
+      run("TETHER_TEST_DOUBLES=1 " + tether_exe + " run " + file + " --rtf 0 --steps 200 --quiet --out " + dir);
   CHECK_MESSAGE(r.exit_code == 4, r.out);
   CHECK(r.out.find("feedback processor \"bad\" (test_throw) threw at step 40") != std::string::npos);
   CHECK(r.out.find("test double: thrown on purpose") != std::string::npos);
@@ -296,5 +298,43 @@ TEST_CASE("a processor that throws mid-run: exit 4 \"failed at step k\", the rec
   CHECK((*rec.summary)["outcome"] == "failed");
   CHECK((*rec.summary)["reason"] == summary["reason"]);
   CHECK(rec.steps.size() == 40);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("firmware that dies mid-run under policy hold: every step runs, outcome completed_with_faults, exit 5") {
+  const std::string dir = temp_dir("faulted");
+  const std::string file = dir + "/dies.yaml";
+  std::ofstream(file) << tether::adapters::test::auv_scenario(
+      tether::adapters::test::fake_endpoint("--exit-at 50 --status 3", "hold", 5000), 200);
+  const auto r = run(tether_exe + " run " + file + " --quiet --out " + dir);
+  CHECK_MESSAGE(r.exit_code == 5, r.out);
+  CHECK(r.out.find("completed_with_faults: endpoint \"fw\" faulted (") != std::string::npos);
+  CHECK(r.out.find("exited with status 3 at step 50") != std::string::npos);
+  std::ifstream f(dir + "/summary.json");
+  REQUIRE(f.good());
+  const auto summary = nlohmann::json::parse(f);
+  CHECK(summary["outcome"] == "completed_with_faults");
+  CHECK(summary["steps"] == 200);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a scenario or endpoint name that is not UTF-8: check and run refuse it with a position, exit 2") {
+  const std::string dir = temp_dir("utf8");
+  std::ifstream in(in_process_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  const auto at = s.find("\nname: ");
+  REQUIRE(at != std::string::npos);
+  const auto eol = s.find('\n', at + 1);
+  s.replace(at + 1, eol - at - 1, "name: \"dive\xff\"");  // the raw byte ff: not UTF-8 (a YAML \\xff is U+00FF)
+  const std::string file = dir + "/bad_name.yaml";
+  std::ofstream(file) << s;
+  const auto check = run(tether_exe + " check " + file);
+  CHECK_MESSAGE(check.exit_code == 2, check.out);
+  CHECK(check.out.find(":7: name: expected text in UTF-8, got \"dive\\xff\"") != std::string::npos);
+  CHECK(check.out.find("bad_name.yaml:") != std::string::npos);
+  const auto r = run(tether_exe + " run " + file + " --rtf 0 --steps 10 --quiet --out " + dir + "/run");
+  CHECK_MESSAGE(r.exit_code == 2, r.out);
   std::filesystem::remove_all(dir);
 }

@@ -169,7 +169,7 @@ TEST_CASE("policy block: a silent endpoint can still be stopped") {
 TEST_CASE("a faulted endpoint: hold keeps going and counts, block aborts") {
   SUBCASE("hold") {
     Rig rig(TimeoutPolicy::hold, 10, [](ScriptedEndpoint& e) { e.fault_from = 4; });
-    CHECK(rig.session->run(rig.stop) == Outcome::completed);
+    CHECK(rig.session->run(rig.stop) == Outcome::faulted);  // all steps ran, not with every endpoint
     CHECK(rig.ep->counters.misses == 6);
     CHECK(rig.ep->counters.faults == 6);
     CHECK(rig.ep->publishes == 5);  // never published to again once broken
@@ -299,13 +299,14 @@ TEST_CASE("pacing at a real-time factor keeps sim time close to wall time") {
 
 TEST_CASE("an endpoint whose gather throws is faulted and policy hold carries on") {
   Rig rig(TimeoutPolicy::hold, 8, [](ScriptedEndpoint& e) { e.throw_gather_at = 3; });
-  CHECK(rig.session->run(rig.stop) == Outcome::completed);
+  CHECK(rig.session->run(rig.stop) == Outcome::faulted);
   CHECK(rig.session->steps_done() == 8);
   CHECK(rig.ep->counters.faults == 5);  // steps 3..7: a faulted endpoint stays faulted
   CHECK(rig.ep->fault_message() == "gather threw at step 3: gather exploded");
   CHECK(rig.applied_force() == 3.0);  // step 2's reply, held
   const auto s = rig.session->summary();
-  CHECK(s["outcome"] == "completed");
+  CHECK(s["outcome"] == "completed_with_faults");
+  CHECK(s["reason"].get<std::string>().find("gather exploded") != std::string::npos);
   CHECK(s["endpoints"][0]["fault"] == "gather threw at step 3: gather exploded");
 }
 

@@ -82,6 +82,9 @@ TEST_CASE("terrain from PGM: P2 and P5, 8 and 16 bit, comments, PNG refused") {
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(heightfield_from_pgm("P2 2 2 10\n1 2 3 11\n", 1, 1), doctest::Contains("above the maximum"),
                        std::invalid_argument);
+  // a 20-byte header asking for 65536 x 65536 pixels (32 GB of heights): refused before allocating
+  CHECK_THROWS_WITH_AS(heightfield_from_pgm("P5 65536 65536 255\nxx", 1, 1),
+                       doctest::Contains("larger than 16,777,216 pixels"), std::invalid_argument);
   CHECK_THROWS_AS(make_heightfield({{1, 2}, {3}}, 1.0), std::invalid_argument);
   CHECK_THROWS_AS(make_heightfield({{1, 2}}, 1.0), std::invalid_argument);
   // from a file

@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 
+#include "tether/recording/json_text.hpp"
 #include "tether/recording/recording.hpp"
 #include "tether/scenario/scenario.hpp"
 
@@ -495,4 +496,14 @@ TEST_CASE("a device command claiming more than 16 bytes is clamped, not written 
   REQUIRE(decode_step(bytes, out, &error));
   REQUIRE(out.slots[0].reply.commands.size() == 1);
   CHECK(out.slots[0].reply.commands[0].size == DeviceCommand::max_bytes);
+}
+
+TEST_CASE("json_text: a string that is not UTF-8 is written with U+FFFD, never thrown") {
+  // nlohmann::json's plain dump() throws on it: on the recorder's thread that ended the
+  // process (SIGABRT) and left a recording with no steps
+  const nlohmann::json j = {{"name", std::string("fw\xff\xfe-1")}, {"ok", "\xc3\xa9"}};
+  CHECK_THROWS(j.dump());
+  const std::string text = json_text(j);
+  CHECK(text == "{\"name\":\"fw\xef\xbf\xbd\xef\xbf\xbd-1\",\"ok\":\"\xc3\xa9\"}");
+  CHECK(nlohmann::json::parse(text)["name"] == "fw\xef\xbf\xbd\xef\xbf\xbd-1");
 }

@@ -125,3 +125,77 @@ TEST_CASE("a list of lists of maps gives the full path of a duplicate") {
   REQUIRE(e.size() == 1);
   CHECK(e[0] == "c.yaml:3:20: grid[0][1].a: key given twice (first at c.yaml:3:8)");
 }
+
+namespace {
+
+std::string all_errors(const std::string& text) {
+  std::string all;
+  for (const auto& e : scenario_errors(text)) all += e + "\n";
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("text: a name that is not valid UTF-8 is a positioned error, and the bytes are printed escaped") {
+  std::string text = valid;
+  text.replace(text.find("name: t\n"), 8, "name: \"t\xff\xfe\"\n");  // raw bytes ff fe (a YAML \\xff is U+00FF)
+  const std::string e1 = all_errors(text);
+  CAPTURE(e1);
+  CHECK(e1.find("s.yaml:1:7: name: expected text in UTF-8") != std::string::npos);
+  std::string raw = valid;
+  raw.replace(raw.find("name: auv"), 9, "name: \"auv\xc3\x28\"");  // an invalid two-byte sequence, raw
+  const std::string e2 = all_errors(raw);
+  CAPTURE(e2);
+  CHECK(e2.find("expected text in UTF-8") != std::string::npos);
+  CHECK(e2.find("\\xc3(") != std::string::npos);  // escaped in the message
+  CHECK(valid_utf8(e2));
+  // UTF-8 names are welcome
+  std::string ok = valid;
+  ok.replace(ok.find("name: t\n"), 8, "name: \"Tauchgang \xc3\xbc\xe2\x82\xac\xf0\x9f\x90\x9f\"\n");
+  CHECK(all_errors(ok).empty());
+}
+
+TEST_CASE("text: control bytes from the file are escaped in messages") {
+  std::string text = valid;
+  text.replace(text.find("steps: 10"), 9, "steps: \"1\\e[2J0\"");  // an ANSI clear-screen
+  const std::string e = all_errors(text);
+  CAPTURE(e);
+  CHECK(e.find("\\x1b[2J") != std::string::npos);
+  CHECK(e.find('\x1b') == std::string::npos);
+  CHECK(printable("a\tb\x7f\xff\xc3\xa9") == "a\\x09b\\x7f\\xff\xc3\xa9");
+  CHECK_FALSE(valid_utf8("\xed\xa0\x80"));      // a surrogate
+  CHECK_FALSE(valid_utf8("\xc0\xaf"));          // overlong
+  CHECK_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  CHECK(valid_utf8("\xf4\x8f\xbf\xbf"));
+}
+
+TEST_CASE("limits: a second YAML document is refused, not ignored") {
+  const std::string e = all_errors(std::string(valid) + "---\nname: other\n");
+  CAPTURE(e);
+  CHECK(e.find("a second YAML document") != std::string::npos);
+  CHECK(e.find("s.yaml:") != std::string::npos);
+}
+
+TEST_CASE("limits: aliases that expand a small file past the node limit are refused at once") {
+  // 72 kB: terrain rows of 10,000 aliases of one 10,000-number row = 10^8 cells when expanded
+  std::string text = valid;
+  std::string row = "[";
+  for (int i = 0; i < 10'000; ++i) row += i ? ",0" : "0";
+  row += "]";
+  std::string rows = "[&r " + row;
+  for (int i = 1; i < 10'000; ++i) rows += ",*r";
+  rows += "]";
+  text.replace(text.find("world:\n"), 7,
+               "world:\n  terrain: [{name: t, cell_size_m: 1, position_m: [0, 0, 0], heights: " + rows + "}]\n");
+  const std::string e = all_errors(text);
+  CAPTURE(e.substr(0, 400));
+  CHECK(e.find("expands to more than 4000000 YAML nodes") != std::string::npos);
+  CHECK(e.find("s.yaml:3:") != std::string::npos);  // at the alias that crossed the line
+  // a billion laughs: nested aliases, saturating rather than overflowing
+  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 40; ++i)
+    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ",*a" +
+              std::to_string(i - 1) + ",*a" + std::to_string(i - 1) + ",*a" + std::to_string(i - 1) + "]\n";
+  const std::string e2 = all_errors(std::string(valid) + laughs);
+  CHECK(e2.find("expands to more than") != std::string::npos);
+}

@@ -45,6 +45,7 @@ const char* to_string(Outcome outcome) {
     case Outcome::stopped: return "stopped";
     case Outcome::aborted: return "aborted";
     case Outcome::failed: return "failed";
+    case Outcome::faulted: return "completed_with_faults";
   }
   return "?";
 }
@@ -64,6 +65,7 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   projected_ = scenario_.initial;
   before_ = scenario_.initial;
   start_time_ns_ = scenario_.initial.time_ns;
+  plausible_box_ = plausible_box(model_, scenario_.loop.plausibility);
   const std::size_t bodies = scenario_.model.bodies.size();
   record_.slots.resize(endpoints_.size());
   for (auto& r : record_.slots) r.reply.wrenches.reserve(bodies);
@@ -159,6 +161,18 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
   phase_ = nullptr;
   if (stop_requested.load() && outcome_ == Outcome::completed && steps_done_ < steps_total_)
     outcome_ = Outcome::stopped;
+  // every step ran, but not with every endpoint: say so (policy hold/safe carried it on)
+  if (outcome_ == Outcome::completed)
+    for (const auto& e : endpoints_)
+      if (e->counters.faults > 0) {
+        outcome_ = Outcome::faulted;
+        abort_reason_ = "endpoint \"" + e->name() + "\" faulted (" + e->fault_message() + "); its policy " +
+                        to_string(e->policy()) + " carried the session on for " + std::to_string(e->counters.faults) +
+                        " steps";
+        spdlog::warn("{}", abort_reason_);
+        if (recorder_) recorder_->event(state_.step, state_.time_ns, 4, "session", abort_reason_);
+        break;
+      }
   wall_time_s_ = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   for (auto& e : endpoints_) e->stop();
   return outcome_;
@@ -192,6 +206,21 @@ bool Session::guarded_processor(std::size_t index, const StepContext& ctx, Call&
             " in phase " + phase_ + ": " + message,
         Outcome::failed);
   return false;
+}
+
+// a NaN or infinite actuator command (the device keeps its previous one): each goes into the
+// recording's events, the first per device to the log too
+void Session::nonfinite_command(const Slot& slot, std::size_t device, const StepContext& ctx) {
+  ++nonfinite_commands_;
+  const std::string& source = endpoints_[static_cast<std::size_t>(&slot - slots_.data())]->name();
+  const std::string text =
+      "non-finite (NaN/Inf) command for " + devices_.full_name(device) + " refused; the previous command stays";
+  if (nonfinite_logged_.size() < devices_.size()) nonfinite_logged_.resize(devices_.size(), false);
+  if (!nonfinite_logged_[device]) {
+    nonfinite_logged_[device] = true;
+    spdlog::warn("endpoint \"{}\" at step {}: {} (further ones are counted)", source, ctx.step, text);
+  }
+  if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 4, source, text);
 }
 
 // an endpoint's gather behind the exception boundary: a throw is the endpoint's fault
@@ -335,11 +364,32 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
     if (!slot.fresh) continue;
     for (const LogLine& line : slot.applied->logs) {
       const std::string& source = endpoints_[static_cast<std::size_t>(&slot - slots_.data())]->name();
-      spdlog::info("[{}] {}", source, line.text);
+      // the firmware's own level: 0 info, 1 warning, 2 error (anything above: error)
+      const auto level = line.level == 0   ? spdlog::level::info
+                         : line.level == 1 ? spdlog::level::warn
+                                           : spdlog::level::err;
+      spdlog::log(level, "[{}] {}", source, line.text);
       if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 2 + line.level, source, line.text);
     }
+    // the gate: each measurement against the world and the same body's in the endpoint's
+    // previous reply (after the swap in gather_one, slot.reply holds that one)
+    Endpoint& ep = *endpoints_[static_cast<std::size_t>(&slot - slots_.data())];
     for (const Measurement& m : slot.applied->measurements) {
       if (m.body >= model_.bodies.size()) continue;
+      const Measurement* previous = nullptr;
+      for (const Measurement& p : slot.reply.measurements)
+        if (p.body == m.body) previous = &p;
+      if (const char* why =
+              implausible(m, previous, scenario_.loop.period_ns, plausible_box_, scenario_.loop.plausibility)) {
+        if (ep.counters.implausible++ == 0) {
+          const std::string text = "measurement of " + model_.bodies[m.body].name + " at step " +
+                                   std::to_string(ctx.step) + " rejected: " + why +
+                                   " (loop.plausibility; further ones are counted)";
+          spdlog::warn("endpoint \"{}\": {}", ep.name(), text);
+          if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 4, ep.name(), text);
+        }
+        continue;
+      }
       measurements_[static_cast<std::size_t>(model_.bodies[m.body].vehicle)].push_back(m);
     }
   }
@@ -353,6 +403,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
           // size and value refusals are counted by the bank itself
           const hal::Status st = devices_.command(c.device, c.bytes.data(), c.size);
           if (st == hal::Status::unknown_device || st == hal::Status::invalid_operation) ++invalid_commands_;
+          if (st == hal::Status::invalid_value) nonfinite_command(slot, c.device, ctx);
         }
     device_view_.update(state_, nullptr, dt, &inputs_);
     devices_.actuate(device_view_, dt, device_wrenches_);
@@ -525,7 +576,8 @@ nlohmann::json Session::summary() const {
     out["devices"] = {{"count", devices_.size()},
                       {"samples", devices_.counters().samples},
                       {"dropped", devices_.counters().dropped},
-                      {"invalid_commands", invalid_commands_ + devices_.counters().invalid_commands}};
+                      {"invalid_commands", invalid_commands_ + devices_.counters().invalid_commands},
+                      {"nonfinite_commands", nonfinite_commands_}};
   if (recorder_) out["recording"] = {{"path", recorder_->path()}, {"dropped_items", recorder_->dropped()}};
   out["endpoints"] = json::array();
   for (const auto& e : endpoints_) {
@@ -538,6 +590,7 @@ nlohmann::json Session::summary() const {
            {"misses", e->counters.misses},
            {"stale", e->counters.stale},
            {"corrupt", e->counters.corrupt},
+           {"implausible", e->counters.implausible},
            {"faults", e->counters.faults},
            {"round_trip_ns", figures(e->counters.round_trip_ns)}};
     if (!e->fault_message().empty()) j["fault"] = e->fault_message();

@@ -80,6 +80,8 @@ HeightField heightfield_from_pgm(std::string_view bytes, double cell_size_m, dou
   const long w = number("a width"), h = number("a height"), maxval = number("a maximum value");
   if (w < 2 || h < 2) return fail("image must be at least 2x2 pixels");
   if (w > 1 << 16 || h > 1 << 16) return fail("image larger than 65536 pixels on a side");
+  // a small file must not make us allocate gigabytes before its pixels turn out missing
+  if (w * h > 1L << 24) return fail("image larger than 16,777,216 pixels (4096 x 4096)");
   if (maxval < 1 || maxval > 65535) return fail("maximum value must be 1..65535");
   HeightField f;
   f.name = std::move(name);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "tether/recording/json_text.hpp"
 #include "tether/recording/recorder.hpp"
 
 #include <algorithm>
@@ -335,7 +336,7 @@ void Recorder::write_scene() {
                 color(1.0, 0.75, 0.1, 1.0));
     update["entities"].push_back(std::move(e));
   }
-  writer_->write(ch_scene_, sequence_++, 0, 0, update.dump());
+  writer_->write(ch_scene_, sequence_++, 0, 0, json_text(update));
 }
 
 void Recorder::encode_step_item(const StepRecord& record, const WorldState& actual, const WorldState& projected,
@@ -427,7 +428,7 @@ void Recorder::push_keyframe(std::string* buffer, std::uint64_t step, std::int64
 
 void Recorder::event(std::uint64_t step, std::int64_t time_ns, int level, const std::string& source,
                      const std::string& text) {
-  staging_ = json{{"level", level}, {"name", source}, {"message", text}}.dump();
+  staging_ = json_text(json{{"level", level}, {"name", source}, {"message", text}});
   push(ItemKind::event, step, time_ns);
 }
 
@@ -493,13 +494,12 @@ void Recorder::write_item(const Slot& item) {
       json e = json::parse(item.bytes, nullptr, false);
       if (!e.is_discarded())
         writer_->write(ch_log_, sequence_++, log_time, log_time,
-                       json{{"timestamp", stamp(item.time_ns)},
-                            {"level", e["level"]},
-                            {"message", e["message"]},
-                            {"name", e["name"]},
-                            {"file", ""},
-                            {"line", 0}}
-                           .dump());
+                       json_text(json{{"timestamp", stamp(item.time_ns)},
+                                      {"level", e["level"]},
+                                      {"message", e["message"]},
+                                      {"name", e["name"]},
+                                      {"file", ""},
+                                      {"line", 0}}));
       return;
     }
     case ItemKind::step: break;
@@ -659,7 +659,7 @@ void Recorder::write_views(std::uint64_t t) {
 
 bool Recorder::close(const nlohmann::json& summary, std::string* error) {
   if (thread_.joinable()) {
-    staging_ = summary.dump();
+    staging_ = json_text(summary);
     // the summary must not be dropped: wait for room if the ring is full
     for (;;) {
       {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "tether/recording/json_text.hpp"
 #include "tether/report/report.hpp"
 
 #include <algorithm>
@@ -413,19 +414,19 @@ std::string jstr(const json& j, const char* key) {
   const auto it = j.find(key);
   if (it == j.end()) return "";
   if (it->is_string()) return it->get<std::string>();
-  return it->dump();
+  return runtime::json_text(*it);
 }
 
 // a JSON value as table text
 std::string cell(const json& v) {
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_number_integer() || v.is_number_unsigned()) return runtime::json_text(v);
   if (v.is_number_float()) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
     return buf;
   }
-  return v.dump();
+  return runtime::json_text(v);
 }
 
 std::string esc(const std::string& s) { return svg::escape(s); }

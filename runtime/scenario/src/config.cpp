@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/scenario/config.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <yaml-cpp/eventhandler.h>
@@ -54,22 +57,30 @@ class DuplicateKeyFinder : public YAML::EventHandler {
  public:
   explicit DuplicateKeyFinder(ConfigContext& context) : context_(context) {}
 
-  void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor, "null"); }
+  void OnDocumentStart(const YAML::Mark& mark) override { document_ = mark; }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     const auto name = anchor_names_.find(anchor);
-    leaf(mark, YAML::NullAnchor, "*" + (name == anchor_names_.end() ? std::to_string(anchor) : name->second));
+    const auto size = anchor_sizes_.find(anchor);
+    count(mark, size == anchor_sizes_.end() ? 1 : size->second);
+    leaf(mark, YAML::NullAnchor, "*" + (name == anchor_names_.end() ? std::to_string(anchor) : name->second), false);
   }
+
+  /// Where the document first expanded past max_config_nodes (aliases counted at every use).
+  const std::optional<YAML::Mark>& too_large() const { return too_large_; }
   void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string& value) override {
     leaf(mark, anchor, value);
   }
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
+    count(mark, 1);
     open(anchor, false);
   }
   void OnSequenceEnd() override { close(); }
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    count(mark, 1);
     open(anchor, true);
   }
   void OnMapEnd() override { close(); }
@@ -84,7 +95,16 @@ class DuplicateKeyFinder : public YAML::EventHandler {
     std::string path;                        // as ConfigNode writes it: vehicles[0].bodies[0]
     std::string key;                         // maps: the key whose value comes next
     std::map<std::string, YAML::Mark> seen;  // maps: each key and where it was first given
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    std::size_t expanded_at_open = 0;  // expanded_ when it opened: its own size is the difference
   };
+
+  // every node counts once per place it appears: an alias as large as what it repeats
+  // (saturating: nested aliases can double a count at each level)
+  void count(const YAML::Mark& mark, std::size_t nodes) {
+    expanded_ = nodes > max_config_nodes ? max_config_nodes + 1 : std::min(expanded_ + nodes, max_config_nodes + 1);
+    if (expanded_ > max_config_nodes && !too_large_) too_large_ = mark;
+  }
 
   // the path of the node that comes next inside the innermost open container
   std::string child_path() const {
@@ -110,8 +130,10 @@ class DuplicateKeyFinder : public YAML::EventHandler {
       f.expecting_key = !f.expecting_key;
   }
 
-  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor, const std::string& text) {
+  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor, const std::string& text, bool counts = true) {
+    if (counts) count(mark, 1);
     name_anchor(anchor);
+    if (anchor != YAML::NullAnchor) anchor_sizes_[anchor] = 1;
     if (!stack_.empty() && stack_.back().is_map && stack_.back().expecting_key) {
       Frame& f = stack_.back();
       f.key = text;
@@ -133,11 +155,17 @@ class DuplicateKeyFinder : public YAML::EventHandler {
     f.is_key = !stack_.empty() && stack_.back().is_map && stack_.back().expecting_key;
     if (f.is_key) stack_.back().key = "(a key)";
     f.path = child_path();
+    f.anchor = anchor;
+    f.expanded_at_open = expanded_ - 1;  // count() has added the container itself
     stack_.push_back(std::move(f));
   }
 
   void close() {
-    if (!stack_.empty()) stack_.pop_back();
+    if (!stack_.empty()) {
+      const Frame& f = stack_.back();
+      if (f.anchor != YAML::NullAnchor) anchor_sizes_[f.anchor] = expanded_ - f.expanded_at_open;
+      stack_.pop_back();
+    }
     advance();
   }
 
@@ -150,13 +178,99 @@ class DuplicateKeyFinder : public YAML::EventHandler {
   ConfigContext& context_;
   std::vector<Frame> stack_;
   std::map<YAML::anchor_t, std::string> anchor_names_;
+  std::map<YAML::anchor_t, std::size_t> anchor_sizes_;  // expanded nodes of each anchored node
   std::string pending_anchor_name_;
+  std::size_t expanded_ = 0;
+  std::optional<YAML::Mark> too_large_;
+  YAML::Mark document_;
+
+ public:
+  const YAML::Mark& document_start() const { return document_; }
 };
+
+// the errors as they are printed: whatever came from the file is escaped
+std::vector<std::string> printable_all(std::vector<std::string> errors) {
+  for (auto& e : errors) e = printable(e);
+  return errors;
+}
 
 }  // namespace
 
+bool valid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  const std::size_t n = text.size();
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1Fu;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0Fu;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07u;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto d = static_cast<unsigned char>(text[i + k]);
+      if ((d & 0xC0u) != 0x80u) return false;
+      cp = (cp << 6) | (d & 0x3Fu);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  static const char hex[] = "0123456789abcdef";
+  const auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7F)
+        escape(c);
+      else
+        out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // the longest well-formed sequence starting here (1..4 bytes), else one escaped byte
+    std::size_t len = 0;
+    for (std::size_t l = 2; l <= 4 && i + l <= text.size(); ++l)
+      if (valid_utf8(text.substr(i, l))) {
+        len = l;
+        break;
+      }
+    if (len == 0) {
+      escape(c);
+      ++i;
+    } else {
+      out.append(text.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
 ConfigError::ConfigError(std::vector<std::string> errors)
-    : std::runtime_error(join_errors(errors)), errors_(std::move(errors)) {}
+    : std::runtime_error(join_errors(printable_all(errors))), errors_(printable_all(std::move(errors))) {}
 
 std::string Range::expected() const {
   const bool has_min = min > -1e299;
@@ -293,6 +407,11 @@ std::string ConfigNode::string(const char* key) const {
     expected(key, "a non-empty string");
     return {};
   }
+  // names end up in JSON (summaries, recordings, MQTT topics): text only
+  if (!valid_utf8(node_[key].Scalar())) {
+    expected(key, "text in UTF-8");
+    return {};
+  }
   return node_[key].Scalar();
 }
 
@@ -355,7 +474,22 @@ ConfigNode load_config_text(const std::string& text, const std::string& label) {
   std::istringstream events(text);
   YAML::Parser parser(events);
   DuplicateKeyFinder finder(*context);
-  parser.HandleNextDocument(finder);
+  try {
+    parser.HandleNextDocument(finder);
+    if (finder.too_large())
+      throw ConfigError({position(label, *finder.too_large()) + ": the document expands to more than " +
+                         std::to_string(max_config_nodes) +
+                         " YAML nodes here (an alias counts as everything it repeats, at every use); a "
+                         "scenario this large is refused (docs/scenario.md, \"Limits\")"});
+    // a second document would be ignored without a word: refuse it
+    ConfigContext ignored;
+    DuplicateKeyFinder rest(ignored);
+    if (parser.HandleNextDocument(rest))
+      throw ConfigError({position(label, rest.document_start()) +
+                         ": a second YAML document (after ---); a scenario file holds exactly one"});
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError({position(label, e.mark) + ": YAML syntax error: " + e.msg});
+  }
   YAML::Mark start;
   start.line = 0;
   start.column = 0;

@@ -229,7 +229,8 @@ void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state, 
 
 void parse_loop(const ConfigNode& l, LoopConfig& loop) {
   if (!l.yaml().IsDefined()) return;
-  if (!l.expect_map({"period_ms", "real_time_factor", "steps", "duration_s", "seed", "history_steps"})) return;
+  if (!l.expect_map({"period_ms", "real_time_factor", "steps", "duration_s", "seed", "history_steps", "plausibility"}))
+    return;
   const double period_ms = l.number_or("period_ms", 10.0, Range{0.01, 60'000, false});
   loop.period_ns = std::llround(period_ms * 1e6);
   loop.real_time_factor = l.number_or("real_time_factor", 1.0, Range::between(0, 1000));
@@ -241,6 +242,16 @@ void parse_loop(const ConfigNode& l, LoopConfig& loop) {
   }
   loop.seed = l.unsigned_or("seed", loop.seed);
   loop.history_steps = static_cast<std::uint32_t>(l.integer_or("history_steps", loop.history_steps, 1, 1'000'000));
+  const ConfigNode p = l["plausibility"];
+  if (p.yaml().IsDefined() &&
+      p.expect_map({"enabled", "margin_m", "max_distance_m", "max_speed_m_s", "max_angular_speed_rad_s"})) {
+    PlausibilityConfig& g = loop.plausibility;
+    g.enabled = p.boolean_or("enabled", g.enabled);
+    g.margin_m = p.number_or("margin_m", g.margin_m, Range::non_negative());
+    g.max_distance_m = p.number_or("max_distance_m", g.max_distance_m, Range::positive());
+    g.max_speed_m_s = p.number_or("max_speed_m_s", g.max_speed_m_s, Range::positive());
+    g.max_angular_speed_rad_s = p.number_or("max_angular_speed_rad_s", g.max_angular_speed_rad_s, Range::positive());
+  }
 }
 
 void parse_recording(const ConfigNode& r, RecordingConfig& rec) {

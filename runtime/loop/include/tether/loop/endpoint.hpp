@@ -35,11 +35,12 @@ enum class GatherStatus : std::uint8_t {
 
 /// Everything that goes wrong, counted; ends up in the summary and the recording.
 struct EndpointCounters {
-  std::uint64_t replies = 0;  // replies applied on time
-  std::uint64_t late = 0;     // replies that came after the deadline (policy block)
-  std::uint64_t misses = 0;   // steps without a reply (policy hold/safe/abort applied)
-  std::uint64_t stale = 0;    // replies for another step, not applied
-  std::uint64_t corrupt = 0;  // undecodable input
+  std::uint64_t replies = 0;      // replies applied on time
+  std::uint64_t late = 0;         // replies that came after the deadline (policy block)
+  std::uint64_t misses = 0;       // steps without a reply (policy hold/safe/abort applied)
+  std::uint64_t stale = 0;        // replies for another step, not applied
+  std::uint64_t corrupt = 0;      // undecodable input
+  std::uint64_t implausible = 0;  // measurements the plausibility gate rejected (loop.plausibility)
   std::uint64_t faults = 0;
   Histogram round_trip_ns;  // publish -> reply
 };

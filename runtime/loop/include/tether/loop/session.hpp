@@ -17,6 +17,7 @@
 #include "tether/loop/endpoint.hpp"
 #include "tether/loop/feedback.hpp"
 #include "tether/loop/pacing.hpp"
+#include "tether/loop/plausibility.hpp"
 #include "tether/recording/recording.hpp"
 #include "tether/scenario/scenario.hpp"
 #include "tether/physics/state_store.hpp"
@@ -46,7 +47,9 @@ struct SessionOptions {
 /// How a session ended. `aborted`: a timeout policy, an endpoint fault under `abort` or
 /// `block`, or a numerical fault stopped it. `failed`: something threw mid-step (a feedback
 /// processor, a device, the loop itself); abort_reason() names who, the step and the message.
-enum class Outcome : std::uint8_t { completed, stopped, aborted, failed };
+/// How a session ended. `faulted`: every step ran, but an endpoint faulted on the way (its
+/// firmware died, its line closed) and its policy (hold, safe) carried the session on.
+enum class Outcome : std::uint8_t { completed, stopped, aborted, failed, faulted };
 
 const char* to_string(Outcome outcome);
 
@@ -102,6 +105,7 @@ class Session {
   // the exception boundary: an endpoint call that threw becomes that endpoint's fault
   void endpoint_threw(std::size_t index, const StepContext& ctx, const char* call, const char* what);
   GatherStatus guarded_gather(Slot& slot, const StepContext& ctx, SteadyClock::time_point deadline);
+  void nonfinite_command(const Slot& slot, std::size_t device, const StepContext& ctx);
   // a processor that throws fails the session, naming the processor, the step and the message
   template <class Call>
   bool guarded_processor(std::size_t index, const StepContext& ctx, Call&& call);
@@ -117,6 +121,9 @@ class Session {
   DeviceWorld device_view_;
   std::vector<hal::Wrench> device_wrenches_;
   std::uint64_t invalid_commands_ = 0;
+  std::uint64_t nonfinite_commands_ = 0;  // NaN/Inf actuator commands refused
+  std::vector<bool> nonfinite_logged_;    // per device: its first one was logged
+  WorldBox plausible_box_;                // loop.plausibility: where a measured body may be
   std::vector<Slot> slots_;
   SessionOptions options_;
   double rtf_ = 1;

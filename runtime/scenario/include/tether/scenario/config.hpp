@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -97,6 +98,16 @@ class ConfigNode {
   std::string path_;
   YAML::Mark mark_;
 };
+
+/// True if `text` is well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).
+bool valid_utf8(std::string_view text);
+/// `text` safe to print: control bytes and bytes that are not part of well-formed UTF-8
+/// become \xNN.
+std::string printable(std::string_view text);
+
+/// The most YAML nodes a scenario may expand to, an alias counted with everything it repeats
+/// at every use: a small file cannot make `check` walk a billion cells (docs/scenario.md).
+inline constexpr std::size_t max_config_nodes = 4'000'000;
 
 /// Human rendering of a node's value for messages: "\"heavy\"", "a list", "a map", "nothing".
 std::string describe_value(const YAML::Node& node);

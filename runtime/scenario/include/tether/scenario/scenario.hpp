@@ -20,12 +20,25 @@ enum class TimeoutPolicy : std::uint8_t { block, hold, safe, abort };
 
 const char* to_string(TimeoutPolicy policy);
 
+/// `loop.plausibility`: the gate every measurement passes before the feedback processors see
+/// it (docs/scenario.md). A measurement outside the world box (the tank's walls and floor,
+/// else `max_distance_m` from the origin, widened by `margin_m`) or implying a speed beyond
+/// the bounds is rejected and counted against its endpoint.
+struct PlausibilityConfig {
+  bool enabled = true;
+  double margin_m = 1.0;
+  double max_distance_m = 10'000.0;
+  double max_speed_m_s = 100.0;
+  double max_angular_speed_rad_s = 100.0;
+};
+
 struct LoopConfig {
   std::int64_t period_ns = 10'000'000;
   double real_time_factor = 1.0;  // 0 = as fast as the participants allow
   std::uint64_t steps = 1000;
   std::uint64_t seed = 1;
   std::uint32_t history_steps = 256;  // states the session keeps for rewind and state_at(t)
+  PlausibilityConfig plausibility;
 };
 
 /// The keys every endpoint has; type-specific keys stay in `node` for the endpoint's own parser.
