@@ -112,6 +112,32 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
   if (s.contains("devices") && s["devices"].value("invalid_commands", 0) > 0)
     out << "  devices: " << s["devices"]["invalid_commands"] << " actuator commands refused, of them "
         << s["devices"].value("nonfinite_commands", 0) << " NaN/Inf (the previous command stayed; see the events)\n";
+  if (s.contains("expectations")) {
+    std::size_t failed = 0, skipped = 0;
+    for (const auto& x : s["expectations"]) {
+      failed += x["verdict"] == "FAIL";
+      skipped += x["verdict"] == "SKIPPED";
+    }
+    out << "  expectations: " << s["expectations"].size() - failed - skipped << " of " << s["expectations"].size()
+        << " passed" << (skipped ? ", " + std::to_string(skipped) + " skipped (the run ended before their window)" : "")
+        << (failed ? " - FAIL" : "") << '\n';
+    for (const auto& x : s["expectations"]) {
+      out << "    " << x["verdict"].get<std::string>() << "  " << x["name"].get<std::string>();
+      if (x.contains("worst") && !x["worst"].is_null()) {
+        std::snprintf(line, sizeof line, "; %s %.4g",
+                      x["when"].get<std::string>().rfind("eventually", 0) == 0 ? "closest" : "worst",
+                      x["worst"].get<double>());
+        out << line;
+      }
+      if (!x["first_failing_step"].is_null()) {
+        std::snprintf(line, sizeof line, "; first failing at step %llu (t = %.3f s)",
+                      x["first_failing_step"].get<unsigned long long>(), x["first_failing_time_s"].get<double>());
+        out << line;
+      }
+      if (x.contains("reason")) out << "; " << x["reason"].get<std::string>();
+      out << '\n';
+    }
+  }
   for (const auto& v : s["vehicles"]) {
     const auto& p = v["position_m"];
     std::snprintf(line, sizeof line, "  vehicle %s: position (%.3f, %.3f, %.3f) m, heading %.1f°",
@@ -318,6 +344,10 @@ int run_command(const RunOptions& options) {
     if (report_written) std::cout << "  report: " << report_path << '\n';
     std::cout << "  summary: " << summary_path << '\n';
   }
+  // the verdict of `expect:` outranks a fault that policy carried: it is what a test asks
+  if ((outcome == runtime::Outcome::completed || outcome == runtime::Outcome::faulted) &&
+      !session.expectations_passed())
+    return exit_expectations_failed;
   switch (outcome) {
     case runtime::Outcome::completed: return exit_ok;
     case runtime::Outcome::stopped: return exit_stopped;

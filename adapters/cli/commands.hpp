@@ -58,7 +58,8 @@ enum ExitCode : int {
   exit_usage = 2,
   exit_start_failed = 3,
   exit_failed = 4,
-  exit_faulted = 5,  // every step ran, but an endpoint faulted and its policy carried on
+  exit_faulted = 5,              // every step ran, but an endpoint faulted and its policy carried on
+  exit_expectations_failed = 6,  // the run completed, an expectation of `expect:` failed
   exit_stopped = 130
 };
 

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
       "  5    run: every step ran, but an endpoint faulted on the way (its firmware died, its\n"
       "       line closed) and its policy `hold` or `safe` carried the session on; the\n"
       "       outcome is `completed_with_faults` and the summary's `reason` names it\n"
+      "  6    run: the session ran, but an expectation of the scenario's `expect:` failed\n"
+      "       (the summary lists each with PASS/FAIL, its worst value and first failing step)\n"
       "  130  stopped by SIGINT/SIGTERM after a clean step (the summary is still printed)");
 
   RunOptions run;

@@ -338,3 +338,42 @@ TEST_CASE("a scenario or endpoint name that is not UTF-8: check and run refuse i
   CHECK_MESSAGE(r.exit_code == 2, r.out);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("expect: a failed expectation is named with its step, exit 6; the report shows the verdicts first") {
+  const std::string dir = temp_dir("expect");
+  std::ifstream in(in_process_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  const std::string tight = "that: \"within 0.1 of 2.0\", when: \"after 12 s\"";
+  const auto at = s.find(tight);
+  REQUIRE(at != std::string::npos);  // the example's own expectation, made impossible
+  s.replace(at, tight.size(), "that: \"within 0.001 of 2.0\", when: \"after 12 s\"");
+  const std::string file = dir + "/tight.yaml";
+  std::ofstream(file) << s;
+  const auto r = run(tether_exe + " run " + file + " --rtf 0 --quiet --out " + dir + "/run");
+  CHECK_MESSAGE(r.exit_code == 6, r.out);
+  CHECK(r.out.find("expectations: 3 of 4 passed - FAIL") != std::string::npos);
+  CHECK(r.out.find("FAIL  holds 2 m depth; worst 2.027; first failing at step 1199 (t = 12.000 s)") !=
+        std::string::npos);
+  std::ifstream f(dir + "/run/summary.json");
+  REQUIRE(f.good());
+  const auto summary = nlohmann::json::parse(f);
+  CHECK(summary["verdict"] == "fail");
+  CHECK(summary["expectations"][0]["first_failing_step"] == 1199);
+  std::ifstream report(dir + "/run/report.html");
+  std::stringstream html;
+  html << report.rdbuf();
+  const std::string page = html.str();
+  CHECK(page.find("<h2>Expectations</h2>") != std::string::npos);
+  CHECK(page.find("<h2>Expectations</h2>") < page.find("<h2>Summary</h2>"));
+  CHECK(page.find("the run FAILED") != std::string::npos);
+  // the unchanged example passes: exit 0
+  const auto ok = run(tether_exe + " run " + in_process_file + " --rtf 0 --quiet --out " + dir + "/ok");
+  CHECK_MESSAGE(ok.exit_code == 0, ok.out);
+  CHECK(ok.out.find("expectations: 4 of 4 passed") != std::string::npos);
+  // and the replay of the failed run is bit for bit
+  const auto replay = run(tether_exe + " replay " + dir + "/run/recording.mcap --verify --quiet");
+  CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  std::filesystem::remove_all(dir);
+}

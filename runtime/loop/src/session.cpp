@@ -66,6 +66,11 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   before_ = scenario_.initial;
   start_time_ns_ = scenario_.initial.time_ns;
   plausible_box_ = plausible_box(model_, scenario_.loop.plausibility);
+  if (!scenario_.expectations.empty()) {
+    expectations_ = std::make_unique<Expectations>(scenario_.expectations, processors_, scenario_);
+    if (expectations_->needs_contacts()) step_report_.contacts.reserve(8 * scenario_.model.bodies.size() + 16);
+    expect_logs_.resize(endpoints_.size());
+  }
   const std::size_t bodies = scenario_.model.bodies.size();
   record_.slots.resize(endpoints_.size());
   for (auto& r : record_.slots) r.reply.wrenches.reserve(bodies);
@@ -161,6 +166,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
   phase_ = nullptr;
   if (stop_requested.load() && outcome_ == Outcome::completed && steps_done_ < steps_total_)
     outcome_ = Outcome::stopped;
+  if (expectations_ && steps_done_ > 0) evaluate_expectations(StepContext{state_.step - 1, state_.time_ns, 0}, true);
   // every step ran, but not with every endpoint: say so (policy hold/safe carried it on)
   if (outcome_ == Outcome::completed)
     for (const auto& e : endpoints_)
@@ -206,6 +212,26 @@ bool Session::guarded_processor(std::size_t index, const StepContext& ctx, Call&
             " in phase " + phase_ + ": " + message,
         Outcome::failed);
   return false;
+}
+
+// the step's data for `expect:` (the state after the step); `last`: the end of the run
+void Session::evaluate_expectations(const StepContext& ctx, bool last) {
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    expect_logs_[i] = slots_[i].fresh && slots_[i].applied ? std::span<const LogLine>(slots_[i].applied->logs)
+                                                           : std::span<const LogLine>();
+  ExpectationStep s;
+  s.step = ctx.step;
+  s.t_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
+  s.model = &model_;
+  s.state = &state_;
+  s.devices = &devices_;
+  s.endpoints = &endpoints_;
+  s.report = &step_report_;
+  s.logs = expect_logs_;
+  if (last)
+    expectations_->finish(s);
+  else
+    expectations_->evaluate(s);
 }
 
 // a NaN or infinite actuator command (the device keeps its previous one): each goes into the
@@ -449,6 +475,11 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       return false;
   }
 
+  if (expectations_) {
+    phase_ = "expect";
+    evaluate_expectations(ctx, false);
+  }
+
   // 7 emit the actual state; hand the step to the recorder
   phase_ = "emit";
   history_.push(state_);
@@ -618,6 +649,10 @@ nlohmann::json Session::summary() const {
     out["vehicles"].push_back(std::move(j));
   }
   if (!scenario_.goals.empty()) out["goals"] = summarize_goals(scenario_.goals, model_, state_);
+  if (expectations_) {
+    out["expectations"] = expectations_->summary();
+    out["verdict"] = expectations_->passed() ? "pass" : "fail";
+  }
   out["state_hash"] = hash_state(state_);
   return out;
 }

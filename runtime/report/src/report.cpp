@@ -517,7 +517,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 table.kv th{background:none;font-weight:500;color:#555;min-width:170px}
 .outcome-completed{color:#1a7f37;font-weight:600}
 .outcome-stopped{color:#9a6700;font-weight:600}
-.outcome-aborted,.outcome-truncated{color:#c62828;font-weight:600}
+.outcome-aborted,.outcome-truncated,.outcome-failed{color:#c62828;font-weight:600}
+.outcome-completed_with_faults{color:#9a6700;font-weight:600}
 .lvl-warning{color:#9a6700}.lvl-error,.lvl-fatal{color:#c62828;font-weight:600}
 pre{background:#fff;border:1px solid #dde1e7;padding:10px;overflow:auto;font-size:12px}
 details summary{cursor:pointer;color:#345}
@@ -534,7 +535,42 @@ struct Page {
   }
 };
 
+// the verdict of `expect:` first: what a test run is for
+void expectations_section(Page& p, const json& s) {
+  if (!s.contains("expectations") || !s["expectations"].is_array()) return;
+  const json& list = s["expectations"];
+  std::size_t failed = 0, skipped = 0;
+  for (const auto& x : list) {
+    failed += jstr(x, "verdict") == "FAIL";
+    skipped += jstr(x, "verdict") == "SKIPPED";
+  }
+  p.add("<h2>Expectations</h2><p class=\"" + std::string(failed ? "outcome-failed" : "outcome-completed") + "\">" +
+        std::to_string(list.size() - failed - skipped) + " of " + std::to_string(list.size()) + " passed" +
+        (skipped ? ", " + std::to_string(skipped) + " skipped (the run ended before their window)" : std::string()) +
+        (failed ? " &mdash; the run FAILED" : "") + "</p>");
+  p.add(
+      "<table><tr><th>verdict</th><th>expectation</th><th>value</th><th>condition</th><th>when</th><th>worst "
+      "(closest)</th><th>first failing step</th><th>note</th></tr>");
+  for (const auto& x : list) {
+    const std::string verdict = jstr(x, "verdict");
+    const bool has_worst = x.contains("worst") && x["worst"].is_number();
+    const char* cls = verdict == "PASS"   ? "outcome-completed"
+                      : verdict == "FAIL" ? "outcome-failed"
+                                          : "outcome-stopped";
+    p.add("<tr><td class=\"" + std::string(cls) + "\">" + esc(verdict) + "</td><td>" + esc(jstr(x, "name")) +
+          "</td><td><code>" + esc(jstr(x, "value")) + "</code></td><td>" + esc(jstr(x, "that")) + "</td><td>" +
+          esc(jstr(x, "when")) + "</td><td>" + (has_worst ? fmt(x["worst"].get<double>(), 4) : std::string("&ndash;")) +
+          "</td><td>" +
+          (x.contains("first_failing_step") && x["first_failing_step"].is_number()
+               ? esc(jstr(x, "first_failing_step")) + " (t = " + fmt(jnum(x, "first_failing_time_s"), 3) + " s)"
+               : std::string("&ndash;")) +
+          "</td><td>" + esc(jstr(x, "reason")) + "</td></tr>");
+  }
+  p.add("</table>");
+}
+
 void summary_section(Page& p, const Collected& c) {
+  if (c.summary) expectations_section(p, *c.summary);
   p.add("<h2>Summary</h2>");
   if (!c.summary) {
     p.add(
@@ -594,7 +630,8 @@ void summary_section(Page& p, const Collected& c) {
                                               "state_hash",
                                               "endpoints",
                                               "feedback",
-                                              "vehicles"};
+                                              "vehicles",
+                                              "expectations"};
   for (const auto& [k, v] : s.items())
     if (!shown.count(k) && !v.is_structured()) row(k, esc(cell(v)));
   p.add("</table>");

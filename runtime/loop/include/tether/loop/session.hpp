@@ -15,6 +15,7 @@
 #include "tether/hal/device_bank.hpp"
 #include "tether/loop/device_world.hpp"
 #include "tether/loop/endpoint.hpp"
+#include "tether/loop/expectations.hpp"
 #include "tether/loop/feedback.hpp"
 #include "tether/loop/pacing.hpp"
 #include "tether/loop/plausibility.hpp"
@@ -77,6 +78,8 @@ class Session {
 
   /// The session summary (counters, timing, per-endpoint figures, vehicles).
   nlohmann::json summary() const;
+  /// False if an expectation of the scenario's `expect:` failed (known after run()).
+  bool expectations_passed() const { return !expectations_ || expectations_->passed(); }
 
   const WorldState& state() const { return state_; }
   /// The last loop.history_steps states, S_k included (state_at(t), rewind).
@@ -123,7 +126,10 @@ class Session {
   std::uint64_t invalid_commands_ = 0;
   std::uint64_t nonfinite_commands_ = 0;  // NaN/Inf actuator commands refused
   std::vector<bool> nonfinite_logged_;    // per device: its first one was logged
-  WorldBox plausible_box_;                // loop.plausibility: where a measured body may be
+  WorldBox plausible_box_;
+  std::unique_ptr<Expectations> expectations_;                    // `expect:` (null without)
+  std::vector<std::span<const LogLine>> expect_logs_;             // per endpoint: this step's LOG lines
+  void evaluate_expectations(const StepContext& ctx, bool last);  // loop.plausibility: where a measured body may be
   std::vector<Slot> slots_;
   SessionOptions options_;
   double rtf_ = 1;

@@ -9,6 +9,7 @@
 
 #include "tether/hal/device_spec.hpp"
 #include "tether/scenario/config.hpp"
+#include "tether/scenario/expectations.hpp"
 #include "tether/scenario/goals.hpp"
 #include "tether/physics/world_model.hpp"
 #include "tether/physics/world_state.hpp"
@@ -78,9 +79,10 @@ struct Scenario {
   WorldState initial;
   LoopConfig loop;
   std::vector<EndpointConfig> endpoints;
-  std::vector<FeedbackConfig> feedback;  // in the order the file lists them
-  std::vector<hal::DeviceSpec> devices;  // every body's devices; index = device index
-  std::vector<GoalConfig> goals;         // `goals:`, reported in the session summary
+  std::vector<FeedbackConfig> feedback;         // in the order the file lists them
+  std::vector<hal::DeviceSpec> devices;         // every body's devices; index = device index
+  std::vector<GoalConfig> goals;                // `goals:`, reported in the session summary
+  std::vector<ExpectationConfig> expectations;  // `expect:`, the run's verdict
   RecordingConfig recording;
   std::shared_ptr<ConfigContext> context;  // for errors found later (endpoint parsers)
 
