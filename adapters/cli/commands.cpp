@@ -224,7 +224,7 @@ int devices_command(const DevicesOptions& options) {
 
 int check_command(const CheckOptions& options) {
   try {
-    const runtime::Scenario scenario = runtime::load_scenario(options.scenario);
+    const runtime::Scenario scenario = runtime::load_scenario(options.scenario, options.overrides);
     const auto endpoints = adapters::make_endpoints(scenario);
     const auto processors = runtime::make_feedback_processors(scenario);
     std::cout << options.scenario << ": ok (" << scenario.model.vehicles.size() << " vehicles, "
@@ -242,7 +242,7 @@ int run_command(const RunOptions& options) {
   runtime::Scenario scenario;
   std::vector<std::unique_ptr<runtime::Endpoint>> endpoints;
   try {
-    scenario = runtime::load_scenario(options.scenario);
+    scenario = runtime::load_scenario(options.scenario, options.overrides);
     endpoints = adapters::make_endpoints(scenario);
   } catch (const runtime::ConfigError& e) {
     print_config_error(e);

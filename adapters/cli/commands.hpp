@@ -10,6 +10,7 @@ namespace tether::cli {
 
 struct RunOptions {
   std::string scenario;
+  std::vector<std::string> overrides;  // --set PATH=VALUE
   std::optional<double> real_time_factor;
   std::optional<std::uint64_t> steps;
   std::string out_dir;
@@ -50,6 +51,7 @@ struct KindsOptions {
 
 struct CheckOptions {
   std::string scenario;
+  std::vector<std::string> overrides;  // --set PATH=VALUE
 };
 
 enum ExitCode : int {

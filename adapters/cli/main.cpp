@@ -36,6 +36,12 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--rtf", run.real_time_factor, "Real-time factor: 1 = wall-clock time, 0 = as fast as possible")
       ->check(CLI::Range(0.0, 1000.0));
   run_cmd->add_option("--steps", run.steps, "Number of steps (overrides loop.steps)");
+  run_cmd
+      ->add_option("--set", run.overrides,
+                   "PATH=VALUE: override a scenario key (loop.seed=7, vehicles[0].bodies[0].mass_kg=12.5, "
+                   "endpoints.firmware.deadline_ms=5); validated like the file, recorded in the session")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run_cmd->add_option("--out", run.out_dir, "Session folder for the summary (default runs/<scenario>-<time>)");
   run_cmd->add_flag("--quiet,-q", run.quiet, "No status line");
   run_cmd->add_flag("--json", run.json, "Print the summary as JSON on stdout");
@@ -83,6 +89,9 @@ int main(int argc, char** argv) {
   CheckOptions check;
   auto* check_cmd = app.add_subcommand("check", "Validate a scenario file and its endpoints");
   check_cmd->add_option("scenario", check.scenario, "Scenario file (YAML)")->required();
+  check_cmd->add_option("--set", check.overrides, "PATH=VALUE: override a scenario key, as `run --set`")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 
   KindsOptions kinds;
   auto* kinds_cmd = app.add_subcommand("kinds",

@@ -339,7 +339,7 @@ TEST_CASE("a scenario or endpoint name that is not UTF-8: check and run refuse i
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("expect: a failed expectation is named with its step, exit 6; the report shows the verdicts first") {
+TEST_CASE("expect: a failed expectation is named with its step, exit 6, and the report shows the verdicts first") {
   const std::string dir = temp_dir("expect");
   std::ifstream in(in_process_file);
   std::stringstream text;
@@ -375,5 +375,31 @@ TEST_CASE("expect: a failed expectation is named with its step, exit 6; the repo
   // and the replay of the failed run is bit for bit
   const auto replay = run(tether_exe + " replay " + dir + "/run/recording.mcap --verify --quiet");
   CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("--set: run and check take overrides, the session records them and replay applies them again") {
+  const std::string dir = temp_dir("set");
+  const auto bad = run(tether_exe + " check " + in_process_file + " --set loop.seed=abc");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.out.find("--set loop.seed=abc: loop.seed: expected a whole number") != std::string::npos);
+  const auto ok = run(tether_exe + " check " + in_process_file + " --set loop.seed=7");
+  CHECK_MESSAGE(ok.exit_code == 0, ok.out);
+  // a heavier hull sinks differently: the override takes effect, and replay must know it
+  const auto r =
+      run(tether_exe + " run " + in_process_file +
+          " --rtf 0 --steps 300 --quiet --set loop.seed=7 --set vehicles.auv.bodies.hull.mass_kg=39.5 --out " + dir);
+  CHECK_MESSAGE(r.exit_code == 0, r.out);
+  std::ifstream f(dir + "/summary.json");
+  REQUIRE(f.good());
+  const auto summary = nlohmann::json::parse(f);
+  CHECK(summary["overrides"] == nlohmann::json({"loop.seed=7", "vehicles.auv.bodies.hull.mass_kg=39.5"}));
+  const auto plain = run("(" + tether_exe + " run " + in_process_file + " --rtf 0 --steps 300 --quiet --json --out " +
+                         dir + "/plain 2>/dev/null)");
+  const auto plain_summary = nlohmann::json::parse(plain.out);
+  CHECK(plain_summary["state_hash"] != summary["state_hash"]);
+  const auto replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify --quiet");
+  CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  CHECK(replay.out.find("bit-identical") != std::string::npos);
   std::filesystem::remove_all(dir);
 }

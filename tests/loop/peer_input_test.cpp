@@ -113,7 +113,7 @@ TEST_CASE("plausibility: the world box comes from the tank's planes, widened by 
   CHECK(implausible(at(0, Vec3(1e6, 0, 0)), nullptr, 10'000'000, box, off) == nullptr);
 }
 
-TEST_CASE("plausibility: absurd measurements are rejected and counted; the twin stays in the tank") {
+TEST_CASE("plausibility: absurd measurements are rejected and counted, and the twin stays in the tank") {
   const Scenario sc = parse_scenario(tank_scenario(), "gate.yaml");
   std::vector<std::unique_ptr<Endpoint>> eps;
   eps.push_back(std::make_unique<ScriptedEndpoint>(sc.endpoints[0], hostile));

@@ -199,3 +199,41 @@ TEST_CASE("limits: aliases that expand a small file past the node limit are refu
   const std::string e2 = all_errors(std::string(valid) + laughs);
   CHECK(e2.find("expands to more than") != std::string::npos);
 }
+
+TEST_CASE("--set: overrides by path, list elements by index or name, validated like the file") {
+  const Scenario sc = parse_scenario(
+      valid, "s.yaml",
+      {"loop.seed=7", "vehicles[0].bodies[0].mass_kg=12.5", "vehicles.auv.bodies.hull.shape.radius_m=0.3",
+       "endpoints.c.deadline_ms=4", "loop.history_steps=16"});
+  CHECK(sc.loop.seed == 7);
+  CHECK(sc.model.bodies[0].mass_kg == 12.5);
+  CHECK(sc.model.bodies[0].shape.radius_m == 0.3);
+  CHECK(sc.endpoints[0].deadline_ns == 4'000'000);
+  CHECK(sc.loop.history_steps == 16);  // a key the file did not have
+  CHECK(sc.overrides.size() == 5);
+
+  const auto errors_of = [](std::vector<std::string> overrides) {
+    try {
+      parse_scenario(valid, "s.yaml", overrides);
+    } catch (const ConfigError& e) {
+      std::string all;
+      for (const auto& l : e.errors()) all += l + "\n";
+      return all;
+    }
+    return std::string();
+  };
+  // a value the file's rules refuse: named by the option, not by a place in the file
+  CHECK(errors_of({"loop.seed=abc"}) == "--set loop.seed=abc: loop.seed: expected a whole number >= 0, got \"abc\"\n");
+  CHECK(errors_of({"vehicles[0].bodies[0].mass_kg=-1"})
+            .find("--set vehicles[0].bodies[0].mass_kg=-1: "
+                  "vehicles[0].bodies[0].mass_kg: expected") == 0);
+  CHECK(errors_of({"loop.colour=red"}).find("--set loop.colour=red: loop.colour: unknown key") == 0);
+  // paths that lead nowhere, and values that are not YAML
+  CHECK(errors_of({"vehicles[3].bodies[0].mass_kg=1"}) ==
+        "--set vehicles[3].bodies[0].mass_kg=1: vehicles has no element [3]\n");
+  CHECK(errors_of({"endpoints.nope.deadline_ms=1"}).find("endpoints has no element named \"nope\"") !=
+        std::string::npos);
+  CHECK(errors_of({"world.tank.size_m=[1,2,3]"}).find("world.tank is not in the file") != std::string::npos);
+  CHECK(errors_of({"loop.seed"}) == "--set loop.seed: expected PATH=VALUE\n");
+  CHECK(errors_of({"loop.seed=[1, 2"}).find("--set loop.seed=[1, 2: the value is not YAML") == 0);
+}

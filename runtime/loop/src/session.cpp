@@ -591,6 +591,7 @@ nlohmann::json Session::summary() const {
   const double sim_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
   json out;
   out["scenario"] = scenario_.name;
+  if (!scenario_.overrides.empty()) out["overrides"] = scenario_.overrides;
   out["outcome"] = to_string(outcome_);
   if (!abort_reason_.empty()) out["reason"] = abort_reason_;
   out["steps"] = steps_done_;

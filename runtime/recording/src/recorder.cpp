@@ -260,6 +260,12 @@ bool Recorder::open(const std::string& path, std::string* error) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
   writer_->add_attachment("scenario.yaml", "application/yaml", 0, now_ns, scenario_.source_text);
+  // --set overrides, one per line: replay applies them to scenario.yaml again
+  if (!scenario_.overrides.empty()) {
+    std::string lines;
+    for (const auto& o : scenario_.overrides) lines += o + "\n";
+    writer_->add_attachment("overrides.txt", "text/plain", 0, now_ns, lines);
+  }
   std::string endpoints;
   for (const auto& n : endpoint_names_) endpoints += (endpoints.empty() ? "" : ",") + n;
   writer_->add_metadata("tether", {{"format_version", std::to_string(recording_format_version)},

@@ -33,11 +33,25 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
   out.file_size_bytes = info.file_size_bytes;
 
   const mcap::Attachment* scenario_file = nullptr;
-  for (const auto& a : reader.attachments())
+  std::vector<std::string> overrides;  // the run's --set options, if any
+  for (const auto& a : reader.attachments()) {
     if (a.name == "scenario.yaml") scenario_file = &a;
+    if (a.name == "overrides.txt") {
+      std::string line;
+      for (char c : a.data) {
+        if (c == '\n') {
+          if (!line.empty()) overrides.push_back(line);
+          line.clear();
+        } else {
+          line += c;
+        }
+      }
+      if (!line.empty()) overrides.push_back(line);
+    }
+  }
   if (!scenario_file) return fail("not a Tether recording (no scenario.yaml attachment)");
   try {
-    out.scenario = parse_scenario(scenario_file->data, path + ":scenario.yaml");
+    out.scenario = parse_scenario(scenario_file->data, path + ":scenario.yaml", overrides);
   } catch (const ConfigError& e) {
     return fail(std::string("the recorded scenario does not parse with this build: ") + e.what());
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -310,6 +311,9 @@ ConfigNode ConfigNode::at(std::size_t i) const {
 void ConfigNode::error(const std::string& message) const {
   std::string where = context_->file;
   if (mark_.line >= 0) where += ":" + std::to_string(mark_.line + 1) + ":" + std::to_string(mark_.column + 1);
+  // a value that came from --set: name the option, not a place in the file
+  for (const auto& [path, option] : context_->overrides)
+    if (path_ == path || path_.rfind(path + ".", 0) == 0 || path_.rfind(path + "[", 0) == 0) where = "--set " + option;
   context_->errors.push_back(where + ": " + (path_.empty() ? std::string("(top level)") : path_) + ": " + message);
 }
 
@@ -458,6 +462,87 @@ std::vector<double> ConfigNode::numbers_or(const char* key, std::vector<double> 
 Vec3 ConfigNode::vec3_or(const char* key, const Vec3& fallback, Range range) const {
   const auto v = numbers_or(key, {fallback.x(), fallback.y(), fallback.z()}, 3, range);
   return {v[0], v[1], v[2]};
+}
+
+void apply_overrides(const ConfigNode& root, const std::vector<std::string>& overrides) {
+  for (const std::string& option : overrides) {
+    const auto fail = [&](const std::string& why) { throw ConfigError({"--set " + option + ": " + why}); };
+    const std::size_t eq = option.find('=');
+    if (eq == std::string::npos || eq == 0) fail("expected PATH=VALUE");
+    const std::string path = option.substr(0, eq);
+    YAML::Node value;
+    try {
+      value = YAML::Load(option.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      fail("the value is not YAML: " + e.msg);
+    }
+    // the path's steps: keys, [i] indices
+    std::vector<std::string> steps;
+    std::string cur;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+      const char c = path[i];
+      if (c == '.' || c == '[') {
+        if (!cur.empty()) steps.push_back(cur);
+        cur.clear();
+        if (c == '[') {
+          const std::size_t close = path.find(']', i);
+          if (close == std::string::npos) fail("an unclosed [ in the path");
+          steps.push_back(path.substr(i, close - i + 1));
+          i = close;
+        }
+      } else {
+        cur += c;
+      }
+    }
+    if (!cur.empty()) steps.push_back(cur);
+    if (steps.empty()) fail("expected PATH=VALUE");
+    YAML::Node node = root.yaml();
+    std::string where;  // the path as ConfigNode writes it
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      const std::string& st = steps[k];
+      const bool last = k + 1 == steps.size();
+      if (st.front() == '[') {
+        char* end = nullptr;
+        const long i = std::strtol(st.c_str() + 1, &end, 10);
+        if (!node.IsSequence() || *end != ']' || i < 0 || static_cast<std::size_t>(i) >= node.size())
+          fail((where.empty() ? std::string("the top level") : where) + " has no element " + st);
+        where += st;
+        if (last) {
+          node[static_cast<std::size_t>(i)] = value;
+        } else {
+          node.reset(node[static_cast<std::size_t>(i)]);
+        }
+        continue;
+      }
+      if (node.IsSequence()) {
+        // a list element by its name
+        bool found = false;
+        for (std::size_t i = 0; i < node.size() && !found; ++i) {
+          if (node[i].IsMap() && node[i]["name"] && node[i]["name"].IsScalar() && node[i]["name"].Scalar() == st) {
+            where += "[" + std::to_string(i) + "]";
+            if (last) {
+              node[i] = value;
+            } else {
+              node.reset(node[i]);
+            }
+            found = true;
+          }
+        }
+        if (!found)
+          fail((where.empty() ? std::string("the top level") : where) + " has no element named \"" + st + "\"");
+        continue;
+      }
+      if (!node.IsMap()) fail((where.empty() ? std::string("the top level") : where) + " is not a map");
+      where += (where.empty() ? "" : ".") + st;
+      if (last) {
+        node[st] = value;
+      } else {
+        if (!node[st]) fail(where + " is not in the file (only a final key may be added)");
+        node.reset(node[st]);
+      }
+    }
+    root.context().overrides.emplace_back(where, option);
+  }
 }
 
 ConfigNode load_config_text(const std::string& text, const std::string& label) {

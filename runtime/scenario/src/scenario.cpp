@@ -315,9 +315,11 @@ void Scenario::throw_if_errors() const {
   if (context && !context->errors.empty()) throw ConfigError(context->errors);
 }
 
-Scenario parse_scenario(const std::string& text, const std::string& label) {
+Scenario parse_scenario(const std::string& text, const std::string& label, const std::vector<std::string>& overrides) {
   const ConfigNode root = load_config_text(text, label);
+  apply_overrides(root, overrides);
   Scenario sc;
+  sc.overrides = overrides;
   sc.path = label;
   sc.source_text = text;
   sc.context = root.context_ptr();
@@ -340,12 +342,12 @@ Scenario parse_scenario(const std::string& text, const std::string& label) {
   return sc;
 }
 
-Scenario load_scenario(const std::string& path) {
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError({path + ": cannot open the file"});
   std::stringstream buffer;
   buffer << in.rdbuf();
-  return parse_scenario(buffer.str(), path);
+  return parse_scenario(buffer.str(), path, overrides);
 }
 
 }  // namespace tether::runtime

@@ -74,7 +74,8 @@ struct FeedbackConfig {
 struct Scenario {
   std::string name;
   std::string path;
-  std::string source_text;  // the file as read, kept for the recording
+  std::string source_text;             // the file as read, kept for the recording
+  std::vector<std::string> overrides;  // `--set PATH=VALUE` applied on top of it, in order
   WorldModel model;
   WorldState initial;
   LoopConfig loop;
@@ -94,8 +95,9 @@ struct Scenario {
 inline constexpr const char* endpoint_common_keys[] = {"name", "type", "vehicle", "deadline_ms", "timeout_policy"};
 
 /// Reads and validates a scenario file. Throws ConfigError listing every problem found.
-Scenario load_scenario(const std::string& path);
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 /// Same, from text; `label` names the file in messages.
-Scenario parse_scenario(const std::string& text, const std::string& label);
+Scenario parse_scenario(const std::string& text, const std::string& label,
+                        const std::vector<std::string>& overrides = {});
 
 }  // namespace tether::runtime
