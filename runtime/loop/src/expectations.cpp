@@ -269,26 +269,19 @@ void Expectations::finish(const ExpectationStep& last) {
     const bool window_after_end = (c.when == ExpectWhen::after || c.when == ExpectWhen::during)
                                       ? last.t_s < c.t0_s - 1e-12
                                       : (c.when == ExpectWhen::eventually && c.t1_s > 0 && last.t_s < c.t1_s - 1e-12);
-    if (c.when == ExpectWhen::eventually && !it.held_once) {
-      if (window_after_end) {
-        it.skipped = true;
-        it.why = "the run ended at " + nlohmann::json(last.t_s).dump() + " s, before its deadline";
-        continue;
-      }
+    const bool never_held = c.when == ExpectWhen::eventually && !it.held_once;
+    if (!never_held && it.evaluated > 0) continue;
+    if (window_after_end) {
+      it.skipped = true;
+      it.why = "the run ended at " + nlohmann::json(last.t_s).dump() + " s, before its " +
+               (never_held ? "deadline" : "window");
+    } else {
       it.failed = true;
       it.first_fail_step = last.step;
       it.first_fail_t = last.t_s;
-      it.why = c.kind == QuantityKind::log ? "no log line contained the text" : "never held";
-    } else if (it.evaluated == 0) {
-      if (window_after_end) {
-        it.skipped = true;
-        it.why = "the run ended at " + nlohmann::json(last.t_s).dump() + " s, before its window";
-        continue;
-      }
-      it.failed = true;
-      it.first_fail_step = last.step;
-      it.first_fail_t = last.t_s;
-      it.why = "never evaluated: the quantity had no reading in its window";
+      it.why = !never_held                   ? "never evaluated: the quantity had no reading in its window"
+               : c.kind == QuantityKind::log ? "no log line contained the text"
+                                             : "never held";
     }
   }
 }
