@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libFuzzer target for the firmware shim's receive side.
+ * Fuzz target for the firmware shim's receive side. The test suite links it with
+ * tests/fuzz/fuzz_driver.cpp and runs its corpus (tests/fuzz/corpus/frame_decoder) and seeded
+ * mutations; with libFuzzer, from the repository root:
  *
- *   mkdir -p build/fuzz/corpus
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *     -Ifirmware_shim/include tests/fuzz/frame_decoder_fuzz.c \
- *     firmware_shim/src/frame.c firmware_shim/src/messages.c firmware_shim/src/tether.c \
- *     firmware_shim/src/names.c -o build/fuzz/frame_decoder_fuzz
- *   build/fuzz/frame_decoder_fuzz -max_total_time=30 build/fuzz/corpus
+ *     -Ifirmware_shim/include tests/fuzz/frame_decoder_fuzz.c firmware_shim/src/frame.c \
+ *     firmware_shim/src/messages.c firmware_shim/src/tether.c firmware_shim/src/names.c \
+ *     -o build/fuzz/frame_decoder_fuzz
+ *   mkdir -p build/fuzz/corpus_frame_decoder
+ *   build/fuzz/frame_decoder_fuzz -max_total_time=30 build/fuzz/corpus_frame_decoder \
+ *     tests/fuzz/corpus/frame_decoder
+ *
+ * (tests/fuzz/build_libfuzzer.sh builds every target so; docs/reliability.md, "What is fuzzed".)
  *
  * The first input byte picks a mode:
  *   even: the rest is raw line bytes for the streaming decoder (small and large
@@ -244,10 +249,8 @@ int tether_port_write(const uint8_t* buf, size_t len) {
 void tether_port_diag(const char* text) { CHECK(text != NULL && strlen(text) < 200u); }
 
 /* script: [type%10][step u8][len u8][payload len bytes] ... ; type 9 = raw garbage */
-static void build_line(const uint8_t* data, size_t size, const uint8_t** devices, size_t* devices_len) {
+static void build_line(const uint8_t* data, size_t size) {
   size_t i = 0;
-  *devices = NULL;
-  *devices_len = 0;
   s_line_len = 0;
   s_line_pos = 0;
   while (i + 3u <= size) {
@@ -274,35 +277,56 @@ static void build_line(const uint8_t* data, size_t size, const uint8_t** devices
           tether_frame_encode(&h, data + i, s_line + s_line_len, sizeof s_line - s_line_len, &n)) {
         s_line_len += n;
       }
-      if (h.type == TETHER_MSG_DEVICES && *devices == NULL) {
-        *devices = data + i;
-        *devices_len = len;
-      }
     }
     i += len;
   }
 }
 
+/* The device table tether_init() took: the DEVICES frame in what the firmware has read so far,
+ * decoded again with the firmware's receive limit. (Not the first DEVICES of the script: raw
+ * bytes before it can swallow it, and raw bytes can hold a valid frame of their own.) tether_init
+ * returns on the first DEVICES it receives, so there is exactly one. */
+static size_t taken_table(const uint8_t** table) {
+  static uint8_t raw[TETHER_RAW_FRAME_SIZE(TETHER_RX_PAYLOAD_MAX)];
+  static uint8_t copy[TETHER_RX_PAYLOAD_MAX];
+  tether_frame_decoder_t d;
+  tether_frame_t f;
+  size_t i, len = 0;
+  int found = 0;
+  tether_frame_decoder_init(&d, raw, sizeof raw);
+  for (i = 0; i < s_line_pos; ++i) {
+    if (tether_frame_decoder_push(&d, s_line[i], &f) && f.header.type == TETHER_MSG_DEVICES) {
+      ++found;
+      len = f.header.payload_len;
+      memcpy(copy, f.payload, len);
+    }
+  }
+  CHECK(found == 1);
+  *table = copy;
+  return len;
+}
+
 static void run_session(const uint8_t* data, size_t size) {
-  const uint8_t* table;
+  const uint8_t* table = NULL;
   size_t table_len;
   int handles[TETHER_MAX_OPEN];
   uint16_t sizes[TETHER_MAX_OPEN];
   int opened = 0;
   int rc;
   int steps = 0;
-  build_line(data, size, &table, &table_len);
+  build_line(data, size);
   s_chunk_hint = size > 0u ? data[0] : 0u;
   tether_frame_decoder_init(&s_out, s_out_raw, sizeof s_out_raw);
   if (tether_init("fuzz", 1u) != TETHER_OK) {
     return;
   }
+  table_len = taken_table(&table);
   {
     /* open every device the table names, as firmware would */
     tether_devices_reader_t r;
     tether_device_entry_t e;
     uint16_t count;
-    if (table != NULL && tether_devices_reader_init(&r, table, table_len, &count)) {
+    if (tether_devices_reader_init(&r, table, table_len, &count)) {
       while (tether_devices_reader_next(&r, &e) && opened < (int)TETHER_MAX_OPEN) {
         char name[TETHER_MAX_DEVICE_NAME_LEN + 1u];
         memcpy(name, e.name, e.name_len);
