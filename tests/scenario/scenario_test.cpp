@@ -157,3 +157,33 @@ TEST_CASE("config errors name file, line, column and key path, and say what was 
     }
   }
 }
+
+TEST_CASE("scenario: numbers whose derived figures would not be finite are refused (found by the fuzz target)") {
+  const auto errors_of = [](const std::string& text) {
+    try {
+      parse_scenario(text, "f.yaml");
+    } catch (const ConfigError& e) {
+      std::string all;
+      for (const auto& l : e.errors()) all += l + "\n";
+      return all;
+    }
+    return std::string();
+  };
+  const auto body = [](const std::string& shape, const std::string& mass) {
+    return "vehicles:\n  - name: auv\n    bodies:\n      - {name: hull, shape: " + shape + ", mass_kg: " + mass + "}\n";
+  };
+  CHECK(errors_of(body("{type: sphere, radius_m: 0.2}", "1e-320")).find("mass_kg: expected a value from 1e-06 kg") !=
+        std::string::npos);
+  CHECK(errors_of(body("{type: sphere, radius_m: 1e-200}", "1")).find("radius_m: expected a value from 1e-06 m") !=
+        std::string::npos);
+  CHECK(errors_of(body("{type: cylinder, radius_m: 0.1, length_m: 1e300}", "1")).find("length_m: expected") !=
+        std::string::npos);
+  CHECK(errors_of(body("{type: box, size_m: [1, 1e300, 1]}", "1")).find("size_m: expected") != std::string::npos);
+  CHECK(errors_of(body("{type: sphere, radius_m: 0.2}", "1") + "loop: {duration_s: 1e300}\n")
+            .find("loop.duration_s: expected") != std::string::npos);
+  CHECK(errors_of(body("{type: sphere, radius_m: 0.2}", "1") +
+                  "endpoints: [{name: c, type: in_process, vehicle: auv, controller: idle, deadline_ms: 1e13}]\n")
+            .find("deadline_ms: expected") != std::string::npos);
+  // and an expectation on a vehicle without bodies is an error, not a read past the end
+  CHECK(errors_of("vehicles: [{name: auv, bodies: []}]\nexpect:\n  - {value: auv.depth_m, that: \"< 1\"}\n") != "");
+}

@@ -216,8 +216,13 @@ bool resolve(const std::string& value, const Scenario& sc, ExpectationConfig& e,
     return true;
   }
   if (seg.size() == 2 && figure(seg[1])) {
+    const auto& bodies = sc.model.vehicles[static_cast<std::size_t>(vehicle)].bodies;
+    if (bodies.empty()) {
+      why = "a vehicle with bodies (\"" + seg[0] + "\" has none)";
+      return false;
+    }
     e.kind = QuantityKind::body;
-    e.body = sc.model.vehicles[static_cast<std::size_t>(vehicle)].bodies.front();
+    e.body = bodies.front();
     return true;
   }
   if (seg.size() == 3) {

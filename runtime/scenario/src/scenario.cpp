@@ -16,6 +16,18 @@ namespace tether::runtime {
 
 namespace {
 
+// sizes and masses a body may have: beyond these, the derived inverse mass, inertia and
+// volume stop being finite (1e-320 kg, a radius of 1e300 m). Checked after the usual
+// "a number > 0", so that the common mistakes keep their short message.
+double bounded(const ConfigNode& n, const char* key, double v, double lo, double hi, const char* unit) {
+  if (n.has(key) && v > 0 && (v < lo || v > hi)) {
+    std::ostringstream s;
+    s << "expected a value from " << lo << " " << unit << " to " << hi << " " << unit << ", got " << v;
+    n[key].error(s.str());
+  }
+  return v;
+}
+
 constexpr double deg = std::numbers::pi / 180.0;
 
 Shape parse_shape(const ConfigNode& n, bool allow_plane) {
@@ -31,18 +43,19 @@ Shape parse_shape(const ConfigNode& n, bool allow_plane) {
   if (type == "sphere") {
     n.expect_map({"type", "radius_m"});
     s.kind = ShapeKind::sphere;
-    s.radius_m = n.number("radius_m", Range::positive());
+    s.radius_m = bounded(n, "radius_m", n.number("radius_m", Range::positive()), 1e-6, 1e6, "m");
   } else if (type == "box") {
     n.expect_map({"type", "size_m"});
     s.kind = ShapeKind::box;
     const auto size = n.numbers_or("size_m", {}, 3, Range::positive());
     if (!n.has("size_m")) n.expected("size_m", "a list of 3 numbers (each a number > 0)");
+    for (double v : size) bounded(n, "size_m", v, 1e-6, 1e6, "m");
     if (size.size() == 3) s.half_extents_m = Vec3(size[0], size[1], size[2]) * 0.5;
   } else if (type == "cylinder" || type == "capsule") {
     n.expect_map({"type", "radius_m", "length_m"});
     s.kind = type == "cylinder" ? ShapeKind::cylinder : ShapeKind::capsule;
-    s.radius_m = n.number("radius_m", Range::positive());
-    s.half_length_m = 0.5 * n.number("length_m", Range::positive());
+    s.radius_m = bounded(n, "radius_m", n.number("radius_m", Range::positive()), 1e-6, 1e6, "m");
+    s.half_length_m = 0.5 * bounded(n, "length_m", n.number("length_m", Range::positive()), 1e-6, 1e6, "m");
   } else if (type == "plane") {
     n.expect_map({"type", "normal", "offset_m"});
     s.kind = ShapeKind::plane;
@@ -143,7 +156,7 @@ void parse_body(const ConfigNode& b, const std::string& vehicle, int vehicle_ind
   body.vehicle = vehicle_index;
   body.shape = parse_shape(b["shape"], false);
   if (!b.has("shape")) b.expected("shape", "a shape map");
-  body.mass_kg = b.number("mass_kg", Range::positive());
+  body.mass_kg = bounded(b, "mass_kg", b.number("mass_kg", Range::positive()), 1e-6, 1e12, "kg");
   std::optional<Mat3> inertia;
   if (b.has("inertia_kg_m2")) {
     const auto d = b.numbers_or("inertia_kg_m2", {1, 1, 1}, 3, Range::positive());
@@ -237,7 +250,8 @@ void parse_loop(const ConfigNode& l, LoopConfig& loop) {
   if (l.has("steps") && l.has("duration_s")) l["duration_s"].error("give either steps or duration_s, not both");
   loop.steps = l.unsigned_or("steps", loop.steps);
   if (l.has("duration_s")) {
-    const double d = l.number("duration_s", Range::positive());
+    // at most 10^9 s (31 years): the step count must fit its integer
+    const double d = l.number("duration_s", Range{0, 1e9, true});
     loop.steps = static_cast<std::uint64_t>(std::ceil(d * 1e9 / static_cast<double>(loop.period_ns) - 1e-9));
   }
   loop.seed = l.unsigned_or("seed", loop.seed);
@@ -289,7 +303,7 @@ void parse_endpoints(const ConfigNode& es, Scenario& sc) {
       if (ep.vehicle_index < 0) e["vehicle"].error("no vehicle named \"" + ep.vehicle + "\" in this scenario");
     }
     ep.deadline_ns = std::llround(
-        e.number_or("deadline_ms", static_cast<double>(sc.loop.period_ns) / 1e6, Range::non_negative()) * 1e6);
+        e.number_or("deadline_ms", static_cast<double>(sc.loop.period_ns) / 1e6, Range::between(0, 3.6e6)) * 1e6);
     const std::string policy = e.choice_or("timeout_policy", "hold", {"block", "hold", "safe", "abort"});
     ep.policy = policy == "block"   ? TimeoutPolicy::block
                 : policy == "safe"  ? TimeoutPolicy::safe
