@@ -855,10 +855,11 @@ bool SerialEndpoint::publish(const runtime::StepContext& ctx, const runtime::Wor
     return false;
   }
   Link& link = *s.link;
-  std::lock_guard<std::mutex> lock(link.m);
+  std::unique_lock<std::mutex> lock(link.m);
   // built only on a fault: the step builds no strings
   auto at = [&] { return "at step " + std::to_string(ctx.step); };
   if (link.proto.failed() || link.child_exited || link.line_closed) {
+    link.await_exit_after_hangup(lock);  // a killed program hangs up before its exit is seen
     fault_message_ = fault_reason(link, at());
     return false;
   }
@@ -869,6 +870,7 @@ bool SerialEndpoint::publish(const runtime::StepContext& ctx, const runtime::Wor
   s.published = true;
   s.next_resend = SteadyClock::now() + milliseconds(config_.resend_ms);
   if (link.proto.failed() || link.line_closed) {
+    link.await_exit_after_hangup(lock);
     fault_message_ = fault_reason(link, at());
     return false;
   }
