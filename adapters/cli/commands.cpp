@@ -112,6 +112,19 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
   if (s.contains("devices") && s["devices"].value("invalid_commands", 0) > 0)
     out << "  devices: " << s["devices"]["invalid_commands"] << " actuator commands refused, of them "
         << s["devices"].value("nonfinite_commands", 0) << " NaN/Inf (the previous command stayed; see the events)\n";
+  if (s.contains("faults"))
+    for (const auto& f : s["faults"]) {
+      const auto& acts = f["activations"];
+      out << "  fault " << f["name"].get<std::string>() << ": active " << f["active_steps"].get<std::uint64_t>()
+          << " steps in " << f["activation_count"].get<std::uint64_t>() << " activation"
+          << (f["activation_count"] == 1 ? "" : "s");
+      if (!acts.empty()) {
+        std::snprintf(line, sizeof line, ", first at step %llu (t = %.3f s)",
+                      acts[0]["start_step"].get<unsigned long long>(), acts[0]["start_s"].get<double>());
+        out << line;
+      }
+      out << '\n';
+    }
   if (s.contains("expectations")) {
     std::size_t failed = 0, skipped = 0;
     for (const auto& x : s["expectations"]) {

@@ -168,6 +168,10 @@ struct MqttEndpoint::Impl {
   std::condition_variable cv;
   std::deque<mqtt::Feedback> queue;
   MqttCounters c;
+  // the step's link faults (docs/faults.md): shape_out on the loop thread only, shape_in
+  // under shape_m (Paho's callback thread and set_link_faults)
+  runtime::LinkShaper shape_out, shape_in;
+  std::mutex shape_m;
   bool vehicle_online = false;
   std::string vehicle_state;
   bool have_applied = false;
@@ -205,6 +209,55 @@ void replace_all(std::string& s, const std::string& what, const std::string& wit
 }
 
 }  // namespace
+
+// a feedback message as it arrives (after the link faults): parsed, matched against what
+// has been published by now, queued for the step it answers
+void MqttEndpoint::on_feedback(std::string_view payload, bool retained) {
+  Impl& t = *impl_;
+  mqtt::Feedback f;
+  std::string reason;
+  const mqtt::Reject r =
+      mqtt::parse_feedback(payload, config_.vehicle_id, *t.model, vehicle(), f, reason, config_.max_payload_bytes);
+  std::lock_guard<std::mutex> lock(t.m);
+  ++t.c.received;
+  if (r != mqtt::Reject::none) {
+    if (r == mqtt::Reject::wrong_vehicle)
+      ++t.c.wrong_vehicle;
+    else
+      ++t.c.malformed;
+    t.last_reject = std::string(mqtt::to_string(r)) + ": " + reason;
+    t.reject_log.warn(name(), "feedback rejected (" + t.last_reject + ")");
+    return;
+  }
+  // matched on arrival against what has been published by now: an answer for a step not
+  // asked yet (or left on the broker, retained, before the run) is never applied
+  const char* what = nullptr;
+  if (retained) {
+    ++t.c.retained;
+    what = "retained";
+  } else if (!t.have_asked || f.step > t.asked) {
+    ++t.c.out_of_order;
+    what = "out-of-order";
+  } else if (t.have_applied && f.step == t.last_applied) {
+    ++t.c.duplicate;
+    what = "duplicate";
+  } else if (f.step < t.asked) {
+    ++t.c.stale;
+    what = "stale";
+  }
+  if (what != nullptr) {
+    t.order_log.warn(name(), std::string(what) + " feedback for step " + std::to_string(f.step) + " (step " +
+                                 (t.have_asked ? std::to_string(t.asked) : std::string("none")) +
+                                 " asked) not applied");
+    return;
+  }
+  if (t.queue.size() >= max_queued) {
+    t.queue.pop_front();
+    ++t.c.queue_overflow;
+  }
+  t.queue.push_back(std::move(f));
+  t.cv.notify_all();
+}
 
 void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldState& initial) {
   (void)initial;
@@ -293,49 +346,13 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
         return;
       }
       if (topic != t.topics.feedback) return;
-      mqtt::Feedback f;
-      std::string reason;
-      const mqtt::Reject r =
-          mqtt::parse_feedback(payload, config_.vehicle_id, *t.model, vehicle(), f, reason, config_.max_payload_bytes);
-      std::lock_guard<std::mutex> lock(t.m);
-      ++t.c.received;
-      if (r != mqtt::Reject::none) {
-        if (r == mqtt::Reject::wrong_vehicle)
-          ++t.c.wrong_vehicle;
-        else
-          ++t.c.malformed;
-        t.last_reject = std::string(mqtt::to_string(r)) + ": " + reason;
-        t.reject_log.warn(name(), "feedback rejected (" + t.last_reject + ")");
-        return;
-      }
-      // matched on arrival against what has been published by now: an answer for a step not
-      // asked yet (or left on the broker, retained, before the run) is never applied
-      const char* what = nullptr;
       if (msg->is_retained()) {
-        ++t.c.retained;
-        what = "retained";
-      } else if (!t.have_asked || f.step > t.asked) {
-        ++t.c.out_of_order;
-        what = "out-of-order";
-      } else if (t.have_applied && f.step == t.last_applied) {
-        ++t.c.duplicate;
-        what = "duplicate";
-      } else if (f.step < t.asked) {
-        ++t.c.stale;
-        what = "stale";
-      }
-      if (what != nullptr) {
-        t.order_log.warn(name(), std::string(what) + " feedback for step " + std::to_string(f.step) + " (step " +
-                                     (t.have_asked ? std::to_string(t.asked) : std::string("none")) +
-                                     " asked) not applied");
+        on_feedback(payload, true);
         return;
       }
-      if (t.queue.size() >= max_queued) {
-        t.queue.pop_front();
-        ++t.c.queue_overflow;
-      }
-      t.queue.push_back(std::move(f));
-      t.cv.notify_all();
+      // through the step's link faults (a delayed message crosses at a later step)
+      std::lock_guard<std::mutex> shaping(t.shape_m);
+      t.shape_in.pass(payload, [this](std::string_view b) { on_feedback(b, false); });
     });
     s.client->set_connected_handler([this](const std::string&) {
       Impl& t = *impl_;
@@ -430,6 +447,22 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
   }
 }
 
+void MqttEndpoint::set_link_faults(const runtime::LinkFaults& faults) {
+  Impl& s = *impl_;
+  if (!s.client) return;
+  // what a delay held back crosses now, before this step's traffic (Paho is called without m)
+  try {
+    s.shape_out.begin_step(faults.step, faults.seed, faults.out, [&](std::string_view b) {
+      s.client->publish(s.topics.projected, b.data(), b.size(), config_.qos, false);
+    });
+  } catch (const ::mqtt::exception& e) {
+    std::lock_guard<std::mutex> lock(s.m);
+    ++s.c.publish_errors;
+  }
+  std::lock_guard<std::mutex> shaping(s.shape_m);
+  s.shape_in.begin_step(faults.step, ~faults.seed, faults.in, [this](std::string_view b) { on_feedback(b, false); });
+}
+
 bool MqttEndpoint::publish(const runtime::StepContext& ctx, const runtime::WorldState& projected) {
   Impl& s = *impl_;
   if (!s.client) {
@@ -456,7 +489,9 @@ void MqttEndpoint::send_projected(std::uint64_t step) {
     connects = s.c.connects;
   }
   try {
-    s.client->publish(s.topics.projected, s.buffer.data(), s.buffer.size(), config_.qos, false);
+    s.shape_out.pass(s.buffer, [&](std::string_view b) {
+      s.client->publish(s.topics.projected, b.data(), b.size(), config_.qos, false);
+    });
     std::lock_guard<std::mutex> lock(s.m);
     ++s.c.published;
     s.published_ok = true;
@@ -590,6 +625,11 @@ void MqttEndpoint::summarize(nlohmann::json& out) const {
   j["vehicle_id"] = config_.vehicle_id;
   j["qos"] = config_.qos;
   j["tcp_nodelay"] = config_.tcp_nodelay;
+  {
+    std::lock_guard<std::mutex> shaping(impl_->shape_m);
+    if (auto lf = runtime::link_fault_summary(impl_->shape_out, impl_->shape_in); !lf.is_null())
+      j["link_faults"] = std::move(lf);
+  }
   j["counters"] = {{"published", c.published},
                    {"publish_errors", c.publish_errors},
                    {"received", c.received},

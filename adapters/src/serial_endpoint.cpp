@@ -398,27 +398,33 @@ struct Link : std::enable_shared_from_this<Link> {
   bool want_port = false;
   std::string announced_port;
 
+  // the step's link faults (docs/faults.md): what goes out and what comes in crosses these
+  runtime::LinkShaper shape_out, shape_in;
+
   // ---- writing (m held) ----
   void flush_outbox() {
     auto& out = proto.outbox();
     if (out.empty()) return;
-    if (line_closed || fd < 0) {
-      out.clear();
-      return;
-    }
+    const std::string_view bytes(reinterpret_cast<const char*>(out.data()), out.size());
+    shape_out.pass(bytes, [this](std::string_view b) { write_bytes(b); });
+    out.clear();
+  }
+
+  void write_bytes(std::string_view out) {
+    if (out.empty() || line_closed || fd < 0) return;
     std::size_t done = 0;
     if (backlog.empty()) {
       const ssize_t n = ::write(fd, out.data(), out.size());
       if (n < 0 && errno != EAGAIN && errno != EINTR) {
         set_line_closed(std::string("write: ") + std::strerror(errno));
-        out.clear();
         return;
       }
       done = n > 0 ? static_cast<std::size_t>(n) : 0;
       proto.counters().bytes_tx += done;
     }
     if (done < out.size()) {
-      backlog.insert(backlog.end(), out.begin() + static_cast<std::ptrdiff_t>(done), out.end());
+      backlog.insert(backlog.end(), reinterpret_cast<const std::uint8_t*>(out.data()) + done,
+                     reinterpret_cast<const std::uint8_t*>(out.data()) + out.size());
       ++backlog_events;
       if (backlog.size() > max_backlog_bytes)
         set_line_closed("the other side does not read: " + std::to_string(backlog.size()) + " bytes queued");
@@ -427,7 +433,13 @@ struct Link : std::enable_shared_from_this<Link> {
         asio::post(io, [self = shared_from_this()] { self->arm_write(); });
       }
     }
-    out.clear();
+  }
+
+  // bytes from the line into the decoder, through the link faults (m held)
+  void feed(std::string_view bytes) {
+    shape_in.pass(bytes, [this](std::string_view b) {
+      proto.on_bytes(reinterpret_cast<const std::uint8_t*>(b.data()), b.size());
+    });
   }
 
   std::string hung_up(const std::string& what) const {
@@ -507,7 +519,7 @@ struct Link : std::enable_shared_from_this<Link> {
     for (;;) {
       const ssize_t n = ::read(fd, rx.data(), rx.size());
       if (n > 0) {
-        proto.on_bytes(rx.data(), static_cast<std::size_t>(n));
+        feed(std::string_view(reinterpret_cast<const char*>(rx.data()), static_cast<std::size_t>(n)));
         continue;
       }
       if (n == 0) {
@@ -848,6 +860,21 @@ void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::Worl
   }
 }
 
+void SerialEndpoint::set_link_faults(const runtime::LinkFaults& faults) {
+  Impl& s = *impl_;
+  if (!s.link) return;
+  Link& link = *s.link;
+  std::lock_guard<std::mutex> lock(link.m);
+  const bool had_reply = link.proto.reply_ready();
+  // what a delay held back crosses now, before this step's traffic
+  link.shape_out.begin_step(faults.step, faults.seed, faults.out, [&](std::string_view b) { link.write_bytes(b); });
+  link.shape_in.begin_step(faults.step, ~faults.seed, faults.in, [&](std::string_view b) {
+    link.proto.on_bytes(reinterpret_cast<const std::uint8_t*>(b.data()), b.size());
+  });
+  link.flush_outbox();  // the decoder may have answered (a LOG, a NAK)
+  if (!had_reply && link.proto.reply_ready()) link.wake();
+}
+
 bool SerialEndpoint::publish(const runtime::StepContext& ctx, const runtime::WorldState& projected) {
   Impl& s = *impl_;
   if (!s.link) {
@@ -1037,6 +1064,8 @@ void SerialEndpoint::summarize(nlohmann::json& out) const {
       for (const auto& d : config_.table)
         if (d.index == idx) opened.push_back(d.name);
     j["devices_opened"] = opened;
+    if (auto lf = runtime::link_fault_summary(s.link->shape_out, s.link->shape_in); !lf.is_null())
+      j["link_faults"] = std::move(lf);
     const SerialCounters& c = p.counters();
     j["counters"] = {{"bytes_rx", c.bytes_rx},
                      {"bytes_tx", c.bytes_tx},

@@ -374,6 +374,16 @@ void DeviceBank::actuate(const WorldView& view, double dt_s, std::vector<Wrench>
 
 // ---- adapters and observers ---------------------------------------------------------------
 
+void DeviceBank::override_output(std::size_t index, const Sample& s) {
+  if (index >= devices_.size() || devices_[index].info->actuator) return;
+  Device& d = devices_[index];
+  d.held = s;
+  if (d.held.valid) {
+    finish_sample(d.spec, d.held);
+    encode_sample(d.spec, d.held, payloads_.data() + d.payload_offset);
+  }
+}
+
 Status DeviceBank::reading(std::size_t index, const std::uint8_t*& data, std::size_t& size) const {
   data = nullptr;
   size = 0;

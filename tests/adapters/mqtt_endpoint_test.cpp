@@ -128,6 +128,8 @@ class Recording final : public Endpoint {
   }
   void emit(const StepContext& ctx, const WorldState& actual) override { inner_->emit(ctx, actual); }
   void stop() override { inner_->stop(); }
+  void set_link_faults(const runtime::LinkFaults& faults) override { inner_->set_link_faults(faults); }
+  void summarize(nlohmann::json& out) const override { inner_->summarize(out); }
   MqttEndpoint& mqtt() { return static_cast<MqttEndpoint&>(*inner_); }
 
   std::mutex m;
@@ -187,6 +189,31 @@ TEST_CASE("mqtt: lock-step with the stand-in vehicle through mosquitto") {
   check_lock_step(*rec, sc.loop.period_ns);
   const nlohmann::json s = session.summary();
   CHECK(s["endpoints"][1]["replies"] == 300);
+}
+
+TEST_CASE("mqtt: link faults drop what goes out and what comes in, and cost exactly their steps") {
+  // the same vocabulary as on a serial line (docs/faults.md): the runtime shapes the
+  // projected messages it publishes and the feedback it receives
+  test::Mosquitto broker;
+  ScenarioFile file(
+      tank_scenario(broker.uri(), "link_faults", "hold", 300, 200) +
+      "faults:\n"
+      "  - {name: out silence, endpoint: tank, kind: drop, direction: out, at_step: 50, duration_steps: 5}\n"
+      "  - {name: in silence, endpoint: tank, kind: drop, direction: in, at_step: 120, duration_steps: 4}\n");
+  const Scenario sc = load_scenario(file.path);
+  Recording* rec = nullptr;
+  Session session(sc, endpoints_with_recording(sc, rec));
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  const nlohmann::json s = session.summary();
+  CHECK(s["endpoints"][1]["misses"] == 9);
+  CHECK(s["endpoints"][1]["replies"] == 191);
+  const auto& lf = s["endpoints"][1]["mqtt"]["link_faults"];
+  CHECK(lf["out"]["dropped"] == 5);
+  CHECK(lf["in"]["dropped"].get<int>() >= 4);
+  REQUIRE(s["faults"].size() == 2);
+  CHECK(s["faults"][0]["activations"][0]["start_step"] == 50);
+  CHECK(s["faults"][1]["activations"][0]["end_step"] == 124);
 }
 
 TEST_CASE("mqtt: hostile feedback is counted and never applied while the loop keeps stepping") {

@@ -181,6 +181,12 @@ endpoints:
   - {name: sim, type: in_process, vehicle: rov, deadline_ms: 5, timeout_policy: safe, controller: depth_hold}
 goals:
   - {vehicle: rov, depth_m: 1.5, heading_deg: 90}
+faults:
+  - {name: stuck sonar, device: rov.frame.sonar, kind: stuck, at_s: 0.5, duration_s: 0.2}
+  - {device: rov.frame.imu, kind: noise, sigma: 0.2, channel: 1, probability: 0.05, duration_steps: 3}
+  - {device: rov.frame.gps, kind: dropout, at_step: 10, duration_steps: 4}
+  - {device: rov.frame.sonar, kind: saturation, min: 0, max: 3, if: {value: rov.depth_m, that: "> 1.2"}}
+  - {device: rov.frame.imu, kind: drift, rate: 0.01, at_s: 1}
 """)
     write("scenario_parser", "anchors.yaml", """name: anchors
 body: &body

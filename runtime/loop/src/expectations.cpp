@@ -175,64 +175,7 @@ void Expectations::evaluate_one(Item& it, const ExpectationStep& s) {
         }
       return;
     }
-    double v = nan;
-    switch (c.kind) {
-      case QuantityKind::body: {
-        const BodyState& b = s.state->bodies[static_cast<std::size_t>(c.body)];
-        const Vec3 vel = linear_velocity(*s.model, *s.state, c.body);
-        switch (c.figure) {
-          case BodyFigure::x_m: v = b.position_m.x(); break;
-          case BodyFigure::y_m: v = b.position_m.y(); break;
-          case BodyFigure::z_m: v = b.position_m.z(); break;
-          case BodyFigure::depth_m: v = s.model->water.surface_z_m - b.position_m.z(); break;
-          case BodyFigure::heading_deg: v = compass_heading_deg(b.orientation); break;
-          case BodyFigure::roll_deg: v = deg(rpy_from_quat(b.orientation).x()); break;
-          case BodyFigure::pitch_deg: v = deg(rpy_from_quat(b.orientation).y()); break;
-          case BodyFigure::yaw_deg: v = deg(rpy_from_quat(b.orientation).z()); break;
-          case BodyFigure::speed_m_s: v = vel.norm(); break;
-          case BodyFigure::vx_m_s: v = vel.x(); break;
-          case BodyFigure::vy_m_s: v = vel.y(); break;
-          case BodyFigure::vz_m_s: v = vel.z(); break;
-        }
-        break;
-      }
-      case QuantityKind::device: {
-        const hal::Sample& sample = s.devices->sample(static_cast<std::size_t>(c.device));
-        if (sample.valid || s.devices->is_actuator(static_cast<std::size_t>(c.device)))
-          v = sample.ch[static_cast<std::size_t>(c.channel)];
-        break;
-      }
-      case QuantityKind::endpoint: {
-        const EndpointCounters& k = (*s.endpoints)[static_cast<std::size_t>(c.endpoint)]->counters;
-        const std::string& n = c.counter;
-        v = static_cast<double>(n == "replies"   ? k.replies
-                                : n == "late"    ? k.late
-                                : n == "misses"  ? k.misses
-                                : n == "stale"   ? k.stale
-                                : n == "corrupt" ? k.corrupt
-                                : n == "faults"  ? k.faults
-                                                 : k.implausible);
-        break;
-      }
-      case QuantityKind::feedback: {
-        figures_.clear();
-        processors_[static_cast<std::size_t>(it.processor)]->record(figures_);
-        if (static_cast<std::size_t>(it.field) < figures_.size()) v = figures_[static_cast<std::size_t>(it.field)];
-        break;
-      }
-      case QuantityKind::contacts: {
-        int n = 0;
-        for (const ContactEvent& e : s.report->contacts) {
-          const auto of = [&](int body) {
-            return body >= 0 && s.model->bodies[static_cast<std::size_t>(body)].vehicle == c.vehicle;
-          };
-          if (of(e.body_a) || of(e.body_b)) ++n;
-        }
-        v = n;
-        break;
-      }
-      case QuantityKind::log: break;
-    }
+    const double v = value_of(it, s);
     if (!std::isfinite(v)) return;  // no reading this step (dropout): nothing to judge
     ++it.evaluated;
     const double m = margin(c, v);
@@ -257,6 +200,74 @@ void Expectations::evaluate_one(Item& it, const ExpectationStep& s) {
       it.first_fail_t = s.t_s;
     }
   }
+}
+
+double Expectations::value_of(Item& it, const ExpectationStep& s) {
+  const ExpectationConfig& c = it.c;
+  double v = nan;
+  switch (c.kind) {
+    case QuantityKind::body: {
+      const BodyState& b = s.state->bodies[static_cast<std::size_t>(c.body)];
+      const Vec3 vel = linear_velocity(*s.model, *s.state, c.body);
+      switch (c.figure) {
+        case BodyFigure::x_m: v = b.position_m.x(); break;
+        case BodyFigure::y_m: v = b.position_m.y(); break;
+        case BodyFigure::z_m: v = b.position_m.z(); break;
+        case BodyFigure::depth_m: v = s.model->water.surface_z_m - b.position_m.z(); break;
+        case BodyFigure::heading_deg: v = compass_heading_deg(b.orientation); break;
+        case BodyFigure::roll_deg: v = deg(rpy_from_quat(b.orientation).x()); break;
+        case BodyFigure::pitch_deg: v = deg(rpy_from_quat(b.orientation).y()); break;
+        case BodyFigure::yaw_deg: v = deg(rpy_from_quat(b.orientation).z()); break;
+        case BodyFigure::speed_m_s: v = vel.norm(); break;
+        case BodyFigure::vx_m_s: v = vel.x(); break;
+        case BodyFigure::vy_m_s: v = vel.y(); break;
+        case BodyFigure::vz_m_s: v = vel.z(); break;
+      }
+      break;
+    }
+    case QuantityKind::device: {
+      const hal::Sample& sample = s.devices->sample(static_cast<std::size_t>(c.device));
+      if (sample.valid || s.devices->is_actuator(static_cast<std::size_t>(c.device)))
+        v = sample.ch[static_cast<std::size_t>(c.channel)];
+      break;
+    }
+    case QuantityKind::endpoint: {
+      const EndpointCounters& k = (*s.endpoints)[static_cast<std::size_t>(c.endpoint)]->counters;
+      const std::string& n = c.counter;
+      v = static_cast<double>(n == "replies"   ? k.replies
+                              : n == "late"    ? k.late
+                              : n == "misses"  ? k.misses
+                              : n == "stale"   ? k.stale
+                              : n == "corrupt" ? k.corrupt
+                              : n == "faults"  ? k.faults
+                                               : k.implausible);
+      break;
+    }
+    case QuantityKind::feedback: {
+      figures_.clear();
+      processors_[static_cast<std::size_t>(it.processor)]->record(figures_);
+      if (static_cast<std::size_t>(it.field) < figures_.size()) v = figures_[static_cast<std::size_t>(it.field)];
+      break;
+    }
+    case QuantityKind::contacts: {
+      int n = 0;
+      for (const ContactEvent& e : s.report->contacts) {
+        const auto of = [&](int body) {
+          return body >= 0 && s.model->bodies[static_cast<std::size_t>(body)].vehicle == c.vehicle;
+        };
+        if (of(e.body_a) || of(e.body_b)) ++n;
+      }
+      v = n;
+      break;
+    }
+    case QuantityKind::log: break;
+  }
+  return v;
+}
+
+bool Expectations::holds_now(std::size_t i, const ExpectationStep& s) {
+  const double v = value_of(items_[i], s);
+  return std::isfinite(v) && holds(items_[i].c, v);
 }
 
 void Expectations::finish(const ExpectationStep& last) {

@@ -71,6 +71,24 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
     if (expectations_->needs_contacts()) step_report_.contacts.reserve(8 * scenario_.model.bodies.size() + 16);
     expect_logs_.resize(endpoints_.size());
   }
+  if (!scenario_.faults.empty()) {
+    faults_ = std::make_unique<FaultInjector>(scenario_.faults, endpoints_.size(), scenario_.loop.seed,
+                                              scenario_.initial.step, scenario_.loop.period_ns);
+    std::vector<ExpectationConfig> conditions;
+    fault_condition_index_.assign(scenario_.faults.size(), -1);
+    for (std::size_t i = 0; i < scenario_.faults.size(); ++i)
+      if (scenario_.faults[i].trigger == FaultTrigger::condition) {
+        fault_condition_index_[i] = static_cast<int>(conditions.size());
+        conditions.push_back(scenario_.faults[i].condition);
+      }
+    if (!conditions.empty()) {
+      fault_conditions_ = std::make_unique<Expectations>(conditions, processors_, scenario_);
+      if (fault_conditions_->needs_contacts()) step_report_.contacts.reserve(8 * scenario_.model.bodies.size() + 16);
+    }
+    fault_holds_.assign(scenario_.faults.size(), false);
+    fault_transitions_.reserve(scenario_.faults.size());
+    fault_logged_.assign(scenario_.faults.size(), 0);
+  }
   const std::size_t bodies = scenario_.model.bodies.size();
   record_.slots.resize(endpoints_.size());
   for (auto& r : record_.slots) r.reply.wrenches.reserve(bodies);
@@ -166,6 +184,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
   phase_ = nullptr;
   if (stop_requested.load() && outcome_ == Outcome::completed && steps_done_ < steps_total_)
     outcome_ = Outcome::stopped;
+  if (faults_) faults_->finish(state_.step);
   if (expectations_ && steps_done_ > 0) evaluate_expectations(StepContext{state_.step - 1, state_.time_ns, 0}, true);
   // every step ran, but not with every endpoint: say so (policy hold/safe carried it on)
   if (outcome_ == Outcome::completed)
@@ -232,6 +251,48 @@ void Session::evaluate_expectations(const StepContext& ctx, bool last) {
     expectations_->finish(s);
   else
     expectations_->evaluate(s);
+}
+
+// the faults of this step: `if:` conditions on S_k, starts and ends (logged and recorded
+// as events), each endpoint's link plan
+void Session::begin_faults(const StepContext& ctx) {
+  if (fault_conditions_) {
+    ExpectationStep s;
+    s.step = ctx.step;
+    s.t_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
+    s.model = &model_;
+    s.state = &state_;
+    s.devices = &devices_;
+    s.endpoints = &endpoints_;
+    s.report = &step_report_;
+    for (std::size_t i = 0; i < fault_holds_.size(); ++i)
+      fault_holds_[i] = fault_condition_index_[i] >= 0 &&
+                        fault_conditions_->holds_now(static_cast<std::size_t>(fault_condition_index_[i]), s);
+  }
+  faults_->begin_step(ctx.step, fault_holds_, devices_, fault_transitions_);
+  for (const FaultTransition& t : fault_transitions_) {
+    const FaultConfig& f = scenario_.faults[t.fault];
+    const std::string target = f.endpoint >= 0
+                                   ? "endpoint \"" + endpoints_[static_cast<std::size_t>(f.endpoint)]->name() + "\""
+                                   : devices_.full_name(static_cast<std::size_t>(f.device));
+    const std::string text = "fault \"" + f.name + "\" (" + to_string(f.kind) + " on " + target + ") " +
+                             (t.started ? "starts" : "ends") + " at step " + std::to_string(ctx.step);
+    // the first starts and ends of each fault go to the log; all of them are events
+    int& logged = fault_logged_[t.fault];
+    if (logged < max_logged_fault_transitions)
+      spdlog::info(
+          "{}{}", text,
+          ++logged == max_logged_fault_transitions ? " (its further starts and ends are in the recording only)" : "");
+    if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 3, "faults", text);
+  }
+  for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+    if (slots_[i].faulted) continue;
+    try {
+      endpoints_[i]->set_link_faults(faults_->link(i));
+    } catch (const std::exception& ex) {
+      endpoint_threw(i, ctx, "set_link_faults", ex.what());
+    }
+  }
 }
 
 // a NaN or infinite actuator command (the device keeps its previous one): each goes into the
@@ -330,6 +391,11 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
     }
   }
 
+  if (faults_) {
+    phase_ = "faults";
+    begin_faults(ctx);
+  }
+
   // 1 project: S'_{k+1} from S_k with the inputs held from step k-1
   phase_ = "project";
   projected_.step = state_.step;
@@ -346,6 +412,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
     to_hal_contacts(projection_report_.contacts, dt, device_view_.contacts);
     device_view_.update(projected_, &state_, dt);
     devices_.sense(device_view_, projected_.time_ns);
+    if (faults_) faults_->apply_devices(devices_, ctx.step);
   }
 
   // 2 publish to everyone first, so that replies are produced concurrently
@@ -552,6 +619,8 @@ void Session::keyframe(Keyframe& k) const {
   }
   k.devices.clear();
   devices_.snapshot(k.devices);
+  k.faults.clear();
+  if (faults_) faults_->snapshot(k.faults);
 }
 
 bool Session::restore(const Keyframe& k, std::string* error) {
@@ -569,6 +638,7 @@ bool Session::restore(const Keyframe& k, std::string* error) {
     if (!processors_[i]->restore(k.processor_state[i]))
       return fail("feedback processor \"" + processors_[i]->name() + "\" cannot restore its keyframe state");
   if (!devices_.restore(k.devices, error)) return false;
+  if (faults_ && !faults_->restore(k.faults, error)) return false;
   state_ = k.state;
   held_inputs_ = k.held_inputs;
   held_inputs_.wrenches.resize(model_.bodies.size());
@@ -650,6 +720,12 @@ nlohmann::json Session::summary() const {
     out["vehicles"].push_back(std::move(j));
   }
   if (!scenario_.goals.empty()) out["goals"] = summarize_goals(scenario_.goals, model_, state_);
+  if (faults_) {
+    std::vector<std::string> endpoint_names, device_names;
+    for (const auto& e : endpoints_) endpoint_names.push_back(e->name());
+    for (std::size_t d = 0; d < devices_.size(); ++d) device_names.push_back(devices_.full_name(d));
+    out["faults"] = faults_->summary(endpoint_names, device_names);
+  }
   if (expectations_) {
     out["expectations"] = expectations_->summary();
     out["verdict"] = expectations_->passed() ? "pass" : "fail";

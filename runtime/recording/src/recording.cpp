@@ -200,6 +200,8 @@ void encode_keyframe(const Keyframe& k, std::string& out) {
   w.u32(static_cast<std::uint32_t>(k.processor_state.size()));
   for (const std::string& p : k.processor_state) w.bytes(p);
   w.bytes(k.devices);
+  // added after format 1's first recordings: a keyframe without it has no active faults
+  if (!k.faults.empty()) w.bytes(k.faults);
 }
 
 bool decode_keyframe(std::string_view bytes, Keyframe& k, std::string* error) {
@@ -232,6 +234,12 @@ bool decode_keyframe(std::string_view bytes, Keyframe& k, std::string* error) {
   std::string_view devices;
   if (!r.bytes(devices)) return fail(error, "keyframe", r);
   k.devices = std::string(devices);
+  k.faults.clear();
+  if (!r.done()) {
+    std::string_view faults;
+    if (!r.bytes(faults)) return fail(error, "keyframe", r);
+    k.faults = std::string(faults);
+  }
   if (!r.done()) return fail(error, "keyframe (trailing bytes)", r);
   return true;
 }

@@ -569,8 +569,67 @@ void expectations_section(Page& p, const json& s) {
   p.add("</table>");
 }
 
-void summary_section(Page& p, const Collected& c) {
+// `faults:` on one timeline with what followed: each fault's activations as bars under the
+// endpoints' cumulative misses, each failed expectation's first failing step as a line
+void faults_section(Page& p, const Collected& c, const ReportOptions& o) {
+  if (!c.summary || !c.summary->contains("faults") || !(*c.summary)["faults"].is_array()) return;
+  const json& faults = (*c.summary)["faults"];
+  p.add(
+      "<h2>Faults</h2><table><tr><th>fault</th><th>kind</th><th>on</th><th>activations</th><th>active "
+      "steps</th><th>first (s)</th></tr>");
+  for (const auto& f : faults) {
+    const std::string on = f.contains("endpoint")
+                               ? "endpoint " + jstr(f, "endpoint") + " (" + jstr(f, "direction") + ")"
+                               : jstr(f, "device");
+    const json& acts = f.contains("activations") ? f["activations"] : json::array();
+    p.add("<tr><td>" + esc(jstr(f, "name")) + "</td><td>" + esc(jstr(f, "kind")) + "</td><td>" + esc(on) + "</td><td>" +
+          esc(jstr(f, "activation_count")) + "</td><td>" + esc(jstr(f, "active_steps")) + "</td><td>" +
+          (acts.empty() ? std::string("&ndash;") : fmt(jnum(acts[0], "start_s"), 3)) + "</td></tr>");
+  }
+  p.add("</table><div class=\"cards\">");
+  svg::Plot plot;
+  plot.title = "Faults (bars) and missed steps (cumulative)";
+  plot.x_label = "sim time (s)";
+  plot.y_label = "missed steps";
+  plot.max_points_per_line = o.max_points_per_line;
+  double most = 1;
+  for (std::size_t i = 0; i < c.endpoints.size(); ++i) {
+    const EndpointSeries& e = c.endpoints[i];
+    most = std::max(most, static_cast<double>(e.timeouts + e.faults));
+    std::vector<double> y(e.cum_timeouts.size());
+    for (std::size_t k = 0; k < y.size(); ++k)
+      y[k] = e.cum_timeouts[k] + (k < e.cum_faults.size() ? e.cum_faults[k] : 0);
+    plot.lines.push_back(line(e.name + " missed", e.t, std::move(y), i));
+  }
+  const double lane = std::max(0.5, most * 0.06);
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    std::vector<double> x, y;
+    const double at = -lane * static_cast<double>(i + 1);
+    for (const auto& a : faults[i]["activations"]) {
+      x.insert(x.end(), {jnum(a, "start_s"), jnum(a, "end_s"), std::nan("")});
+      y.insert(y.end(), {at, at, std::nan("")});
+    }
+    svg::Line l = line(jstr(faults[i], "name"), std::move(x), std::move(y), c.endpoints.size() + i);
+    l.width_px = 6;
+    plot.lines.push_back(std::move(l));
+  }
+  if (c.summary->contains("expectations"))
+    for (const auto& x : (*c.summary)["expectations"])
+      if (jstr(x, "verdict") == "FAIL" && x.contains("first_failing_time_s") && x["first_failing_time_s"].is_number())
+        plot.refs.push_back(
+            svg::RefLine{true, x["first_failing_time_s"].get<double>(), "FAIL: " + jstr(x, "name"), "#d62728"});
+  plot.y_min = -lane * static_cast<double>(faults.size() + 1);
+  plot.y_max = most * 1.08;
+  p.card(svg::render(plot),
+         "Each bar is a fault while it was active (in the order of the scenario's list, top to "
+         "bottom); the lines count the steps each endpoint missed; a red line marks where an "
+         "expectation first failed.");
+  p.add("</div>");
+}
+
+void summary_section(Page& p, const Collected& c, const ReportOptions& o) {
   if (c.summary) expectations_section(p, *c.summary);
+  faults_section(p, c, o);
   p.add("<h2>Summary</h2>");
   if (!c.summary) {
     p.add(
@@ -1071,7 +1130,7 @@ std::string page(const Collected& c, const ReportOptions& o) {
         "may be missing: " +
         esc(c.scenario_error) + "</div>");
 
-  summary_section(p, c);
+  summary_section(p, c, o);
   vehicle_section(p, c, o);
   commands_section(p, c, o);
   timing_section(p, c, o);

@@ -296,4 +296,24 @@ std::vector<ExpectationConfig> parse_expectations(const ConfigNode& node, const 
   return out;
 }
 
+ExpectationConfig parse_condition(const ConfigNode& x, const Scenario& scenario) {
+  ExpectationConfig e;
+  if (!x.is_map()) {
+    x.error("expected a condition {value, that}, got " + describe_value(x.yaml()));
+    return e;
+  }
+  if (!x.expect_map({"value", "that"})) return e;
+  e.where = where(x);
+  e.value = x.string("value");
+  const std::string that = x.string("that");
+  std::string why;
+  if (!e.value.empty() && !resolve(e.value, scenario, e, why)) x["value"].error("expected " + why);
+  if (e.kind == QuantityKind::log) x["value"].error("a condition cannot read a firmware log");
+  if (!that.empty() && (!parse_that(that, e) || e.op == ExpectOp::matches))
+    x["that"].error("expected a condition: < X, <= X, > X, >= X, == X, != X, within T of X or between A and B; got \"" +
+                    that + "\"");
+  e.name = e.value + " " + that;
+  return e;
+}
+
 }  // namespace tether::runtime

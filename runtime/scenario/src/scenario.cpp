@@ -342,7 +342,8 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
     top.error("expected a scenario map (world, vehicles, loop, endpoints), got " + describe_value(top.yaml()));
     sc.throw_if_errors();
   }
-  top.expect_map({"name", "description", "world", "vehicles", "loop", "endpoints", "goals", "expect", "recording"});
+  top.expect_map(
+      {"name", "description", "world", "vehicles", "loop", "endpoints", "goals", "expect", "faults", "recording"});
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
   parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());
@@ -351,6 +352,7 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
   parse_endpoints(top["endpoints"], sc);
   sc.goals = parse_goals(top["goals"], sc.model);
   sc.expectations = parse_expectations(top["expect"], sc);
+  sc.faults = parse_faults(top["faults"], sc);
   parse_recording(top["recording"], sc.recording);
   sc.throw_if_errors();
   return sc;

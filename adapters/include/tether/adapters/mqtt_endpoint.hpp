@@ -87,6 +87,8 @@ class MqttEndpoint final : public runtime::Endpoint {
   /// the broker and the reason: unreachable, not authorized, TLS), subscribes, publishes the
   /// runtime's status and waits up to wait_online_ms for the vehicle's "online" status.
   void start(const runtime::WorldModel& model, const runtime::WorldState& initial) override;
+  /// The step's link faults act on the projected messages and the feedback (docs/faults.md).
+  void set_link_faults(const runtime::LinkFaults& faults) override;
   /// Publishes .../projected for ctx.step. Never blocks; a refused publish (broker away) is
   /// counted and the step's gather times out.
   [[nodiscard]] bool publish(const runtime::StepContext& ctx, const runtime::WorldState& projected) override;
@@ -106,6 +108,7 @@ class MqttEndpoint final : public runtime::Endpoint {
 
  private:
   void send_projected(std::uint64_t step);
+  void on_feedback(std::string_view payload, bool retained);
 
   struct Impl;
   MqttEndpointConfig config_;

@@ -74,6 +74,7 @@ class SerialEndpoint final : public runtime::Endpoint {
   void start(const runtime::WorldModel& model, const runtime::WorldState& initial) override;
   /// Sends SENSORS(k) with this step's readings from the device bank. Never blocks: what
   /// the line does not take at once is written by the I/O thread.
+  void set_link_faults(const runtime::LinkFaults& faults) override;
   [[nodiscard]] bool publish(const runtime::StepContext& ctx, const runtime::WorldState& projected) override;
   /// Waits for ACTUATE(k) until `deadline`, re-sending SENSORS(k) every resend_ms.
   /// fault: the program exited, the line closed or hung up (a launched program closed its

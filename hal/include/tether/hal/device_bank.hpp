@@ -103,6 +103,10 @@ class DeviceBank {
   bool fresh(std::size_t index) const { return devices_[index].fresh; }
   /// The current reading as numbers (after noise), or an actuator's effective command.
   const Sample& sample(std::size_t index) const { return devices_[index].held; }
+  /// Replaces a sensor's current output (fault injection, docs/faults.md): `s` is what is
+  /// delivered until the sensor's next sample (an invalid `s`: no data). The delay line and
+  /// the noise streams are untouched; the output is part of snapshots, so replays agree.
+  void override_output(std::size_t index, const Sample& s);
   /// An actuator's internal state (rotor speed, angle, wheel speeds).
   const ActuatorState& actuator_state(std::size_t index) const { return devices_[index].actuator; }
   /// The noiseless reading of a sensor in `view` at `time_ns`, encoded into `out` (exactly

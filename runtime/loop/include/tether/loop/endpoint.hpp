@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "tether/loop/faults.hpp"
 #include "tether/loop/feedback.hpp"
 #include "tether/scenario/step_data.hpp"
 #include "tether/loop/histogram.hpp"
@@ -71,6 +72,10 @@ class Endpoint {
     (void)model;
     (void)initial;
   }
+  /// This step's link faults (docs/faults.md), handed over before publish(). Endpoints
+  /// with a transport (serial, MQTT) apply them to the bytes they send and receive through
+  /// LinkShaper; the default ignores them (replay applies what the recording holds).
+  virtual void set_link_faults(const LinkFaults& faults) { (void)faults; }
   /// Phase 2: hands over the projected state S'_{k+1} for step k. Never blocks past the
   /// endpoint's deadline; false on a fault (see fault_message()).
   [[nodiscard]] virtual bool publish(const StepContext& ctx, const WorldState& projected) = 0;

@@ -47,6 +47,9 @@ class Expectations {
   /// The end of the run: `at end` expectations on `last`; `eventually` ones that never held
   /// fail, and so do windows without a reading; a window after the run's end is SKIPPED.
   void finish(const ExpectationStep& last);
+  /// True if expectation i's condition holds on this step's data (its `when` is not
+  /// consulted, nothing is recorded): a fault's `if:` trigger.
+  bool holds_now(std::size_t i, const ExpectationStep& s);
   /// False if any expectation failed (after finish()); skipped ones do not fail a run.
   bool passed() const;
   /// One object per expectation: name, value, that, when, verdict (PASS, FAIL, or SKIPPED
@@ -58,6 +61,7 @@ class Expectations {
  private:
   struct Item;
   void evaluate_one(Item& it, const ExpectationStep& s);
+  double value_of(Item& it, const ExpectationStep& s);  // NaN: no reading this step
   std::vector<Item> items_;
   std::vector<double> figures_;  // feedback figures of this step (reused)
   bool needs_contacts_ = false;

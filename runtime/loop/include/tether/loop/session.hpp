@@ -16,6 +16,7 @@
 #include "tether/loop/device_world.hpp"
 #include "tether/loop/endpoint.hpp"
 #include "tether/loop/expectations.hpp"
+#include "tether/loop/faults.hpp"
 #include "tether/loop/feedback.hpp"
 #include "tether/loop/pacing.hpp"
 #include "tether/loop/plausibility.hpp"
@@ -130,6 +131,14 @@ class Session {
   std::unique_ptr<Expectations> expectations_;                    // `expect:` (null without)
   std::vector<std::span<const LogLine>> expect_logs_;             // per endpoint: this step's LOG lines
   void evaluate_expectations(const StepContext& ctx, bool last);  // loop.plausibility: where a measured body may be
+  std::unique_ptr<FaultInjector> faults_;                         // `faults:` (null without)
+  std::unique_ptr<Expectations> fault_conditions_;                // the faults' `if:` conditions
+  std::vector<int> fault_condition_index_;                        // per fault: its condition's index, or -1
+  std::vector<bool> fault_holds_;                                 // per fault: its condition holds on S_k
+  std::vector<FaultTransition> fault_transitions_;                // faults starting/ending this step
+  std::vector<int> fault_logged_;                                 // per fault: starts and ends logged so far
+  static constexpr int max_logged_fault_transitions = 10;
+  void begin_faults(const StepContext& ctx);  // decides this step's faults, tells the endpoints
   std::vector<Slot> slots_;
   SessionOptions options_;
   double rtf_ = 1;

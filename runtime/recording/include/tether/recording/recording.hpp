@@ -57,6 +57,7 @@ struct Keyframe {
   std::string model_params;                  // serialize_model_params of the session's model
   std::vector<std::string> processor_state;  // per feedback processor
   std::string devices;                       // hal::DeviceBank::snapshot (noise streams, actuator states)
+  std::string faults;                        // FaultInjector::snapshot (active faults); empty without
 };
 
 /// Appends a reply (wrenches and measurements) to `out`.

@@ -73,4 +73,8 @@ const std::vector<std::string>& expect_counters();
 /// vehicles, devices, endpoints and feedback processors.
 std::vector<ExpectationConfig> parse_expectations(const ConfigNode& node, const Scenario& scenario);
 
+/// Parses a condition `{value: ..., that: ...}` (a fault's `if:`): the same quantities and
+/// conditions as an expectation, evaluated at one step (no `when`, no log lines).
+ExpectationConfig parse_condition(const ConfigNode& node, const Scenario& scenario);
+
 }  // namespace tether::runtime

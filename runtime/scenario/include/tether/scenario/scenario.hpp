@@ -10,6 +10,7 @@
 #include "tether/hal/device_spec.hpp"
 #include "tether/scenario/config.hpp"
 #include "tether/scenario/expectations.hpp"
+#include "tether/scenario/faults.hpp"
 #include "tether/scenario/goals.hpp"
 #include "tether/physics/world_model.hpp"
 #include "tether/physics/world_state.hpp"
@@ -84,6 +85,7 @@ struct Scenario {
   std::vector<hal::DeviceSpec> devices;         // every body's devices; index = device index
   std::vector<GoalConfig> goals;                // `goals:`, reported in the session summary
   std::vector<ExpectationConfig> expectations;  // `expect:`, the run's verdict
+  std::vector<FaultConfig> faults;              // `faults:`, injected by the loop
   RecordingConfig recording;
   std::shared_ptr<ConfigContext> context;  // for errors found later (endpoint parsers)
 
