@@ -420,6 +420,11 @@ void Recorder::push_keyframe(std::string* buffer, std::uint64_t step, std::int64
   const auto index = static_cast<std::size_t>(buffer - keyframes_.data());
   {
     std::unique_lock lock(mutex_);
+    // the free buffers grow to this keyframe's size now (the first keyframe, in the warm-up),
+    // not the first time a slow writer makes the loop take one of them
+    for (std::size_t j = 0; j < keyframes_.size(); ++j)
+      if (j != index && !keyframe_queued_[j] && keyframes_[j].capacity() < buffer->size())
+        keyframes_[j].reserve(buffer->size() + buffer->size() / 2);
     Slot* slot = claim_slot(lock);
     if (!slot) return;
     slot->kind = ItemKind::keyframe;
