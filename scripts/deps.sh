@@ -10,6 +10,7 @@ packages=(
   libeigen3-dev doctest-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libspdlog-dev libfmt-dev libzstd-dev
   mosquitto socat python3 nodejs npm clang
+  parallel  # tests: a campaign's shards through GNU parallel (docs/campaigns.md)
   qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi
   simavr libsimavr-dev gcc-avr avr-libc
   libbullet-dev

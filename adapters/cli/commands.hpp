@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,6 +55,18 @@ struct CheckOptions {
   std::vector<std::string> overrides;  // --set PATH=VALUE
 };
 
+struct TestOptions {
+  std::string campaign;
+  std::vector<std::string> overrides;           // --set PATH=VALUE: every scenario run
+  std::vector<std::string> campaign_overrides;  // --campaign-set PATH=VALUE: the campaign file's keys
+  std::optional<std::size_t> jobs;              // default: the number of cores
+  std::string out_dir;
+  std::string shard;               // "K/N"
+  std::vector<std::string> merge;  // --merge DIR...: the slices' output folders
+  bool list = false;               // print the runs, run nothing
+  bool quiet = false;
+};
+
 enum ExitCode : int {
   exit_ok = 0,
   exit_aborted = 1,
@@ -61,7 +74,7 @@ enum ExitCode : int {
   exit_start_failed = 3,
   exit_failed = 4,
   exit_faulted = 5,              // every step ran, but an endpoint faulted and its policy carried on
-  exit_expectations_failed = 6,  // the run completed, an expectation of `expect:` failed
+  exit_expectations_failed = 6,  // the run completed, an expectation of `expect:` failed; test: a run failed
   exit_stopped = 130
 };
 
@@ -79,6 +92,8 @@ int report_command(const ReportOptions& options);
 int devices_command(const DevicesOptions& options);
 /// `tether check`: returns the process exit code.
 int check_command(const CheckOptions& options);
+/// `tether test` (campaign_command.cpp): runs a campaign, or merges slices; returns the exit code.
+int test_command(const TestOptions& options);
 
 /// Registers what the CLI adds to the built-ins (the example controllers); call once at
 /// start-up, before any scenario is loaded.

@@ -28,7 +28,10 @@ int main(int argc, char** argv) {
       "       outcome is `completed_with_faults` and the summary's `reason` names it\n"
       "  6    run: the session ran, but an expectation of the scenario's `expect:` failed\n"
       "       (the summary lists each with PASS/FAIL, its worst value and first failing step)\n"
-      "  130  stopped by SIGINT/SIGTERM after a clean step (the summary is still printed)");
+      "  130  stopped by SIGINT/SIGTERM after a clean step (the summary is still printed)\n"
+      "test: 0 every run passed; 6 a run failed (an expectation, an outcome, a run that could not\n"
+      "       start); 2 an invalid campaign file (file:line:column) or options, slices that do not\n"
+      "       merge; 130 interrupted (the results so far are written)");
 
   RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "Run a scenario in lock-step with its endpoints");
@@ -93,6 +96,35 @@ int main(int argc, char** argv) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 
+  TestOptions test;
+  auto* test_cmd = app.add_subcommand(
+      "test",
+      "Run a test campaign (scenarios x seeds x overrides x fault sets x firmware builds, firmware-regression "
+      "replays) in worker processes; write junit.xml, index.html and campaign.json (docs/campaigns.md)");
+  test_cmd->add_option("campaign", test.campaign, "Campaign file (YAML)");
+  test_cmd->add_option("-j,--jobs", test.jobs, "Runs at a time (default: the number of cores)")
+      ->check(CLI::Range(1, 4096));
+  test_cmd->add_option("--out", test.out_dir, "Output folder (default runs/<campaign>-<time>)");
+  test_cmd
+      ->add_option("--set", test.overrides,
+                   "PATH=VALUE: override a scenario key in every run (as `run --set`), after the campaign's own")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  test_cmd
+      ->add_option("--campaign-set", test.campaign_overrides,
+                   "PATH=VALUE: override a key of the campaign file (seeds={first: 1, count: 3})")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  test_cmd->add_option("--shard", test.shard,
+                       "K/N: run only the K-th of N slices (the runs whose index i has i mod N = K-1)");
+  test_cmd
+      ->add_option("--merge", test.merge,
+                   "DIR...: merge the output folders of a campaign's slices into one junit.xml and index.html "
+                   "(in --out); no campaign file")
+      ->expected(1, -1);
+  test_cmd->add_flag("--list", test.list, "Print the runs (index and name; with --shard, the slice's) and run nothing");
+  test_cmd->add_flag("--quiet,-q", test.quiet, "No line per finished run (the table at the end stays)");
+
   KindsOptions kinds;
   auto* kinds_cmd = app.add_subcommand("kinds",
                                        "List every extension point (feedback processors, endpoint types, "
@@ -113,6 +145,7 @@ int main(int argc, char** argv) {
   if (*ports_cmd) return ports_command();
   if (*kinds_cmd) return kinds_command(kinds);
   if (*check_cmd) return check_command(check);
+  if (*test_cmd) return test_command(test);
   if (*devices_cmd) return devices_command(devices);
   if (*replay_cmd) return replay_command(replay);
   if (*info_cmd) return info_command(info);

@@ -14,41 +14,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_test_util.hpp"
 #include "serial_test_util.hpp"
 #include "tether/recording/replay.hpp"
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-};
+using tether::cli_test::run;
+using tether::cli_test::temp_dir;
+using tether::cli_test::tether_exe;
+using tether::cli_test::tether_fw;
 
-// runs a shell command line, capturing stdout and stderr together
-Result run(const std::string& command) {
-  Result r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-const std::string tether_exe = TETHER_BINARY_DIR "/tether";
-// the default scenario launches the host firmware from ${TETHER_BUILD_DIR:-../../build}: this build's
-const std::string tether_fw = "TETHER_BUILD_DIR=" TETHER_BINARY_DIR " " + tether_exe;
 const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
-
-std::string temp_dir(const char* name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tether_cli_test_" + std::to_string(getpid()) + "_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
 
 }  // namespace
 

@@ -237,3 +237,43 @@ TEST_CASE("--set: overrides by path, list elements by index or name, validated l
   CHECK(errors_of({"loop.seed"}) == "--set loop.seed: expected PATH=VALUE\n");
   CHECK(errors_of({"loop.seed=[1, 2"}).find("--set loop.seed=[1, 2: the value is not YAML") == 0);
 }
+
+TEST_CASE("--set PATH[+]=VALUE appends to a list, creating it when absent") {
+  // `expect` is not in the file: the first [+] creates the list, the second appends to it
+  const Scenario sc = parse_scenario(valid, "s.yaml",
+                                     {"expect[+]={name: no contact, value: auv.contacts, that: '== 0'}",
+                                      "expect[+]={value: auv.depth_m, that: '< 5', when: at end}"});
+  REQUIRE(sc.expectations.size() == 2);
+  CHECK(sc.expectations[0].name == "no contact");
+  CHECK(sc.expectations[1].value == "auv.depth_m");
+  // a list in the file grows at its end
+  const Scenario two =
+      parse_scenario(valid, "s.yaml", {"endpoints[+]={name: d, type: in_process, vehicle: auv, controller: idle}"});
+  REQUIRE(two.endpoints.size() == 2);
+  CHECK(two.endpoints[1].name == "d");
+  // `key:` left empty in the file is an empty list to append to
+  const Scenario empty =
+      parse_scenario(std::string(valid) + "expect:\n", "s.yaml", {"expect[+]={value: auv.contacts, that: '== 0'}"});
+  CHECK(empty.expectations.size() == 1);
+
+  const auto errors_of = [](std::vector<std::string> overrides) {
+    try {
+      parse_scenario(valid, "s.yaml", overrides);
+    } catch (const ConfigError& e) {
+      std::string all;
+      for (const auto& l : e.errors()) all += l + "\n";
+      return all;
+    }
+    return std::string();
+  };
+  // an appended element is validated like the file, and named by its option
+  CHECK(errors_of({"expect[+]={value: auv.contacts, that: 'is fine'}"})
+            .find("--set expect[+]={value: auv.contacts, that: 'is fine'}: expect[0].that: ") == 0);
+  CHECK(errors_of({"loop[+]=1"}) == "--set loop[+]=1: loop is not a list (only a list takes [+])\n");
+  CHECK(errors_of({"endpoints[+].name=x"}) ==
+        "--set endpoints[+].name=x: [+] appends a list element: it ends the path\n");
+  // only the list before [+] may be new, not the keys above it
+  CHECK(errors_of({"world.tank.statics[+]=1"}).find("world.tank is not in the file") != std::string::npos);
+  // a list the scenario does not know: the error names the option that made it
+  CHECK(errors_of({"colours[+]=red"}).find("--set colours[+]=red: colours: unknown key") == 0);
+}

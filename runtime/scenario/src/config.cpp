@@ -27,6 +27,8 @@ std::string join_errors(const std::vector<std::string>& errors) {
 }
 
 std::string format_number(double v) {
+  // whole bounds as written in the docs (1000000, not 1e+06)
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
   std::ostringstream s;
   s << v;
   return s.str();
@@ -313,7 +315,8 @@ void ConfigNode::error(const std::string& message) const {
   if (mark_.line >= 0) where += ":" + std::to_string(mark_.line + 1) + ":" + std::to_string(mark_.column + 1);
   // a value that came from --set: name the option, not a place in the file
   for (const auto& [path, option] : context_->overrides)
-    if (path_ == path || path_.rfind(path + ".", 0) == 0 || path_.rfind(path + "[", 0) == 0) where = "--set " + option;
+    if (path_ == path || path_.rfind(path + ".", 0) == 0 || path_.rfind(path + "[", 0) == 0)
+      where = context_->override_option + " " + option;
   context_->errors.push_back(where + ": " + (path_.empty() ? std::string("(top level)") : path_) + ": " + message);
 }
 
@@ -466,7 +469,9 @@ Vec3 ConfigNode::vec3_or(const char* key, const Vec3& fallback, Range range) con
 
 void apply_overrides(const ConfigNode& root, const std::vector<std::string>& overrides) {
   for (const std::string& option : overrides) {
-    const auto fail = [&](const std::string& why) { throw ConfigError({"--set " + option + ": " + why}); };
+    const auto fail = [&](const std::string& why) {
+      throw ConfigError({root.context().override_option + " " + option + ": " + why});
+    };
     const std::size_t eq = option.find('=');
     if (eq == std::string::npos || eq == 0) fail("expected PATH=VALUE");
     const std::string path = option.substr(0, eq);
@@ -501,6 +506,15 @@ void apply_overrides(const ConfigNode& root, const std::vector<std::string>& ove
     for (std::size_t k = 0; k < steps.size(); ++k) {
       const std::string& st = steps[k];
       const bool last = k + 1 == steps.size();
+      if (st == "[+]") {
+        // append to a list (created by the key before it when that was absent)
+        if (!last) fail("[+] appends a list element: it ends the path");
+        if (!node.IsSequence())
+          fail((where.empty() ? std::string("the top level") : where) + " is not a list (only a list takes [+])");
+        where += "[" + std::to_string(node.size()) + "]";
+        node.push_back(value);
+        continue;
+      }
       if (st.front() == '[') {
         char* end = nullptr;
         const long i = std::strtol(st.c_str() + 1, &end, 10);
@@ -537,7 +551,14 @@ void apply_overrides(const ConfigNode& root, const std::vector<std::string>& ove
       if (last) {
         node[st] = value;
       } else {
-        if (!node[st]) fail(where + " is not in the file (only a final key may be added)");
+        const bool appends = k + 2 == steps.size() && steps[k + 1] == "[+]";
+        if (!node[st] || (appends && node[st].IsNull())) {
+          // `key[+]`: the list may be new (or `key:` left empty); any other missing key
+          // before the last is a typo
+          if (!appends) fail(where + " is not in the file (only a final key may be added)");
+          node[st] = YAML::Node(YAML::NodeType::Sequence);
+          root.context().overrides.emplace_back(where, option);  // the new key is the option's too
+        }
         node.reset(node[st]);
       }
     }

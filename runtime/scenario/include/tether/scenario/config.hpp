@@ -37,6 +37,8 @@ struct ConfigContext {
   /// `--set PATH=VALUE` overrides applied to the tree: (path as ConfigNode writes it, the
   /// option as given). An error at or under such a path is reported against the option.
   std::vector<std::pair<std::string, std::string>> overrides;
+  /// The option that gives overrides, for messages (`tether test --campaign-set` for campaign files).
+  std::string override_option = "--set";
 };
 
 /// Bounds for numbers; `expected()` renders them for messages ("a number > 0").
@@ -105,8 +107,10 @@ class ConfigNode {
 /// Applies `--set PATH=VALUE` overrides to a loaded file: PATH is keys separated by dots
 /// with list elements as `[i]` or by their `name:` (`endpoints.firmware.deadline_ms`,
 /// `vehicles[0].bodies[0].mass_kg`, `vehicles.auv.bodies.hull.mass_kg`), VALUE is YAML (a
-/// number, a string, a list). A missing final key is added. Throws ConfigError naming the
-/// option for a path that does not lead anywhere or a value that is not YAML.
+/// number, a string, a list). A missing final key is added. A final `[+]` appends VALUE to
+/// a list, creating the list when the key is absent (`faults[+]={device: ..., kind: stuck}`).
+/// Throws ConfigError naming the option for a path that does not lead anywhere or a value
+/// that is not YAML.
 void apply_overrides(const ConfigNode& root, const std::vector<std::string>& overrides);
 
 /// True if `text` is well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).
