@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Running the tether command line from a test as a user would: through a shell, with its
-// exit code and what it printed. Shared by cli_test.cpp and campaign_cli_test.cpp.
+// exit code and what it printed. Shared by the CLI tests.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -16,19 +16,22 @@ namespace tether::cli_test {
 
 struct Result {
   int exit_code = -1;
+  bool signalled = false;  // killed by a signal (the shell reports it as 128 + signal)
   std::string out;
 };
 
-/// Runs a shell command line, capturing stdout and stderr together.
-inline Result run(const std::string& command) {
+/// Runs a shell command line, capturing stdout and stderr together (or stdout only, with
+/// stderr dropped: for output that must parse, such as --json).
+inline Result run(const std::string& command, bool with_stderr = true) {
   Result r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  FILE* p = popen(("(" + command + ")" + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   REQUIRE(p != nullptr);
   char buf[4096];
   std::size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
   const int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.signalled = WIFSIGNALED(status) || (r.exit_code > 128 && r.exit_code < 160);
   return r;
 }
 

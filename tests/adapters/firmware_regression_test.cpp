@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_test_util.hpp"
 #include "serial_test_util.hpp"
 #include "tether/adapters/firmware_regression.hpp"
 #include "tether/firmware_shim/payloads.h"
@@ -29,23 +30,10 @@ using namespace tether::adapters;
 
 namespace {
 
-struct Cli {
-  int exit_code = -1;
-  std::string out;
-};
+using Cli = tether::cli_test::Result;
 
 // stdout only: --json must parse; stderr (the log) goes to the test's output on failure
-Cli sh(const std::string& command, bool with_stderr = false) {
-  Cli r;
-  FILE* p = popen(("(" + command + ")" + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Cli sh(const std::string& command, bool with_stderr = false) { return tether::cli_test::run(command, with_stderr); }
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 

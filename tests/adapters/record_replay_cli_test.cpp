@@ -22,28 +22,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_test_util.hpp"
+
 namespace {
 
-struct CliResult {
-  int exit_code = -1;
-  bool signalled = false;
-  std::string out;
-};
+using CliResult = tether::cli_test::Result;
 
-// runs a shell command line, capturing stdout and stderr together
-CliResult sh(const std::string& command) {
-  CliResult r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  // the shell reports a child killed by a signal as 128 + signal
-  r.signalled = WIFSIGNALED(status) || (r.exit_code > 128 && r.exit_code < 160);
-  return r;
-}
+// a shell command line, stdout and stderr together
+CliResult sh(const std::string& command) { return tether::cli_test::run(command); }
 
 const std::string tether_bin = TETHER_BINARY_DIR "/tether";
 // the in-process variant of the default scenario: nothing to launch, so these tests are about recording

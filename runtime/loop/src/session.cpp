@@ -233,11 +233,8 @@ bool Session::guarded_processor(std::size_t index, const StepContext& ctx, Call&
   return false;
 }
 
-// the step's data for `expect:` (the state after the step); `last`: the end of the run
-void Session::evaluate_expectations(const StepContext& ctx, bool last) {
-  for (std::size_t i = 0; i < slots_.size(); ++i)
-    expect_logs_[i] = slots_[i].fresh && slots_[i].applied ? std::span<const LogLine>(slots_[i].applied->logs)
-                                                           : std::span<const LogLine>();
+// what expectations and fault conditions read: the step's state, devices, endpoints, report
+ExpectationStep Session::expectation_step(const StepContext& ctx) const {
   ExpectationStep s;
   s.step = ctx.step;
   s.t_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
@@ -246,6 +243,15 @@ void Session::evaluate_expectations(const StepContext& ctx, bool last) {
   s.devices = &devices_;
   s.endpoints = &endpoints_;
   s.report = &step_report_;
+  return s;
+}
+
+// the step's data for `expect:` (the state after the step); `last`: the end of the run
+void Session::evaluate_expectations(const StepContext& ctx, bool last) {
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    expect_logs_[i] = slots_[i].fresh && slots_[i].applied ? std::span<const LogLine>(slots_[i].applied->logs)
+                                                           : std::span<const LogLine>();
+  ExpectationStep s = expectation_step(ctx);
   s.logs = expect_logs_;
   if (last)
     expectations_->finish(s);
@@ -257,14 +263,7 @@ void Session::evaluate_expectations(const StepContext& ctx, bool last) {
 // as events), each endpoint's link plan
 void Session::begin_faults(const StepContext& ctx) {
   if (fault_conditions_) {
-    ExpectationStep s;
-    s.step = ctx.step;
-    s.t_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
-    s.model = &model_;
-    s.state = &state_;
-    s.devices = &devices_;
-    s.endpoints = &endpoints_;
-    s.report = &step_report_;
+    const ExpectationStep s = expectation_step(ctx);
     for (std::size_t i = 0; i < fault_holds_.size(); ++i)
       fault_holds_[i] = fault_condition_index_[i] >= 0 &&
                         fault_conditions_->holds_now(static_cast<std::size_t>(fault_condition_index_[i]), s);

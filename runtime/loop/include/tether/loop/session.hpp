@@ -138,6 +138,7 @@ class Session {
   std::vector<FaultTransition> fault_transitions_;                // faults starting/ending this step
   std::vector<int> fault_logged_;                                 // per fault: starts and ends logged so far
   static constexpr int max_logged_fault_transitions = 10;
+  ExpectationStep expectation_step(const StepContext& ctx) const;
   void begin_faults(const StepContext& ctx);  // decides this step's faults, tells the endpoints
   std::vector<Slot> slots_;
   SessionOptions options_;
