@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Validates MCAP files with the reference TypeScript readers (@mcap/core).
 #   tests/mcap_validate/run.sh [--truncated] [--expect-messages=N] FILE...
-# Installs the npm packages once into ${TETHER_BINARY_DIR:-<repo>/build}/node_mcap
+# Installs the npm packages of package-lock.json once into ${TETHER_BINARY_DIR:-<repo>/build}/node_mcap
 # (never into the source tree). Exit codes: 0 all files valid, 1 a file failed,
 # 2 usage, 3 node/npm missing or the install failed.
 set -euo pipefail
@@ -23,10 +23,12 @@ mkdir -p "$prefix"
 # tests may run in parallel (ctest -j): one npm install at a time
 exec 9>"$prefix/.install.lock"
 flock 9
-if [ ! -d "$prefix/node_modules/@mcap/core" ] || ! cmp -s "$here/package.json" "$prefix/package.json"; then
-  cp "$here/package.json" "$prefix/package.json"
-  if ! npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error >"$prefix/npm-install.log" 2>&1; then
-    echo "run.sh: npm install failed, see $prefix/npm-install.log" >&2
+# the committed lockfile pins every package, indirect ones included (npm ci installs exactly it)
+if [ ! -d "$prefix/node_modules/@mcap/core" ] || ! cmp -s "$here/package.json" "$prefix/package.json" ||
+  ! cmp -s "$here/package-lock.json" "$prefix/package-lock.json"; then
+  cp "$here/package.json" "$here/package-lock.json" "$prefix/"
+  if ! npm ci --prefix "$prefix" --no-audit --no-fund --loglevel=error >"$prefix/npm-install.log" 2>&1; then
+    echo "run.sh: npm ci failed, see $prefix/npm-install.log" >&2
     tail -n 20 "$prefix/npm-install.log" >&2 || true
     exit 3
   fi
