@@ -11,6 +11,7 @@ packages=(
   libspdlog-dev libfmt-dev libzstd-dev
   mosquitto socat python3 nodejs npm clang
   parallel  # tests: a campaign's shards through GNU parallel (docs/campaigns.md)
+  chromium  # tests: the live dashboard in headless Chromium (docs/live.md)
   qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi
   simavr libsimavr-dev gcc-avr avr-libc
   libbullet-dev

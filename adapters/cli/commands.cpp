@@ -21,6 +21,7 @@
 #include "tether/adapters/firmware_regression.hpp"
 #include "tether/adapters/serial_port.hpp"
 #include "tether/hal/device_table.hpp"
+#include "tether/live/server.hpp"
 #include "tether/recording/recorder.hpp"
 #include "tether/loop/replay_endpoint.hpp"
 #include "tether/report/report.hpp"
@@ -215,6 +216,52 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
   out << "  final state hash " << hash << '\n';
 }
 
+// the live server of `tether run --live` and `tether replay --live` (docs/live.md), not
+// started yet; null with `exit_code` set when it must not start (a bad --live value, a
+// non-loopback address without a token: refused before anything starts)
+std::unique_ptr<live::Server> make_live_server(const runtime::Scenario& scenario, const std::string& option,
+                                               runtime::SessionControl& control, bool replay, std::string& host,
+                                               int& exit_code) {
+  live::ServerOptions so;
+  std::string why;
+  if (!live::server_options(scenario.live, option, so, &why)) {
+    std::cerr << "tether: " << why << '\n';
+    exit_code = exit_usage;
+    return nullptr;
+  }
+  if (!live::is_loopback(so.host) && so.token.empty()) {
+    std::cerr << "tether: the live server would listen on " << so.host
+              << ", which is not a loopback address: set live.token in the scenario or TETHER_LIVE_TOKEN in "
+                 "the environment (clients present it), or leave the host out to serve 127.0.0.1 only\n";
+    exit_code = exit_usage;
+    return nullptr;
+  }
+  so.name = std::string(replay ? "tether replay: " : "tether: ") + scenario.name;
+  so.replay = replay;
+  host = so.host.find(':') != std::string::npos ? "[" + so.host + "]" : so.host;
+  auto server = std::make_unique<live::Server>(so, &control);
+  std::vector<std::pair<std::string, std::uint32_t>> bodies;
+  for (std::size_t b = 0; b < scenario.model.bodies.size(); ++b)
+    bodies.emplace_back(scenario.model.bodies[b].name, static_cast<std::uint32_t>(b));
+  for (const auto& v : scenario.model.vehicles)
+    bodies.emplace_back(v.name, static_cast<std::uint32_t>(v.bodies.front()));
+  server->set_bodies(std::move(bodies));
+  return server;
+}
+
+// starts it and prints the address a client connects to (a port of 0: the one the system chose)
+bool start_live_server(live::Server& server, const std::string& host, bool paused) {
+  try {
+    server.start();
+  } catch (const std::exception& e) {
+    std::cerr << "tether: " << e.what() << '\n';
+    return false;
+  }
+  std::cerr << "live: ws://" << host << ":" << server.port()
+            << (paused ? " (paused: a client resumes or steps it)" : "") << '\n';
+  return true;
+}
+
 }  // namespace
 
 int devices_command(const DevicesOptions& options) {
@@ -287,6 +334,20 @@ int run_command(const RunOptions& options) {
     };
   }
 
+  // the live server (docs/live.md): refused before anything starts if it would be open
+  // to the network without a token
+  const bool live_on = !options.live.empty() || scenario.live.enabled;
+  runtime::SessionControl control;
+  std::unique_ptr<live::Server> server;
+  std::string live_host;
+  if (live_on) {
+    int code = exit_ok;
+    server = make_live_server(scenario, options.live, control, false, live_host, code);
+    if (!server) return code;
+    session_options.control = &control;
+    session_options.start_paused = options.live_paused || scenario.live.start_paused;
+  }
+
   install_signal_handlers();
   std::unique_ptr<runtime::Session> session_ptr;
   try {
@@ -299,7 +360,7 @@ int run_command(const RunOptions& options) {
 
   std::unique_ptr<runtime::Recorder> recorder;
   const std::string recording_path = out_dir + "/recording.mcap";
-  if (scenario.recording.enabled) {
+  if (scenario.recording.enabled || server) {
     std::vector<std::string> names;
     for (const auto& e : session.endpoints()) names.push_back(e->name());
     std::vector<std::pair<std::string, std::vector<std::string>>> fields;
@@ -312,13 +373,17 @@ int run_command(const RunOptions& options) {
     // unpaced: nothing real-time is lost by waiting for the disk, and a step dropped
     // from the recording would end its replay there
     recorder->set_wait_when_full(options.real_time_factor.value_or(scenario.loop.real_time_factor) == 0);
+    if (server) recorder->set_tap(server.get());
     std::string error;
-    if (!recorder->open(recording_path, &error)) {
+    const bool opened =
+        scenario.recording.enabled ? recorder->open(recording_path, &error) : recorder->open_without_file(&error);
+    if (!opened) {
       std::cerr << "tether: cannot record to " << recording_path << ": " << error << '\n';
       return exit_usage;
     }
     session.set_recorder(recorder.get());
   }
+  if (server && !start_live_server(*server, live_host, session_options.start_paused)) return exit_start_failed;
   runtime::Outcome outcome;
   try {
     outcome = session.run(g_stop);
@@ -330,11 +395,19 @@ int run_command(const RunOptions& options) {
   if (tty && !options.quiet) std::fputs("\r\033[K", stderr);
 
   nlohmann::json summary = session.summary();
+  if (server) summary["live"] = server->summary();
+  if (recorder && !scenario.recording.enabled) {
+    std::string error;
+    (void)recorder->close(summary, &error);  // the live clients get the summary; no file
+    recorder.reset();
+  }
   if (recorder) {
     std::string error;
     if (!recorder->close(summary, &error)) std::cerr << "tether: the recording may be incomplete: " << error << '\n';
     summary["recording"]["dropped_items"] = recorder->dropped();
   }
+  // after the recorder has handed the summary to the clients
+  if (server) server->stop();
   // the report reads the closed recording, as `tether report` would
   const std::string report_path = out_dir + "/report.html";
   bool report_written = false;
@@ -415,6 +488,11 @@ int replay_command(const ReplayOptions& options) {
                  "its state cannot be restored from a keyframe)\n";
     return exit_usage;
   }
+  const bool live_on = !options.live.empty();
+  if (live_on && regression) {
+    std::cerr << "tether: --live plays a recording back; it does not go with --firmware\n";
+    return exit_usage;
+  }
   if (options.closed_loop && options.verify) {
     std::cerr << "tether: --verify cannot hold in closed loop: the new firmware's commands change the world\n";
     return exit_usage;
@@ -484,8 +562,23 @@ int replay_command(const ReplayOptions& options) {
   const bool verify = options.verify || (regression && mode == adapters::RegressionMode::open_loop);
 
   runtime::SessionOptions so;
-  so.real_time_factor = options.real_time_factor;
+  so.real_time_factor = options.real_time_factor.value_or(live_on ? 1.0 : 0.0);
   so.steps = end - first;
+  so.scripted_commands = &rec.commands;  // a live session's forces and gains, at their steps
+  // served live (docs/live.md): paced, steered by clients, seeks from keyframes, and held
+  // at the last step until a client shuts it down
+  runtime::SessionControl control;
+  std::unique_ptr<live::Server> server;
+  std::string live_host;
+  if (live_on) {
+    int code = exit_ok;
+    server = make_live_server(rec.scenario, options.live, control, true, live_host, code);
+    if (!server) return code;
+    so.control = &control;
+    so.start_paused = options.live_paused;
+    so.keyframes = &rec.keyframes;
+    so.hold_at_end = true;
+  }
   std::optional<runtime::Divergence> divergence;
   std::uint64_t verified = 0;
   const bool bar = !options.quiet && isatty(STDERR_FILENO);
@@ -513,6 +606,26 @@ int replay_command(const ReplayOptions& options) {
     std::cerr << "tether: cannot start from the keyframe at step " << first << ": " << error << '\n';
     return exit_usage;
   }
+  // the server publishes what a recorder (keeping no file) writes of the replayed steps:
+  // the recording's channels, as a live session has them
+  std::unique_ptr<runtime::Recorder> recorder;
+  if (server) {
+    std::vector<std::string> names;
+    for (const auto& e : session->endpoints()) names.push_back(e->name());
+    std::vector<std::pair<std::string, std::vector<std::string>>> fields;
+    for (const auto& p : session->processors()) fields.emplace_back(p->name(), p->record_fields());
+    recorder = std::make_unique<runtime::Recorder>(rec.scenario, names, fields);
+    std::vector<runtime::Reply> safe(session->endpoints().size());
+    for (std::size_t i = 0; i < safe.size(); ++i) session->endpoints()[i]->safe_reply(safe[i]);
+    recorder->set_safe_replies(std::move(safe));
+    recorder->set_tap(server.get());
+    if (!recorder->open_without_file(&error)) {
+      std::cerr << "tether: " << error << '\n';
+      return exit_usage;
+    }
+    session->set_recorder(recorder.get());
+    if (!start_live_server(*server, live_host, so.start_paused)) return exit_start_failed;
+  }
   install_signal_handlers();
   const auto t0 = std::chrono::steady_clock::now();
   runtime::Outcome outcome;
@@ -524,6 +637,11 @@ int replay_command(const ReplayOptions& options) {
     return exit_start_failed;
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (recorder) {
+    (void)recorder->close(session->summary(), &error);  // the clients get the summary; no file
+    recorder.reset();
+  }
+  if (server) server->stop();
   if (bar) {
     progress(session->steps_done(), end - first);
     std::fputs("\n", stderr);

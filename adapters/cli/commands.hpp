@@ -17,6 +17,17 @@ struct RunOptions {
   std::string out_dir;
   bool quiet = false;
   bool json = false;
+  std::string live;          // --live [HOST:]PORT: serve the session (docs/live.md)
+  bool live_paused = false;  // --paused: start paused (a client resumes or steps)
+};
+
+struct CtlOptions {
+  std::string url = "ws://127.0.0.1:8765";
+  std::string token;              // else TETHER_LIVE_TOKEN
+  std::vector<std::string> args;  // the command and its arguments
+  bool json = false;
+  double timeout_s = 60;
+  std::uint64_t count = 0;  // watch: stop after this many messages (0: until the session ends)
 };
 
 struct ReplayOptions {
@@ -26,9 +37,11 @@ struct ReplayOptions {
   bool closed_loop = false;           // the new firmware's commands drive the world
   double tolerance = 1e-6;            // |new - recorded| beyond this is a divergence
   std::optional<std::uint64_t> from_step;
-  double real_time_factor = 0;
+  std::optional<double> real_time_factor;  // default 0 (as fast as possible); with --live 1
   bool quiet = false;
   bool json = false;
+  std::string live;          // --live [HOST:]PORT: serve the replay, with playback control (docs/live.md)
+  bool live_paused = false;  // --paused: start paused
 };
 
 struct InfoOptions {
@@ -80,6 +93,8 @@ enum ExitCode : int {
 
 /// `tether run`: returns the process exit code.
 int run_command(const RunOptions& options);
+/// `tether ctl`: one command to a live session; returns the process exit code.
+int ctl_command(const CtlOptions& options);
 /// `tether replay`: returns the process exit code.
 int replay_command(const ReplayOptions& options);
 /// Sends the log (spdlog) to stderr, so that stdout carries only results (--json).

@@ -48,6 +48,24 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--out", run.out_dir, "Session folder for the summary (default runs/<scenario>-<time>)");
   run_cmd->add_flag("--quiet,-q", run.quiet, "No status line");
   run_cmd->add_flag("--json", run.json, "Print the summary as JSON on stdout");
+  run_cmd->add_option("--live", run.live,
+                      "[HOST:]PORT: serve the session over foxglove.websocket.v1 (Foxglove, tether ctl); "
+                      "127.0.0.1 unless HOST is given, which then needs a token (docs/live.md)");
+  run_cmd->add_flag("--paused", run.live_paused, "With --live: start paused; a client resumes or steps it");
+
+  CtlOptions ctl;
+  auto* ctl_cmd = app.add_subcommand(
+      "ctl",
+      "Steer a live session: status | pause | resume | step N | run-until T | rtf R | seek STEP | "
+      "force NAME BODY FX FY FZ [frame=world|body] [torque=X,Y,Z] [point=X,Y,Z] [duration=S] | unforce NAME | "
+      "param get [NAME...] | param set NAME VALUE | watch TOPIC | topics | shutdown");
+  ctl_cmd->add_option("--url", ctl.url, "ws://HOST:PORT of the session (default ws://127.0.0.1:8765)");
+  ctl_cmd->add_option("--token", ctl.token, "The session's token (default: TETHER_LIVE_TOKEN)");
+  ctl_cmd->add_flag("--json", ctl.json, "Print answers and watched messages as JSON lines");
+  ctl_cmd->add_option("--timeout", ctl.timeout_s, "Seconds to wait for an answer (default 60)");
+  ctl_cmd->add_option("--count", ctl.count, "watch: stop after this many messages");
+  ctl_cmd->add_option("command", ctl.args, "The command and its arguments")->required()->allow_extra_args();
+  ctl_cmd->positionals_at_end(false);
 
   ReplayOptions replay;
   auto* replay_cmd = app.add_subcommand("replay", "Re-run a recording without hardware");
@@ -72,6 +90,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   replay_cmd->add_flag("--quiet,-q", replay.quiet, "No progress bar");
   replay_cmd->add_flag("--json", replay.json, "Print the result as JSON");
+  replay_cmd->add_option("--live", replay.live,
+                         "[HOST:]PORT: serve the replay over foxglove.websocket.v1 with playback control (pause, "
+                         "step, speed, seek); plays at real time unless --rtf says otherwise (docs/live.md)");
+  replay_cmd->add_flag("--paused", replay.live_paused, "With --live: start paused");
 
   InfoOptions info;
   auto* info_cmd = app.add_subcommand("info", "Describe a recording");
@@ -142,6 +164,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (*run_cmd) return run_command(run);
+  if (*ctl_cmd) return ctl_command(ctl);
   if (*ports_cmd) return ports_command();
   if (*kinds_cmd) return kinds_command(kinds);
   if (*check_cmd) return check_command(check);

@@ -29,6 +29,25 @@ class BlendProcessor final : public FeedbackProcessor {
   }
   FeedbackPhase phase() const override { return FeedbackPhase::post; }
 
+  std::vector<std::string> parameter_names() const override {
+    if (direct_) return {};
+    return {"alpha"};
+  }
+  bool parameter(std::string_view name, double& value) const override {
+    if (direct_ || name != "alpha") return false;
+    value = alpha_;
+    return true;
+  }
+  bool set_parameter(std::string_view name, double value, std::string* why) override {
+    if (direct_ || name != "alpha") return FeedbackProcessor::set_parameter(name, value, why);
+    if (!(value >= 0 && value <= 1)) {
+      if (why) *why = "alpha must be a number in 0..1";
+      return false;
+    }
+    alpha_ = value;
+    return true;
+  }
+
   void post(const FeedbackContext& ctx, const WorldModel& model, const WorldState&, WorldState& state) override {
     last_m_ = 0;
     last_rad_ = 0;

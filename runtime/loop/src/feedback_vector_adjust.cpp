@@ -9,6 +9,7 @@
 // The Jacobian is taken once per step by forward differences (6 trial steps; the map is
 // nearly linear over one step), then 1–3 damped iterations x <- x + (J^T J + mu I)^-1 J^T r.
 #include <algorithm>
+#include <cmath>
 
 #include <Eigen/Cholesky>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,27 @@ class VectorAdjustProcessor final : public FeedbackProcessor {
     trial_inputs_.resize(model.bodies.size());
   }
   FeedbackPhase phase() const override { return FeedbackPhase::pre; }
+
+  std::vector<std::string> parameter_names() const override { return {"max_force_n", "max_torque_nm"}; }
+  bool parameter(std::string_view name, double& value) const override {
+    if (name == "max_force_n")
+      value = max_force_n_;
+    else if (name == "max_torque_nm")
+      value = max_torque_nm_;
+    else
+      return false;
+    return true;
+  }
+  bool set_parameter(std::string_view name, double value, std::string* why) override {
+    double* target = name == "max_force_n" ? &max_force_n_ : name == "max_torque_nm" ? &max_torque_nm_ : nullptr;
+    if (!target) return FeedbackProcessor::set_parameter(name, value, why);
+    if (!(value > 0) || !std::isfinite(value)) {
+      if (why) *why = std::string(name) + " must be a finite number > 0";
+      return false;
+    }
+    *target = value;
+    return true;
+  }
 
   void pre(const FeedbackContext& ctx, const WorldModel& model, const WorldState& state, StepInputs& inputs) override {
     force_n_.setZero();

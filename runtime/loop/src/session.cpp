@@ -56,6 +56,10 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
       devices_(scenario.devices, scenario.loop.seed, scenario.model.bodies.size()), device_view_(model_, &hal_ray_cast),
       options_(std::move(options)) {
   device_wrenches_.resize(model_.bodies.size());
+  control_ = options_.control;
+  paused_ = control_ && options_.start_paused;
+  forces_.reserve(16);
+  step_commands_.commands.reserve(16);
   rtf_ = options_.real_time_factor.value_or(scenario_.loop.real_time_factor);
   steps_total_ = options_.steps.value_or(scenario_.loop.steps);
   state_ = scenario_.initial;
@@ -132,6 +136,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
       e->start(scenario_.model, state_);
     } catch (const std::exception& ex) {
       for (auto& started : endpoints_) started->stop();
+      end_control();
       throw std::runtime_error("endpoint \"" + e->name() + "\" (" + e->type() + ") could not start: " + ex.what());
     }
   }
@@ -144,10 +149,18 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
   const auto status_every =
       std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(options_.status_interval_s));
 
-  while (steps_done_ < steps_total_) {
+  end_step_ = state_.step + (steps_total_ - steps_done_);
+  const bool hold = control_ && options_.hold_at_end;
+  while (steps_done_ < steps_total_ || hold) {
     if (stop_requested.load(std::memory_order_relaxed)) {
       outcome_ = Outcome::stopped;
       break;
+    }
+    // operator requests (docs/live.md); while paused this is where the loop waits
+    if (control_) {
+      if (hold && steps_done_ >= steps_total_) hold_at_end();
+      if (!service_control(stop_requested)) break;
+      if (steps_done_ >= steps_total_) continue;  // still at the end (resumed there): hold again
     }
     bool go_on = false;
     try {
@@ -159,6 +172,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
     }
     if (!go_on) break;
     ++steps_done_;
+    if (control_) after_step_control();
     phase_ = "pace";
     if (const auto deadline = pacer_.after_step(SteadyClock::now())) {
       sleep_until(*deadline);
@@ -199,6 +213,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
         break;
       }
   wall_time_s_ = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  end_control();
   for (auto& e : endpoints_) e->stop();
   return outcome_;
 }
@@ -485,6 +500,8 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       measurements_[static_cast<std::size_t>(model_.bodies[m.body].vehicle)].push_back(m);
     }
   }
+  // operator commands of this step (recorded with it), then the operator forces acting now
+  apply_operator_inputs(ctx);
   // actuator commands of the applied replies, then the actuators' forces from S_k
   if (devices_.size()) {
     for (const Slot& slot : slots_)
@@ -645,6 +662,15 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   start_time_ns_ = state_.time_ns;
   history_.clear();
   history_.push(state_);
+  // the operator commands before the keyframe: the forces acting and the gains set then
+  if (options_.scripted_commands) {
+    forces_.clear();
+    for (const StepCommands& sc : *options_.scripted_commands) {
+      if (sc.step >= state_.step) break;
+      for (const OperatorCommand& c : sc.commands) apply_command(c, sc.step);
+    }
+    std::erase_if(forces_, [&](const OperatorForce& f) { return f.until_step <= state_.step; });
+  }
   return true;
 }
 
@@ -728,6 +754,15 @@ nlohmann::json Session::summary() const {
   if (expectations_) {
     out["expectations"] = expectations_->summary();
     out["verdict"] = expectations_->passed() ? "pass" : "fail";
+  }
+  if (control_ || commands_applied_ > 0) {
+    json forces = json::array();
+    for (const auto& f : forces_)
+      if (f.until_step > state_.step) forces.push_back(f.command.name);
+    out["control"] = {{"operator_commands", commands_applied_},
+                      {"pauses", pauses_},
+                      {"paused_wall_s", paused_wall_s_},
+                      {"forces_acting", forces}};
   }
   out["state_hash"] = hash_state(state_);
   return out;

@@ -247,12 +247,49 @@ Recorder::~Recorder() {
 
 std::uint64_t Recorder::bytes_written() const { return writer_->bytes_written(); }
 
+std::uint16_t Recorder::schema(const std::string& name, const std::string& encoding, const std::string& text) {
+  schemas_.push_back({name, encoding, text});
+  return writer_->add_schema(name, encoding, text);
+}
+
+std::uint16_t Recorder::channel(std::uint16_t schema, const std::string& topic, const std::string& encoding) {
+  const std::uint16_t id = writer_->add_channel(schema, topic, encoding);
+  RecordedChannel c;
+  c.id = id;
+  c.topic = topic;
+  c.encoding = encoding;
+  if (schema > 0 && schema <= schemas_.size()) {
+    c.schema_name = schemas_[schema - 1u][0];
+    c.schema_encoding = schemas_[schema - 1u][1];
+    c.schema = schemas_[schema - 1u][2];
+  }
+  channels_.push_back(std::move(c));
+  return id;
+}
+
+// every message goes to the file and, if someone listens, to the tap
+void Recorder::out(std::uint16_t channel, std::uint64_t log_time, std::string_view bytes) {
+  writer_->write(channel, sequence_++, log_time, log_time, bytes);
+  if (tap_ && tap_->wants(channel)) tap_->message(channel, log_time, bytes);
+}
+
+bool Recorder::open_without_file(std::string* error) {
+  keep_file_ = false;
+  return open("/dev/null", error);
+}
+
+void Recorder::commands(const StepCommands& commands, std::int64_t time_ns) {
+  staging_.clear();
+  encode_step_commands(commands, staging_);
+  push(ItemKind::commands, commands.step, time_ns);
+}
+
 bool Recorder::open(const std::string& path, std::string* error) {
-  path_ = path;
+  path_ = keep_file_ ? path : "";
   mcap::WriterOptions options;
   options.profile = "x-tether";
   options.library = "tether 0.1";
-  options.compress = scenario_.recording.compress;
+  options.compress = scenario_.recording.compress && keep_file_;
   options.chunk_size_bytes = 512 * 1024;
   if (!writer_->open(path, options, error)) return false;
 
@@ -275,42 +312,49 @@ bool Recorder::open(const std::string& path, std::string* error) {
                                    {"period_ns", std::to_string(scenario_.loop.period_ns)},
                                    {"endpoints", endpoints}});
 
-  const auto binary = writer_->add_schema("tether.StepRecord", "", step_schema_text);
-  const auto state_schema = writer_->add_schema(
-      "tether.WorldState", "",
-      "tether.WorldState: u64 step, i64 time_ns, u32 bodies, 13 f64 per body (position, quaternion w x y z, "
-      "linear momentum, angular momentum)");
-  const auto key_schema = writer_->add_schema("tether.Keyframe", "", "tether.Keyframe v1 (docs/recording.md)");
-  const auto tf_schema = writer_->add_schema("foxglove.FrameTransform", "jsonschema", frame_transform_schema());
-  const auto pose_schema = writer_->add_schema("foxglove.PoseInFrame", "jsonschema", pose_in_frame_schema());
-  const auto log_s = writer_->add_schema("foxglove.Log", "jsonschema", log_schema());
-  const auto scene_s = writer_->add_schema("foxglove.SceneUpdate", "jsonschema", scene_update_schema());
-  ch_step_ = writer_->add_channel(binary, topics::step, "x-tether-binary");
-  ch_state_ = writer_->add_channel(state_schema, topics::state, "x-tether-binary");
-  ch_keyframe_ = writer_->add_channel(key_schema, topics::keyframe, "x-tether-binary");
-  ch_timing_ = writer_->add_channel(0, topics::timing, "json");
-  ch_vehicles_ = writer_->add_channel(0, topics::vehicles, "json");
-  ch_events_ = writer_->add_channel(0, topics::events, "json");
-  ch_summary_ = writer_->add_channel(0, topics::summary, "json");
-  ch_feedback_ = writer_->add_channel(0, topics::feedback, "json");
-  ch_tf_ = writer_->add_channel(tf_schema, topics::tf, "json");
-  ch_scene_ = writer_->add_channel(scene_s, topics::scene, "json");
-  ch_log_ = writer_->add_channel(log_s, topics::log, "json");
+  const auto binary = schema("tether.StepRecord", "", step_schema_text);
+  const auto state_schema =
+      schema("tether.WorldState", "",
+             "tether.WorldState: u64 step, i64 time_ns, u32 bodies, 13 f64 per body (position, quaternion w x y z, "
+             "linear momentum, angular momentum)");
+  const auto key_schema = schema("tether.Keyframe", "", "tether.Keyframe v1 (docs/recording.md)");
+  const auto tf_schema = schema("foxglove.FrameTransform", "jsonschema", frame_transform_schema());
+  const auto pose_schema = schema("foxglove.PoseInFrame", "jsonschema", pose_in_frame_schema());
+  const auto log_s = schema("foxglove.Log", "jsonschema", log_schema());
+  const auto scene_s = schema("foxglove.SceneUpdate", "jsonschema", scene_update_schema());
+  ch_step_ = channel(binary, topics::step, "x-tether-binary");
+  ch_state_ = channel(state_schema, topics::state, "x-tether-binary");
+  ch_keyframe_ = channel(key_schema, topics::keyframe, "x-tether-binary");
+  ch_timing_ = channel(0, topics::timing, "json");
+  ch_vehicles_ = channel(0, topics::vehicles, "json");
+  ch_events_ = channel(0, topics::events, "json");
+  ch_summary_ = channel(0, topics::summary, "json");
+  ch_feedback_ = channel(0, topics::feedback, "json");
+  ch_tf_ = channel(tf_schema, topics::tf, "json");
+  ch_scene_ = channel(scene_s, topics::scene, "json");
+  ch_log_ = channel(log_s, topics::log, "json");
+  const auto commands_schema = schema(
+      "tether.StepCommands", "",
+      "tether.StepCommands v1, little-endian (docs/recording.md): u32 version, u64 step, u32 n, then per command "
+      "u8 kind (1 apply_force, 2 remove_force, 3 set_parameter), string name, u32 body, u8 frame (0 world, 1 body), "
+      "vec3 force_n, vec3 torque_nm, vec3 point_m, f64 duration_s, f64 value");
+  ch_commands_ = channel(commands_schema, topics::commands, "x-tether-binary");
   for (const auto& v : scenario_.model.vehicles) {
-    ch_pose_.push_back(writer_->add_channel(pose_schema, "/vehicles/" + v.name + "/pose", "json"));
-    ch_projected_.push_back(writer_->add_channel(pose_schema, "/vehicles/" + v.name + "/projected", "json"));
-    ch_measured_.push_back(writer_->add_channel(pose_schema, "/vehicles/" + v.name + "/measured", "json"));
+    ch_pose_.push_back(channel(pose_schema, "/vehicles/" + v.name + "/pose", "json"));
+    ch_projected_.push_back(channel(pose_schema, "/vehicles/" + v.name + "/projected", "json"));
+    ch_measured_.push_back(channel(pose_schema, "/vehicles/" + v.name + "/measured", "json"));
   }
+  if (tap_) tap_->opened(channels_);
   write_scene();
   if (!safe_replies_.empty()) {
-    const auto safe_schema = writer_->add_schema(
+    const auto safe_schema = schema(
         "tether.SafeReplies", "",
         "tether.SafeReplies v1, little-endian (docs/recording.md): u32 version, u32 endpoints, then per endpoint "
         "the reply its `safe` timeout policy applies, laid out as in tether.StepRecord");
-    const auto ch = writer_->add_channel(safe_schema, topics::safe_replies, "x-tether-binary");
+    const auto ch = channel(safe_schema, topics::safe_replies, "x-tether-binary");
     std::string bytes;
     encode_safe_replies(safe_replies_, bytes);
-    writer_->write(ch, sequence_++, 0, 0, bytes);
+    out(ch, 0, bytes);
   }
   if (!writer_->ok()) {
     if (error) *error = writer_->error();
@@ -342,7 +386,7 @@ void Recorder::write_scene() {
                 color(1.0, 0.75, 0.1, 1.0));
     update["entities"].push_back(std::move(e));
   }
-  writer_->write(ch_scene_, sequence_++, 0, 0, json_text(update));
+  out(ch_scene_, 0, json_text(update));
 }
 
 void Recorder::encode_step_item(const StepRecord& record, const WorldState& actual, const WorldState& projected,
@@ -496,21 +540,22 @@ void Recorder::write_item(const Slot& item) {
   const auto log_time = static_cast<std::uint64_t>(item.time_ns);
   switch (item.kind) {
     case ItemKind::keyframe:
-      writer_->write(ch_keyframe_, sequence_++, log_time, log_time,
-                     item.keyframe >= 0 ? keyframes_[static_cast<std::size_t>(item.keyframe)] : item.bytes);
+      out(ch_keyframe_, log_time,
+          item.keyframe >= 0 ? keyframes_[static_cast<std::size_t>(item.keyframe)] : item.bytes);
       return;
-    case ItemKind::summary: writer_->write(ch_summary_, sequence_++, log_time, log_time, item.bytes); return;
+    case ItemKind::summary: out(ch_summary_, log_time, item.bytes); return;
+    case ItemKind::commands: out(ch_commands_, log_time, item.bytes); return;
     case ItemKind::event: {
-      writer_->write(ch_events_, sequence_++, log_time, log_time, item.bytes);
+      out(ch_events_, log_time, item.bytes);
       json e = json::parse(item.bytes, nullptr, false);
       if (!e.is_discarded())
-        writer_->write(ch_log_, sequence_++, log_time, log_time,
-                       json_text(json{{"timestamp", stamp(item.time_ns)},
-                                      {"level", e["level"]},
-                                      {"message", e["message"]},
-                                      {"name", e["name"]},
-                                      {"file", ""},
-                                      {"line", 0}}));
+        out(ch_log_, log_time,
+            json_text(json{{"timestamp", stamp(item.time_ns)},
+                           {"level", e["level"]},
+                           {"message", e["message"]},
+                           {"name", e["name"]},
+                           {"file", ""},
+                           {"line", 0}}));
       return;
     }
     case ItemKind::step: break;
@@ -530,10 +575,9 @@ void Recorder::write_item(const Slot& item) {
     }
   // log time of step k's record: t_{k+1}, when its result exists
   const std::uint64_t t = log_time + static_cast<std::uint64_t>(scenario_.loop.period_ns);
-  writer_->write(ch_step_, sequence_++, t, t, record_bytes);
+  out(ch_step_, t, record_bytes);
   const WorldModel& m = scenario_.model;
-  if (m.bodies.size() <= scenario_.recording.state_every_step_max_bodies)
-    writer_->write(ch_state_, sequence_++, t, t, actual_bytes);
+  if (m.bodies.size() <= scenario_.recording.state_every_step_max_bodies) out(ch_state_, t, actual_bytes);
   if (!decode_step(record_bytes, record_, nullptr) || !deserialize_state(actual_bytes, actual_, nullptr) ||
       !deserialize_state(projected_bytes, projected_, nullptr) || actual_.bodies.size() != m.bodies.size() ||
       projected_.bodies.size() != m.bodies.size())
@@ -565,7 +609,7 @@ void Recorder::write_views(std::uint64_t t) {
       j.comma();
       j.pose_in_world(meas.position_m, meas.orientation);
       j.close();
-      writer_->write(ch_measured_[static_cast<std::size_t>(vi)], sequence_++, t, t, text_);
+      out(ch_measured_[static_cast<std::size_t>(vi)], t, text_);
       measured_[static_cast<std::size_t>(vi)] = &meas;
     }
   }
@@ -590,7 +634,7 @@ void Recorder::write_views(std::uint64_t t) {
     j.raw(",\"rotation\":");
     j.quat(s.orientation);
     j.close();
-    writer_->write(ch_tf_, sequence_++, t, t, text_);
+    out(ch_tf_, t, text_);
     for (const auto& [channel, body] : {std::pair{ch_pose_[vi], &s}, std::pair{ch_projected_[vi], &p}}) {
       text_.clear();
       j.open();
@@ -598,7 +642,7 @@ void Recorder::write_views(std::uint64_t t) {
       j.comma();
       j.pose_in_world(body->position_m, body->orientation);
       j.close();
-      writer_->write(channel, sequence_++, t, t, text_);
+      out(channel, t, text_);
     }
     const Vec3 vel = linear_velocity(m, actual_, b);
     const Vec3 rpy = rpy_from_quat(s.orientation) * (180 / std::numbers::pi);
@@ -622,7 +666,7 @@ void Recorder::write_views(std::uint64_t t) {
     vj.close();
   }
   vj.raw("]}");
-  writer_->write(ch_vehicles_, sequence_++, t, t, vehicles_text_);
+  out(ch_vehicles_, t, vehicles_text_);
 
   text_.clear();
   j.raw("{\"step\":");
@@ -642,7 +686,7 @@ void Recorder::write_views(std::uint64_t t) {
                                                  : ",\"outcome\":\"fault\"}");
   }
   j.raw("]}");
-  writer_->write(ch_timing_, sequence_++, t, t, text_);
+  out(ch_timing_, t, text_);
 
   if (!processor_fields_.empty()) {
     text_.clear();
@@ -664,7 +708,7 @@ void Recorder::write_views(std::uint64_t t) {
       j.raw("}");
     }
     j.raw("}}");
-    writer_->write(ch_feedback_, sequence_++, t, t, text_);
+    out(ch_feedback_, t, text_);
   }
 }
 

@@ -244,6 +244,44 @@ bool decode_keyframe(std::string_view bytes, Keyframe& k, std::string* error) {
   return true;
 }
 
+void encode_step_commands(const StepCommands& c, std::string& out) {
+  ByteWriter w(out);
+  w.u32(recording_format_version);
+  w.u64(c.step);
+  w.u32(static_cast<std::uint32_t>(c.commands.size()));
+  for (const OperatorCommand& o : c.commands) {
+    w.u8(static_cast<std::uint8_t>(o.kind));
+    w.bytes(o.name);
+    w.u32(o.body);
+    w.u8(o.body_frame ? 1 : 0);
+    w.vec3(o.force_n);
+    w.vec3(o.torque_nm);
+    w.vec3(o.point_m);
+    w.f64(o.duration_s);
+    w.f64(o.value);
+  }
+}
+
+bool decode_step_commands(std::string_view bytes, StepCommands& out, std::string* error) {
+  ByteReader r(bytes);
+  std::uint32_t version, n;
+  if (!r.u32(version) || version != recording_format_version || !r.u64(out.step) || !r.count(n, 98))
+    return fail(error, "operator commands", r);
+  out.commands.resize(n);
+  for (OperatorCommand& o : out.commands) {
+    std::uint8_t kind, frame;
+    std::string_view name;
+    if (!r.u8(kind) || kind < 1 || kind > 3 || !r.bytes(name) || !r.u32(o.body) || !r.u8(frame) || frame > 1 ||
+        !r.vec3(o.force_n) || !r.vec3(o.torque_nm) || !r.vec3(o.point_m) || !r.f64(o.duration_s) || !r.f64(o.value))
+      return fail(error, "operator commands", r);
+    o.kind = static_cast<OperatorCommand::Kind>(kind);
+    o.name.assign(name);
+    o.body_frame = frame == 1;
+  }
+  if (!r.done()) return fail(error, "operator commands (trailing bytes)", r);
+  return true;
+}
+
 void encode_safe_replies(const std::vector<Reply>& replies, std::string& out) {
   ByteWriter w(out);
   w.u32(recording_format_version);

@@ -93,6 +93,13 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
       if (out.safe_replies.size() != out.scenario.endpoints.size())
         return fail("safe replies for " + std::to_string(out.safe_replies.size()) + " endpoints, the scenario has " +
                     std::to_string(out.scenario.endpoints.size()));
+    } else if (ch->topic == topics::commands) {
+      StepCommands c;
+      if (!decode_step_commands(bytes, c, &why)) return fail(why);
+      if (!out.commands.empty() && c.step <= out.commands.back().step)
+        return fail("operator commands of step " + std::to_string(c.step) + " after those of step " +
+                    std::to_string(out.commands.back().step));
+      out.commands.push_back(std::move(c));
     } else if (ch->topic == topics::state) {
       out.states.emplace_back(bytes);
     } else if (ch->topic == topics::keyframe) {

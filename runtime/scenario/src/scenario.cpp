@@ -283,6 +283,22 @@ void parse_recording(const ConfigNode& r, RecordingConfig& rec) {
       r.integer_or("state_every_step_max_bodies", rec.state_every_step_max_bodies, 0, 1'000'000));
 }
 
+void parse_live(const ConfigNode& l, LiveConfig& live) {
+  if (!l.yaml().IsDefined()) return;
+  if (!l.expect_map(
+          {"enabled", "host", "port", "token", "max_clients", "queue_messages", "max_frame_bytes", "start_paused"}))
+    return;
+  live.enabled = l.boolean_or("enabled", true);
+  live.host = l.string_or("host", live.host);
+  live.port = static_cast<std::uint16_t>(l.integer_or("port", live.port, 0, 65535));
+  live.token = l.string_or("token", "");
+  live.max_clients = static_cast<std::uint32_t>(l.integer_or("max_clients", live.max_clients, 1, 1000));
+  live.queue_messages = static_cast<std::uint32_t>(l.integer_or("queue_messages", live.queue_messages, 16, 1'000'000));
+  live.max_frame_bytes =
+      static_cast<std::uint32_t>(l.integer_or("max_frame_bytes", live.max_frame_bytes, 1024, 16 * 1024 * 1024));
+  live.start_paused = l.boolean_or("start_paused", false);
+}
+
 void parse_endpoints(const ConfigNode& es, Scenario& sc) {
   if (!es.expect_sequence()) return;
   std::set<std::string> names;
@@ -343,7 +359,8 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
     sc.throw_if_errors();
   }
   top.expect_map(
-      {"name", "description", "world", "vehicles", "loop", "endpoints", "goals", "expect", "faults", "recording"});
+      {"name", "description", "world", "vehicles", "loop", "endpoints", "goals", "expect", "faults", "recording",
+       "live"});
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
   parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());
@@ -354,6 +371,7 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
   sc.expectations = parse_expectations(top["expect"], sc);
   sc.faults = parse_faults(top["faults"], sc);
   parse_recording(top["recording"], sc.recording);
+  parse_live(top["live"], sc.live);
   sc.throw_if_errors();
   return sc;
 }

@@ -75,6 +75,21 @@ class FeedbackProcessor {
   /// Restores what snapshot() wrote; false if `bytes` is not a snapshot of this processor.
   virtual bool restore(std::string_view bytes) { return bytes.empty(); }
 
+  /// Gains a live client may tune while the session runs (docs/live.md). A change is an
+  /// operator command: applied in phase 4 of a step and recorded, so replay repeats it.
+  virtual std::vector<std::string> parameter_names() const { return {}; }
+  /// The parameter's value; false for a name parameter_names() does not list.
+  virtual bool parameter(std::string_view name, double& value) const {
+    (void)name, (void)value;
+    return false;
+  }
+  /// Sets it; false with the reason (unknown name, value out of range).
+  virtual bool set_parameter(std::string_view name, double value, std::string* why) {
+    (void)value;
+    if (why) *why = "processor \"" + name_ + "\" has no parameter \"" + std::string(name) + "\"";
+    return false;
+  }
+
   const std::string& name() const { return name_; }
   const std::string& type() const { return type_; }
   void set_identity(std::string name, std::string type) {

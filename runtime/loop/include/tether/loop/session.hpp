@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "tether/hal/device_bank.hpp"
+#include "tether/loop/control.hpp"
 #include "tether/loop/device_world.hpp"
 #include "tether/loop/endpoint.hpp"
 #include "tether/loop/expectations.hpp"
@@ -44,6 +46,18 @@ struct SessionOptions {
   /// (outcome stopped). Replay uses it to verify states.
   std::function<bool(const WorldState&)> after_step;
   double status_interval_s = 0.25;
+  /// Steering from other threads (the live server): pause, step, forces, gains (docs/live.md).
+  SessionControl* control = nullptr;
+  /// Start paused (with `control`): nothing steps until a client resumes or steps.
+  bool start_paused = false;
+  /// Replay: the recorded operator commands, applied again at their steps.
+  const std::vector<StepCommands>* scripted_commands = nullptr;
+  /// Replay served live (with `control`): the recording's keyframes, by the step they
+  /// precede; a seek restores the nearest one and steps on to the target.
+  const std::map<std::uint64_t, Keyframe>* keyframes = nullptr;
+  /// With `control`: at the last step, pause instead of ending (a client may seek back);
+  /// the session ends when a client shuts it down or it is stopped.
+  bool hold_at_end = false;
 };
 
 /// How a session ended. `aborted`: a timeout policy, an endpoint fault under `abort` or
@@ -100,6 +114,12 @@ class Session {
   /// The inputs the last completed step applied (after phase 4).
   const StepInputs& last_inputs() const { return held_inputs_; }
   std::uint64_t steps_done() const { return steps_done_; }
+  /// The operator forces acting now (applied by a live client, not yet expired or removed).
+  struct OperatorForce {
+    OperatorCommand command;
+    std::uint64_t until_step = 0;  // acts on steps < until_step (UINT64_MAX: until removed)
+  };
+  const std::vector<OperatorForce>& operator_forces() const { return forces_; }
 
  private:
   struct Slot;
@@ -115,6 +135,19 @@ class Session {
   bool guarded_processor(std::size_t index, const StepContext& ctx, Call&& call);
   // anything else that throws in the step fails the session, naming the phase
   void step_threw(const char* what);
+  // operator control (session_control.cpp): between steps, and in phase 4
+  bool service_control(const std::atomic<bool>& stop_requested);
+  void handle_request(ControlRequest& request);
+  void after_step_control();
+  void end_control();
+  bool check_command(const OperatorCommand& command, std::string* why) const;
+  void apply_command(const OperatorCommand& command, std::uint64_t step);
+  void apply_operator_inputs(const StepContext& ctx);
+  void reanchor_pacer();
+  void seek(ControlRequest& request);
+  void hold_at_end();
+  std::string control_status() const;
+  std::string parameters_json() const;
 
   const Scenario& scenario_;
   WorldModel model_;  // a copy: online estimation may change parameters
@@ -161,6 +194,26 @@ class Session {
   std::int64_t start_time_ns_ = 0;
 
   Pacer pacer_;
+  // operator control
+  SessionControl* control_ = nullptr;
+  std::vector<ControlRequest> control_batch_;
+  struct Target {
+    bool by_time = false;
+    std::uint64_t steps = 0;  // steps_done_ to reach
+    std::int64_t time_ns = 0;
+    std::function<void(bool, const std::string&)> done;
+  };
+  std::vector<Target> targets_;  // step and run_until requests in progress
+  bool paused_ = false;
+  bool shutdown_ = false;
+  std::uint64_t pauses_ = 0;
+  double paused_wall_s_ = 0;
+  std::vector<ControlRequest> world_pending_;  // applied at the next step
+  std::vector<OperatorForce> forces_;
+  StepCommands step_commands_;  // this step's, for the recording
+  std::size_t script_at_ = 0;   // next of options_.scripted_commands
+  std::uint64_t commands_applied_ = 0;
+  std::uint64_t end_step_ = 0;  // the step the session ends before (hold_at_end, seek)
   Histogram step_time_ns_;
   std::uint64_t steps_done_ = 0;
   std::uint64_t substeps_total_ = 0;

@@ -26,9 +26,31 @@ namespace mcap {
 class Writer;
 }
 
+/// A channel of the recording, as a live server advertises it.
+struct RecordedChannel {
+  std::uint16_t id = 0;
+  std::string topic;
+  std::string encoding;         // "json" or "x-tether-binary"
+  std::string schema_name;      // empty for channels without a schema
+  std::string schema_encoding;  // "jsonschema" or empty
+  std::string schema;
+};
+
+/// Sees every message the recorder writes, on the recorder's writer thread (never the
+/// loop's): the live server publishes the recording's channels through it. Must not block.
+class RecorderTap {
+ public:
+  virtual ~RecorderTap() = default;
+  /// In open(), once the channels exist and before the first message.
+  virtual void opened(const std::vector<RecordedChannel>& channels) { (void)channels; }
+  /// Cheap check before a message is handed over (e.g. "does anyone subscribe to it").
+  virtual bool wants(std::uint16_t channel) const = 0;
+  virtual void message(std::uint16_t channel, std::uint64_t log_time_ns, std::string_view bytes) = 0;
+};
+
 class Recorder {
  public:
-  enum class ItemKind : std::uint8_t { step = 1, keyframe = 2, event = 3, summary = 4 };
+  enum class ItemKind : std::uint8_t { step = 1, keyframe = 2, event = 3, summary = 4, commands = 5 };
 
   /// `processor_fields[i]` names the values processor i records each step.
   Recorder(const Scenario& scenario, std::vector<std::string> endpoint_names,
@@ -44,6 +66,15 @@ class Recorder {
   /// Creates the file, writes the scenario, schemas, channels and the scene; starts the
   /// writer thread. False with a reason on failure.
   [[nodiscard]] bool open(const std::string& path, std::string* error);
+  /// Same channels and writer thread, but nothing is kept (for a live server when the
+  /// scenario says `recording: {enabled: false}`).
+  [[nodiscard]] bool open_without_file(std::string* error);
+  /// Before open(): every message written is also handed to `tap` (writer thread).
+  void set_tap(RecorderTap* tap) { tap_ = tap; }
+  /// After open(): the channels, in id order.
+  const std::vector<RecordedChannel>& channels() const { return channels_; }
+  /// Loop thread: the operator commands a step applied (rare; allocates).
+  void commands(const StepCommands& commands, std::int64_t time_ns);
 
   /// Loop thread: the staging buffer for the next item; fill it, then push().
   std::string& staging() { return staging_; }
@@ -92,6 +123,9 @@ class Recorder {
   void write_item(const Slot& item);
   void write_views(std::uint64_t log_time_ns);
   void write_scene();
+  std::uint16_t schema(const std::string& name, const std::string& encoding, const std::string& text);
+  std::uint16_t channel(std::uint16_t schema, const std::string& topic, const std::string& encoding);
+  void out(std::uint16_t channel, std::uint64_t log_time, std::string_view bytes);
 
   const Scenario& scenario_;
   std::vector<std::string> endpoint_names_;
@@ -99,6 +133,10 @@ class Recorder {
   std::vector<Reply> safe_replies_;
   std::unique_ptr<mcap::Writer> writer_;
   std::string path_;
+  bool keep_file_ = true;
+  RecorderTap* tap_ = nullptr;
+  std::vector<RecordedChannel> channels_;
+  std::vector<std::array<std::string, 3>> schemas_;  // by id - 1: name, encoding, text
 
   std::vector<Slot> ring_;
   std::size_t head_ = 0;  // next slot the loop fills
@@ -121,7 +159,7 @@ class Recorder {
 
   // channel ids
   std::uint16_t ch_step_ = 0, ch_state_ = 0, ch_keyframe_ = 0, ch_timing_ = 0, ch_vehicles_ = 0, ch_events_ = 0,
-                ch_summary_ = 0, ch_feedback_ = 0, ch_tf_ = 0, ch_scene_ = 0, ch_log_ = 0;
+                ch_summary_ = 0, ch_feedback_ = 0, ch_tf_ = 0, ch_scene_ = 0, ch_log_ = 0, ch_commands_ = 0;
   std::vector<std::uint16_t> ch_pose_, ch_projected_, ch_measured_;  // per vehicle
 
   // writer-thread scratch, reused from step to step

@@ -27,6 +27,7 @@ inline constexpr const char* safe_replies = "/tether/safe_replies";  // each end
 inline constexpr const char* tf = "/tf";                             // foxglove.FrameTransform
 inline constexpr const char* scene = "/scene";                       // foxglove.SceneUpdate
 inline constexpr const char* log = "/log";                           // foxglove.Log
+inline constexpr const char* commands = "/tether/commands";          // operator commands of a step (binary)
 }  // namespace topics
 
 inline constexpr std::uint32_t recording_format_version = 1;
@@ -59,6 +60,31 @@ struct Keyframe {
   std::string devices;                       // hal::DeviceBank::snapshot (noise streams, actuator states)
   std::string faults;                        // FaultInjector::snapshot (active faults); empty without
 };
+
+/// An operator command that changes the world (a force pushed from a live client, a
+/// processor's gain): it takes effect in phase 4 ("pre") of the step it is recorded with,
+/// so replay applies it again at the same step (docs/live.md).
+struct OperatorCommand {
+  enum class Kind : std::uint8_t { apply_force = 1, remove_force = 2, set_parameter = 3 };
+  Kind kind = Kind::apply_force;
+  std::string name;         // the force's name, or the parameter's ("processor.gain")
+  std::uint32_t body = 0;   // apply_force: the body index
+  bool body_frame = false;  // apply_force: force, torque and point in the body frame (else world axes)
+  Vec3 force_n{0, 0, 0};
+  Vec3 torque_nm{0, 0, 0};
+  Vec3 point_m{0, 0, 0};  // where the force acts, body frame, from the centre of mass
+  double duration_s = 0;  // apply_force: simulation seconds; 0 = until removed
+  double value = 0;       // set_parameter
+};
+
+/// The operator commands step k applied (`/tether/commands`, only for steps that had any).
+struct StepCommands {
+  std::uint64_t step = 0;
+  std::vector<OperatorCommand> commands;
+};
+
+void encode_step_commands(const StepCommands& commands, std::string& out);
+bool decode_step_commands(std::string_view bytes, StepCommands& out, std::string* error);
 
 /// Appends a reply (wrenches and measurements) to `out`.
 void encode_reply(const Reply& reply, std::string& out);

@@ -27,6 +27,7 @@ struct Recording {
   std::map<std::uint64_t, Keyframe> keyframes;  // by the step they precede
   std::vector<std::string> states;              // S_{k+1} per step, if recorded (else empty)
   std::vector<Reply> safe_replies;              // per endpoint, if recorded (else empty: no forces)
+  std::vector<StepCommands> commands;           // operator commands, in step order (live sessions)
   std::optional<nlohmann::json> summary;        // absent if the session was killed
   std::vector<nlohmann::json> events;
   bool truncated = false;

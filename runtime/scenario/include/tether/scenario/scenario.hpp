@@ -64,6 +64,18 @@ struct RecordingConfig {
   std::uint32_t state_every_step_max_bodies = 64;  // full state per step up to this many bodies
 };
 
+/// `live:`: the live server (docs/live.md). `tether run --live [HOST:]PORT` turns it on too.
+struct LiveConfig {
+  bool enabled = false;
+  std::string host = "127.0.0.1";  // loopback unless told; any other address needs a token
+  std::uint16_t port = 8765;       // 0: any free port (printed)
+  std::string token;               // clients present it (?token= or Authorization: Bearer)
+  std::uint32_t max_clients = 8;
+  std::uint32_t queue_messages = 1024;  // per client; the oldest data is dropped beyond it
+  std::uint32_t max_frame_bytes = 65536;
+  bool start_paused = false;
+};
+
 /// One feedback processor entry of a vehicle (vehicles[i].feedback[j]); parsed by the processor.
 struct FeedbackConfig {
   std::string name;
@@ -87,6 +99,7 @@ struct Scenario {
   std::vector<ExpectationConfig> expectations;  // `expect:`, the run's verdict
   std::vector<FaultConfig> faults;              // `faults:`, injected by the loop
   RecordingConfig recording;
+  LiveConfig live;
   std::shared_ptr<ConfigContext> context;  // for errors found later (endpoint parsers)
 
   /// Throws ConfigError if anything has recorded an error against this scenario's file.

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: Apache-2.0
+// What clients must not be able to do to a live session (docs/live.md, "Safe by default"):
+// malformed and oversized frames, unknown ids, garbage, a flood of connections, a client
+// that never reads, a non-loopback address without a token, more clients than allowed.
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tether/live/client.hpp"
+#include "tether/live/protocol.hpp"
+
+using nlohmann::json;
+using namespace tether;
+
+namespace {
+
+const std::string tether_exe = TETHER_BINARY_DIR "/tether";
+const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+};
+
+Result run(const std::string& command) {
+  Result r;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string temp_dir(const char* name) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tether_live_hostile_" + std::to_string(getpid()) + "_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+int free_port() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Process {
+  pid_t pid = -1;
+  std::string dir;
+  Process(const std::string& args, const std::string& d, const std::string& env = "") : dir(d) {
+    const std::string cmd =
+        env + " exec " + tether_exe + " " + args + " > " + dir + "/stdout.txt 2> " + dir + "/stderr.txt";
+    pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  int wait(double timeout_s = 120) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    int status = 0;
+    while (std::chrono::steady_clock::now() < until) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    pid = -1;
+    FAIL("tether did not exit within " << timeout_s << " s; stderr: " << read_file(dir + "/stderr.txt"));
+    return -1;
+  }
+  ~Process() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      int status = 0;
+      waitpid(pid, &status, 0);
+    }
+  }
+};
+
+bool connect(live::Client& client, int port, const std::string& token = "", std::string* error = nullptr) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string why;
+  while (std::chrono::steady_clock::now() < until) {
+    if (client.connect("ws://127.0.0.1:" + std::to_string(port), token, &why)) return true;
+    if (why.find("refused the connection") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (error) *error = why;
+  return false;
+}
+
+json call(live::Client& c, const std::string& service, const json& request = json::object()) {
+  json response;
+  std::string error;
+  REQUIRE_MESSAGE(c.call(service, request, response, &error, 60), service << ": " << error);
+  return response;
+}
+
+// reads until the server closes the connection; returns why
+std::string until_closed(live::Client& c) {
+  for (int i = 0; i < 10000; ++i) {
+    live::Client::Frame f;
+    std::string error;
+    if (!c.next(f, 10, &error)) return error;
+  }
+  return "still open";
+}
+
+// waits for a status message containing `text`
+bool status_with(live::Client& c, const std::string& text) {
+  for (int i = 0; i < 1000; ++i) {
+    for (const auto& s : c.statuses())
+      if (s.value("message", "").find(text) != std::string::npos) return true;
+    live::Client::Frame f;
+    std::string error;
+    if (!c.next(f, 10, &error)) return false;
+  }
+  return false;
+}
+
+// a raw TCP exchange: sends `bytes`, returns what comes back until the server closes
+std::string raw_exchange(int port, const std::string& bytes) {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  REQUIRE(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  timeval tv{10, 0};
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (!bytes.empty()) REQUIRE(send(s, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(s, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  close(s);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("live hostile: malformed, oversized and unknown input gets a status or a closed connection, never a crash") {
+  const std::string dir = temp_dir("malformed");
+  const int port = free_port();
+  Process tether(
+      "run " + in_process_file + " --live " + std::to_string(port) + " --paused --steps 1000000 -q --out " + dir, dir);
+  live::Client good;
+  std::string error;
+  REQUIRE_MESSAGE(connect(good, port, "", &error), error);
+  call(good, "/tether/step", {{"steps", 5}});
+
+  // unknown ids and ops: a status message, and the connection carries on
+  REQUIRE(good.send_text(R"({"op":"subscribe","subscriptions":[{"id":1,"channelId":9999}]})", &error));
+  CHECK(status_with(good, "unknown channel id 9999"));
+  REQUIRE(good.send_text(R"({"op":"unsubscribe","subscriptionIds":[77]})", &error));
+  CHECK(status_with(good, "unknown subscription id 77"));
+  std::uint32_t sub = 0;
+  REQUIRE(good.subscribe("/tf", sub, &error));
+  std::uint64_t scene = 0;  // another channel, with the subscription id already in use
+  for (const auto& ch : good.channels())
+    if (ch["topic"] == "/scene") scene = ch["id"];
+  REQUIRE(good.send_text(R"({"op":"subscribe","subscriptions":[{"id":)" + std::to_string(sub) + R"(,"channelId":)" +
+                             std::to_string(scene) + "}]}",
+                         &error));
+  CHECK(status_with(good, "already"));
+  REQUIRE(good.send_text(R"({"op":"frobnicate"})", &error));
+  CHECK(status_with(good, "unknown op \"frobnicate\""));
+  REQUIRE(good.send_text(R"({"op":"subscribe","subscriptions":"all"})", &error));
+  CHECK(status_with(good, "must be an array"));
+  std::string frame;
+  live::encode_service_call(4242, 1, "json", "{}", frame);
+  REQUIRE(good.send_binary(frame, &error));
+  CHECK(status_with(good, "unknown service id 4242"));
+  json r = call(good, "/tether/step", {{"steps", "ten"}});
+  CHECK(r["ok"] == false);
+  CHECK(r["error"].get<std::string>().find("steps") != std::string::npos);
+  r = call(good, "/tether/set_rtf", {{"rtf", -1}});
+  CHECK(r["ok"] == false);
+
+  // malformed frames close that connection with the reason
+  {
+    live::Client bad;
+    REQUIRE(connect(bad, port));
+    REQUIRE(bad.send_text("this is not json", &error));
+    const std::string why = until_closed(bad);
+    CHECK_MESSAGE(why.find("code 1002") != std::string::npos, why);
+    CHECK(why.find("malformed") != std::string::npos);
+  }
+  {
+    live::Client bad;
+    REQUIRE(connect(bad, port));
+    REQUIRE(bad.send_binary(std::string("\x02\x01", 2), &error));
+    const std::string why = until_closed(bad);
+    CHECK_MESSAGE(why.find("code 1002") != std::string::npos, why);
+  }
+  {
+    live::Client big;
+    REQUIRE(connect(big, port));
+    // one byte over live.max_frame_bytes (64 KiB)
+    REQUIRE(big.send_text(std::string(64 * 1024 + 1, ' '), &error));
+    const std::string why = until_closed(big);
+    CHECK_MESSAGE(why.find("code 1009") != std::string::npos, why);
+  }
+  {
+    // far over it: the server fails the connection as soon as the frame's header gives its
+    // size, so a client still writing the rest may see its connection reset instead
+    live::Client huge;
+    REQUIRE(connect(huge, port));
+    const bool sent = huge.send_text(std::string(8 * 1024 * 1024, ' '), &error);
+    const std::string why = sent ? until_closed(huge) : error;
+    CHECK_MESSAGE((why.find("code 1009") != std::string::npos || why.find("reset") != std::string::npos ||
+                   why.find("Broken pipe") != std::string::npos),
+                  why);
+  }
+  // garbage before the upgrade, plain HTTP, a wrong subprotocol
+  CHECK(raw_exchange(port, std::string("\x16\x03\x01\x00\xff garbage\r\n\r\n", 17)).find("400") != std::string::npos);
+  // plain HTTP: GET / is the dashboard page, anything else is refused
+  const std::string page = raw_exchange(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(page.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(page.find("text/html") != std::string::npos);
+  CHECK(page.find("foxglove.websocket.v1") != std::string::npos);
+  CHECK(raw_exchange(port, "GET /etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n").rfind("HTTP/1.1 404", 0) == 0);
+  CHECK(raw_exchange(port, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}").rfind("HTTP/1.1 405", 0) == 0);
+  CHECK(raw_exchange(port,
+                     "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
+                     "dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: chat\r\n\r\n")
+            .find("400") != std::string::npos);
+  // half-open: connects and says nothing (the handshake timeout ends it; not waited for here)
+  const int half = socket(AF_INET, SOCK_STREAM, 0);
+  {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    REQUIRE(::connect(half, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  }
+  // 1,000 connect/disconnect cycles
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000; ++i) {
+    live::Client c;
+    REQUIRE_MESSAGE(c.connect("ws://127.0.0.1:" + std::to_string(port), "", &error), "cycle " << i << ": " << error);
+    c.close();
+  }
+  MESSAGE("1000 connect/disconnect cycles in "
+          << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
+  // a flood of service calls without waiting for answers: each is answered or refused
+  for (int i = 0; i < 500; ++i) {
+    live::encode_service_call(1, static_cast<std::uint32_t>(1000 + i), "json", "{}", frame);
+    REQUIRE(good.send_binary(frame, &error));
+  }
+  // the session was never disturbed: it still steps exactly
+  const json before = call(good, "/tether/status");
+  const json after = call(good, "/tether/step", {{"steps", 7}});
+  CHECK(after["step"].get<std::uint64_t>() == before["step"].get<std::uint64_t>() + 7);
+  close(half);
+  call(good, "/tether/shutdown");
+  CHECK(tether.wait() == 130);
+  const Result replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify -q");
+  CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  const json summary = json::parse(read_file(dir + "/summary.json"));
+  CHECK(summary["live"]["closed_for_cause"].get<int>() >= 3);
+  CHECK(summary["live"]["refused"]["protocol"].get<int>() >= 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("live hostile: a client that subscribes to everything and never reads costs no step") {
+  const std::string dir = temp_dir("stalled");
+  const int port = free_port();
+  const std::uint64_t steps = 8000;  // 80 s: the AUV reaches the end wall of the tank at 133 s (expect: no collision)
+  Process tether("run " + in_process_file + " --live " + std::to_string(port) + " --paused --rtf 0 --steps " +
+                     std::to_string(steps) + " -q --json --out " + dir,
+                 dir);
+  live::Client stalled;
+  std::string error;
+  REQUIRE_MESSAGE(connect(stalled, port, "", &error), error);
+  for (const auto& ch : stalled.channels()) {
+    std::uint32_t sub = 0;
+    REQUIRE(stalled.subscribe(ch["topic"], sub, &error));
+  }
+  call(stalled, "/tether/resume");
+  // from here on it never reads
+  CHECK(tether.wait() == 0);
+  const json summary = json::parse(read_file(dir + "/summary.json"));
+  CHECK(summary["outcome"] == "completed");
+  CHECK(summary["steps"] == steps);
+  CHECK(summary["recording"]["dropped_items"] == 0);
+  CHECK(summary["live"]["dropped_messages"].get<std::uint64_t>() > 0);  // its queue was bounded: the oldest went
+  const Result alone = run(tether_exe + " run " + in_process_file + " --rtf 0 -q --json --steps " +
+                           std::to_string(steps) + " --out " + dir + "/alone");
+  REQUIRE(alone.exit_code == 0);
+  const json a = json::parse(read_file(dir + "/alone/summary.json"));
+  MESSAGE("steps/s at rtf 0: with a stalled client subscribed to everything "
+          << steps / (summary["wall_time_s"].get<double>() - summary["control"]["paused_wall_s"].get<double>())
+          << ", without a server " << steps / a["wall_time_s"].get<double>()
+          << " (this machine, ASan build; reported, not asserted)");
+  const Result replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify -q");
+  CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("live hostile: another address than loopback needs a token, and clients must present it") {
+  const std::string dir = temp_dir("token");
+  const int port = free_port();
+  // refused before it binds anything; 192.0.2.1 (TEST-NET-1) is no address of this machine,
+  // so even a server that failed to refuse could not listen beyond loopback
+  const Result refused = run("env -u TETHER_LIVE_TOKEN " + tether_exe + " run " + in_process_file +
+                             " --live 192.0.2.1:" + std::to_string(port) + " --steps 10 -q --out " + dir + "/refused");
+  CHECK_MESSAGE(refused.exit_code == 2, refused.out);
+  CHECK(refused.out.find("token") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/refused/recording.mcap"));
+
+  // a token set (here from the environment) is required on loopback too
+  Process tether("run " + in_process_file + " --live 127.0.0.1:" + std::to_string(port) +
+                     " --paused --steps 100000 -q --out " + dir + "/run",
+                 dir, "TETHER_LIVE_TOKEN=s3cret");
+  live::Client without;
+  std::string error;
+  CHECK_FALSE(connect(without, port, "", &error));
+  CHECK_MESSAGE(error.find("401") != std::string::npos, error);
+  live::Client wrong;
+  CHECK_FALSE(connect(wrong, port, "guess", &error));
+  live::Client with;
+  REQUIRE_MESSAGE(connect(with, port, "s3cret", &error), error);
+  // the dashboard page needs it too
+  CHECK(raw_exchange(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").rfind("HTTP/1.1 401", 0) == 0);
+  CHECK(raw_exchange(port, "GET /?token=s3cret HTTP/1.1\r\nHost: x\r\n\r\n").rfind("HTTP/1.1 200", 0) == 0);
+  // the query parameter works as well
+  live::Client query;
+  REQUIRE_MESSAGE(query.connect("ws://127.0.0.1:" + std::to_string(port) + "/?token=s3cret", "", &error), error);
+  const Result ctl =
+      run("TETHER_LIVE_TOKEN=s3cret " + tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " shutdown");
+  CHECK_MESSAGE(ctl.exit_code == 0, ctl.out);
+  CHECK(tether.wait() == 130);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("live hostile: a live: block in the scenario, and more clients than max_clients are refused") {
+  const std::string dir = temp_dir("cap");
+  const int port = free_port();
+  {
+    std::ofstream f(dir + "/scenario.yaml");
+    f << read_file(in_process_file) << "\nlive:\n  port: " << port << "\n  max_clients: 1\n  start_paused: true\n";
+  }
+  Process tether("run " + dir + "/scenario.yaml --steps 100000 -q --out " + dir + "/run", dir);
+  live::Client first;
+  std::string error;
+  REQUIRE_MESSAGE(connect(first, port, "", &error), error);
+  CHECK(call(first, "/tether/status")["paused"] == true);
+  live::Client second;
+  CHECK_FALSE(second.connect("ws://127.0.0.1:" + std::to_string(port), "", &error));
+  CHECK_MESSAGE(error.find("too many clients") != std::string::npos, error);
+  first.close();
+  // the place frees once the first has gone
+  live::Client third;
+  bool ok = false;
+  for (int i = 0; i < 50 && !ok; ++i) {
+    ok = third.connect("ws://127.0.0.1:" + std::to_string(port), "", &error);
+    if (!ok) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE_MESSAGE(ok, error);
+  call(third, "/tether/shutdown");
+  CHECK(tether.wait() == 130);
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: Apache-2.0
+// A real `tether run --live` on a free loopback port, driven by a real client (the Beast
+// client `tether ctl` uses, and `tether ctl` itself): watch, pause, step, push, resume,
+// shut down; then `tether replay --verify` of that session's recording (docs/live.md).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tether/live/client.hpp"
+#include "tether/live/protocol.hpp"
+#include "tether/recording/replay.hpp"
+
+using nlohmann::json;
+using namespace tether;
+
+namespace {
+
+const std::string tether_exe = TETHER_BINARY_DIR "/tether";
+const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+};
+
+Result run(const std::string& command) {
+  Result r;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string temp_dir(const char* name) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tether_live_test_" + std::to_string(getpid()) + "_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// a port nobody listens on now (the kernel's choice for port 0)
+int free_port() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// `tether run ...` in the background, its output in files
+struct Process {
+  pid_t pid = -1;
+  std::string dir;
+  explicit Process(const std::string& args, const std::string& d, const std::string& env = "") : dir(d) {
+    const std::string cmd =
+        env + " exec " + tether_exe + " " + args + " > " + dir + "/stdout.txt 2> " + dir + "/stderr.txt";
+    pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  // waits for the exit (up to `timeout_s`; then kills it and fails)
+  int wait(double timeout_s = 60) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    int status = 0;
+    while (std::chrono::steady_clock::now() < until) {
+      const pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    pid = -1;
+    FAIL("tether did not exit within " << timeout_s << " s; stderr: " << read_file(dir + "/stderr.txt"));
+    return -1;
+  }
+  ~Process() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      int status = 0;
+      waitpid(pid, &status, 0);
+    }
+  }
+};
+
+// connects, retrying while the server starts
+bool connect(live::Client& client, int port, const std::string& token = "", std::string* error = nullptr) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string why;
+  while (std::chrono::steady_clock::now() < until) {
+    if (client.connect("ws://127.0.0.1:" + std::to_string(port), token, &why)) return true;
+    if (why.find("refused the connection") != std::string::npos) break;  // it answered: no retry
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (error) *error = why;
+  return false;
+}
+
+json call(live::Client& c, const std::string& service, const json& request = json::object()) {
+  json response;
+  std::string error;
+  REQUIRE_MESSAGE(c.call(service, request, response, &error, 60), service << ": " << error);
+  return response;
+}
+
+// the latest /tether/vehicles message of vehicle 0, reading messages of subscription `sub`
+// until one for step `step` arrives
+json vehicle_at(live::Client& c, std::uint32_t sub, std::uint64_t step) {
+  for (int i = 0; i < 100000; ++i) {
+    live::Client::Frame f;
+    std::string error;
+    REQUIRE_MESSAGE(c.next(f, 30, &error), error);
+    live::MessageData m;
+    if (!f.binary || !live::decode_message_data(f.data, m) || m.subscription != sub) continue;
+    const json j = json::parse(m.payload);
+    if (j["step"].get<std::uint64_t>() == step) return j["vehicles"][0];
+  }
+  FAIL("no /tether/vehicles message for step " << step);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "live session: watch, pause, step 10, push with a force, resume, shut down, and the recording replays bit for "
+    "bit") {
+  const std::string dir = temp_dir("sequence");
+  const int port = free_port();
+  Process tether("run " + in_process_file + " --live " + std::to_string(port) +
+                     " --paused --rtf 1 --steps 1000000 -q --out " + dir,
+                 dir);
+  live::Client c;
+  std::string error;
+  REQUIRE_MESSAGE(connect(c, port, "", &error), error);
+
+  // serverInfo, the recording's JSON channels with their schemas, the services
+  const json& info = c.server_info();
+  CHECK(info["name"] == "tether: in_process_depth_hold");
+  for (const char* cap : {"time", "services", "parameters"})
+    CHECK(std::find(info["capabilities"].begin(), info["capabilities"].end(), cap) != info["capabilities"].end());
+  std::map<std::string, json> topics;
+  for (const auto& ch : c.channels()) topics[ch["topic"]] = ch;
+  for (const char* t : {"/tf", "/scene", "/log", "/tether/vehicles", "/tether/timing", "/tether/events",
+                        "/tether/summary", "/vehicles/auv/pose", "/vehicles/auv/projected"})
+    CHECK_MESSAGE(topics.count(t), t);
+  CHECK(topics["/vehicles/auv/pose"]["schemaName"] == "foxglove.PoseInFrame");
+  CHECK(topics["/vehicles/auv/pose"]["encoding"] == "json");
+  CHECK(topics["/tf"]["schemaName"] == "foxglove.FrameTransform");
+  CHECK_FALSE(topics.count("/tether/step"));  // binary replay channels stay in the file
+  CHECK(c.services().size() == 10);
+
+  // paused from the start: nothing moves
+  json s = call(c, "/tether/status");
+  CHECK(s["ok"] == true);
+  CHECK(s["paused"] == true);
+  CHECK(s["step"] == 0);
+
+  std::uint32_t pose_sub = 0, vehicles_sub = 0;
+  REQUIRE(c.subscribe("/vehicles/auv/pose", pose_sub, &error));
+  REQUIRE(c.subscribe("/tether/vehicles", vehicles_sub, &error));
+
+  // step 10: the response comes when exactly 10 steps are done
+  s = call(c, "/tether/step", {{"steps", 10}});
+  CHECK(s["ok"] == true);
+  CHECK(s["step"] == 10);
+  CHECK(s["steps_done"] == 10);
+  CHECK(s["paused"] == true);
+
+  // ten pose messages, their simulation time increasing by the period (10 ms)
+  std::vector<std::uint64_t> times;
+  json before;  // the vehicle after step 9 (S_10)
+  while (times.size() < 10 || before.is_null()) {
+    live::Client::Frame f;
+    REQUIRE_MESSAGE(c.next(f, 30, &error), error);
+    live::MessageData m;
+    if (!f.binary || !live::decode_message_data(f.data, m)) continue;
+    if (m.subscription == pose_sub) {
+      const json pose = json::parse(m.payload);
+      CHECK(pose["frame_id"] == "world");
+      times.push_back(m.time_ns);
+    } else if (m.subscription == vehicles_sub) {
+      const json v = json::parse(m.payload);
+      if (v["step"] == 9) before = v["vehicles"][0];
+    }
+  }
+  for (std::size_t i = 1; i < times.size(); ++i) CHECK(times[i] == times[i - 1] + 10'000'000);
+  CHECK(times.back() == 100'000'000);  // t_10: the state after step 9
+
+  // paused: time stops
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  s = call(c, "/tether/status");
+  CHECK(s["step"] == 10);
+
+  // a sideways push (north, world frame) for 1 s of simulation time
+  json r = call(c, "/tether/apply_force",
+                {{"name", "push"}, {"body", "auv"}, {"force", {0, 150, 0}}, {"frame", "world"}, {"duration_s", 1.0}});
+  CHECK(r["ok"] == true);
+  CHECK(r["takes_effect_at_step"] == 10);
+  // a bad one: refused with the reason, nothing applied
+  r = call(c, "/tether/apply_force", {{"name", "bad"}, {"body", "nosuch"}, {"force", {0, 1, 0}}});
+  CHECK(r["ok"] == false);
+  CHECK(r["error"].get<std::string>().find("no body") != std::string::npos);
+  s = call(c, "/tether/step", {{"steps", 100}});
+  CHECK(s["step"] == 110);
+  const json after = vehicle_at(c, vehicles_sub, 109);
+  const double dy = after["y_m"].get<double>() - before["y_m"].get<double>();
+  MESSAGE("y moved " << dy << " m in 1 s under 150 N north");
+  CHECK(dy > 0.3);  // without the push the AUV holds y = 0 to a millimetre
+  s = call(c, "/tether/status");
+  CHECK(s["forces"].empty());  // the push ended after its 1 s (100 steps)
+
+  // resume: the session runs again
+  s = call(c, "/tether/resume");
+  CHECK(s["paused"] == false);
+  for (int i = 0; i < 600 && s["step"].get<std::uint64_t>() <= 110; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = call(c, "/tether/status");
+  }
+  CHECK(s["step"].get<std::uint64_t>() > 110);
+
+  // `tether ctl` drives the same server
+  Result ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " pause");
+  CHECK_MESSAGE(ctl.exit_code == 0, ctl.out);
+  CHECK(ctl.out.find("paused") != std::string::npos);
+  ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " --json status");
+  REQUIRE_MESSAGE(ctl.exit_code == 0, ctl.out);
+  const std::uint64_t at = json::parse(ctl.out)["step"];
+  ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " --json step 10");
+  REQUIRE_MESSAGE(ctl.exit_code == 0, ctl.out);
+  CHECK(json::parse(ctl.out)["step"] == at + 10);
+  ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) +
+            " force spin auv.hull 0 0 0 frame=body torque=0,0,2 duration=0.5");
+  CHECK_MESSAGE(ctl.exit_code == 0, ctl.out);
+  ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " step 5");
+  CHECK_MESSAGE(ctl.exit_code == 0, ctl.out);
+  ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " unforce spin");
+  CHECK_MESSAGE(ctl.exit_code == 0, ctl.out);
+  ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " unforce nosuch");
+  CHECK(ctl.exit_code == 1);
+  CHECK(ctl.out.find("no force named") != std::string::npos);
+  ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " step 20");
+  CHECK_MESSAGE(ctl.exit_code == 0, ctl.out);
+  ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " param get rtf");
+  CHECK_MESSAGE(ctl.exit_code == 0, ctl.out);
+  CHECK(ctl.out.find("rtf = 1") != std::string::npos);
+  ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " shutdown");
+  CHECK_MESSAGE(ctl.exit_code == 0, ctl.out);
+  const int code = tether.wait();
+  CHECK(code == 130);  // stopped (by a client), the recording closed with its summary
+
+  // the recording holds the operator commands at the steps they took effect
+  runtime::Recording rec;
+  REQUIRE_MESSAGE(runtime::load_recording(dir + "/recording.mcap", rec, &error), error);
+  REQUIRE(rec.commands.size() == 3);
+  CHECK(rec.commands[0].step == 10);
+  CHECK(rec.commands[0].commands[0].name == "push");
+  CHECK(rec.commands[0].commands[0].force_n.y() == 150);
+  CHECK(rec.commands[1].commands[0].name == "spin");
+  CHECK(rec.commands[1].commands[0].body_frame);
+  CHECK(rec.commands[2].commands[0].kind == runtime::OperatorCommand::Kind::remove_force);
+  const json summary = json::parse(read_file(dir + "/summary.json"));
+  CHECK(summary["control"]["operator_commands"] == 3);
+  CHECK(summary["live"]["clients"].get<int>() >= 2);
+
+  // and replays bit for bit with no client connected
+  const Result replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify -q");
+  CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  CHECK(replay.out.find("bit-identical") != std::string::npos);
+  // from a keyframe after the push began: the forces acting then are rebuilt from the commands
+  const Result from = run(tether_exe + " replay " + dir + "/recording.mcap --verify -q --from-step 150");
+  CHECK_MESSAGE(from.exit_code == 0, from.out);
+  std::filesystem::remove_all(dir);
+}

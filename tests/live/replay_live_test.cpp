@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// `tether replay REC --live 0`: a recording served with playback control (pause, step,
+// speed, seek from the nearest keyframe), checked bit for bit as it plays (--verify), held
+// at its last step until a client shuts it down (docs/live.md).
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tether/live/client.hpp"
+#include "tether/live/protocol.hpp"
+
+using nlohmann::json;
+using namespace tether;
+
+namespace {
+
+const std::string tether_exe = TETHER_BINARY_DIR "/tether";
+const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+};
+
+Result run(const std::string& command) {
+  Result r;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string temp_dir(const char* name) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tether_replay_live_test_" + std::to_string(getpid()) + "_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Process {
+  pid_t pid = -1;
+  std::string dir;
+  Process(const std::string& args, const std::string& d) : dir(d) {
+    const std::string cmd = "exec " + tether_exe + " " + args + " > " + dir + "/stdout.txt 2> " + dir + "/stderr.txt";
+    pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  bool running() {
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, WNOHANG) == 0;
+  }
+  int wait(double timeout_s = 60) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    int status = 0;
+    while (std::chrono::steady_clock::now() < until) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    pid = -1;
+    FAIL("tether did not exit within " << timeout_s << " s; stderr: " << read_file(dir + "/stderr.txt"));
+    return -1;
+  }
+  ~Process() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      int status = 0;
+      waitpid(pid, &status, 0);
+    }
+  }
+};
+
+// the address `tether run --live 0` prints on stderr once it listens
+std::string live_url(Process& p) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    const std::string err = read_file(p.dir + "/stderr.txt");
+    const auto at = err.find("live: ws://");
+    if (at != std::string::npos) {
+      const auto end = err.find_first_of(" \n", at + 6);
+      if (end != std::string::npos) return err.substr(at + 6, end - at - 6);
+    }
+    if (!p.running()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  FAIL("no live address on stderr: " << read_file(p.dir + "/stderr.txt"));
+  return {};
+}
+
+json call(live::Client& c, const std::string& service, const json& request = json::object()) {
+  json response;
+  std::string error;
+  REQUIRE_MESSAGE(c.call(service, request, response, &error, 60), service << ": " << error);
+  return response;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "replay live: pause, step, seek back and forth from keyframes, speed up, hold at the end, every state checked") {
+  const std::string dir = temp_dir("playback");
+  const Result recorded = run(tether_exe + " run " + in_process_file + " --rtf 0 --steps 600 -q --out " + dir + "/rec");
+  REQUIRE_MESSAGE(recorded.exit_code == 0, recorded.out);
+  Process replay("replay " + dir + "/rec/recording.mcap --live 0 --paused --verify -q", dir);
+  const std::string url = live_url(replay);
+  live::Client c;
+  std::string error;
+  REQUIRE_MESSAGE(c.connect(url, "", &error), error);
+  CHECK(c.server_info()["name"] == "tether replay: in_process_depth_hold");
+  std::uint32_t sub = 0;
+  REQUIRE(c.subscribe("/tether/vehicles", sub, &error));
+
+  json s = call(c, "/tether/status");
+  CHECK(s["paused"] == true);
+  CHECK(s["step"] == 0);
+  s = call(c, "/tether/step", {{"steps", 10}});
+  CHECK(s["step"] == 10);
+  // the replayed steps are published as a live session's are
+  int seen = 0;
+  while (seen < 10) {
+    live::Client::Frame f;
+    REQUIRE_MESSAGE(c.next(f, 30, &error), error);
+    live::MessageData m;
+    if (f.binary && live::decode_message_data(f.data, m) && m.subscription == sub)
+      CHECK(json::parse(m.payload)["step"] == seen++);
+  }
+
+  // seek forward and back: from the keyframe at or before the target (every 100 steps), then
+  // stepped on to it; --verify compares every state on the way with the recording
+  s = call(c, "/tether/seek", {{"step", 350}});
+  CHECK(s["ok"] == true);
+  CHECK(s["step"] == 350);
+  CHECK(s["paused"] == true);
+  s = call(c, "/tether/seek", {{"step", 20}});
+  CHECK(s["step"] == 20);
+  s = call(c, "/tether/step", {{"steps", 5}});
+  CHECK(s["step"] == 25);
+  s = call(c, "/tether/seek", {{"step", 600}});
+  CHECK(s["ok"] == false);  // past the last step (599)
+  CHECK(s["error"].get<std::string>().find("past the recording's last step") != std::string::npos);
+
+  // a replay cannot change the world
+  s = call(c, "/tether/apply_force", {{"name", "push"}, {"body", "auv"}, {"force", {0, 1, 0}}});
+  CHECK(s["ok"] == false);
+  CHECK(s["error"].get<std::string>().find("replay") != std::string::npos);
+
+  // play at 10x to the end: it holds there, paused, until shut down
+  s = call(c, "/tether/set_rtf", {{"rtf", 10}});
+  CHECK(s["real_time_factor"] == 10);
+  s = call(c, "/tether/resume");
+  CHECK(s["paused"] == false);
+  for (int i = 0; i < 1200 && !(s["paused"] == true && s["step"] == 600); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = call(c, "/tether/status");
+  }
+  CHECK(s["step"] == 600);
+  CHECK(s["paused"] == true);
+  s = call(c, "/tether/step", {{"steps", 1}});
+  CHECK(s["ok"] == false);  // nothing left to play
+  // and back again from the end
+  s = call(c, "/tether/seek", {{"step", 599}});
+  CHECK(s["step"] == 599);
+  call(c, "/tether/shutdown");
+  CHECK(replay.wait() == 0);
+  const std::string out = read_file(dir + "/stdout.txt");
+  CHECK_MESSAGE(out.find("bit-identical") != std::string::npos, out);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("replay live: --live does not go with --firmware") {
+  const Result r = run(tether_exe + " replay /nonexistent.mcap --live 0 --firmware firmware=/bin/true");
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("--live") != std::string::npos);
+}
