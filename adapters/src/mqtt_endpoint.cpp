@@ -162,7 +162,7 @@ struct MqttEndpoint::Impl {
   const runtime::WorldModel* model = nullptr;
   std::vector<std::size_t> actuators;
   std::string buffer;
-  std::string status_online, status_offline;
+  std::string status_online, status_offline, status_paused;
 
   mutable std::mutex m;
   std::condition_variable cv;
@@ -270,6 +270,7 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
       std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" + std::to_string(::getpid());
   s.status_online = mqtt::encode_status("online", config_.client_id, run);
   s.status_offline = mqtt::encode_status("offline", config_.client_id, run);
+  s.status_paused = mqtt::encode_status("paused", config_.client_id, run);
   if (devices_) s.actuators = mqtt::vehicle_actuators(*devices_, model, vehicle());
   s.buffer.reserve(4096);
   try {
@@ -582,6 +583,19 @@ void MqttEndpoint::emit(const runtime::StepContext& ctx, const runtime::WorldSta
     s.client->publish(s.topics.actual, s.buffer.data(), s.buffer.size(), 0, false);
   } catch (const ::mqtt::exception&) {
     // observers miss a state while the broker is away; nothing to count against the vehicle
+  }
+}
+
+void MqttEndpoint::paused(bool on) {
+  Impl& s = *impl_;
+  if (s.stopped || !s.client) return;
+  // retained, like online/offline: a vehicle that reconnects meanwhile hears it too
+  const std::string& text = on ? s.status_paused : s.status_online;
+  try {
+    if (s.client->is_connected()) s.client->publish(s.topics.runtime_status, text.data(), text.size(), 1, true);
+  } catch (const ::mqtt::exception& e) {
+    spdlog::warn("endpoint \"{}\": could not tell the vehicle the session {}: {}", name(), on ? "paused" : "resumed",
+                 e.what());
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -189,6 +190,66 @@ TEST_CASE("mqtt: lock-step with the stand-in vehicle through mosquitto") {
   check_lock_step(*rec, sc.loop.period_ns);
   const nlohmann::json s = session.summary();
   CHECK(s["endpoints"][1]["replies"] == 300);
+}
+
+TEST_CASE("mqtt: a session paused by an operator tells the vehicle on the runtime status topic, lock-step resumes") {
+  test::Mosquitto broker;
+  ScenarioFile file(tank_scenario(broker.uri(), "pausing", "block", 2000, 300));
+  const Scenario sc = load_scenario(file.path);
+  const auto topics = adapters::mqtt::topics_for("pausing", "auv");
+  // a watcher of the runtime's status (what a vehicle hears)
+  ::mqtt::async_client watcher(broker.uri(), "pausing-watcher", static_cast<::mqtt::iclient_persistence*>(nullptr));
+  std::mutex m;
+  std::vector<std::string> states;
+  watcher.set_message_callback([&](::mqtt::const_message_ptr msg) {
+    std::lock_guard<std::mutex> lock(m);
+    states.push_back(adapters::mqtt::parse_status(msg->get_payload()));
+  });
+  watcher.connect()->wait();
+  watcher.subscribe(topics.runtime_status, 1)->wait();
+  auto seen = [&](const std::string& state) {
+    std::lock_guard<std::mutex> lock(m);
+    return std::count(states.begin(), states.end(), state);
+  };
+
+  tether::examples::register_example_controllers();  // the scenario's in-process depth_heading_hold
+  SessionControl control;
+  SessionOptions options;
+  options.control = &control;
+  options.start_paused = true;
+  Session session(sc, adapters::make_endpoints(sc), options);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> stepped{false};
+  std::thread operator_thread([&] {
+    for (int i = 0; i < 600 && seen("paused") == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ControlRequest step;
+    step.kind = ControlRequest::Kind::step;
+    step.steps = 10;
+    step.done = [&](bool ok, const std::string&) { stepped = ok; };
+    control.submit(std::move(step));
+    for (int i = 0; i < 600 && !stepped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int i = 0; i < 600 && seen("paused") < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ControlRequest resume;
+    resume.kind = ControlRequest::Kind::resume;
+    control.submit(std::move(resume));
+  });
+  const Outcome outcome = session.run(stop);
+  operator_thread.join();
+  CHECK(outcome == Outcome::completed);
+  CHECK(stepped);
+  CHECK(session.steps_done() == 300);
+  const nlohmann::json s = session.summary();
+  CHECK(s["endpoints"][1]["replies"] == 300);  // the vehicle kept its run across the pauses
+  CHECK(s["control"]["pauses"] == 2);          // before step 0, and after the 10 steps
+  for (int i = 0; i < 100 && seen("offline") == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::lock_guard<std::mutex> lock(m);
+  std::string sequence;
+  for (const auto& st : states) sequence += st + " ";
+  MESSAGE("runtime status: " << sequence);
+  // online (start), paused (held before step 0), online (stepping), paused, online (resumed), offline (stop)
+  CHECK(sequence.find("online paused online paused online") != std::string::npos);
+  CHECK(states.back() == "offline");
+  watcher.disconnect()->wait();
 }
 
 TEST_CASE("mqtt: link faults drop what goes out and what comes in, and cost exactly their steps") {

@@ -330,10 +330,12 @@ bool Session::service_control(const std::atomic<bool>& stop_requested) {
       held = true;
       held_since = SteadyClock::now();
       ++pauses_;
+      for (auto& e : endpoints_) e->paused(true);
     }
     control_->wait(20);
   }
   if (held) {
+    for (auto& e : endpoints_) e->paused(false);
     paused_wall_s_ += std::chrono::duration<double>(SteadyClock::now() - held_since).count();
     reanchor_pacer();  // no burst of steps to make up the pause
   }

@@ -100,6 +100,8 @@ class MqttEndpoint final : public runtime::Endpoint {
   void emit(const runtime::StepContext& ctx, const runtime::WorldState& actual) override;
   /// Publishes "offline", disconnects, stops the launched program.
   void stop() override;
+  /// Tells the vehicle on the runtime's status topic: "paused", then "online" again.
+  void paused(bool on) override;
   /// Adds an "mqtt" object: broker, topics, counters, reconnects.
   void summarize(nlohmann::json& out) const override;
 

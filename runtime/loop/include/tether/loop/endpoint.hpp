@@ -66,6 +66,11 @@ class Endpoint {
   /// its actuator commands go back as Reply::commands (device index + payload bytes).
   void attach_devices(const hal::DeviceBank* devices) { devices_ = devices; }
 
+  /// The session paused (true) or resumed (false) between steps, steered by an operator
+  /// (docs/live.md); nothing is published while it is paused. The default does nothing: a
+  /// firmware keeps its link and simply gets no frame until the next step.
+  virtual void paused(bool on) { (void)on; }
+
   /// Connects, launches or opens what the endpoint talks to. Off the hot path; throws
   /// std::runtime_error with a message naming the endpoint on failure.
   virtual void start(const WorldModel& model, const WorldState& initial) {
