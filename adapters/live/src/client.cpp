@@ -38,10 +38,10 @@ struct Client::Impl {
       if (ioc.stopped()) break;
     }
     if (done) return true;
-    if (ws) {
-      beast::error_code ec;
-      beast::get_lowest_layer(*ws).socket().cancel(ec);
-    }
+    // give up on the connection: closing the stream (socket and timer) completes every
+    // operation still pending, so no handler outlives the locals it refers to (a socket
+    // cancel alone left a close handshake with a vanished server waiting forever)
+    if (ws) beast::get_lowest_layer(*ws).close();
     ioc.restart();
     while (!done && ioc.run_one() > 0) {
     }
