@@ -23,38 +23,19 @@
 #include "tether/live/client.hpp"
 #include "tether/live/protocol.hpp"
 
+#include "live_test_util.hpp"
+
 using nlohmann::json;
 using namespace tether;
 
+using tether::live_test::in_process_file;
+using tether::live_test::read_file;
+using tether::live_test::Result;
+using tether::live_test::run;
+using tether::live_test::temp_dir;
+using tether::live_test::tether_exe;
+
 namespace {
-
-const std::string tether_exe = TETHER_BINARY_DIR "/tether";
-const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
-
-struct Result {
-  int exit_code = -1;
-  std::string out;
-};
-
-Result run(const std::string& command) {
-  Result r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string temp_dir(const char* name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tether_live_hostile_" + std::to_string(getpid()) + "_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
 
 int free_port() {
   const int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -66,13 +47,6 @@ int free_port() {
   getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
   close(s);
   return ntohs(a.sin_port);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 struct Process {

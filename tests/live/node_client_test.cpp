@@ -23,104 +23,14 @@
 
 #include "tether/recording/replay.hpp"
 
+#include "live_test_util.hpp"
+
 using nlohmann::json;
 using namespace tether;
 
-namespace {
+using namespace tether::live_test;
 
-const std::string tether_exe = TETHER_BINARY_DIR "/tether";
-const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
-
-struct Result {
-  int exit_code = -1;
-  std::string out;
-};
-
-Result run(const std::string& command) {
-  Result r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string temp_dir(const char* name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tether_node_test_" + std::to_string(getpid()) + "_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-struct Process {
-  pid_t pid = -1;
-  std::string dir;
-  Process(const std::string& args, const std::string& d) : dir(d) {
-    const std::string cmd = "exec " + tether_exe + " " + args + " > " + dir + "/stdout.txt 2> " + dir + "/stderr.txt";
-    pid = fork();
-    if (pid == 0) {
-      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-  }
-  bool running() {
-    int status = 0;
-    return pid > 0 && waitpid(pid, &status, WNOHANG) == 0;
-  }
-  int wait(double timeout_s = 60) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    int status = 0;
-    while (std::chrono::steady_clock::now() < until) {
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    pid = -1;
-    FAIL("tether did not exit within " << timeout_s << " s; stderr: " << read_file(dir + "/stderr.txt"));
-    return -1;
-  }
-  ~Process() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      int status = 0;
-      waitpid(pid, &status, 0);
-    }
-  }
-};
-
-// the address `tether run --live 0` prints on stderr once it listens
-std::string live_url(Process& p) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < until) {
-    const std::string err = read_file(p.dir + "/stderr.txt");
-    const auto at = err.find("live: ws://");
-    if (at != std::string::npos) {
-      const auto end = err.find_first_of(" \n", at + 6);
-      if (end != std::string::npos) return err.substr(at + 6, end - at - 6);
-    }
-    if (!p.running()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  FAIL("no live address on stderr: " << read_file(p.dir + "/stderr.txt"));
-  return {};
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("node client: the reference foxglove client watches, pauses, steps 10, pushes and resumes a session") {
   if (std::getenv("TETHER_SKIP_NODE_VALIDATION")) {
