@@ -32,7 +32,10 @@
 using nlohmann::json;
 using namespace tether;
 
+using tether::live_test::call;
+using tether::live_test::connect;
 using tether::live_test::in_process_file;
+using tether::live_test::Process;
 using tether::live_test::read_file;
 using tether::live_test::Result;
 using tether::live_test::run;
@@ -53,66 +56,6 @@ int free_port() {
   getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
   close(s);
   return ntohs(a.sin_port);
-}
-
-// `tether run ...` in the background, its output in files
-struct Process {
-  pid_t pid = -1;
-  std::string dir;
-  explicit Process(const std::string& args, const std::string& d, const std::string& env = "") : dir(d) {
-    const std::string cmd =
-        env + " exec " + tether_exe + " " + args + " > " + dir + "/stdout.txt 2> " + dir + "/stderr.txt";
-    pid = fork();
-    if (pid == 0) {
-      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-  }
-  // waits for the exit (up to `timeout_s`; then kills it and fails)
-  int wait(double timeout_s = 60) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    int status = 0;
-    while (std::chrono::steady_clock::now() < until) {
-      const pid_t r = waitpid(pid, &status, WNOHANG);
-      if (r == pid) {
-        pid = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    pid = -1;
-    FAIL("tether did not exit within " << timeout_s << " s; stderr: " << read_file(dir + "/stderr.txt"));
-    return -1;
-  }
-  ~Process() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      int status = 0;
-      waitpid(pid, &status, 0);
-    }
-  }
-};
-
-// connects, retrying while the server starts
-bool connect(live::Client& client, int port, const std::string& token = "", std::string* error = nullptr) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  std::string why;
-  while (std::chrono::steady_clock::now() < until) {
-    if (client.connect("ws://127.0.0.1:" + std::to_string(port), token, &why)) return true;
-    if (why.find("refused the connection") != std::string::npos) break;  // it answered: no retry
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (error) *error = why;
-  return false;
-}
-
-json call(live::Client& c, const std::string& service, const json& request = json::object()) {
-  json response;
-  std::string error;
-  REQUIRE_MESSAGE(c.call(service, request, response, &error, 60), service << ": " << error);
-  return response;
 }
 
 // the latest /tether/vehicles message of vehicle 0, reading messages of subscription `sub`

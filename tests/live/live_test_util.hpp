@@ -16,10 +16,14 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "../adapters/cli_test_util.hpp"
+#include "tether/live/client.hpp"
 
 namespace tether::live_test {
 
+using json = nlohmann::json;
 using cli_test::Result;
 using cli_test::run;
 using cli_test::temp_dir;
@@ -36,8 +40,9 @@ inline std::string read_file(const std::string& path) {
 struct Process {
   pid_t pid = -1;
   std::string dir;
-  Process(const std::string& args, const std::string& d) : dir(d) {
-    const std::string cmd = "exec " + tether_exe + " " + args + " > " + dir + "/stdout.txt 2> " + dir + "/stderr.txt";
+  Process(const std::string& args, const std::string& d, const std::string& env = "") : dir(d) {
+    const std::string cmd =
+        env + " exec " + tether_exe + " " + args + " > " + dir + "/stdout.txt 2> " + dir + "/stderr.txt";
     pid = fork();
     if (pid == 0) {
       execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
@@ -48,7 +53,7 @@ struct Process {
     int status = 0;
     return pid > 0 && waitpid(pid, &status, WNOHANG) == 0;
   }
-  int wait(double timeout_s = 60) {
+  int wait(double timeout_s = 120) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     int status = 0;
     while (std::chrono::steady_clock::now() < until) {
@@ -88,6 +93,25 @@ inline std::string live_url(Process& p) {
   }
   FAIL("no live address on stderr: " << read_file(p.dir + "/stderr.txt"));
   return {};
+}
+
+inline bool connect(live::Client& client, int port, const std::string& token = "", std::string* error = nullptr) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string why;
+  while (std::chrono::steady_clock::now() < until) {
+    if (client.connect("ws://127.0.0.1:" + std::to_string(port), token, &why)) return true;
+    if (why.find("refused the connection") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (error) *error = why;
+  return false;
+}
+
+inline json call(live::Client& c, const std::string& service, const json& request = json::object()) {
+  json response;
+  std::string error;
+  REQUIRE_MESSAGE(c.call(service, request, response, &error, 60), service << ": " << error);
+  return response;
 }
 
 }  // namespace tether::live_test

@@ -28,16 +28,7 @@ using namespace tether;
 
 using namespace tether::live_test;
 
-namespace {
-
-json call(live::Client& c, const std::string& service, const json& request = json::object()) {
-  json response;
-  std::string error;
-  REQUIRE_MESSAGE(c.call(service, request, response, &error, 60), service << ": " << error);
-  return response;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE(
     "replay live: pause, step, seek back and forth from keyframes, speed up, hold at the end, every state checked") {
