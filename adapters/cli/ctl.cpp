@@ -41,8 +41,9 @@ int usage(const std::string& why) {
   std::cerr << "tether ctl: " << why
             << "\n  commands: status | pause | resume | step N | run-until T | rtf R | seek STEP |\n"
                "            force NAME BODY FX FY FZ [frame=world|body] [torque=X,Y,Z] [point=X,Y,Z] [duration=S] |\n"
-               "            unforce NAME | param get [NAME...] | param set NAME VALUE | watch TOPIC | topics | "
-               "shutdown\n";
+               "            unforce NAME | fault KEY=VALUE... (a faults: entry, e.g. device=auv.hull.depth kind=bias "
+               "value=0.5 duration_s=2) |\n"
+               "            param get [NAME...] | param set NAME VALUE | watch TOPIC | topics | shutdown\n";
   return exit_usage;
 }
 
@@ -64,7 +65,11 @@ void print_answer(const std::string& command, const json& r, bool as_json) {
     }
     std::cout << '\n';
   } else if (r.contains("takes_effect_at_step")) {
-    std::cout << command << ": accepted, takes effect at step " << r["takes_effect_at_step"] << '\n';
+    std::cout << command << ": accepted, takes effect at step " << r["takes_effect_at_step"];
+    if (r.contains("fault"))
+      std::cout << "; fault \"" << r["fault"].get<std::string>() << "\""
+                << (r.contains("starts_at_step") ? " starts at step " + r["starts_at_step"].dump() : std::string());
+    std::cout << '\n';
   } else {
     std::cout << command << ": " << r.dump() << '\n';
   }
@@ -132,6 +137,27 @@ int ctl_command(const CtlOptions& options) {
         request["duration_s"] = d;
       else
         return usage("force: unknown or malformed \"" + a[i] + "\"");
+    }
+  } else if (cmd == "fault") {
+    // KEY=VALUE pairs (whole numbers, numbers, else text), or one JSON object
+    if (a.size() < 2) return usage("fault KEY=VALUE... (the keys of a faults: entry) or fault '{...}'");
+    service = "/tether/inject_fault";
+    if (a.size() == 2 && !a[1].empty() && a[1].front() == '{') {
+      request = json::parse(a[1], nullptr, false);
+      if (!request.is_object()) return usage("fault: \"" + a[1] + "\" is not a JSON object");
+    } else {
+      for (std::size_t i = 1; i < a.size(); ++i) {
+        const auto eq = a[i].find('=');
+        if (eq == std::string::npos || eq == 0) return usage("fault: expected KEY=VALUE, got \"" + a[i] + "\"");
+        const std::string key = a[i].substr(0, eq), value = a[i].substr(eq + 1);
+        double d = 0;
+        if (!value.empty() && value.find_first_not_of("0123456789") == std::string::npos && value.size() < 19)
+          request[key] = std::stoull(value);
+        else if (parse_number(value, d))
+          request[key] = d;
+        else
+          request[key] = value;
+      }
     }
   } else if (cmd == "unforce") {
     if (!need(2)) return usage("unforce NAME");

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   using namespace tether::cli;
   CLI::App app{"tether: a hardware-in-the-loop lock-step runtime"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "tether " TETHER_VERSION);
   app.footer(
       "Exit codes:\n"
       "  0    success (run: every planned step completed; check: the scenario is valid;\n"
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
       "ctl",
       "Steer a live session: status | pause | resume | step N | run-until T | rtf R | seek STEP | "
       "force NAME BODY FX FY FZ [frame=world|body] [torque=X,Y,Z] [point=X,Y,Z] [duration=S] | unforce NAME | "
-      "param get [NAME...] | param set NAME VALUE | watch TOPIC | topics | shutdown");
+      "fault KEY=VALUE... | param get [NAME...] | param set NAME VALUE | watch TOPIC | topics | shutdown");
   ctl_cmd->add_option("--url", ctl.url, "ws://HOST:PORT of the session (default ws://127.0.0.1:8765)");
   ctl_cmd->add_option("--token", ctl.token, "The session's token (default: TETHER_LIVE_TOKEN)");
   ctl_cmd->add_flag("--json", ctl.json, "Print answers and watched messages as JSON lines");

@@ -131,7 +131,8 @@ struct Reader {
   }
 };
 
-// the channels of a command payload, as numbers
+}  // namespace
+
 int decode_command(DeviceKind kind, const std::uint8_t* bytes, double* out) {
   switch (kind) {
     case TETHER_KIND_THRUSTER: out[0] = tether_get_f32le(bytes + TETHER_THRUSTER_OFFSET_COMMAND); return 1;
@@ -145,8 +146,6 @@ int decode_command(DeviceKind kind, const std::uint8_t* bytes, double* out) {
     default: return 0;
   }
 }
-
-}  // namespace
 
 const char* to_string(Status status) {
   switch (status) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,17 @@ TEST_CASE("tether check accepts the default scenario") {
   CHECK(r.exit_code == 0);
   CHECK(r.out.find(": ok (1 vehicles, 1 bodies, 5 static bodies, 1 endpoints, 0 feedback processors") !=
         std::string::npos);
+}
+
+TEST_CASE("tether --version prints the version and exits 0") {
+  const auto r = run(tether_exe + " --version");
+  CHECK(r.exit_code == 0);
+  // "tether MAJOR.MINOR.PATCH" and a newline
+  REQUIRE_MESSAGE(r.out.rfind("tether ", 0) == 0, r.out);
+  const std::string version = r.out.substr(7);
+  CHECK_MESSAGE(std::count(version.begin(), version.end(), '.') == 2, r.out);
+  CHECK_MESSAGE(version.find_first_not_of("0123456789.") == version.size() - 1, r.out);
+  CHECK(version.back() == '\n');
 }
 
 // the in-process scenario with one text replaced, written to a temporary file

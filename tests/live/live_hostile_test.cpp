@@ -234,8 +234,9 @@ TEST_CASE("live hostile: a client that subscribes to everything and never reads 
   const std::string dir = temp_dir("stalled");
   const int port = free_port();
   const std::uint64_t steps = 8000;  // 80 s: the AUV reaches the end wall of the tank at 133 s (expect: no collision)
+  // the rate cap off (live.max_rate_hz 0): every message of every step is offered to the client
   Process tether("run " + in_process_file + " --live " + std::to_string(port) + " --paused --rtf 0 --steps " +
-                     std::to_string(steps) + " -q --json --out " + dir,
+                     std::to_string(steps) + " -q --json --set 'live={max_rate_hz: 0}' --out " + dir,
                  dir);
   live::Client stalled;
   std::string error;

@@ -102,7 +102,7 @@ TEST_CASE(
   CHECK(topics["/vehicles/auv/pose"]["encoding"] == "json");
   CHECK(topics["/tf"]["schemaName"] == "foxglove.FrameTransform");
   CHECK_FALSE(topics.count("/tether/step"));  // binary replay channels stay in the file
-  CHECK(c.services().size() == 10);
+  CHECK(c.services().size() == 11);
 
   // paused from the start: nothing moves
   json s = call(c, "/tether/status");
@@ -224,5 +224,132 @@ TEST_CASE(
   // from a keyframe after the push began: the forces acting then are rebuilt from the commands
   const Result from = run(tether_exe + " replay " + dir + "/recording.mcap --verify -q --from-step 150");
   CHECK_MESSAGE(from.exit_code == 0, from.out);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "live session: the rate cap thins a fast channel and still delivers the last state, and max_rate_hz 0 sends "
+    "every step") {
+  for (const double rate : {20.0, 0.0}) {
+    CAPTURE(rate);
+    const std::string dir = temp_dir("rate");
+    const int port = free_port();
+    const std::uint64_t steps = rate > 0 ? 2000 : 500;
+    Process tether("run " + in_process_file + " --live " + std::to_string(port) +
+                       " --paused --rtf 0 --steps 1000000 -q --set 'live={max_rate_hz: " + std::to_string(rate) +
+                       ", queue_messages: 100000}' --out " + dir,
+                   dir);
+    live::Client c;
+    std::string error;
+    REQUIRE_MESSAGE(connect(c, port, "", &error), error);
+    std::uint32_t sub = 0;
+    REQUIRE(c.subscribe("/tether/vehicles", sub, &error));
+    const auto t0 = std::chrono::steady_clock::now();
+    json s = call(c, "/tether/step", {{"steps", steps}});  // at rtf 0: as fast as the loop goes
+    REQUIRE(s["step"] == steps);
+    // read until the state after the last step arrives: it is never held back by the cap
+    std::vector<std::uint64_t> seen;
+    while (seen.empty() || seen.back() != steps - 1) {
+      live::Client::Frame f;
+      REQUIRE_MESSAGE(c.next(f, 30, &error), error);
+      live::MessageData m;
+      if (!f.binary || !live::decode_message_data(f.data, m) || m.subscription != sub) continue;
+      seen.push_back(json::parse(m.payload)["step"].get<std::uint64_t>());
+    }
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rate > 0) {
+      // at most the burst (64) and the rate over the time it took, and far fewer than the steps
+      MESSAGE(seen.size() << " messages for " << steps << " steps in " << elapsed_s << " s at max_rate_hz " << rate);
+      CHECK(static_cast<double>(seen.size()) <= 64 + rate * elapsed_s + 2);
+      CHECK(seen.size() < steps / 4);
+    } else {
+      REQUIRE(seen.size() == steps);  // every step, in order
+      for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == i);
+    }
+    for (std::size_t i = 1; i < seen.size(); ++i) CHECK(seen[i] > seen[i - 1]);
+    call(c, "/tether/shutdown");
+    CHECK(tether.wait() == 130);
+    const json summary = json::parse(read_file(dir + "/summary.json"));
+    if (rate > 0)
+      CHECK(summary["live"]["rate_limited_messages"].get<std::uint64_t>() > 0);
+    else
+      CHECK(summary["live"]["rate_limited_messages"] == 0);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE(
+    "live session: a fault injected live starts at the next step, is recorded, and the session replays bit "
+    "for bit") {
+  const std::string dir = temp_dir("fault");
+  const int port = free_port();
+  Process tether("run " + in_process_file + " --live " + std::to_string(port) +
+                     " --paused --rtf 1 --steps 1000000 -q --set 'recording={keyframe_every_steps: 10}' --out " + dir,
+                 dir);
+  live::Client c;
+  std::string error;
+  REQUIRE_MESSAGE(connect(c, port, "", &error), error);
+  json s = call(c, "/tether/step", {{"steps", 20}});
+  REQUIRE(s["step"] == 20);
+
+  // a bias on the depth sensor for 50 steps, from the next step on
+  json r = call(c, "/tether/inject_fault",
+                {{"device", "auv.hull.depth"}, {"kind", "bias"}, {"value", -3.0}, {"duration_steps", 50}});
+  REQUIRE_MESSAGE(r["ok"] == true, r.dump());
+  CHECK(r["takes_effect_at_step"] == 20);
+  CHECK(r["starts_at_step"] == 21);
+  CHECK(r["fault"] == "bias on auv.hull.depth");
+  // refused, with the reason, and nothing recorded: an unknown device, an `if:` trigger, a
+  // start that has passed, a link fault on an in-process endpoint, not an object
+  r = call(c, "/tether/inject_fault", {{"device", "auv.hull.nosuch"}, {"kind", "bias"}, {"value", 1}});
+  CHECK(r["ok"] == false);
+  CHECK_MESSAGE(r["error"].get<std::string>().find("nosuch") != std::string::npos, r.dump());
+  r = call(c, "/tether/inject_fault",
+           {{"device", "auv.hull.depth"}, {"kind", "stuck"}, {"if", {{"value", "auv.depth_m"}, {"that", "> 1"}}}});
+  CHECK(r["ok"] == false);
+  CHECK(r["error"].get<std::string>().find("`if:`") != std::string::npos);
+  r = call(c, "/tether/inject_fault", {{"device", "auv.hull.depth"}, {"kind", "stuck"}, {"at_step", 5}});
+  CHECK(r["ok"] == false);
+  CHECK(r["error"].get<std::string>().find("begun already") != std::string::npos);
+  r = call(c, "/tether/inject_fault", {{"endpoint", "controller"}, {"kind", "drop"}});
+  CHECK(r["ok"] == false);
+  CHECK_MESSAGE(r["error"].get<std::string>().find("serial or MQTT") != std::string::npos, r.dump());
+  // `tether ctl fault`: the compass stuck for 0.2 s from t = 1 s (step 100)
+  Result ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) +
+                   " fault device=auv.hull.compass kind=stuck at_s=1 duration_s=0.2 name=frozen-compass");
+  CHECK_MESSAGE(ctl.exit_code == 0, ctl.out);
+  CHECK_MESSAGE(ctl.out.find("fault \"frozen-compass\" starts at step 100") != std::string::npos, ctl.out);
+  ctl = run(tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port) + " fault kind");
+  CHECK(ctl.exit_code == 2);  // bad usage
+
+  s = call(c, "/tether/step", {{"steps", 180}});
+  CHECK(s["step"] == 200);
+  call(c, "/tether/shutdown");
+  CHECK(tether.wait() == 130);
+
+  // recorded with the step it was asked at; the summary lists both with their activations
+  runtime::Recording rec;
+  REQUIRE_MESSAGE(runtime::load_recording(dir + "/recording.mcap", rec, &error), error);
+  REQUIRE(rec.commands.size() == 1);
+  CHECK(rec.commands[0].step == 20);
+  REQUIRE(rec.commands[0].commands.size() == 2);
+  CHECK(rec.commands[0].commands[0].kind == runtime::OperatorCommand::Kind::inject_fault);
+  const json summary = json::parse(read_file(dir + "/summary.json"));
+  REQUIRE(summary["faults"].size() == 2);
+  const json& bias = summary["faults"][0];
+  CHECK(bias["name"] == "bias on auv.hull.depth");
+  CHECK(bias["active_steps"] == 50);
+  CHECK(bias["activations"][0]["start_step"] == 21);
+  CHECK(bias["activations"][0]["end_step"] == 71);
+  const json& frozen = summary["faults"][1];
+  CHECK(frozen["name"] == "frozen-compass");
+  CHECK(frozen["activations"][0]["start_step"] == 100);
+  CHECK(frozen["active_steps"] == 20);
+
+  // replays bit for bit with no client, from the start and from keyframes inside the faults
+  for (const char* from : {"", " --from-step 40", " --from-step 110"}) {
+    const Result replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify -q" + from);
+    CHECK_MESSAGE(replay.exit_code == 0, from << ": " << replay.out);
+  }
   std::filesystem::remove_all(dir);
 }

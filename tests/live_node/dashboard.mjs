@@ -157,6 +157,13 @@ try {
       seen.depth_text = await evaluate("document.getElementById('v_depth').textContent");
       if (!(Number(seen.step_text) > 0)) failures.push("the page shows no step");
       if (seen.depth_text === "") failures.push("the page shows no depth");
+      // the actuator commands the controller gives (four thrusters in the scenario)
+      const acts = await until("the page shows actuator commands", (s) => s.actuators && Object.keys(s.actuators).length >= 4);
+      if (acts) {
+        seen.actuators = acts.actuators;
+        seen.actuator_text = await evaluate("document.getElementById('v_act').textContent");
+        if (!seen.actuator_text.includes("thruster_left")) failures.push("the page names no thruster command");
+      }
     }
     // the Pause button pauses the session
     await evaluate("document.getElementById('pause').click()");

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <numbers>
 #include <map>
+#include <set>
 
 #include <unistd.h>
 
@@ -347,6 +348,41 @@ TEST_CASE("the report of a real session shows the depth goal the controller held
   CHECK(html.find("No deadline was missed.") != std::string::npos);
   CHECK(html.find("600 of 600 planned") != std::string::npos);
   check_self_contained(html);
+
+  // /tether/actuators: every step, the four thrusters' last commands, as the controller gave them
+  mcap::Reader reader;
+  REQUIRE(reader.open(path, &error));
+  const mcap::Channel* actuators = nullptr;
+  for (const auto& [id, ch] : reader.channels())
+    if (ch.topic == "/tether/actuators") actuators = &ch;
+  REQUIRE(actuators != nullptr);
+  CHECK(actuators->message_encoding == "json");
+  REQUIRE(reader.schema(actuators->schema_id) != nullptr);
+  CHECK(reader.schema(actuators->schema_id)->name == "tether.Actuators");
+  CHECK(reader.schema(actuators->schema_id)->encoding == "jsonschema");
+  mcap::MessageView msg;
+  std::uint64_t messages = 0;
+  std::set<double> vfront;
+  while (reader.next(msg)) {
+    if (msg.channel_id != actuators->id) continue;
+    const auto j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(msg.data.data()), msg.data.size()));
+    CHECK(j["step"] == messages);
+    ++messages;
+    REQUIRE(j["actuators"].size() == 4);
+    std::set<std::string> names;
+    for (const auto& a : j["actuators"]) {
+      names.insert(a["name"].get<std::string>());
+      CHECK(a["value"].get<double>() >= -1.0);
+      CHECK(a["value"].get<double>() <= 1.0);
+      CHECK(a["values"].size() == 1);
+      CHECK(a["values"][0] == a["value"]);
+      if (a["name"] == "auv.hull.thruster_vfront") vfront.insert(a["value"].get<double>());
+    }
+    CHECK(names == std::set<std::string>{"auv.hull.thruster_left", "auv.hull.thruster_right",
+                                         "auv.hull.thruster_vfront", "auv.hull.thruster_vrear"});
+  }
+  CHECK(messages == 600);
+  CHECK(vfront.size() > 10);  // the depth controller changes its command as the AUV dives
 }
 
 TEST_CASE("down-sampling keeps spikes, gaps and both ends") {

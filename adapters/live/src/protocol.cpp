@@ -76,6 +76,18 @@ const Service services[] = {
     {9, "/tether/shutdown", "tether/Shutdown", empty_schema, status_schema},
     {10, "/tether/seek", "tether/Seek",
      R"({"type":"object","properties":{"step":{"type":"integer","minimum":0}},"required":["step"]})", status_schema},
+    {11, "/tether/inject_fault", "tether/InjectFault",
+     R"({"type":"object","description":"the keys of a scenario's faults: entry (docs/faults.md); without at_s, )"
+     R"(at_step or probability it starts at the next step",)"
+     R"("properties":{"name":{"type":"string"},"endpoint":{"type":"string"},"device":{"type":"string"},)"
+     R"("kind":{"enum":["drop","delay","duplicate","reorder","corrupt","disconnect","stuck","bias","drift",)"
+     R"("noise","dropout","scale","saturation"]},"direction":{"enum":["out","in","both"]},)"
+     R"("at_s":{"type":"number"},"at_step":{"type":"integer"},"probability":{"type":"number"},)"
+     R"("duration_s":{"type":"number"},"duration_steps":{"type":"integer"},"value":{"type":"number"},)"
+     R"("rate":{"type":"number"},"sigma":{"type":"number"},"factor":{"type":"number"},"min":{"type":"number"},)"
+     R"("max":{"type":"number"},"steps":{"type":"integer"},"bits":{"type":"integer"},"channel":{"type":"integer"}},)"
+     R"("required":["kind"]})",
+     accepted_schema},
 };
 
 bool vec3(const json& j, const char* key, Vec3& out, std::string* why) {
@@ -240,6 +252,11 @@ bool build_request(const Service& service, std::string_view payload,
     out.command.kind = runtime::OperatorCommand::Kind::remove_force;
     if (!j.contains("name") || !j["name"].is_string()) return fail("\"name\" must name a force");
     out.command.name = j["name"];
+  } else if (name == "/tether/inject_fault") {
+    // checked against the scenario by the session (it knows the endpoints and devices)
+    out.kind = K::world;
+    out.command.kind = runtime::OperatorCommand::Kind::inject_fault;
+    out.command.name = j.dump();
   } else if (name == "/tether/seek") {
     out.kind = K::seek;
     if (!j.contains("step") || !j["step"].is_number_unsigned())

@@ -53,6 +53,7 @@ bool server_options(const runtime::LiveConfig& config, const std::string& live_o
   out.max_clients = config.max_clients;
   out.queue_messages = config.queue_messages;
   out.max_frame_bytes = config.max_frame_bytes;
+  out.max_rate_hz = config.max_rate_hz;
   if (!live_option.empty()) {
     // PORT, HOST:PORT or [V6]:PORT
     std::string host, port = live_option;
@@ -87,6 +88,7 @@ constexpr std::size_t max_in_flight_calls = 64;   // per client: service calls n
 constexpr std::size_t max_control_queued = 4096;  // per client: responses and statuses not yet sent
 constexpr std::size_t max_inbox = 200000;         // messages from the recorder not yet sent out
 constexpr std::size_t max_finished_clients = 64;  // per-client figures kept for the summary
+constexpr double rate_burst = 64;                 // messages a channel may send at once past its rate cap
 
 struct Out {
   std::string bytes;
@@ -126,9 +128,36 @@ struct Server::Impl {
   std::map<std::uint16_t, Msg> latched_last;
 
   std::mutex inbox_mutex;
-  std::vector<Msg> inbox;
+  std::deque<Msg> inbox;
   bool drain_posted = false;
   std::atomic<std::uint64_t> inbox_dropped{0};
+  // the rate cap (max_rate_hz), per channel id, under inbox_mutex: a token bucket of
+  // rate_burst messages refilled at max_rate_hz (the recorder's writer hands over steps in
+  // bursts; a burst at a paced rate passes whole). With no token left a message waits as the
+  // channel's latest and goes out when a token is back, unless a newer one replaces it first
+  // (counted as rate_limited): a client always gets the last state, never a backlog.
+  struct Rate {
+    double tokens = 0;
+    std::chrono::steady_clock::time_point refilled{};
+    bool pending = false;
+    Msg latest;
+    // refills and takes a token if there is one
+    bool take(std::chrono::steady_clock::time_point now, double rate_hz) {
+      tokens = std::min(rate_burst, tokens + std::chrono::duration<double>(now - refilled).count() * rate_hz);
+      refilled = now;
+      if (tokens < 1) return false;
+      tokens -= 1;
+      return true;
+    }
+    std::chrono::steady_clock::time_point next_token(double rate_hz) const {
+      return refilled + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>((1 - tokens) / rate_hz));
+    }
+  };
+  std::vector<Rate> rates;
+  bool flush_armed = false;
+  std::atomic<std::uint64_t> rate_limited{0};
+  net::steady_timer flush_timer{*ioc};         // server thread
   std::atomic<std::uint64_t> dropped_live{0};  // every client's drops, as they happen
 
   // server thread only
@@ -146,6 +175,8 @@ struct Server::Impl {
   std::size_t upgraded() const;
   void accept();
   void drain();
+  void flush_rate_limited();
+  void arm_flush(std::chrono::steady_clock::time_point at);
   void param_changed(const json& values);
 };
 
@@ -827,7 +858,7 @@ void Server::Impl::accept() {
 }
 
 void Server::Impl::drain() {
-  std::vector<Msg> batch;
+  std::deque<Msg> batch;
   {
     std::lock_guard lock(inbox_mutex);
     batch.swap(inbox);
@@ -847,6 +878,35 @@ void Server::Impl::drain() {
     have_time = true;
     for (const auto& c : connections) c->send_time(latest);
   }
+}
+
+// server thread: the channels' latest messages whose interval is over go out now
+void Server::Impl::flush_rate_limited() {
+  auto due = std::chrono::steady_clock::time_point::max();
+  {
+    std::lock_guard lock(inbox_mutex);
+    const auto now = std::chrono::steady_clock::now();
+    for (Rate& r : rates) {
+      if (!r.pending) continue;
+      if (r.take(now, opt.max_rate_hz)) {
+        inbox.push_back(std::move(r.latest));
+        r.latest = Msg{};
+        r.pending = false;
+      } else {
+        due = std::min(due, r.next_token(opt.max_rate_hz));
+      }
+    }
+    flush_armed = due != std::chrono::steady_clock::time_point::max();
+  }
+  drain();
+  if (due != std::chrono::steady_clock::time_point::max()) arm_flush(due);
+}
+
+void Server::Impl::arm_flush(std::chrono::steady_clock::time_point at) {
+  flush_timer.expires_at(at);
+  flush_timer.async_wait([this](beast::error_code ec) {
+    if (!ec) flush_rate_limited();
+  });
 }
 
 void Server::Impl::param_changed(const json& values) {
@@ -885,6 +945,9 @@ void Server::set_channels(const std::vector<runtime::RecordedChannel>& channels)
   }
   s.subscribers = std::make_unique<std::atomic<int>[]>(s.max_channel + 1);
   s.latched.assign(s.max_channel + 1, false);
+  Impl::Rate full;
+  full.tokens = rate_burst;
+  s.rates.assign(s.max_channel + 1, full);
   for (const auto& c : s.channels) {
     if (c.topic == runtime::topics::scene || c.topic == runtime::topics::summary) s.latched[c.id] = true;
     if (c.topic == runtime::topics::timing) s.time_channel = c.id;
@@ -981,6 +1044,7 @@ json Server::summary() const {
               {"clients_connected", s.clients_now.load()},
               {"dropped_messages", s.dropped_live.load()},
               {"server_dropped_messages", s.inbox_dropped.load()},
+              {"rate_limited_messages", s.rate_limited.load()},
               {"per_client", s.finished}};
 }
 
@@ -995,14 +1059,36 @@ bool Server::wants(std::uint16_t channel) const {
 void Server::message(std::uint16_t channel, std::uint64_t log_time_ns, std::string_view bytes) {
   Impl& s = *impl_;
   bool post = false;
+  auto arm = std::chrono::steady_clock::time_point::max();
   {
     std::lock_guard lock(s.inbox_mutex);
-    if (channel < s.latched.size() && s.latched[channel])
-      s.latched_last[channel] = Msg{channel, log_time_ns, std::string(bytes)};
+    const bool latched = channel < s.latched.size() && s.latched[channel];
+    if (latched) s.latched_last[channel] = Msg{channel, log_time_ns, std::string(bytes)};
     const bool subscribed = s.subscribers[channel].load(std::memory_order_relaxed) > 0;
-    if (subscribed || (channel == s.time_channel && s.clients_now.load(std::memory_order_relaxed) > 0)) {
+    bool forward = subscribed || (channel == s.time_channel && s.clients_now.load(std::memory_order_relaxed) > 0);
+    if (forward && !latched && s.opt.max_rate_hz > 0) {
+      Impl::Rate& r = s.rates[channel];
+      if (!r.take(std::chrono::steady_clock::now(), s.opt.max_rate_hz)) {
+        // no token left: it waits as the channel's latest (replacing one waiting)
+        if (r.pending) ++s.rate_limited;
+        r.pending = true;
+        r.latest.channel = channel;
+        r.latest.time_ns = log_time_ns;
+        r.latest.time_only = !subscribed;
+        r.latest.bytes.assign(subscribed ? bytes : std::string_view());
+        if (!s.flush_armed) {
+          s.flush_armed = true;
+          arm = r.next_token(s.opt.max_rate_hz);
+        }
+        forward = false;
+      } else {
+        if (r.pending) ++s.rate_limited;  // a newer one goes out now instead
+        r.pending = false;
+      }
+    }
+    if (forward) {
       if (s.inbox.size() >= max_inbox) {
-        s.inbox.erase(s.inbox.begin());
+        s.inbox.pop_front();
         s.inbox_dropped.fetch_add(1);
       }
       // nobody subscribes to the timing channel: its message only advances the time
@@ -1015,6 +1101,7 @@ void Server::message(std::uint16_t channel, std::uint64_t log_time_ns, std::stri
     }
   }
   if (post) net::post(*s.ioc, [&s] { s.drain(); });
+  if (arm != std::chrono::steady_clock::time_point::max()) net::post(*s.ioc, [&s, arm] { s.arm_flush(arm); });
 }
 
 }  // namespace tether::live

@@ -66,21 +66,32 @@ nlohmann::json link_fault_summary(const LinkShaper& out, const LinkShaper& in) {
   return {{"out", one(out.counters)}, {"in", one(in.counters)}};
 }
 
+std::uint64_t fault_fire_step(const FaultConfig& f, std::uint64_t first_step, std::int64_t period_ns) {
+  if (f.trigger == FaultTrigger::at_step) return f.at_step;
+  if (f.trigger == FaultTrigger::at_time)
+    return first_step + static_cast<std::uint64_t>(std::ceil(f.at_s * 1e9 / static_cast<double>(period_ns) - 1e-9));
+  return 0;
+}
+
 FaultInjector::FaultInjector(const std::vector<FaultConfig>& faults, std::size_t endpoint_count, std::uint64_t seed,
                              std::uint64_t first_step, std::int64_t period_ns)
     : configs_(faults), state_(faults.size()), at_step_(faults.size(), 0), links_(endpoint_count),
       activations_(faults.size()), active_steps_(faults.size(), 0), activation_count_(faults.size(), 0), seed_(seed),
       first_step_(first_step), period_ns_(period_ns) {
   for (std::size_t i = 0; i < configs_.size(); ++i) {
-    const FaultConfig& f = configs_[i];
-    if (f.trigger == FaultTrigger::at_step) at_step_[i] = f.at_step;
-    // at_s: the first step that starts at or after that time
-    if (f.trigger == FaultTrigger::at_time)
-      at_step_[i] =
-          first_step_ + static_cast<std::uint64_t>(std::ceil(f.at_s * 1e9 / static_cast<double>(period_ns_) - 1e-9));
-    if (f.trigger == FaultTrigger::condition) has_conditions_ = true;
+    at_step_[i] = fault_fire_step(configs_[i], first_step_, period_ns_);
+    if (configs_[i].trigger == FaultTrigger::condition) has_conditions_ = true;
   }
   for (std::size_t e = 0; e < links_.size(); ++e) links_[e].seed = hal::mix64(seed_ ^ fault_salt ^ (e + 1));
+}
+
+void FaultInjector::add(const FaultConfig& f) {
+  configs_.push_back(f);
+  state_.emplace_back();
+  at_step_.push_back(fault_fire_step(f, first_step_, period_ns_));
+  activations_.emplace_back();
+  active_steps_.push_back(0);
+  activation_count_.push_back(0);
 }
 
 bool FaultInjector::fires(std::size_t i, std::uint64_t step, bool condition) const {

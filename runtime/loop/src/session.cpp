@@ -285,7 +285,7 @@ void Session::begin_faults(const StepContext& ctx) {
   }
   faults_->begin_step(ctx.step, fault_holds_, devices_, fault_transitions_);
   for (const FaultTransition& t : fault_transitions_) {
-    const FaultConfig& f = scenario_.faults[t.fault];
+    const FaultConfig& f = faults_->faults()[t.fault];
     const std::string target = f.endpoint >= 0
                                    ? "endpoint \"" + endpoints_[static_cast<std::size_t>(f.endpoint)]->name() + "\""
                                    : devices_.full_name(static_cast<std::size_t>(f.device));
@@ -654,6 +654,17 @@ bool Session::restore(const Keyframe& k, std::string* error) {
     if (!processors_[i]->restore(k.processor_state[i]))
       return fail("feedback processor \"" + processors_[i]->name() + "\" cannot restore its keyframe state");
   if (!devices_.restore(k.devices, error)) return false;
+  // the faults injected before the keyframe join the list first: its snapshot counts them
+  if (options_.scripted_commands) {
+    if (faults_)
+      faults_ = std::make_unique<FaultInjector>(scenario_.faults, endpoints_.size(), scenario_.loop.seed,
+                                                scenario_.initial.step, scenario_.loop.period_ns);
+    for (const StepCommands& sc : *options_.scripted_commands) {
+      if (sc.step >= k.state.step) break;
+      for (const OperatorCommand& c : sc.commands)
+        if (c.kind == OperatorCommand::Kind::inject_fault) apply_command(c, sc.step);
+    }
+  }
   if (faults_ && !faults_->restore(k.faults, error)) return false;
   state_ = k.state;
   held_inputs_ = k.held_inputs;
@@ -667,7 +678,8 @@ bool Session::restore(const Keyframe& k, std::string* error) {
     forces_.clear();
     for (const StepCommands& sc : *options_.scripted_commands) {
       if (sc.step >= state_.step) break;
-      for (const OperatorCommand& c : sc.commands) apply_command(c, sc.step);
+      for (const OperatorCommand& c : sc.commands)
+        if (c.kind != OperatorCommand::Kind::inject_fault) apply_command(c, sc.step);
     }
     std::erase_if(forces_, [&](const OperatorForce& f) { return f.until_step <= state_.step; });
   }

@@ -11,6 +11,7 @@
 
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/scenario/config.hpp"
 
 namespace tether::runtime {
 
@@ -36,6 +37,7 @@ std::string describe(const OperatorCommand& c, const WorldModel& model) {
     case OperatorCommand::Kind::set_parameter:
       std::snprintf(buf, sizeof buf, "set_parameter %s = %.17g", c.name.c_str(), c.value);
       return buf;
+    case OperatorCommand::Kind::inject_fault: return "inject_fault " + c.name;
   }
   return "?";
 }
@@ -112,8 +114,56 @@ bool Session::check_command(const OperatorCommand& c, std::string* why) const {
       }
       return fail("no parameter \"" + c.name + "\" (see getParameters)");
     }
+    case OperatorCommand::Kind::inject_fault: {
+      FaultConfig f;
+      if (!live_fault(c.name, state_.step, f, why)) return false;
+      if ((f.trigger == FaultTrigger::at_step || f.trigger == FaultTrigger::at_time) &&
+          fault_fire_step(f, scenario_.initial.step, scenario_.loop.period_ns) <= state_.step)
+        return fail("it would start at a step that has begun already (the next step to begin is " +
+                    std::to_string(state_.step + 1) + ")");
+      return true;
+    }
   }
   return fail("unknown command");
+}
+
+bool Session::live_fault(const std::string& text, std::uint64_t step, FaultConfig& out, std::string* why) const {
+  auto fail = [why](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object())
+    return fail("a fault is a JSON object with the keys of a `faults:` entry (docs/faults.md), got " + text);
+  if (j.contains("if"))
+    return fail(
+        "a live fault starts now, at at_s / at_step, or with a probability per step; `if:` conditions are "
+        "for the scenario's faults");
+  if (!j.contains("at_s") && !j.contains("at_step") && !j.contains("probability")) j["at_step"] = step + 1;
+  try {
+    const ConfigNode list = load_config_text("[" + j.dump() + "]", "inject_fault");
+    std::vector<FaultConfig> parsed = parse_faults(list, scenario_);
+    if (!list.context().errors.empty()) throw ConfigError(list.context().errors);
+    if (parsed.size() != 1) return fail("not a fault: " + text);
+    out = std::move(parsed.front());
+  } catch (const ConfigError& e) {
+    std::string all;
+    for (const auto& line : e.errors()) all += (all.empty() ? "" : "; ") + line;
+    return fail(all);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  out.where = "inject_fault at step " + std::to_string(step);
+  return true;
+}
+
+void Session::add_fault(const FaultConfig& fault) {
+  if (!faults_)
+    faults_ = std::make_unique<FaultInjector>(scenario_.faults, endpoints_.size(), scenario_.loop.seed,
+                                              scenario_.initial.step, scenario_.loop.period_ns);
+  faults_->add(fault);
+  fault_logged_.resize(faults_->faults().size(), 0);
+  fault_transitions_.reserve(faults_->faults().size());
 }
 
 // applies a world command at `step` (live: the step about to run; replay: the recorded one)
@@ -143,6 +193,15 @@ void Session::apply_command(const OperatorCommand& c, std::uint64_t step) {
             spdlog::warn("operator command {} at step {} refused: {}", c.name, step, why);
           return;
         }
+      return;
+    }
+    case OperatorCommand::Kind::inject_fault: {
+      FaultConfig f;
+      std::string why;
+      if (live_fault(c.name, step, f, &why))
+        add_fault(f);
+      else
+        spdlog::warn("operator command inject_fault at step {} refused: {}", step, why);
       return;
     }
   }
@@ -251,6 +310,13 @@ void Session::handle_request(ControlRequest& r) {
       std::string why;
       if (!check_command(r.command, &why)) return answer(false, why);
       nlohmann::json j{{"accepted", true}, {"takes_effect_at_step", state_.step}};
+      FaultConfig f;
+      if (r.command.kind == OperatorCommand::Kind::inject_fault &&
+          live_fault(r.command.name, state_.step, f, nullptr)) {
+        j["fault"] = f.name;
+        if (f.trigger != FaultTrigger::probability)
+          j["starts_at_step"] = fault_fire_step(f, scenario_.initial.step, scenario_.loop.period_ns);
+      }
       answer(true, j.dump());
       r.done = nullptr;
       world_pending_.push_back(std::move(r));

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tether/hal/device_bank.hpp"
 #include "tether/recording/mcap_writer.hpp"
 
 namespace tether::runtime {
@@ -155,6 +156,14 @@ std::string log_schema() {
   return std::string(R"({"title":"foxglove.Log","type":"object","properties":{"timestamp":)") + time_schema +
          R"(,"level":{"type":"integer","description":"0 unknown, 1 debug, 2 info, 3 warning, 4 error, 5 fatal"},)"
          R"("message":{"type":"string"},"name":{"type":"string"},"file":{"type":"string"},"line":{"type":"integer"}}})";
+}
+
+std::string actuators_schema() {
+  return R"({"title":"tether.Actuators","description":"each actuator's last command from an endpoint's fresh reply )"
+         R"((a firmware ACTUATE, an in-process controller), in the device's units, see docs/devices.md",)"
+         R"("type":"object","properties":{"step":{"type":"integer"},"actuators":{"type":"array","items":)"
+         R"({"type":"object","properties":{"name":{"type":"string"},"value":{"type":"number",)"
+         R"("description":"the first channel"},"values":{"type":"array","items":{"type":"number"}}}}}}})";
 }
 
 std::string scene_update_schema() {
@@ -333,10 +342,18 @@ bool Recorder::open(const std::string& path, std::string* error) {
   ch_tf_ = channel(tf_schema, topics::tf, "json");
   ch_scene_ = channel(scene_s, topics::scene, "json");
   ch_log_ = channel(log_s, topics::log, "json");
+  actuator_values_.assign(scenario_.devices.size(), {});
+  actuator_channels_.assign(scenario_.devices.size(), -1);
+  for (const auto& d : scenario_.devices)
+    if (hal::kind_info(d.kind).actuator) {
+      ch_actuators_ = channel(schema("tether.Actuators", "jsonschema", actuators_schema()), topics::actuators, "json");
+      break;
+    }
   const auto commands_schema = schema(
       "tether.StepCommands", "",
       "tether.StepCommands v1, little-endian (docs/recording.md): u32 version, u64 step, u32 n, then per command "
-      "u8 kind (1 apply_force, 2 remove_force, 3 set_parameter), string name, u32 body, u8 frame (0 world, 1 body), "
+      "u8 kind (1 apply_force, 2 remove_force, 3 set_parameter, 4 inject_fault: name is the fault as JSON), "
+      "string name, u32 body, u8 frame (0 world, 1 body), "
       "vec3 force_n, vec3 torque_nm, vec3 point_m, f64 duration_s, f64 value");
   ch_commands_ = channel(commands_schema, topics::commands, "x-tether-binary");
   for (const auto& v : scenario_.model.vehicles) {
@@ -583,11 +600,52 @@ void Recorder::write_item(const Slot& item) {
       projected_.bodies.size() != m.bodies.size())
     return;
   write_views(t);
+  if (ch_actuators_) write_actuators(t);
 }
 
 // The derived per-step channels, written as text into reused buffers: this is the writer
 // thread's hot path, and building a JSON document per message (one allocation per node)
 // made the writer slower than the loop it records.
+// the actuators' last commands: what the firmware (or controller) asked for, to plot
+void Recorder::write_actuators(std::uint64_t t) {
+  for (const SlotRecord& slot : record_.slots) {
+    if (slot.outcome != SlotOutcome::fresh) continue;
+    for (const DeviceCommand& c : slot.reply.commands) {
+      if (c.device >= scenario_.devices.size()) continue;
+      const hal::DeviceKind kind = scenario_.devices[c.device].kind;
+      if (c.size != tether_kind_payload_size(static_cast<std::uint8_t>(kind))) continue;  // refused by the bank too
+      double v[hal::max_channels] = {};
+      const int n = hal::decode_command(kind, c.bytes.data(), v);
+      if (n <= 0) continue;
+      std::copy(v, v + n, actuator_values_[c.device].begin());
+      actuator_channels_[c.device] = n;
+    }
+  }
+  text_.clear();
+  JsonText j{text_};
+  j.raw("{\"step\":");
+  j.num(record_.step);
+  j.raw(",\"actuators\":[");
+  bool first = true;
+  for (std::size_t d = 0; d < actuator_channels_.size(); ++d) {
+    const int n = actuator_channels_[d];
+    if (n <= 0) continue;
+    if (!first) j.comma();
+    first = false;
+    j.raw("{\"name\":");
+    j.str(scenario_.devices[d].name.full());
+    j.field("value", actuator_values_[d][0]);
+    j.raw(",\"values\":[");
+    for (int i = 0; i < n; ++i) {
+      if (i) j.comma();
+      j.num(actuator_values_[d][static_cast<std::size_t>(i)]);
+    }
+    j.raw("]}");
+  }
+  j.raw("]}");
+  out(ch_actuators_, t, text_);
+}
+
 void Recorder::write_views(std::uint64_t t) {
   const WorldModel& m = scenario_.model;
   JsonText j{text_};

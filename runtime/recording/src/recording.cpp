@@ -271,7 +271,7 @@ bool decode_step_commands(std::string_view bytes, StepCommands& out, std::string
   for (OperatorCommand& o : out.commands) {
     std::uint8_t kind, frame;
     std::string_view name;
-    if (!r.u8(kind) || kind < 1 || kind > 3 || !r.bytes(name) || !r.u32(o.body) || !r.u8(frame) || frame > 1 ||
+    if (!r.u8(kind) || kind < 1 || kind > 4 || !r.bytes(name) || !r.u32(o.body) || !r.u8(frame) || frame > 1 ||
         !r.vec3(o.force_n) || !r.vec3(o.torque_nm) || !r.vec3(o.point_m) || !r.f64(o.duration_s) || !r.f64(o.value))
       return fail(error, "operator commands", r);
     o.kind = static_cast<OperatorCommand::Kind>(kind);

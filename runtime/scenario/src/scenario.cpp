@@ -285,8 +285,8 @@ void parse_recording(const ConfigNode& r, RecordingConfig& rec) {
 
 void parse_live(const ConfigNode& l, LiveConfig& live) {
   if (!l.yaml().IsDefined()) return;
-  if (!l.expect_map(
-          {"enabled", "host", "port", "token", "max_clients", "queue_messages", "max_frame_bytes", "start_paused"}))
+  if (!l.expect_map({"enabled", "host", "port", "token", "max_clients", "queue_messages", "max_frame_bytes",
+                     "max_rate_hz", "start_paused"}))
     return;
   live.enabled = l.boolean_or("enabled", true);
   live.host = l.string_or("host", live.host);
@@ -296,6 +296,7 @@ void parse_live(const ConfigNode& l, LiveConfig& live) {
   live.queue_messages = static_cast<std::uint32_t>(l.integer_or("queue_messages", live.queue_messages, 16, 1'000'000));
   live.max_frame_bytes =
       static_cast<std::uint32_t>(l.integer_or("max_frame_bytes", live.max_frame_bytes, 1024, 16 * 1024 * 1024));
+  live.max_rate_hz = l.number_or("max_rate_hz", live.max_rate_hz, Range::between(0, 1e6));
   live.start_paused = l.boolean_or("start_paused", false);
 }
 
@@ -358,9 +359,8 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
     top.error("expected a scenario map (world, vehicles, loop, endpoints), got " + describe_value(top.yaml()));
     sc.throw_if_errors();
   }
-  top.expect_map(
-      {"name", "description", "world", "vehicles", "loop", "endpoints", "goals", "expect", "faults", "recording",
-       "live"});
+  top.expect_map({"name", "description", "world", "vehicles", "loop", "endpoints", "goals", "expect", "faults",
+                  "recording", "live"});
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
   parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());

@@ -20,6 +20,10 @@
 
 namespace tether::hal {
 
+/// An actuator command's channels as numbers from its payload bytes (which must be
+/// tether_kind_payload_size(kind) long); returns how many (0 for a kind that is no actuator).
+int decode_command(DeviceKind kind, const std::uint8_t* bytes, double* out);
+
 /// Results of the device API; never an exception, never a crash.
 enum class Status : std::uint8_t {
   ok = 0,

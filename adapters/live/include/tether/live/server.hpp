@@ -28,6 +28,7 @@ struct ServerOptions {
   std::uint32_t queue_messages = 1024;    // per client: data messages waiting to be sent
   std::uint32_t max_frame_bytes = 65536;  // larger client frames close the connection
   double handshake_timeout_s = 10;        // a connection that does not finish its upgrade
+  double max_rate_hz = 250;               // per channel: messages forwarded to clients (0: all)
   std::string name = "tether";
   bool replay = false;  // serving a replay: commands that would change the world are refused
 };

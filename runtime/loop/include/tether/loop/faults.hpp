@@ -127,12 +127,20 @@ struct FaultTransition {
   bool started = false;
 };
 
+/// The step an at_step or at_s fault fires at (0 for the other triggers): at_s is the first
+/// step that starts at or after that time from `first_step`.
+std::uint64_t fault_fire_step(const FaultConfig& fault, std::uint64_t first_step, std::int64_t period_ns);
+
 class FaultInjector {
  public:
   FaultInjector(const std::vector<FaultConfig>& faults, std::size_t endpoint_count, std::uint64_t seed,
                 std::uint64_t first_step, std::int64_t period_ns);
 
   const std::vector<FaultConfig>& faults() const { return configs_; }
+  /// A fault injected while the session runs (`/tether/inject_fault`): it joins the list
+  /// with the next index, so its seeded draws are the same in a replay that adds it at the
+  /// same step. Its trigger is at_time, at_step or probability.
+  void add(const FaultConfig& fault);
   /// True if some fault has an `if:` condition (the loop evaluates them before the step).
   bool has_conditions() const { return has_conditions_; }
   /// Step `step` begins: ends the faults whose duration ran out, starts the triggered ones

@@ -142,6 +142,11 @@ class Session {
   void end_control();
   bool check_command(const OperatorCommand& command, std::string* why) const;
   void apply_command(const OperatorCommand& command, std::uint64_t step);
+  /// An injected fault's entry (JSON with the keys of a `faults:` entry) parsed as the
+  /// scenario's are; without a trigger it starts at step + 1, the first step to begin after
+  /// the command's step. False with the reason when it is not a fault this session can run.
+  bool live_fault(const std::string& text, std::uint64_t step, FaultConfig& out, std::string* why) const;
+  void add_fault(const FaultConfig& fault);  // creates the injector on the first
   void apply_operator_inputs(const StepContext& ctx);
   void reanchor_pacer();
   void seek(ControlRequest& request);
@@ -164,7 +169,7 @@ class Session {
   std::unique_ptr<Expectations> expectations_;                    // `expect:` (null without)
   std::vector<std::span<const LogLine>> expect_logs_;             // per endpoint: this step's LOG lines
   void evaluate_expectations(const StepContext& ctx, bool last);  // loop.plausibility: where a measured body may be
-  std::unique_ptr<FaultInjector> faults_;                         // `faults:` (null without)
+  std::unique_ptr<FaultInjector> faults_;                         // `faults:` and injected ones (null without)
   std::unique_ptr<Expectations> fault_conditions_;                // the faults' `if:` conditions
   std::vector<int> fault_condition_index_;                        // per fault: its condition's index, or -1
   std::vector<bool> fault_holds_;                                 // per fault: its condition holds on S_k

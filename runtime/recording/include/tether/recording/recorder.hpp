@@ -159,7 +159,8 @@ class Recorder {
 
   // channel ids
   std::uint16_t ch_step_ = 0, ch_state_ = 0, ch_keyframe_ = 0, ch_timing_ = 0, ch_vehicles_ = 0, ch_events_ = 0,
-                ch_summary_ = 0, ch_feedback_ = 0, ch_tf_ = 0, ch_scene_ = 0, ch_log_ = 0, ch_commands_ = 0;
+                ch_summary_ = 0, ch_feedback_ = 0, ch_tf_ = 0, ch_scene_ = 0, ch_log_ = 0, ch_commands_ = 0,
+                ch_actuators_ = 0;                                   // 0: the scenario has no actuator
   std::vector<std::uint16_t> ch_pose_, ch_projected_, ch_measured_;  // per vehicle
 
   // writer-thread scratch, reused from step to step
@@ -167,6 +168,10 @@ class Recorder {
   WorldState actual_, projected_;
   std::vector<double> values_;
   std::vector<const Measurement*> measured_;  // per vehicle, this step
+  // per device: the channels of its last command from a fresh reply (actuators; -1: none yet)
+  std::vector<std::array<double, 6>> actuator_values_;
+  std::vector<int> actuator_channels_;
+  void write_actuators(std::uint64_t t);
   std::string text_, vehicles_text_;
 };
 

@@ -28,6 +28,7 @@ inline constexpr const char* tf = "/tf";                             // foxglove
 inline constexpr const char* scene = "/scene";                       // foxglove.SceneUpdate
 inline constexpr const char* log = "/log";                           // foxglove.Log
 inline constexpr const char* commands = "/tether/commands";          // operator commands of a step (binary)
+inline constexpr const char* actuators = "/tether/actuators";        // JSON: the actuators' last commands
 }  // namespace topics
 
 inline constexpr std::uint32_t recording_format_version = 1;
@@ -65,9 +66,9 @@ struct Keyframe {
 /// processor's gain): it takes effect in phase 4 ("pre") of the step it is recorded with,
 /// so replay applies it again at the same step (docs/live.md).
 struct OperatorCommand {
-  enum class Kind : std::uint8_t { apply_force = 1, remove_force = 2, set_parameter = 3 };
+  enum class Kind : std::uint8_t { apply_force = 1, remove_force = 2, set_parameter = 3, inject_fault = 4 };
   Kind kind = Kind::apply_force;
-  std::string name;         // the force's name, or the parameter's ("processor.gain")
+  std::string name;         // the force's name, the parameter's ("processor.gain"), or the fault (JSON text)
   std::uint32_t body = 0;   // apply_force: the body index
   bool body_frame = false;  // apply_force: force, torque and point in the body frame (else world axes)
   Vec3 force_n{0, 0, 0};

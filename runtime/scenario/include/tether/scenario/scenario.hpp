@@ -73,6 +73,7 @@ struct LiveConfig {
   std::uint32_t max_clients = 8;
   std::uint32_t queue_messages = 1024;  // per client; the oldest data is dropped beyond it
   std::uint32_t max_frame_bytes = 65536;
+  double max_rate_hz = 1000;  // per channel: the most messages a second clients get (0: every one)
   bool start_paused = false;
 };
 
