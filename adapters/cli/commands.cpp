@@ -511,6 +511,11 @@ int replay_command(const ReplayOptions& options) {
   std::uint64_t first = rec.steps.front().step;
   const std::uint64_t end = rec.steps.back().step + 1;
   const runtime::Keyframe* start = nullptr;
+  if (options.from_step && *options.from_step >= end) {
+    std::cerr << "tether: --from-step " << *options.from_step << ": " << options.recording << " has steps " << first
+              << " .. " << end - 1 << '\n';
+    return exit_usage;
+  }
   if (options.from_step) {
     auto it = rec.keyframes.upper_bound(*options.from_step);
     if (it == rec.keyframes.begin()) {

@@ -135,6 +135,10 @@ TEST_CASE("tether replay --from-step starts at the keyframe at or before the ste
   const auto part = nlohmann::json::parse(sh(tether_bin + " replay " + rec + " --json --from-step 1999").out);
   CHECK(part["from_step"] == 1900);
   CHECK(part["final_state_hash"] == full["final_state_hash"]);
+  // past the last step (1999): an error naming the range, not a silent clamp to the end
+  const auto past = sh(tether_bin + " replay " + rec + " --verify --quiet --from-step 2000");
+  CHECK(past.exit_code == 2);
+  CHECK_MESSAGE(contains(past.out, "--from-step 2000: " + rec + " has steps 0 .. 1999"), past.out);
 }
 
 TEST_CASE("a session with faults replays bit for bit, from the start and from a keyframe inside a fault") {
