@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-./scripts/deps.sh
+# only what the demo needs: no ARM/AVR toolchains, no clang, no Chromium
+./scripts/deps.sh "$([[ "${1:-}" == tank ]] && echo tank || echo demo)"
 # ccache: paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the cache
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_BUILD_TESTS=OFF >/dev/null
@@ -19,6 +20,7 @@ where() {
   echo "demo:   recording $1/recording.mcap (tether replay $1/recording.mcap --verify)"
   echo "demo:   report    $1/report.html"
   echo "demo:   summary   $1/summary.json"
+  echo "demo:   log       $1/tether.log"
 }
 
 if [[ "${1:-}" == tank ]]; then

@@ -1,21 +1,41 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Tether needs, only those missing (idempotent, quick when
-# everything is there). Run as root on Debian bookworm.
+# Installs the Debian packages a Tether command needs, only those missing (idempotent,
+# quick when everything is there), and says what it installs while apt works in view.
+# Run as root on Debian bookworm.
+#   scripts/deps.sh demo   the main job: build the runtime and the host firmware, run it
+#   scripts/deps.sh tank   the demo's tank trial: the same and the mosquitto broker
+#   scripts/deps.sh test   the whole test suite (the default): also the ARM and AVR
+#                          toolchains and emulators, clang, Node, Chromium, GNU parallel
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build ccache pkg-config git
+what=${1:-test}
+
+build=(
+  build-essential cmake ninja-build ccache pkg-config python3
   libboost-dev libboost-system-dev libserialport-dev
   libpaho-mqttpp-dev libpaho-mqtt-dev libssl-dev
-  libeigen3-dev doctest-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libspdlog-dev libfmt-dev libzstd-dev
-  mosquitto socat python3 nodejs npm clang
-  parallel  # tests: a campaign's shards through GNU parallel (docs/campaigns.md)
-  chromium  # tests: the live dashboard in headless Chromium (docs/live.md)
-  qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi
-  simavr libsimavr-dev gcc-avr avr-libc
-  libbullet-dev
 )
+case "$what" in
+  demo) packages=("${build[@]}") ;;
+  tank) packages=("${build[@]}" mosquitto) ;;
+  test)
+    packages=(
+      "${build[@]}" git doctest-dev
+      mosquitto socat nodejs npm clang
+      parallel  # a campaign's shards through GNU parallel (docs/campaigns.md)
+      chromium  # the live dashboard in headless Chromium (docs/live.md)
+      qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi
+      simavr libsimavr-dev gcc-avr avr-libc
+      libbullet-dev  # bench/collisions compares against Bullet
+    )
+    ;;
+  *)
+    echo "usage: scripts/deps.sh [demo|tank|test]" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,15 +48,19 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   missing=("${filtered[@]}")
 fi
 
-if ((${#missing[@]})); then
-  echo "deps: installing ${missing[*]}"
-  if [[ $(id -u) -ne 0 ]]; then
-    echo "deps: these packages are missing and installing them needs root: ${missing[*]}" >&2
-    exit 1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-else
-  echo "deps: all packages present"
+if ((${#missing[@]} == 0)); then
+  echo "deps ($what): all ${#packages[@]} packages present"
+  exit 0
 fi
+echo "deps ($what): ${#missing[@]} of ${#packages[@]} packages missing: ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  echo "deps ($what): installing them needs root (sudo scripts/deps.sh $what)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+echo "deps ($what): apt-get update"
+apt-get update
+echo "deps ($what): apt-get install (this can take minutes: the test set pulls toolchains and Chromium)"
+# one line per package as apt fetches, unpacks and sets it up (no progress bar in logs)
+apt-get install -y --no-install-recommends -o Dpkg::Use-Pty=0 "${missing[@]}"
+echo "deps ($what): installed ${missing[*]}"

@@ -9,16 +9,21 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "tether/recording/json_text.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/firmware_regression.hpp"
+#include "tether/adapters/mqtt_endpoint.hpp"
+#include "tether/adapters/serial_endpoint.hpp"
 #include "tether/adapters/serial_port.hpp"
 #include "tether/hal/device_table.hpp"
 #include "tether/live/server.hpp"
@@ -30,10 +35,92 @@
 
 namespace tether::cli {
 
+namespace {
+
+// the terminal: stderr, with the status line (if one is shown) cleared before a log line
+// and drawn again after it
+std::mutex g_console_mutex;
+std::string g_status_line;  // under g_console_mutex
+bool g_status_tty = false;
+
+class ConsoleSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  ConsoleSink() : inner_(std::make_shared<spdlog::sinks::stderr_color_sink_mt>()) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    std::lock_guard lock(g_console_mutex);
+    const bool redraw = g_status_tty && !g_status_line.empty();
+    if (redraw) std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+    inner_->log(msg);
+    inner_->flush();
+    if (redraw) {
+      std::fputs(g_status_line.c_str(), stderr);
+      std::fflush(stderr);
+    }
+  }
+  void flush_() override { inner_->flush(); }
+
+ private:
+  std::shared_ptr<spdlog::sinks::stderr_color_sink_mt> inner_;
+};
+
+std::shared_ptr<ConsoleSink> g_console;
+spdlog::level::level_enum g_level = spdlog::level::info;
+
+void update_logger_level() {
+  auto level = spdlog::level::off;
+  for (const auto& s : spdlog::default_logger()->sinks()) level = std::min(level, s->level());
+  spdlog::default_logger()->set_level(level);
+}
+
+}  // namespace
+
 void log_to_stderr() {
-  auto logger = std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-  logger->set_level(spdlog::default_logger()->level());
+  g_console = std::make_shared<ConsoleSink>();
+  g_console->set_level(g_level);
+  auto logger = std::make_shared<spdlog::logger>("", g_console);
+  logger->set_level(g_level);
   spdlog::set_default_logger(std::move(logger));
+  g_status_tty = isatty(STDERR_FILENO) != 0;
+}
+
+bool set_log_level(const std::string& level) {
+  const auto l = spdlog::level::from_str(level);
+  if (l == spdlog::level::off && level != "off") return false;
+  g_level = l;
+  for (const auto& s : spdlog::default_logger()->sinks()) s->set_level(l);
+  update_logger_level();
+  return true;
+}
+
+bool log_to_file(const std::string& path, std::string* error) {
+  try {
+    auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, true);
+    file->set_level(g_level);
+    spdlog::default_logger()->sinks().push_back(std::move(file));
+    update_logger_level();
+    return true;
+  } catch (const spdlog::spdlog_ex& e) {
+    if (error) *error = e.what();
+    return false;
+  }
+}
+
+void quiet_console() {
+  if (g_console) g_console->set_level(std::max(g_level, spdlog::level::warn));
+  update_logger_level();
+}
+
+void show_status_line(const std::string& line) {
+  std::lock_guard lock(g_console_mutex);
+  g_status_line = g_status_tty ? line : std::string();
+  if (g_status_tty)
+    std::fputs(("\r\033[K" + line).c_str(), stderr);
+  else if (!line.empty())
+    std::fputs((line + "\n").c_str(), stderr);
+  std::fflush(stderr);
 }
 
 namespace {
@@ -154,7 +241,7 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
   }
   for (const auto& v : s["vehicles"]) {
     const auto& p = v["position_m"];
-    std::snprintf(line, sizeof line, "  vehicle %s: position (%.3f, %.3f, %.3f) m, heading %.1f°",
+    std::snprintf(line, sizeof line, "  vehicle %s: position (%.3f, %.3f, %.3f) m, heading %.1f° (compass)",
                   v["name"].get<std::string>().c_str(), p[0].get<double>(), p[1].get<double>(), p[2].get<double>(),
                   v["heading_deg"].get<double>());
     out << line;
@@ -211,9 +298,7 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
         out << '\n';
       }
     }
-  char hash[32];
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(s["state_hash"].get<std::uint64_t>()));
-  out << "  final state hash " << hash << '\n';
+  if (s.contains("state_hash")) out << "  final state hash " << s["state_hash"].get<std::string>() << '\n';
 }
 
 // the live server of `tether run --live` and `tether replay --live` (docs/live.md), not
@@ -282,11 +367,69 @@ int devices_command(const DevicesOptions& options) {
   }
 }
 
+namespace {
+
+// what a program named on a command line resolves to: itself if it has a slash, else the
+// first executable of that name on PATH (empty: none)
+std::string find_program(const std::string& name) {
+  std::error_code ec;
+  if (name.find('/') != std::string::npos) return std::filesystem::is_regular_file(name, ec) ? name : std::string();
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const auto colon = dirs.find(':', start);
+    const std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (std::filesystem::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return {};
+}
+
+// the programs and firmware images the endpoints would launch that are not there
+std::vector<std::string> missing_launches(const runtime::Scenario& scenario) {
+  std::vector<std::string> missing;
+  for (const auto& e : scenario.endpoints) {
+    std::vector<std::string> command;
+    std::string image;
+    if (e.type == "serial") {
+      const auto c = adapters::parse_serial_config(e, scenario);
+      if (!c.launch) continue;
+      command = c.launch->command;
+      image = c.launch->qemu_elf;
+    } else if (e.type == "mqtt") {
+      const auto c = adapters::parse_mqtt_config(e, scenario);
+      if (!c.launch) continue;
+      command = c.launch->command;
+    }
+    const std::string where = "endpoint \"" + e.name + "\": launch: ";
+    std::error_code ec;
+    if (!image.empty() && !std::filesystem::is_regular_file(image, ec))
+      missing.push_back(where + "the firmware image " + image + " does not exist (not built yet?)");
+    if (!command.empty() && find_program(command.front()).empty())
+      missing.push_back(where + (command.front().find('/') != std::string::npos
+                                     ? "the program " + command.front() + " does not exist (not built yet?)"
+                                     : command.front() + " is not on PATH (is it installed?)"));
+    else if (!command.empty() && command.front().find('/') != std::string::npos &&
+             access(command.front().c_str(), X_OK) != 0)
+      missing.push_back(where + "the program " + command.front() + " is not executable");
+  }
+  return missing;
+}
+
+}  // namespace
+
 int check_command(const CheckOptions& options) {
   try {
     const runtime::Scenario scenario = runtime::load_scenario(options.scenario, options.overrides);
     const auto endpoints = adapters::make_endpoints(scenario);
     const auto processors = runtime::make_feedback_processors(scenario);
+    const auto missing = missing_launches(scenario);
+    if (!missing.empty()) {
+      for (const auto& m : missing) std::cerr << options.scenario << ": " << m << '\n';
+      return exit_usage;
+    }
     std::cout << options.scenario << ": ok (" << scenario.model.vehicles.size() << " vehicles, "
               << scenario.model.bodies.size() << " bodies, " << scenario.model.statics.size() << " static bodies, "
               << endpoints.size() << " endpoints, " << processors.size() << " feedback processors, "
@@ -299,6 +442,11 @@ int check_command(const CheckOptions& options) {
 }
 
 int run_command(const RunOptions& options) {
+  if (!set_log_level(options.log_level)) {
+    std::cerr << "tether: --log-level " << options.log_level << ": expected trace, debug, info, warn, error or off\n";
+    return exit_usage;
+  }
+  if (options.quiet) quiet_console();
   runtime::Scenario scenario;
   std::vector<std::unique_ptr<runtime::Endpoint>> endpoints;
   try {
@@ -311,9 +459,24 @@ int run_command(const RunOptions& options) {
 
   const std::string out_dir = options.out_dir.empty() ? default_out_dir(scenario.name) : options.out_dir;
   std::error_code ec;
+  // an earlier session's files are never replaced silently
+  if (!options.overwrite)
+    for (const char* name : {"recording.mcap", "summary.json", "report.html"})
+      if (std::filesystem::exists(std::filesystem::path(out_dir) / name, ec)) {
+        std::cerr << "tether: " << out_dir << " holds an earlier session (" << name
+                  << "): choose another --out, remove it, or add --overwrite\n";
+        return exit_usage;
+      }
   std::filesystem::create_directories(out_dir, ec);
   if (ec) {
     std::cerr << "tether: cannot create the session folder " << out_dir << ": " << ec.message() << '\n';
+    return exit_usage;
+  }
+
+  // the whole log goes to the session folder too, whatever --quiet hides on the terminal
+  std::string log_error;
+  if (!log_to_file(out_dir + "/tether.log", &log_error)) {
+    std::cerr << "tether: cannot write " << out_dir << "/tether.log: " << log_error << '\n';
     return exit_usage;
   }
 
@@ -324,13 +487,13 @@ int run_command(const RunOptions& options) {
   if (!options.quiet) {
     // a terminal gets one line rewritten in place; a log file gets a line every 5 s
     session_options.status_interval_s = tty ? 0.25 : 5.0;
-    session_options.on_status = [tty](const runtime::LiveStatus& s) {
-      std::fprintf(stderr, "%sstep %llu/%llu  t=%.2f s  rtf %.2f  step p99 %.1f µs  misses %llu%s",
-                   tty ? "\r\033[K" : "", static_cast<unsigned long long>(s.step),
-                   static_cast<unsigned long long>(s.steps_total), s.sim_time_s, s.achieved_rtf,
-                   static_cast<double>(s.step_p99_ns) / 1000.0, static_cast<unsigned long long>(s.misses),
-                   tty ? "" : "\n");
-      std::fflush(stderr);
+    session_options.on_status = [](const runtime::LiveStatus& s) {
+      char line[256];
+      std::snprintf(line, sizeof line, "step %llu/%llu  t=%.2f s  rtf %.2f  step p99 %.1f µs  misses %llu",
+                    static_cast<unsigned long long>(s.step), static_cast<unsigned long long>(s.steps_total),
+                    s.sim_time_s, s.achieved_rtf, static_cast<double>(s.step_p99_ns) / 1000.0,
+                    static_cast<unsigned long long>(s.misses));
+      show_status_line(line);
     };
   }
 
@@ -388,11 +551,11 @@ int run_command(const RunOptions& options) {
   try {
     outcome = session.run(g_stop);
   } catch (const std::exception& e) {
-    if (tty && !options.quiet) std::fputs("\r\033[K", stderr);
+    if (!options.quiet) show_status_line("");
     std::cerr << "tether: " << e.what() << '\n';
     return exit_start_failed;
   }
-  if (tty && !options.quiet) std::fputs("\r\033[K", stderr);
+  if (!options.quiet) show_status_line("");
 
   nlohmann::json summary = session.summary();
   if (server) summary["live"] = server->summary();
@@ -653,12 +816,15 @@ int replay_command(const ReplayOptions& options) {
   }
   const double sim =
       static_cast<double>(session->steps_done()) * static_cast<double>(rec.scenario.loop.period_ns) * 1e-9;
+  char final_hash[24];  // hex, as the summary's state_hash (JSON numbers this large get rounded)
+  std::snprintf(final_hash, sizeof final_hash, "%016llx",
+                static_cast<unsigned long long>(runtime::hash_state(session->state())));
   nlohmann::json result{{"recording", options.recording},
                         {"from_step", first},
                         {"steps", session->steps_done()},
                         {"wall_time_s", wall},
                         {"speed_x_real_time", wall > 0 ? sim / wall : 0.0},
-                        {"final_state_hash", runtime::hash_state(session->state())},
+                        {"final_state_hash", final_hash},
                         {"outcome", runtime::to_string(outcome)}};
   if (verify) {
     result["verified_steps"] = verified;
@@ -709,6 +875,12 @@ int replay_command(const ReplayOptions& options) {
   return exit_ok;
 }
 
+std::string recording_path(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return (std::filesystem::path(path) / "recording.mcap").string();
+  return path;
+}
+
 int info_command(const InfoOptions& options) {
   runtime::Recording rec;
   std::string error;
@@ -739,9 +911,18 @@ int info_command(const InfoOptions& options) {
                                                      {"corrupt", e["corrupt"]}, {"faults", e["faults"]}};
   }
   j["events"] = rec.events.size();
+  j["log_time_s"] = {static_cast<double>(rec.first_log_time_ns) * 1e-9,
+                     static_cast<double>(rec.last_log_time_ns) * 1e-9};
   j["channels"] = nlohmann::json::array();
-  for (const auto& [topic, stats] : rec.channels)
-    j["channels"].push_back({{"topic", topic}, {"messages", stats.first}, {"bytes", stats.second}});
+  for (const auto& [topic, stats] : rec.channels) {
+    const auto& f = rec.channel_formats.at(topic);
+    j["channels"].push_back({{"topic", topic},
+                             {"messages", stats.first},
+                             {"bytes", stats.second},
+                             {"encoding", f.encoding},
+                             {"schema", f.schema},
+                             {"schema_encoding", f.schema_encoding}});
+  }
   if (options.json) {
     std::cout << runtime::json_text(j, 2) << '\n';
     return exit_ok;
@@ -765,10 +946,17 @@ int info_command(const InfoOptions& options) {
     }
     std::printf("\n");
   }
-  std::printf("events      %zu\nchannels\n", rec.events.size());
-  for (const auto& [topic, stats] : rec.channels)
-    std::printf("  %-32s %8llu messages %12llu bytes\n", topic.c_str(), static_cast<unsigned long long>(stats.first),
-                static_cast<unsigned long long>(stats.second));
+  std::printf("log time    %.3f .. %.3f s (simulation time)\n", j["log_time_s"][0].get<double>(),
+              j["log_time_s"][1].get<double>());
+  std::printf("events      %zu\nchannels    %zu\n", rec.events.size(), rec.channels.size());
+  std::printf("  %-26s %-16s %-26s %9s %12s\n", "topic", "encoding", "schema", "messages", "bytes");
+  for (const auto& [topic, stats] : rec.channels) {
+    const auto& f = rec.channel_formats.at(topic);
+    const std::string schema =
+        f.schema.empty() ? "-" : f.schema + (f.schema_encoding.empty() ? "" : " (" + f.schema_encoding + ")");
+    std::printf("  %-26s %-16s %-26s %9llu %12llu\n", topic.c_str(), f.encoding.c_str(), schema.c_str(),
+                static_cast<unsigned long long>(stats.first), static_cast<unsigned long long>(stats.second));
+  }
   return exit_ok;
 }
 

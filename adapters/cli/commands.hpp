@@ -15,6 +15,8 @@ struct RunOptions {
   std::optional<double> real_time_factor;
   std::optional<std::uint64_t> steps;
   std::string out_dir;
+  bool overwrite = false;  // --overwrite: replace an earlier session in out_dir
+  std::string log_level = "info";
   bool quiet = false;
   bool json = false;
   std::string live;          // --live [HOST:]PORT: serve the session (docs/live.md)
@@ -99,8 +101,21 @@ int ctl_command(const CtlOptions& options);
 int replay_command(const ReplayOptions& options);
 /// Sends the log (spdlog) to stderr, so that stdout carries only results (--json).
 void log_to_stderr();
+/// The log's level on the terminal and in files: trace, debug, info, warn, error, off.
+/// False for another word.
+bool set_log_level(const std::string& level);
+/// Also writes the log to `path` (truncated), at the log level, whatever --quiet hides on
+/// the terminal. False with the reason when the file cannot be opened.
+bool log_to_file(const std::string& path, std::string* error);
+/// --quiet: the terminal shows warnings and errors only (the log file keeps everything).
+void quiet_console();
+/// A status line rewritten in place on a terminal: log lines clear it first and draw it
+/// again after them, so neither is glued onto the other. Empty: none shown.
+void show_status_line(const std::string& line);
 /// `tether info`: returns the process exit code.
 int info_command(const InfoOptions& options);
+/// `path`, or PATH/recording.mcap when it is a folder (a session folder `tether run` wrote).
+std::string recording_path(const std::string& path);
 /// `tether report`: returns the process exit code.
 int report_command(const ReportOptions& options);
 /// `tether devices`: returns the process exit code.

@@ -47,7 +47,11 @@ int main(int argc, char** argv) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run_cmd->add_option("--out", run.out_dir, "Session folder for the summary (default runs/<scenario>-<time>)");
-  run_cmd->add_flag("--quiet,-q", run.quiet, "No status line");
+  run_cmd->add_flag("--overwrite", run.overwrite, "Replace an earlier session in the --out folder (else refused)");
+  run_cmd->add_flag("--quiet,-q", run.quiet,
+                    "No status line; only warnings and errors on the terminal (the session's tether.log keeps all)");
+  run_cmd->add_option("--log-level", run.log_level,
+                      "trace, debug, info (default), warn, error or off: the terminal and <session>/tether.log");
   run_cmd->add_flag("--json", run.json, "Print the summary as JSON on stdout");
   run_cmd->add_option("--live", run.live,
                       "[HOST:]PORT: serve the session over foxglove.websocket.v1 (Foxglove, tether ctl); "
@@ -70,7 +74,7 @@ int main(int argc, char** argv) {
 
   ReplayOptions replay;
   auto* replay_cmd = app.add_subcommand("replay", "Re-run a recording without hardware");
-  replay_cmd->add_option("recording", replay.recording, "Recording (.mcap)")->required();
+  replay_cmd->add_option("recording", replay.recording, "Recording (.mcap) or session folder")->required();
   replay_cmd->add_flag("--verify", replay.verify, "Compare every replayed state with the recorded one, bit for bit");
   replay_cmd->add_option("--from-step", replay.from_step, "Start at the nearest keyframe at or before this step");
   replay_cmd->add_option("--rtf", replay.real_time_factor, "Real-time factor (default 0: as fast as possible)")
@@ -98,12 +102,12 @@ int main(int argc, char** argv) {
 
   InfoOptions info;
   auto* info_cmd = app.add_subcommand("info", "Describe a recording");
-  info_cmd->add_option("recording", info.recording, "Recording (.mcap)")->required();
+  info_cmd->add_option("recording", info.recording, "Recording (.mcap) or session folder")->required();
   info_cmd->add_flag("--json", info.json, "Print as JSON");
 
   ReportOptions report;
   auto* report_cmd = app.add_subcommand("report", "Write a self-contained HTML report of a recording");
-  report_cmd->add_option("recording", report.recording, "Recording (.mcap)")->required();
+  report_cmd->add_option("recording", report.recording, "Recording (.mcap) or session folder")->required();
   report_cmd->add_option("-o,--output", report.output, "HTML file to write (default: the recording's name with .html)");
 
   DevicesOptions devices;
@@ -171,8 +175,18 @@ int main(int argc, char** argv) {
   if (*check_cmd) return check_command(check);
   if (*test_cmd) return test_command(test);
   if (*devices_cmd) return devices_command(devices);
-  if (*replay_cmd) return replay_command(replay);
-  if (*info_cmd) return info_command(info);
-  if (*report_cmd) return report_command(report);
+  // a session folder stands for the recording in it
+  if (*replay_cmd) {
+    replay.recording = recording_path(replay.recording);
+    return replay_command(replay);
+  }
+  if (*info_cmd) {
+    info.recording = recording_path(info.recording);
+    return info_command(info);
+  }
+  if (*report_cmd) {
+    report.recording = recording_path(report.recording);
+    return report_command(report);
+  }
   return 2;
 }

@@ -148,6 +148,7 @@ std::vector<RunResult> run_campaign(const std::vector<PlannedRun>& runs, const R
     if (!plan.replay) {
       spec.argv.push_back("--out");
       spec.argv.push_back(w->folder);
+      spec.argv.push_back("--overwrite");  // the campaign owns its run folders (a rerun into the same --out)
     }
     try {
       w->child = std::make_unique<ChildProcess>(spec);

@@ -37,6 +37,105 @@ TEST_CASE("tether check accepts the default scenario") {
         std::string::npos);
 }
 
+TEST_CASE("tether check fails when a firmware image or program the scenario launches is not there") {
+  const std::string dir = temp_dir("check-launch");
+  std::ifstream in(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string original = text.str();
+  const std::string from = R"(command: ["${TETHER_BUILD_DIR:-../../build}/firmware/host/depth_heading_hold"])";
+  REQUIRE(original.find(from) != std::string::npos);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"(command: [")" + dir + R"(/no_such_firmware"])", "the program " + dir + "/no_such_firmware does not exist"},
+      {"qemu: " + dir + "/no_such_image.elf", "the firmware image " + dir + "/no_such_image.elf does not exist"},
+      {R"(command: ["no-such-program-tether-test"])", "no-such-program-tether-test is not on PATH"},
+  };
+  for (const auto& [launch, message] : cases) {
+    std::string s = original;
+    s.replace(s.find(from), from.size(), launch);
+    const std::string file = dir + "/launch.yaml";
+    std::ofstream(file) << s;
+    const auto r = run(tether_exe + " check " + file);
+    CHECK_MESSAGE(r.exit_code == 2, r.out);
+    CHECK_MESSAGE(r.out.find("endpoint \"firmware\": launch: " + message) != std::string::npos, r.out);
+  }
+}
+
+TEST_CASE("tether run --out refuses a folder that holds an earlier session unless --overwrite") {
+  const std::string dir = temp_dir("overwrite");
+  const std::string cmd = tether_exe + " run " + in_process_file + " --rtf 0 --quiet --out " + dir + " --steps ";
+  REQUIRE(run(cmd + "20").exit_code == 0);
+  const auto before = std::filesystem::last_write_time(dir + "/recording.mcap");
+  const std::uintmax_t size = std::filesystem::file_size(dir + "/recording.mcap");
+  const auto again = run(cmd + "20");
+  CHECK(again.exit_code == 2);
+  CHECK_MESSAGE(again.out.find(dir + " holds an earlier session (recording.mcap)") != std::string::npos, again.out);
+  CHECK(std::filesystem::last_write_time(dir + "/recording.mcap") == before);  // untouched
+  CHECK(std::filesystem::file_size(dir + "/recording.mcap") == size);
+  const auto replaced = run(cmd + "30 --overwrite");
+  CHECK_MESSAGE(replaced.exit_code == 0, replaced.out);
+  CHECK(nlohmann::json::parse(std::ifstream(dir + "/summary.json"))["steps"] == 30);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("tether run --quiet shows only warnings on the terminal, and the session's tether.log keeps every line") {
+  const std::string dir = temp_dir("quiet-log");
+  const auto r =
+      run(tether_fw + " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --out " +
+          dir + "/q");
+  CHECK_MESSAGE(r.exit_code == 0, r.out);
+  // no launcher, serial line or firmware lines on the terminal...
+  CHECK_MESSAGE(r.out.find("[info]") == std::string::npos, r.out);
+  CHECK(r.out.find("launched") == std::string::npos);
+  // ...but in the log file, with the firmware's own handshake
+  std::ifstream log_file(dir + "/q/tether.log");
+  REQUIRE(log_file.good());
+  std::stringstream log;
+  log << log_file.rdbuf();
+  CHECK_MESSAGE(log.str().find("endpoint \"firmware\": launched ") != std::string::npos, log.str());
+  CHECK(log.str().find("firmware `depth_heading_hold`") != std::string::npos);
+  // --log-level warn: the launch line is in neither
+  const auto w = run(tether_fw +
+                     " run " TETHER_SOURCE_DIR
+                     "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet "
+                     "--log-level warn --out " +
+                     dir + "/w");
+  CHECK_MESSAGE(w.exit_code == 0, w.out);
+  std::ifstream warn_file(dir + "/w/tether.log");
+  std::stringstream warn_log;
+  warn_log << warn_file.rdbuf();
+  CHECK(warn_log.str().find("launched") == std::string::npos);
+  const auto bad = run(tether_exe + " run " + in_process_file + " --log-level loud --out " + dir + "/b");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.out.find("--log-level loud: expected trace, debug, info, warn, error or off") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("on a terminal a log line clears the status line first and the status line comes back after it") {
+  if (!std::filesystem::exists("/usr/bin/script")) {
+    MESSAGE("skipped: no /usr/bin/script (util-linux) to give tether a terminal");
+    return;
+  }
+  const std::string dir = temp_dir("status-tty");
+  // at real time the status line shows from 0.25 s; a fault starting at step 100 logs a line at 1 s
+  const std::string cmd = tether_exe + " run " + in_process_file + " --rtf 1 --steps 130 --out " + dir +
+                          "/s --set 'faults=[{device: auv.hull.depth, kind: bias, value: 0.1, at_step: 100, "
+                          "duration_steps: 5}]'";
+  const auto r = run("script -qec \"" + cmd + "\" /dev/null");
+  CHECK_MESSAGE(r.exit_code == 0, r.out);
+  const auto at = r.out.find("fault \"bias on auv.hull.depth\"");
+  REQUIRE_MESSAGE(at != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("misses 0[") == std::string::npos, r.out);  // never glued onto the status line
+  const auto line_start = r.out.rfind("[20", at);                      // the line's timestamp, [2026-...
+  REQUIRE((line_start != std::string::npos && line_start >= 40));
+  CHECK_MESSAGE(r.out.substr(line_start - 4, 4) == "\r\033[K", r.out.substr(line_start - 40, 80));
+  // and the status line is drawn again after it
+  const auto after = r.out.find('\n', at);
+  REQUIRE(after != std::string::npos);
+  CHECK(r.out.find("step ", after) != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("tether --version prints the version and exits 0") {
   const auto r = run(tether_exe + " --version");
   CHECK(r.exit_code == 0);
@@ -131,6 +230,10 @@ TEST_CASE("tether run: the default scenario (host firmware on a pty) holds depth
   CHECK(std::abs(summary["goals"][0]["depth_error_m"].get<double>()) < 0.05);
   CHECK(std::abs(summary["goals"][0]["final_heading_deg"].get<double>() - 90.0) < 2.0);
   CHECK(std::abs(summary["goals"][0]["heading_error_deg"].get<double>()) < 2.0);
+  // the vehicle's heading as a compass reads it (east = 90), like the goal; its yaw from east
+  CHECK(std::abs(summary["vehicles"][0]["heading_deg"].get<double>() - 90.0) < 2.0);
+  CHECK(std::abs(summary["vehicles"][0]["yaw_deg"].get<double>()) < 2.0);
+  CHECK(r.out.find("° (compass)") != std::string::npos);
   CHECK(summary["endpoints"][0].contains("depth_error_m") == false);  // the goal is the scenario's now
   // the firmware process, not the law in-process (misses depend on the machine's load: not asserted)
   CHECK(summary["endpoints"][0]["type"] == "serial");

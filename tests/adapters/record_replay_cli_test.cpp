@@ -13,6 +13,8 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
+#include <sstream>
 #include <thread>
 
 #include <csignal>
@@ -74,6 +76,22 @@ const std::string& shared_recording() {
     return dir + "/recording.mcap";
   }();
   return path;
+}
+
+// the words of `tether info`'s line for a channel, but its byte count, joined by one space
+std::string channel_line(const std::string& out, const std::string& topic) {
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    if (w.size() < 2 || w.front() != topic) continue;
+    w.pop_back();
+    std::string joined;
+    for (const auto& x : w) joined += (joined.empty() ? "" : " ") + x;
+    return joined;
+  }
+  return "no line for " + topic;
 }
 
 // the offset of the first top-level record with `opcode` after the magic, or 0
@@ -197,10 +215,34 @@ TEST_CASE("tether info describes the recording") {
   CHECK(contains(r.out, "endpoint    controller (in_process, policy hold): replies 2000, misses 0"));
   CHECK(contains(r.out, "/tether/step"));
   CHECK(contains(r.out, "/tether/safe_replies"));
+  // each channel with its encoding and schema, the log-time range
+  CHECK(contains(r.out, "log time    0.000 .. 20.000 s (simulation time)\n"));
+  CHECK(contains(r.out, "/tether/step"));
+  CHECK(channel_line(r.out, "/tether/step") == "/tether/step x-tether-binary tether.StepRecord 2000");
+  CHECK(channel_line(r.out, "/vehicles/auv/pose") == "/vehicles/auv/pose json foxglove.PoseInFrame (jsonschema) 2000");
+  CHECK(channel_line(r.out, "/tether/timing") == "/tether/timing json - 2000");
   const auto j = nlohmann::json::parse(sh(tether_bin + " info --json " + rec).out);
   CHECK(j["complete"] == true);
   CHECK(j["steps"] == 2000);
   CHECK(j["keyframes"] == 20);
+  bool pose = false;
+  for (const auto& c : j["channels"])
+    if (c["topic"] == "/vehicles/auv/pose") {
+      pose = true;
+      CHECK(c["encoding"] == "json");
+      CHECK(c["schema"] == "foxglove.PoseInFrame");
+      CHECK(c["schema_encoding"] == "jsonschema");
+    }
+  CHECK(pose);
+  // the session folder stands for its recording, in info, replay and report
+  const std::string folder = std::filesystem::path(rec).parent_path().string();
+  CHECK(sh(tether_bin + " info --json " + folder).out ==
+        sh(tether_bin + " info --json " + folder + "/recording.mcap").out);
+  const auto v = sh(tether_bin + " replay " + folder + " --verify --quiet --from-step 1900");
+  CHECK_MESSAGE(v.exit_code == 0, v.out);
+  const auto none = sh(tether_bin + " info " + fresh_dir("empty"));
+  CHECK(none.exit_code == 2);
+  CHECK_MESSAGE(contains(none.out, "recording.mcap"), none.out);
 }
 
 TEST_CASE("tether report writes the HTML where it is told, and next to the recording by default") {

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -468,8 +469,12 @@ TEST_CASE("every JSON message the recorder writes parses and has the documented 
       CHECK(j["step"].is_number_unsigned());
       const auto& v = j["vehicles"].at(0);
       CHECK(v["name"] == "auv");
-      for (const char* k : {"x_m", "y_m", "z_m", "depth_m", "heading_deg", "roll_deg", "pitch_deg", "speed_m_s"})
+      for (const char* k :
+           {"x_m", "y_m", "z_m", "depth_m", "heading_deg", "yaw_deg", "roll_deg", "pitch_deg", "speed_m_s"})
         CHECK_MESSAGE(v[k].is_number(), k);
+      // a compass heading: clockwise from north, so yaw 0 (east) is 90
+      const double compass = std::fmod(90.0 - v["yaw_deg"].get<double>() + 720.0, 360.0);
+      CHECK(v["heading_deg"].get<double>() == doctest::Approx(compass));
       CHECK(v["projected"]["z_m"].is_number());
       CHECK(v.contains("measured") == (j["step"].get<int>() % 2 == 0));
       CHECK(v["depth_m"].get<double>() == doctest::Approx(-v["z_m"].get<double>()));
@@ -536,4 +541,79 @@ TEST_CASE("names with quotes and control characters are escaped in the JSON chan
       found = true;
     }
   CHECK(found);
+}
+
+TEST_CASE(
+    "the scene draws the tank at its true size and the terrain as triangles, and the file has a wall-clock "
+    "anchor") {
+  const Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/tank_obstacles.yaml");
+  const std::string path = temp_path("scene.mcap");
+  const auto before = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  {
+    Recorder rec(sc, {}, {});
+    std::string error;
+    REQUIRE_MESSAGE(rec.open(path, &error), error);
+    REQUIRE(rec.close(nlohmann::json::object(), &error));
+  }
+  mcap::Reader reader;
+  std::string error;
+  REQUIRE(reader.open(path, &error));
+  // the anchor: when the recording opened, in ns and as UTC text, and the simulation start
+  const mcap::Metadata* meta = nullptr;
+  for (const auto& m : reader.metadata())
+    if (m.name == "tether") meta = &m;
+  REQUIRE(meta != nullptr);
+  const std::uint64_t wall = std::stoull(meta->entries.at("wall_clock_start_ns"));
+  CHECK(wall >= before);
+  CHECK(wall < before + 60'000'000'000ull);
+  const std::string utc = meta->entries.at("wall_clock_start_utc");
+  CHECK(utc.size() == 30);
+  CHECK(utc.back() == 'Z');
+  CHECK(utc.substr(20, 9) == meta->entries.at("wall_clock_start_ns").substr(10, 9));  // the same nanoseconds
+  CHECK(meta->entries.at("sim_time_start_ns") == "0");
+
+  mcap::MessageView msg;
+  nlohmann::json scene;
+  while (reader.next(msg))
+    if (reader.channel(msg.channel_id)->topic == "/scene")
+      scene = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(msg.data.data()), msg.data.size()));
+  REQUIRE(scene.is_object());
+  const nlohmann::json* tank = nullptr;
+  const nlohmann::json* water = nullptr;
+  for (const auto& e : scene["entities"]) {
+    if (e["id"] == "static") tank = &e;
+    if (e["id"] == "water_surface") water = &e;
+  }
+  REQUIRE(tank != nullptr);
+  REQUIRE(water != nullptr);
+  // the tank is 30 x 12 m, its floor at -8 m, open at the top up to the surface at 0
+  auto near = [](const nlohmann::json& v, double x, double y, double z) {
+    return std::abs(v["x"].get<double>() - x) < 1e-6 && std::abs(v["y"].get<double>() - y) < 1e-6 &&
+           std::abs(v["z"].get<double>() - z) < 1e-6;
+  };
+  int floors = 0, long_walls = 0, end_walls = 0;
+  for (const auto& c : (*tank)["cubes"]) {
+    const auto& size = c["size"];
+    const auto& p = c["pose"]["position"];
+    if (near(size, 30, 12, 0.02) && std::abs(p["z"].get<double>() + 8.01) < 1e-6) ++floors;
+    // walls: their slab's local x and y map to the world's z (8 m) and the wall's length
+    if ((near(size, 8, 30, 0.02) || near(size, 30, 8, 0.02)) && std::abs(std::abs(p["y"].get<double>()) - 6.01) < 1e-6)
+      ++long_walls;
+    if ((near(size, 8, 12, 0.02) || near(size, 12, 8, 0.02)) && std::abs(std::abs(p["x"].get<double>()) - 15.01) < 1e-6)
+      ++end_walls;
+  }
+  CHECK(floors == 1);
+  CHECK(long_walls == 2);
+  CHECK(end_walls == 2);
+  CHECK(near((*water)["cubes"][0]["size"], 30, 12, 0.001));
+  // the seabed: 31 x 13 vertices (30 x 12 m at 1 m), two triangles per cell, its heights
+  REQUIRE((*tank)["triangles"].size() == 1);
+  const auto& seabed = (*tank)["triangles"][0];
+  CHECK(seabed["points"].size() == 31 * 13);
+  CHECK(seabed["indices"].size() == 30 * 12 * 6);
+  CHECK(near(seabed["pose"]["position"], -15, -6, -6));
+  CHECK(near(seabed["points"][30], 30, 0, 1.5));  // the east end of the first row, 1.5 m up
+  for (const auto& i : seabed["indices"]) CHECK(i.get<std::size_t>() < 31 * 13);
 }

@@ -752,8 +752,10 @@ nlohmann::json Session::summary() const {
     const BodyState& s = state_.bodies[static_cast<std::size_t>(b)];
     json j{{"name", v.name}, {"position_m", {s.position_m.x(), s.position_m.y(), s.position_m.z()}}};
     if (m.water.present) j["depth_m"] = m.water.surface_z_m - s.position_m.z();
-    const Vec3 rpy = rpy_from_quat(s.orientation);
-    j["heading_deg"] = rpy.z() * 180.0 / 3.14159265358979323846;
+    // heading as a compass reads it (clockwise from north), as in goals and expectations;
+    // yaw as the world measures it (counter-clockwise from east)
+    j["heading_deg"] = compass_heading_deg(s.orientation);
+    j["yaw_deg"] = rpy_from_quat(s.orientation).z() * 180.0 / 3.14159265358979323846;
     out["vehicles"].push_back(std::move(j));
   }
   if (!scenario_.goals.empty()) out["goals"] = summarize_goals(scenario_.goals, model_, state_);
@@ -776,7 +778,10 @@ nlohmann::json Session::summary() const {
                       {"paused_wall_s", paused_wall_s_},
                       {"forces_acting", forces}};
   }
-  out["state_hash"] = hash_state(state_);
+  // 16 hex digits: a JSON number this large is rounded by JavaScript and jq 1.6
+  char hash[24];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(hash_state(state_)));
+  out["state_hash"] = hash;
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <numbers>
 
 #include <nlohmann/json.hpp>
@@ -182,7 +183,92 @@ const char* step_schema_text =
     "u32 c, c x (u16 device, u8 size, size bytes), u32 m, m x measurement)";
 
 // a primitive for a shape, in the frame `frame_id`, placed at `p`, `q`
-void add_shape(json& entity, const Shape& s, const Vec3& p, const Quat& q, const json& rgba) {
+// "2026-11-24T23:51:31.123456789Z"
+std::string utc_text(std::uint64_t unix_ns) {
+  const std::time_t secs = static_cast<std::time_t>(unix_ns / 1'000'000'000ull);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char text[64];
+  const std::size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(text + n, sizeof text - n, ".%09lluZ", static_cast<unsigned long long>(unix_ns % 1'000'000'000ull));
+  return text;
+}
+
+// the part of the world the scene shows: the box the axis-aligned planes (a tank's floor and
+// walls) close, each open side from the water surface or the vehicles' start, 20 m beyond
+struct SceneBox {
+  Vec3 lo, hi;
+};
+
+SceneBox scene_box(const WorldModel& m, const WorldState& initial) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  Vec3 lo = Vec3::Constant(-inf), hi = Vec3::Constant(inf);
+  for (const StaticBody& st : m.statics) {
+    if (st.shape.kind != ShapeKind::plane) continue;
+    const Vec3 n = st.orientation * st.shape.normal;
+    const Vec3 on_plane = st.position_m + n * st.shape.offset_m;  // a point of the plane
+    for (int a = 0; a < 3; ++a) {
+      if (std::abs(std::abs(n[a]) - 1) > 1e-9) continue;
+      if (n[a] > 0)
+        lo[a] = std::max(lo[a], on_plane[a]);  // the solid is below: the world starts here
+      else
+        hi[a] = std::min(hi[a], on_plane[a]);
+    }
+  }
+  // what must be inside on open sides: the vehicles' start and the water surface
+  Vec3 in_lo = Vec3::Constant(inf), in_hi = Vec3::Constant(-inf);
+  for (const BodyState& b : initial.bodies) {
+    in_lo = in_lo.cwiseMin(b.position_m);
+    in_hi = in_hi.cwiseMax(b.position_m);
+  }
+  if (m.water.present) {
+    in_lo.z() = std::min(in_lo.z(), m.water.surface_z_m);
+    in_hi.z() = std::max(in_hi.z(), m.water.surface_z_m);
+  }
+  for (int a = 0; a < 3; ++a) {
+    if (!std::isfinite(in_lo[a])) in_lo[a] = in_hi[a] = 0;
+    if (!std::isfinite(lo[a])) lo[a] = std::min(in_lo[a], std::isfinite(hi[a]) ? hi[a] : in_lo[a]) - 20;
+    if (!std::isfinite(hi[a]))
+      // a tank open at the top ends at the water surface when there is one
+      hi[a] = (a == 2 && m.water.present && m.water.surface_z_m > lo[a]) ? m.water.surface_z_m
+                                                                         : std::max(in_hi[a], lo[a]) + 20;
+  }
+  return {lo, hi};
+}
+
+// the extent of the scene box along a direction that is a world axis (else its diagonal)
+double extent_along(const SceneBox& box, const Vec3& u) {
+  for (int a = 0; a < 3; ++a)
+    if (std::abs(std::abs(u[a]) - 1) < 1e-9) return box.hi[a] - box.lo[a];
+  return (box.hi - box.lo).norm();
+}
+
+// terrain as one triangle list: every grid vertex (at most 256 x 256, thinned evenly
+// beyond) once, the cells' two triangles by index, split as the collision code splits them
+void add_terrain(json& entity, const HeightField& h, const Vec3& p, const Quat& q, const json& rgba) {
+  const int stride = std::max(1, (std::max(h.columns, h.rows) + 255) / 256);
+  std::vector<int> cols, rows;
+  for (int c = 0; c < h.columns; c += stride) cols.push_back(c);
+  if (cols.back() != h.columns - 1) cols.push_back(h.columns - 1);
+  for (int r = 0; r < h.rows; r += stride) rows.push_back(r);
+  if (rows.back() != h.rows - 1) rows.push_back(h.rows - 1);
+  json points = json::array(), indices = json::array();
+  for (int r : rows)
+    for (int c : cols) points.push_back(vec(Vec3(c * h.cell_size_m, r * h.cell_size_m, h.height(c, r))));
+  const auto at = [&](std::size_t i, std::size_t j) { return j * cols.size() + i; };
+  for (std::size_t j = 0; j + 1 < rows.size(); ++j)
+    for (std::size_t i = 0; i + 1 < cols.size(); ++i)
+      for (std::size_t v : {at(i, j), at(i + 1, j), at(i + 1, j + 1), at(i, j), at(i + 1, j + 1), at(i, j + 1)})
+        indices.push_back(v);
+  entity["triangles"].push_back({{"pose", pose(p, q)},
+                                 {"points", std::move(points)},
+                                 {"color", rgba},
+                                 {"colors", json::array()},
+                                 {"indices", std::move(indices)}});
+}
+
+void add_shape(json& entity, const Shape& s, const Vec3& p, const Quat& q, const json& rgba,
+               const SceneBox* box = nullptr) {
   switch (s.kind) {
     case ShapeKind::sphere:
       entity["spheres"].push_back(
@@ -204,15 +290,20 @@ void add_shape(json& entity, const Shape& s, const Vec3& p, const Quat& q, const
       break;
     }
     case ShapeKind::plane: {
-      // a thin 40 m square slab standing for the half-space, its top face on the plane
-      const Quat align = Quat::FromTwoVectors(Vec3::UnitZ(), s.normal);
-      const Vec3 centre = s.normal * (s.offset_m - 0.01);
-      entity["cubes"].push_back({{"pose", pose(centre, align)}, {"size", vec(Vec3(40, 40, 0.02))}, {"color", rgba}});
+      // a thin slab standing for the half-space, its top face on the plane, as large as the
+      // scene box's face it bounds (a tank's floor and walls at their true size)
+      const Vec3 n = q * s.normal;
+      const Quat align = Quat::FromTwoVectors(Vec3::UnitZ(), n);
+      const SceneBox fallback{Vec3::Constant(-20), Vec3::Constant(20)};
+      const SceneBox& b = box ? *box : fallback;
+      const Vec3 mid = (b.lo + b.hi) / 2;
+      const Vec3 on_plane = p + n * s.offset_m;
+      const Vec3 centre = mid + n * (n.dot(on_plane - mid)) - n * 0.01;
+      const Vec3 size(extent_along(b, align * Vec3::UnitX()), extent_along(b, align * Vec3::UnitY()), 0.02);
+      entity["cubes"].push_back({{"pose", pose(centre, align)}, {"size", vec(size)}, {"color", rgba}});
       break;
     }
-    case ShapeKind::heightfield:
-      // terrain is not drawn in the 3-D scene yet (it would be a triangle list of the grid)
-      break;
+    case ShapeKind::heightfield: break;  // add_terrain (it needs the grid)
   }
 }
 
@@ -319,7 +410,13 @@ bool Recorder::open(const std::string& path, std::string* error) {
                                    {"scenario_path", scenario_.path},
                                    {"seed", std::to_string(scenario_.loop.seed)},
                                    {"period_ns", std::to_string(scenario_.loop.period_ns)},
-                                   {"endpoints", endpoints}});
+                                   {"endpoints", endpoints},
+                                   // the wall-clock anchor: log times are simulation time from
+                                   // sim_time_start_ns; this is when the recording opened, just
+                                   // before the first step (docs/recording.md)
+                                   {"wall_clock_start_ns", std::to_string(now_ns)},
+                                   {"wall_clock_start_utc", utc_text(now_ns)},
+                                   {"sim_time_start_ns", std::to_string(scenario_.initial.time_ns)}});
 
   const auto binary = schema("tether.StepRecord", "", step_schema_text);
   const auto state_schema =
@@ -386,12 +483,21 @@ void Recorder::write_scene() {
   const WorldModel& m = scenario_.model;
   json update{{"deletions", json::array()}, {"entities", json::array()}};
   json tank = empty_entity("world", "static");
-  for (const StaticBody& s : m.statics)
-    add_shape(tank, s.shape, s.position_m, s.orientation, color(0.5, 0.55, 0.6, 0.35));
+  const SceneBox box = scene_box(m, scenario_.initial);
+  for (const StaticBody& s : m.statics) {
+    if (s.shape.kind == ShapeKind::heightfield && s.shape.heightfield >= 0 &&
+        static_cast<std::size_t>(s.shape.heightfield) < m.heightfields.size())
+      add_terrain(tank, m.heightfields[static_cast<std::size_t>(s.shape.heightfield)], s.position_m, s.orientation,
+                  color(0.45, 0.4, 0.3, 0.9));
+    else
+      add_shape(tank, s.shape, s.position_m, s.orientation, color(0.5, 0.55, 0.6, 0.35), &box);
+  }
   if (m.water.present) {
+    // the surface over the scene box, as large as the tank
     json water = empty_entity("world", "water_surface");
-    water["cubes"].push_back({{"pose", pose(Vec3(0, 0, m.water.surface_z_m), Quat::Identity())},
-                              {"size", vec(Vec3(40, 40, 0.001))},
+    const Vec3 mid = (box.lo + box.hi) / 2;
+    water["cubes"].push_back({{"pose", pose(Vec3(mid.x(), mid.y(), m.water.surface_z_m), Quat::Identity())},
+                              {"size", vec(Vec3(box.hi.x() - box.lo.x(), box.hi.y() - box.lo.y(), 0.001))},
                               {"color", color(0.2, 0.4, 0.9, 0.15)}});
     update["entities"].push_back(std::move(water));
   }
@@ -711,7 +817,10 @@ void Recorder::write_views(std::uint64_t t) {
     vj.field("y_m", s.position_m.y());
     vj.field("z_m", s.position_m.z());
     if (m.water.present) vj.field("depth_m", m.water.surface_z_m - s.position_m.z());
-    vj.field("heading_deg", rpy.z());
+    // a compass heading (clockwise from north, [0, 360)) as goals and expectations use; yaw
+    // counter-clockwise from east
+    vj.field("heading_deg", std::fmod(std::fmod(90.0 - rpy.z(), 360.0) + 360.0, 360.0));
+    vj.field("yaw_deg", rpy.z());
     vj.field("roll_deg", rpy.x());
     vj.field("pitch_deg", rpy.y());
     vj.field("speed_m_s", vel.norm());

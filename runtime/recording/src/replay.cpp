@@ -71,10 +71,19 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
     }
 
   mcap::MessageView msg;
+  bool first_message = true;
   while (reader.next(msg)) {
     const mcap::Channel* ch = reader.channel(msg.channel_id);
     if (!ch) continue;
     auto& stats = out.channels[ch->topic];
+    if (stats.first == 0) {
+      const mcap::Schema* schema = ch->schema_id ? reader.schema(ch->schema_id) : nullptr;
+      out.channel_formats[ch->topic] = {ch->message_encoding, schema ? schema->name : std::string(),
+                                        schema ? schema->encoding : std::string()};
+    }
+    out.first_log_time_ns = first_message ? msg.log_time_ns : std::min(out.first_log_time_ns, msg.log_time_ns);
+    out.last_log_time_ns = std::max(out.last_log_time_ns, msg.log_time_ns);
+    first_message = false;
     ++stats.first;
     stats.second += msg.data.size();
     const std::string_view bytes(reinterpret_cast<const char*>(msg.data.data()), msg.data.size());

@@ -213,7 +213,9 @@ void add_step(Collected& c, const StepRecord& r, double t_s) {
       v.my.push_back(meas.position_m.y());
       v.mz.push_back(meas.position_m.z());
       v.mdepth.push_back(m.water.present ? m.water.surface_z_m - meas.position_m.z() : meas.position_m.z());
-      v.mheading.push_back(rpy_from_quat(meas.orientation.normalized()).z() * 180 / std::numbers::pi);
+      // a compass heading, as the vehicles view records it (clockwise from north)
+      v.mheading.push_back(
+          std::fmod(90.0 - rpy_from_quat(meas.orientation.normalized()).z() * 180 / std::numbers::pi + 720.0, 360.0));
     }
   }
 }
@@ -442,7 +444,7 @@ std::string level_name(int level) {
   return std::to_string(level);
 }
 
-// breaks a heading line where it wraps from +180 to -180 instead of drawing across the plot
+// breaks a heading line where it wraps (360 to 0) instead of drawing across the plot
 std::vector<double> break_wraps(const std::vector<double>& deg) {
   std::vector<double> out;
   out.reserve(deg.size());
@@ -666,10 +668,12 @@ void summary_section(Page& p, const Collected& c, const ReportOptions& o) {
   if (s.contains("physics_substeps")) row("physics sub-steps", esc(jstr(s, "physics_substeps")));
   if (s.contains("recording") && s["recording"].is_object())
     row("recorder dropped items", esc(jstr(s["recording"], "dropped_items")));
-  if (s.contains("state_hash") && s["state_hash"].is_number_unsigned()) {
+  if (s.contains("state_hash") && s["state_hash"].is_number_unsigned()) {  // recordings before it was text
     char hash[32];
     std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(s["state_hash"].get<std::uint64_t>()));
     row("final state hash", std::string("<code>") + hash + "</code>");
+  } else if (s.contains("state_hash") && s["state_hash"].is_string()) {
+    row("final state hash", "<code>" + esc(s["state_hash"].get<std::string>()) + "</code>");
   }
   // anything else at the top level (newer summaries)
   static const std::set<std::string> shown = {"scenario",
@@ -860,7 +864,7 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
       svg::Plot plot;
       plot.title = "Heading over time";
       plot.x_label = "sim time (s)";
-      plot.y_label = "heading (° yaw, 0 = +x, ccw)";
+      plot.y_label = "heading (° compass, 90 = east)";
       plot.max_points_per_line = o.max_points_per_line;
       plot.min_span_y = 2;
       if (measured) plot.lines.push_back(measured_dots(v.mt, v.mheading, false));

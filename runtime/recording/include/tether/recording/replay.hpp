@@ -34,6 +34,11 @@ struct Recording {
   std::string truncation;
   std::uint64_t file_size_bytes = 0;
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> channels;  // topic -> (messages, bytes)
+  struct ChannelFormat {
+    std::string encoding, schema, schema_encoding;  // schema empty: none
+  };
+  std::map<std::string, ChannelFormat> channel_formats;       // topic -> how its messages are encoded
+  std::uint64_t first_log_time_ns = 0, last_log_time_ns = 0;  // over every message
 
   /// The step record for step k, or nullptr.
   const StepRecord* step(std::uint64_t k) const;
