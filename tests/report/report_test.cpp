@@ -384,6 +384,39 @@ TEST_CASE("the report of a real session shows the depth goal the controller held
   }
   CHECK(messages == 600);
   CHECK(vfront.size() > 10);  // the depth controller changes its command as the AUV dives
+
+  // what the controller saw: each sensor's samples on its own channel, as delivered (the
+  // depth sensor every step with its noise, the 20 Hz compass every fifth step)
+  std::map<std::string, std::vector<nlohmann::json>> sensors;
+  for (const auto& [id, ch] : reader.channels())
+    if (ch.topic.rfind("/devices/", 0) == 0) {
+      CHECK(ch.message_encoding == "json");
+      REQUIRE(reader.schema(ch.schema_id) != nullptr);
+      CHECK(reader.schema(ch.schema_id)->name == "tether.SensorReading");
+      sensors[ch.topic];
+    }
+  CHECK(sensors.size() == 2);  // the thrusters are actuators: /tether/actuators has them
+  REQUIRE(reader.open(path, &error));
+  double vehicle_depth = 0;  // the AUV's depth after the last step (the projected state is what is sensed)
+  while (reader.next(msg)) {
+    const std::string& topic = reader.channel(msg.channel_id)->topic;
+    if (topic.rfind("/devices/", 0) != 0 && topic != "/tether/vehicles") continue;
+    const auto j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(msg.data.data()), msg.data.size()));
+    if (topic.rfind("/devices/", 0) == 0) sensors[topic].push_back(j);
+    if (topic == "/tether/vehicles" && j["step"] == 599) vehicle_depth = j["vehicles"][0]["depth_m"];
+  }
+  const auto& depth = sensors["/devices/auv/hull/depth"];
+  REQUIRE(depth.size() == 600);
+  CHECK(depth[599]["step"] == 599);
+  CHECK(depth[599]["valid"] == true);
+  REQUIRE(depth[599]["values"].size() == 2);  // depth (m) and absolute pressure (Pa)
+  // the mount sits 0.1 m above the centre; the sensor's noise is millimetres
+  CHECK(std::abs(depth[599]["value"].get<double>() - (vehicle_depth - 0.1)) < 0.05);
+  CHECK(depth[599]["values"][1].get<double>() ==
+        doctest::Approx(101325 + 1025 * 9.81 * depth[599]["value"].get<double>()).epsilon(1e-6));
+  const auto& compass = sensors["/devices/auv/hull/compass"];
+  CHECK(compass.size() == 120);
+  CHECK(compass[1]["step"].get<int>() - compass[0]["step"].get<int>() == 5);
 }
 
 TEST_CASE("down-sampling keeps spikes, gaps and both ends") {

@@ -600,7 +600,8 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
     feedback_values_.clear();
     for (std::size_t i = 0; i < processors_.size(); ++i)
       if (!guarded_processor(i, ctx, [&] { processors_[i]->record(feedback_values_); })) return false;
-    Recorder::encode_step_item(record_, state_, projected_, feedback_values_, recorder_->staging());
+    Recorder::encode_step_item(record_, state_, projected_, feedback_values_, recorder_->staging(),
+                               devices_.size() ? &devices_ : nullptr);
     recorder_->push(Recorder::ItemKind::step, ctx.step, ctx.time_ns);
   }
   phase_ = "after_step";

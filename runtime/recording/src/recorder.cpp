@@ -159,6 +159,15 @@ std::string log_schema() {
          R"("message":{"type":"string"},"name":{"type":"string"},"file":{"type":"string"},"line":{"type":"integer"}}})";
 }
 
+std::string sensor_reading_schema() {
+  return R"({"title":"tether.SensorReading","description":"a sensor's new sample as the endpoints were sent it )"
+         R"((after noise, delay, dropout and faults), channels in the wire convention and units of )"
+         R"(docs/devices.md","type":"object","properties":{"step":{"type":"integer"},)"
+         R"("valid":{"type":"boolean","description":"false: no data, e.g. a dropout or GPS under water"},)"
+         R"("value":{"type":"number","description":"the first channel"},)"
+         R"("values":{"type":"array","items":{"type":"number"}}}})";
+}
+
 std::string actuators_schema() {
   return R"({"title":"tether.Actuators","description":"each actuator's last command from an endpoint's fresh reply )"
          R"((a firmware ACTUATE, an in-process controller), in the device's units, see docs/devices.md",)"
@@ -328,7 +337,9 @@ Recorder::Recorder(const Scenario& scenario, std::vector<std::string> endpoint_n
   const std::size_t step_bytes = 38 + scenario.endpoints.size() * (9 + 20 + 100 * scenario.model.bodies.size());
   std::size_t values = 0;
   for (const auto& p : processor_fields_) values += p.second.size();
-  const std::size_t item_bytes = 16 + step_bytes + 2 * state_bytes + 8 * values;
+  // and each sensor's new sample (u16 device, u8 valid, u8 channels, the channels)
+  const std::size_t sensor_bytes = 4 + scenario.devices.size() * (4 + 8 * hal::max_channels);
+  const std::size_t item_bytes = 16 + step_bytes + 2 * state_bytes + 8 * values + sensor_bytes;
   staging_.reserve(item_bytes);
   for (Slot& slot : ring_) slot.bytes.reserve(item_bytes);
   item_bytes_ = item_bytes;
@@ -439,6 +450,16 @@ bool Recorder::open(const std::string& path, std::string* error) {
   ch_tf_ = channel(tf_schema, topics::tf, "json");
   ch_scene_ = channel(scene_s, topics::scene, "json");
   ch_log_ = channel(log_s, topics::log, "json");
+  // what the firmware saw: one channel per sensor, `/devices/VEHICLE/PART/DEVICE`
+  ch_sensor_.assign(scenario_.devices.size(), 0);
+  std::uint16_t sensor_schema = 0;
+  for (std::size_t d = 0; d < scenario_.devices.size(); ++d) {
+    const auto& spec = scenario_.devices[d];
+    if (hal::kind_info(spec.kind).actuator || hal::kind_info(spec.kind).channels == 0) continue;
+    if (!sensor_schema) sensor_schema = schema("tether.SensorReading", "jsonschema", sensor_reading_schema());
+    ch_sensor_[d] =
+        channel(sensor_schema, "/devices/" + spec.name.vehicle + "/" + spec.name.part + "/" + spec.name.device, "json");
+  }
   actuator_values_.assign(scenario_.devices.size(), {});
   actuator_channels_.assign(scenario_.devices.size(), -1);
   for (const auto& d : scenario_.devices)
@@ -513,7 +534,8 @@ void Recorder::write_scene() {
 }
 
 void Recorder::encode_step_item(const StepRecord& record, const WorldState& actual, const WorldState& projected,
-                                const std::vector<double>& feedback_values, std::string& out) {
+                                const std::vector<double>& feedback_values, std::string& out,
+                                const hal::DeviceBank* sensors) {
   out.clear();
   ByteWriter w(out);
   // length-prefixed parts; the lengths are patched in after each part is appended
@@ -529,6 +551,29 @@ void Recorder::encode_step_item(const StepRecord& record, const WorldState& actu
   part([&] { serialize_state(projected, out); });
   w.u32(static_cast<std::uint32_t>(feedback_values.size()));
   for (double v : feedback_values) w.f64(v);
+  // the sensors' new samples: u32 count, then per sample u16 device, u8 valid, u8 channels,
+  // f64 per channel (after noise, delay, dropout and faults: what the endpoints were sent)
+  const std::size_t count_at = out.size();
+  w.u32(0);
+  if (!sensors) return;
+  std::uint32_t count = 0;
+  for (std::size_t d = 0; d < sensors->size() && d <= 0xFFFF; ++d) {
+    const hal::KindInfo& info = hal::kind_info(sensors->spec(d).kind);
+    if (info.actuator || !sensors->fresh(d)) continue;
+    const hal::Sample& s = sensors->sample(d);
+    w.u16(static_cast<std::uint16_t>(d));
+    w.u8(s.valid ? 1 : 0);
+    w.u8(static_cast<std::uint8_t>(info.channels));
+    for (int c = 0; c < info.channels; ++c) {
+      double v = s.ch[static_cast<std::size_t>(c)];
+      // the depth sensor carries density * |g| and the wire the absolute pressure from it
+      if (sensors->spec(d).kind == TETHER_KIND_DEPTH && c == 1)
+        v = std::get<hal::DepthParams>(sensors->spec(d).params).atmospheric_pa + v * s.ch[0];
+      w.f64(v);
+    }
+    ++count;
+  }
+  std::memcpy(out.data() + count_at, &count, 4);
 }
 
 // under the lock: the next ring slot to fill, or nullptr when the ring is full (the item is
@@ -696,6 +741,7 @@ void Recorder::write_item(const Slot& item) {
       if (!r.f64(v)) break;
       values_.push_back(v);
     }
+  sensor_bytes_ = std::string_view(item.bytes).substr(std::min(item.bytes.size(), r.offset()));
   // log time of step k's record: t_{k+1}, when its result exists
   const std::uint64_t t = log_time + static_cast<std::uint64_t>(scenario_.loop.period_ns);
   out(ch_step_, t, record_bytes);
@@ -707,11 +753,41 @@ void Recorder::write_item(const Slot& item) {
     return;
   write_views(t);
   if (ch_actuators_) write_actuators(t);
+  write_sensors(t);
 }
 
 // The derived per-step channels, written as text into reused buffers: this is the writer
 // thread's hot path, and building a JSON document per message (one allocation per node)
 // made the writer slower than the loop it records.
+// each sensor's new sample, as the endpoints got it, on the device's own channel
+void Recorder::write_sensors(std::uint64_t t) {
+  ByteReader r(sensor_bytes_);
+  std::uint32_t count = 0;
+  if (!r.u32(count)) return;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::uint16_t d = 0;
+    std::uint8_t valid = 0, channels = 0;
+    if (!r.u16(d) || !r.u8(valid) || !r.u8(channels) || channels > hal::max_channels) return;
+    double v[hal::max_channels] = {};
+    for (int c = 0; c < channels; ++c)
+      if (!r.f64(v[c])) return;
+    if (d >= ch_sensor_.size() || ch_sensor_[d] == 0) continue;
+    text_.clear();
+    JsonText j{text_};
+    j.raw("{\"step\":");
+    j.num(record_.step);
+    j.raw(valid ? ",\"valid\":true" : ",\"valid\":false");
+    if (channels > 0) j.field("value", v[0]);
+    j.raw(",\"values\":[");
+    for (int c = 0; c < channels; ++c) {
+      if (c) j.comma();
+      j.num(v[c]);
+    }
+    j.raw("]}");
+    out(ch_sensor_[d], t, text_);
+  }
+}
+
 // the actuators' last commands: what the firmware (or controller) asked for, to plot
 void Recorder::write_actuators(std::uint64_t t) {
   for (const SlotRecord& slot : record_.slots) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -19,6 +20,10 @@
 
 #include "tether/recording/recording.hpp"
 #include "tether/scenario/scenario.hpp"
+
+namespace tether::hal {
+class DeviceBank;
+}
 
 namespace tether::runtime {
 
@@ -106,8 +111,11 @@ class Recorder {
   std::uint64_t bytes_written() const;
 
   /// Encodes one step's blob into `out` (used by the session; decoded by the writer thread).
+  /// `sensors`: the device bank after the step's sensing (the readings the endpoints got);
+  /// each sensor with a new sample this step goes to its `/devices/...` channel.
   static void encode_step_item(const StepRecord& record, const WorldState& actual, const WorldState& projected,
-                               const std::vector<double>& feedback_values, std::string& out);
+                               const std::vector<double>& feedback_values, std::string& out,
+                               const hal::DeviceBank* sensors = nullptr);
 
  private:
   struct Slot {
@@ -172,6 +180,10 @@ class Recorder {
   std::vector<std::array<double, 6>> actuator_values_;
   std::vector<int> actuator_channels_;
   void write_actuators(std::uint64_t t);
+  // per device: its `/devices/VEHICLE/PART/DEVICE` channel (sensors; 0: none)
+  std::vector<std::uint16_t> ch_sensor_;
+  std::string_view sensor_bytes_;  // this step item's readings (write_item)
+  void write_sensors(std::uint64_t t);
   std::string text_, vehicles_text_;
 };
 
