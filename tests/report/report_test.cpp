@@ -414,6 +414,22 @@ TEST_CASE("the report of a real session shows the depth goal the controller held
   CHECK(std::abs(depth[599]["value"].get<double>() - (vehicle_depth - 0.1)) < 0.05);
   CHECK(depth[599]["values"][1].get<double>() ==
         doctest::Approx(101325 + 1025 * 9.81 * depth[599]["value"].get<double>()).epsilon(1e-6));
+  // every JSON message of the real session uses only keys its channel's schema declares
+  REQUIRE(reader.open(path, &error));
+  std::set<std::string> checked;
+  while (reader.next(msg)) {
+    const mcap::Channel* ch = reader.channel(msg.channel_id);
+    if (ch->message_encoding != "json") continue;
+    const mcap::Schema* schema = ch->schema_id ? reader.schema(ch->schema_id) : nullptr;
+    REQUIRE_MESSAGE(schema != nullptr, ch->topic);
+    const auto declared = nlohmann::json::parse(schema->data);
+    const auto j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(msg.data.data()), msg.data.size()));
+    for (const auto& [key, value] : j.items())
+      CHECK_MESSAGE(declared["properties"].contains(key), ch->topic << ": " << key << " is not in " << schema->name);
+    checked.insert(ch->topic);
+  }
+  CHECK(checked.count("/tether/summary") == 1);
+  CHECK(checked.count("/tether/timing") == 1);
   const auto& compass = sensors["/devices/auv/hull/compass"];
   CHECK(compass.size() == 120);
   CHECK(compass[1]["step"].get<int>() - compass[0]["step"].get<int>() == 5);
@@ -498,6 +514,14 @@ TEST_CASE("every JSON message the recorder writes parses and has the documented 
     const auto j = nlohmann::json::parse(text, nullptr, false);
     REQUIRE_MESSAGE(j.is_object(), std::string(ch->topic + ": " + text));
     ++seen[ch->topic];
+    // every JSON channel has a JSON schema, and its messages use only the keys it declares
+    const mcap::Schema* schema = ch->schema_id ? reader.schema(ch->schema_id) : nullptr;
+    REQUIRE_MESSAGE(schema != nullptr, ch->topic);
+    CHECK_MESSAGE(schema->encoding == "jsonschema", ch->topic);
+    const auto declared = nlohmann::json::parse(schema->data, nullptr, false);
+    REQUIRE_MESSAGE(declared.is_object(), ch->topic);
+    for (const auto& [key, value] : j.items())
+      CHECK_MESSAGE(declared["properties"].contains(key), ch->topic << ": " << key << " is not in " << schema->name);
     if (ch->topic == "/tether/vehicles") {
       CHECK(j["step"].is_number_unsigned());
       const auto& v = j["vehicles"].at(0);

@@ -159,6 +159,44 @@ std::string log_schema() {
          R"("message":{"type":"string"},"name":{"type":"string"},"file":{"type":"string"},"line":{"type":"integer"}}})";
 }
 
+// the JSON channels' schemas, so a plot path can be picked from a list (docs/recording.md)
+constexpr const char* timing_schema =
+    R"({"title":"tether.Timing","description":"one step: its wall time and each endpoint's round trip",)"
+    R"("type":"object","properties":{"step":{"type":"integer"},"step_time_ns":{"type":"integer"},)"
+    R"("endpoints":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},)"
+    R"("round_trip_ns":{"type":"integer"},"outcome":{"enum":["fresh","timeout","fault"]}}}}}})";
+constexpr const char* vehicles_schema =
+    R"({"title":"tether.Vehicles","description":"each vehicle after the step: position (m, world), depth below )"
+    R"(the surface, compass heading (deg clockwise from north), yaw (deg counter-clockwise from east), roll, )"
+    R"(pitch, speed, and the projected and measured positions","type":"object","properties":{)"
+    R"("step":{"type":"integer"},"vehicles":{"type":"array","items":{"type":"object","properties":{)"
+    R"("name":{"type":"string"},"x_m":{"type":"number"},"y_m":{"type":"number"},"z_m":{"type":"number"},)"
+    R"("depth_m":{"type":"number"},"heading_deg":{"type":"number"},"yaw_deg":{"type":"number"},)"
+    R"("roll_deg":{"type":"number"},"pitch_deg":{"type":"number"},"speed_m_s":{"type":"number"},)"
+    R"("projected":{"type":"object","properties":{"x_m":{"type":"number"},"y_m":{"type":"number"},)"
+    R"("z_m":{"type":"number"}}},"measured":{"type":"object","properties":{"x_m":{"type":"number"},)"
+    R"("y_m":{"type":"number"},"z_m":{"type":"number"}}}}}}}})";
+constexpr const char* event_schema =
+    R"({"title":"tether.Event","description":"a miss, a fault, an operator command, a firmware line, an abort",)"
+    R"("type":"object","properties":{"level":{"type":"integer","description":"1 debug, 2 info, 3 warning, )"
+    R"(4 error, 5 fatal"},"name":{"type":"string","description":"the source"},"message":{"type":"string"}}})";
+constexpr const char* summary_schema =
+    R"({"title":"tether.Summary","description":"the session summary, the same as summary.json",)"
+    R"("type":"object","properties":{"scenario":{"type":"string"},"outcome":{"type":"string"},)"
+    R"("reason":{"type":"string"},"verdict":{"type":"string"},"steps":{"type":"integer"},)"
+    R"("steps_planned":{"type":"integer"},"sim_time_s":{"type":"number"},"wall_time_s":{"type":"number"},)"
+    R"("real_time_factor":{"type":"number"},"achieved_real_time_factor":{"type":"number"},)"
+    R"("step_time_ns":{"type":"object"},"overruns":{"type":"integer"},"reanchors":{"type":"integer"},)"
+    R"("physics_substeps":{"type":"integer"},"state_hash":{"type":"string","description":"16 hex digits"},)"
+    R"("endpoints":{"type":"array"},"devices":{"type":"object"},"feedback":{"type":"array"},)"
+    R"("vehicles":{"type":"array"},"goals":{"type":"array"},"expectations":{"type":"array"},)"
+    R"("faults":{"type":"array"},"control":{"type":"object"},"live":{"type":"object"},)"
+    R"("recording":{"type":"object"},"overrides":{"type":"array"}}})";
+constexpr const char* feedback_schema =
+    R"({"title":"tether.Feedback","description":"each feedback processor's figures after the step",)"
+    R"("type":"object","properties":{"step":{"type":"integer"},"processors":{"type":"object",)"
+    R"("additionalProperties":{"type":"object","additionalProperties":{"type":"number"}}}}})";
+
 std::string sensor_reading_schema() {
   return R"({"title":"tether.SensorReading","description":"a sensor's new sample as the endpoints were sent it )"
          R"((after noise, delay, dropout and faults), channels in the wire convention and units of )"
@@ -442,11 +480,11 @@ bool Recorder::open(const std::string& path, std::string* error) {
   ch_step_ = channel(binary, topics::step, "x-tether-binary");
   ch_state_ = channel(state_schema, topics::state, "x-tether-binary");
   ch_keyframe_ = channel(key_schema, topics::keyframe, "x-tether-binary");
-  ch_timing_ = channel(0, topics::timing, "json");
-  ch_vehicles_ = channel(0, topics::vehicles, "json");
-  ch_events_ = channel(0, topics::events, "json");
-  ch_summary_ = channel(0, topics::summary, "json");
-  ch_feedback_ = channel(0, topics::feedback, "json");
+  ch_timing_ = channel(schema("tether.Timing", "jsonschema", timing_schema), topics::timing, "json");
+  ch_vehicles_ = channel(schema("tether.Vehicles", "jsonschema", vehicles_schema), topics::vehicles, "json");
+  ch_events_ = channel(schema("tether.Event", "jsonschema", event_schema), topics::events, "json");
+  ch_summary_ = channel(schema("tether.Summary", "jsonschema", summary_schema), topics::summary, "json");
+  ch_feedback_ = channel(schema("tether.Feedback", "jsonschema", feedback_schema), topics::feedback, "json");
   ch_tf_ = channel(tf_schema, topics::tf, "json");
   ch_scene_ = channel(scene_s, topics::scene, "json");
   ch_log_ = channel(log_s, topics::log, "json");
