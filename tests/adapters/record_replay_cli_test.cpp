@@ -220,7 +220,7 @@ TEST_CASE("tether info describes the recording") {
   CHECK(contains(r.out, "/tether/step"));
   CHECK(channel_line(r.out, "/tether/step") == "/tether/step x-tether-binary tether.StepRecord 2000");
   CHECK(channel_line(r.out, "/vehicles/auv/pose") == "/vehicles/auv/pose json foxglove.PoseInFrame (jsonschema) 2000");
-  CHECK(channel_line(r.out, "/tether/timing") == "/tether/timing json - 2000");
+  CHECK(channel_line(r.out, "/tether/timing") == "/tether/timing json tether.Timing (jsonschema) 2000");
   const auto j = nlohmann::json::parse(sh(tether_bin + " info --json " + rec).out);
   CHECK(j["complete"] == true);
   CHECK(j["steps"] == 2000);
