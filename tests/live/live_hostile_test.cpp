@@ -30,6 +30,7 @@ using namespace tether;
 
 using tether::live_test::call;
 using tether::live_test::connect;
+using tether::live_test::free_loopback_port;
 using tether::live_test::in_process_file;
 using tether::live_test::Process;
 using tether::live_test::read_file;
@@ -39,18 +40,6 @@ using tether::live_test::temp_dir;
 using tether::live_test::tether_exe;
 
 namespace {
-
-int free_port() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
-}
 
 // reads until the server closes the connection; returns why
 std::string until_closed(live::Client& c) {
@@ -97,7 +86,7 @@ std::string raw_exchange(int port, const std::string& bytes) {
 
 TEST_CASE("live hostile: malformed, oversized and unknown input gets a status or a closed connection, never a crash") {
   const std::string dir = temp_dir("malformed");
-  const int port = free_port();
+  const int port = free_loopback_port();
   Process tether(
       "run " + in_process_file + " --live " + std::to_string(port) + " --paused --steps 1000000 -q --out " + dir, dir);
   live::Client good;
@@ -232,7 +221,7 @@ TEST_CASE("live hostile: malformed, oversized and unknown input gets a status or
 
 TEST_CASE("live hostile: a client that subscribes to everything and never reads costs no step") {
   const std::string dir = temp_dir("stalled");
-  const int port = free_port();
+  const int port = free_loopback_port();
   const std::uint64_t steps = 8000;  // 80 s: the AUV reaches the end wall of the tank at 133 s (expect: no collision)
   // the rate cap off (live.max_rate_hz 0): every message of every step is offered to the client
   Process tether("run " + in_process_file + " --live " + std::to_string(port) + " --paused --rtf 0 --steps " +
@@ -268,7 +257,7 @@ TEST_CASE("live hostile: a client that subscribes to everything and never reads 
 
 TEST_CASE("live hostile: another address than loopback needs a token, and clients must present it") {
   const std::string dir = temp_dir("token");
-  const int port = free_port();
+  const int port = free_loopback_port();
   // refused before it binds anything; 192.0.2.1 (TEST-NET-1) is no address of this machine,
   // so even a server that failed to refuse could not listen beyond loopback
   const Result refused = run("env -u TETHER_LIVE_TOKEN " + tether_exe + " run " + in_process_file +
@@ -304,7 +293,7 @@ TEST_CASE("live hostile: another address than loopback needs a token, and client
 
 TEST_CASE("live hostile: a live: block in the scenario, and more clients than max_clients are refused") {
   const std::string dir = temp_dir("cap");
-  const int port = free_port();
+  const int port = free_loopback_port();
   {
     std::ofstream f(dir + "/scenario.yaml");
     f << read_file(in_process_file) << "\nlive:\n  port: " << port << "\n  max_clients: 1\n  start_paused: true\n";

@@ -34,6 +34,7 @@ using namespace tether;
 
 using tether::live_test::call;
 using tether::live_test::connect;
+using tether::live_test::free_loopback_port;
 using tether::live_test::in_process_file;
 using tether::live_test::Process;
 using tether::live_test::read_file;
@@ -43,20 +44,6 @@ using tether::live_test::temp_dir;
 using tether::live_test::tether_exe;
 
 namespace {
-
-// a port nobody listens on now (the kernel's choice for port 0)
-int free_port() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
-}
 
 // the latest /tether/vehicles message of vehicle 0, reading messages of subscription `sub`
 // until one for step `step` arrives
@@ -80,7 +67,7 @@ TEST_CASE(
     "live session: watch, pause, step 10, push with a force, resume, shut down, and the recording replays bit for "
     "bit") {
   const std::string dir = temp_dir("sequence");
-  const int port = free_port();
+  const int port = free_loopback_port();
   Process tether("run " + in_process_file + " --live " + std::to_string(port) +
                      " --paused --rtf 1 --steps 1000000 -q --out " + dir,
                  dir);
@@ -233,7 +220,7 @@ TEST_CASE(
   for (const double rate : {20.0, 0.0}) {
     CAPTURE(rate);
     const std::string dir = temp_dir("rate");
-    const int port = free_port();
+    const int port = free_loopback_port();
     const std::uint64_t steps = rate > 0 ? 2000 : 500;
     Process tether("run " + in_process_file + " --live " + std::to_string(port) +
                        " --paused --rtf 0 --steps 1000000 -q --set 'live={max_rate_hz: " + std::to_string(rate) +
@@ -282,7 +269,7 @@ TEST_CASE(
     "live session: a fault injected live starts at the next step, is recorded, and the session replays bit "
     "for bit") {
   const std::string dir = temp_dir("fault");
-  const int port = free_port();
+  const int port = free_loopback_port();
   Process tether("run " + in_process_file + " --live " + std::to_string(port) +
                      " --paused --rtf 1 --steps 1000000 -q --set 'recording={keyframe_every_steps: 10}' --out " + dir,
                  dir);

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../adapters/cli_test_util.hpp"
+#include "../adapters/mosquitto_util.hpp"  // free_loopback_port
 #include "tether/live/client.hpp"
 
 namespace tether::live_test {
@@ -28,6 +29,7 @@ using cli_test::Result;
 using cli_test::run;
 using cli_test::temp_dir;
 using cli_test::tether_exe;
+using tether::test::free_loopback_port;
 inline const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
 
 inline std::string read_file(const std::string& path) {

@@ -30,8 +30,6 @@ using namespace tether;
 
 using namespace tether::live_test;
 
-namespace {}  // namespace
-
 TEST_CASE("node client: the reference foxglove client watches, pauses, steps 10, pushes and resumes a session") {
   if (std::getenv("TETHER_SKIP_NODE_VALIDATION")) {
     MESSAGE("skipped: TETHER_SKIP_NODE_VALIDATION is set");

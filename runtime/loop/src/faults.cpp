@@ -94,6 +94,16 @@ void FaultInjector::add(const FaultConfig& f) {
   activation_count_.push_back(0);
 }
 
+void FaultInjector::keep_first(std::size_t n) {
+  if (n >= configs_.size()) return;
+  configs_.resize(n);
+  state_.resize(n);
+  at_step_.resize(n);
+  activations_.resize(n);
+  active_steps_.resize(n);
+  activation_count_.resize(n);
+}
+
 bool FaultInjector::fires(std::size_t i, std::uint64_t step, bool condition) const {
   const FaultConfig& f = configs_[i];
   switch (f.trigger) {

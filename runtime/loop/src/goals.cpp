@@ -10,17 +10,6 @@
 
 namespace tether::runtime {
 
-namespace {
-
-double wrap_deg(double deg) { return std::fmod(std::fmod(deg, 360.0) + 360.0, 360.0); }
-
-}  // namespace
-
-double compass_heading_deg(const Quat& orientation) {
-  // the world's yaw is counter-clockwise from east; a compass turns clockwise from north
-  return wrap_deg(90.0 - rpy_from_quat(orientation).z() * 180.0 / std::numbers::pi);
-}
-
 nlohmann::json summarize_goals(const std::vector<GoalConfig>& goals, const WorldModel& model, const WorldState& state) {
   nlohmann::json out = nlohmann::json::array();
   for (const GoalConfig& g : goals) {
@@ -38,7 +27,7 @@ nlohmann::json summarize_goals(const std::vector<GoalConfig>& goals, const World
       const double heading_deg = compass_heading_deg(b.orientation);
       j["target_heading_deg"] = *g.heading_deg;
       j["final_heading_deg"] = heading_deg;
-      j["heading_error_deg"] = wrap_deg(heading_deg - *g.heading_deg + 180.0) - 180.0;
+      j["heading_error_deg"] = wrap_360_deg(heading_deg - *g.heading_deg + 180.0) - 180.0;
     }
     out.push_back(std::move(j));
   }

@@ -657,9 +657,7 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   if (!devices_.restore(k.devices, error)) return false;
   // the faults injected before the keyframe join the list first: its snapshot counts them
   if (options_.scripted_commands) {
-    if (faults_)
-      faults_ = std::make_unique<FaultInjector>(scenario_.faults, endpoints_.size(), scenario_.loop.seed,
-                                                scenario_.initial.step, scenario_.loop.period_ns);
+    if (faults_) faults_->keep_first(scenario_.faults.size());  // the scenario's own; injected ones follow
     for (const StepCommands& sc : *options_.scripted_commands) {
       if (sc.step >= k.state.step) break;
       for (const OperatorCommand& c : sc.commands)

@@ -79,7 +79,7 @@ std::string Session::parameters_json() const {
   return j.dump();
 }
 
-bool Session::check_command(const OperatorCommand& c, std::string* why) const {
+bool Session::check_command(const OperatorCommand& c, std::string* why, FaultConfig* fault) const {
   auto fail = [why](std::string text) {
     if (why) *why = std::move(text);
     return false;
@@ -121,6 +121,7 @@ bool Session::check_command(const OperatorCommand& c, std::string* why) const {
           fault_fire_step(f, scenario_.initial.step, scenario_.loop.period_ns) <= state_.step)
         return fail("it would start at a step that has begun already (the next step to begin is " +
                     std::to_string(state_.step + 1) + ")");
+      if (fault) *fault = std::move(f);
       return true;
     }
   }
@@ -308,11 +309,10 @@ void Session::handle_request(ControlRequest& r) {
       return;
     case K::world: {
       std::string why;
-      if (!check_command(r.command, &why)) return answer(false, why);
-      nlohmann::json j{{"accepted", true}, {"takes_effect_at_step", state_.step}};
       FaultConfig f;
-      if (r.command.kind == OperatorCommand::Kind::inject_fault &&
-          live_fault(r.command.name, state_.step, f, nullptr)) {
+      if (!check_command(r.command, &why, &f)) return answer(false, why);
+      nlohmann::json j{{"accepted", true}, {"takes_effect_at_step", state_.step}};
+      if (r.command.kind == OperatorCommand::Kind::inject_fault) {
         j["fault"] = f.name;
         if (f.trigger != FaultTrigger::probability)
           j["starts_at_step"] = fault_fire_step(f, scenario_.initial.step, scenario_.loop.period_ns);

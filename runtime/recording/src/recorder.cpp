@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tether/hal/device_bank.hpp"
+#include "tether/physics/heading.hpp"
 #include "tether/recording/mcap_writer.hpp"
 
 namespace tether::runtime {
@@ -499,6 +500,8 @@ bool Recorder::open(const std::string& path, std::string* error) {
         channel(sensor_schema, "/devices/" + spec.name.vehicle + "/" + spec.name.part + "/" + spec.name.device, "json");
   }
   actuator_values_.assign(scenario_.devices.size(), {});
+  actuator_names_.clear();
+  for (const auto& spec : scenario_.devices) actuator_names_.push_back(spec.name.full());
   actuator_channels_.assign(scenario_.devices.size(), -1);
   for (const auto& d : scenario_.devices)
     if (hal::kind_info(d.kind).actuator) {
@@ -853,7 +856,7 @@ void Recorder::write_actuators(std::uint64_t t) {
     if (!first) j.comma();
     first = false;
     j.raw("{\"name\":");
-    j.str(scenario_.devices[d].name.full());
+    j.str(actuator_names_[d]);
     j.field("value", actuator_values_[d][0]);
     j.raw(",\"values\":[");
     for (int i = 0; i < n; ++i) {
@@ -933,7 +936,7 @@ void Recorder::write_views(std::uint64_t t) {
     if (m.water.present) vj.field("depth_m", m.water.surface_z_m - s.position_m.z());
     // a compass heading (clockwise from north, [0, 360)) as goals and expectations use; yaw
     // counter-clockwise from east
-    vj.field("heading_deg", std::fmod(std::fmod(90.0 - rpy.z(), 360.0) + 360.0, 360.0));
+    vj.field("heading_deg", compass_from_yaw_deg(rpy.z()));
     vj.field("yaw_deg", rpy.z());
     vj.field("roll_deg", rpy.x());
     vj.field("pitch_deg", rpy.y());

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tether/hal/device_spec.hpp"
+#include "tether/physics/heading.hpp"
 #include "tether/recording/mcap_reader.hpp"
 #include "tether/recording/recording.hpp"
 #include "tether/scenario/scenario.hpp"
@@ -214,8 +215,7 @@ void add_step(Collected& c, const StepRecord& r, double t_s) {
       v.mz.push_back(meas.position_m.z());
       v.mdepth.push_back(m.water.present ? m.water.surface_z_m - meas.position_m.z() : meas.position_m.z());
       // a compass heading, as the vehicles view records it (clockwise from north)
-      v.mheading.push_back(
-          std::fmod(90.0 - rpy_from_quat(meas.orientation.normalized()).z() * 180 / std::numbers::pi + 720.0, 360.0));
+      v.mheading.push_back(compass_heading_deg(meas.orientation.normalized()));
     }
   }
 }

@@ -141,6 +141,9 @@ class FaultInjector {
   /// with the next index, so its seeded draws are the same in a replay that adds it at the
   /// same step. Its trigger is at_time, at_step or probability.
   void add(const FaultConfig& fault);
+  /// Drops the faults after the first `n` (the injected ones, before a keyframe restore adds
+  /// back those injected before it).
+  void keep_first(std::size_t n);
   /// True if some fault has an `if:` condition (the loop evaluates them before the step).
   bool has_conditions() const { return has_conditions_; }
   /// Step `step` begins: ends the faults whose duration ran out, starts the triggered ones

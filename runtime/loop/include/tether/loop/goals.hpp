@@ -8,15 +8,13 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "tether/physics/heading.hpp"  // compass_heading_deg
 #include "tether/physics/math.hpp"
 #include "tether/physics/world_model.hpp"
 #include "tether/physics/world_state.hpp"
 #include "tether/scenario/goals.hpp"
 
 namespace tether::runtime {
-
-/// The compass heading of a body (degrees clockwise from north = world +y, in [0, 360)).
-double compass_heading_deg(const Quat& orientation);
 
 /// One JSON object per goal: vehicle, target_depth_m, final_depth_m, depth_error_m (final -
 /// target), target_heading_deg, final_heading_deg, heading_error_deg (final - target, wrapped

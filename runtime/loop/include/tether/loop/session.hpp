@@ -140,7 +140,8 @@ class Session {
   void handle_request(ControlRequest& request);
   void after_step_control();
   void end_control();
-  bool check_command(const OperatorCommand& command, std::string* why) const;
+  /// `fault`: for inject_fault, the fault as parsed (may be null).
+  bool check_command(const OperatorCommand& command, std::string* why, FaultConfig* fault = nullptr) const;
   void apply_command(const OperatorCommand& command, std::uint64_t step);
   /// An injected fault's entry (JSON with the keys of a `faults:` entry) parsed as the
   /// scenario's are; without a trigger it starts at step + 1, the first step to begin after

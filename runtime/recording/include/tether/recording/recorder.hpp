@@ -179,6 +179,7 @@ class Recorder {
   // per device: the channels of its last command from a fresh reply (actuators; -1: none yet)
   std::vector<std::array<double, 6>> actuator_values_;
   std::vector<int> actuator_channels_;
+  std::vector<std::string> actuator_names_;  // per device, "vehicle.part.device" (built once)
   void write_actuators(std::uint64_t t);
   // per device: its `/devices/VEHICLE/PART/DEVICE` channel (sensors; 0: none)
   std::vector<std::uint16_t> ch_sensor_;
