@@ -218,7 +218,7 @@ TEST_CASE("tether info describes the recording") {
   // each channel with its encoding and schema, the log-time range
   CHECK(contains(r.out, "log time    0.000 .. 20.000 s (simulation time)\n"));
   CHECK(contains(r.out, "/tether/step"));
-  CHECK(channel_line(r.out, "/tether/step") == "/tether/step x-tether-binary tether.StepRecord 2000");
+  CHECK(channel_line(r.out, "/tether/step") == "/tether/step protobuf tether.StepRecord (protobuf) 2000");
   CHECK(channel_line(r.out, "/vehicles/auv/pose") == "/vehicles/auv/pose json foxglove.PoseInFrame (jsonschema) 2000");
   CHECK(channel_line(r.out, "/tether/timing") == "/tether/timing json tether.Timing (jsonschema) 2000");
   const auto j = nlohmann::json::parse(sh(tether_bin + " info --json " + rec).out);

@@ -291,7 +291,7 @@ TEST_CASE("compare_state names the step and the field that differ") {
   SUBCASE("a replayed state that differs in one bit") {
     const Recording rec = load(r.path);
     WorldState s;
-    REQUIRE(deserialize_state(rec.states[77], s, nullptr));
+    REQUIRE(decode_state(rec.states[77], s, nullptr));
     CHECK(s.step == 78);
     CHECK_FALSE(compare_state(rec, s).has_value());
     const double before = s.bodies[1].linear_momentum.y();
@@ -308,10 +308,10 @@ TEST_CASE("compare_state names the step and the field that differ") {
   SUBCASE("an altered recording: replay stops at the altered step") {
     Recording rec = load(r.path);
     WorldState s;
-    REQUIRE(deserialize_state(rec.states[60], s, nullptr));
+    REQUIRE(decode_state(rec.states[60], s, nullptr));
     s.bodies[0].position_m.z() += 1e-12;
     rec.states[60].clear();
-    serialize_state(s, rec.states[60]);
+    encode_state(s, rec.states[60]);
     rec.steps[60].state_hash = hash_state(s);
     const Replayed p = replay(rec);
     REQUIRE(p.divergence.has_value());
@@ -324,7 +324,7 @@ TEST_CASE("compare_state names the step and the field that differ") {
     Recording rec = load(r.path);
     rec.states.clear();
     WorldState s;
-    REQUIRE(deserialize_state(load(r.path).states[10], s, nullptr));
+    REQUIRE(decode_state(load(r.path).states[10], s, nullptr));
     s.time_ns += 1;
     const auto d = compare_state(rec, s);
     REQUIRE(d.has_value());

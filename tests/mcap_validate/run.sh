@@ -11,7 +11,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 prefix="${TETHER_BINARY_DIR:-$here/../../build}/node_mcap"
 
 if [ "$#" -eq 0 ]; then
-  echo "usage: $0 [--truncated] [--expect-messages=N] FILE..." >&2
+  echo "usage: $0 [--truncated] [--expect-messages=N] [--foxglove] FILE..." >&2
   exit 2
 fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

@@ -180,26 +180,6 @@ TEST_CASE("stepping is deterministic: same inputs, bit-identical state") {
   CHECK(a == run());
 }
 
-TEST_CASE("state serialization round-trips exactly and rejects wrong sizes") {
-  WorldState s;
-  s.step = 42;
-  s.time_ns = 420'000'000;
-  s.bodies.resize(2);
-  s.bodies[1].position_m = Vec3(0.1, -2.5e-300, 3.0 / 7.0);
-  s.bodies[1].orientation = quat_from_rpy(0.1, 0.2, 0.3);
-  s.bodies[0].angular_momentum = Vec3(1e-17, 2, 3);
-  std::string bytes;
-  serialize_state(s, bytes);
-  CHECK(bytes.size() == 20 + 2 * 13 * 8);
-  WorldState back;
-  std::string error;
-  REQUIRE(deserialize_state(bytes, back, &error));
-  CHECK(hash_state(back) == hash_state(s));
-  CHECK_FALSE(deserialize_state(bytes.substr(0, bytes.size() - 1), back, &error));
-  CHECK(error == "state record of 227 bytes, expected 228 for 2 bodies");
-  CHECK_FALSE(deserialize_state("abc", back, &error));
-}
-
 // ---- collisions, sub-steps, contacts (docs/physics.md) -----------------------------------
 
 // counts heap allocations while a test asks for it (global replacement, this binary only)

@@ -15,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "tether/recording/foxglove_schemas.hpp"
 #include "tether/recording/mcap_reader.hpp"
+#include "tether/recording/protobuf.hpp"
+#include "tether/recording/recording.hpp"
 
 namespace mcap = tether::runtime::mcap;
 
@@ -466,4 +469,52 @@ TEST_CASE("mcap writer output is accepted by the reference @mcap/core readers") 
   CHECK(cut.info().message_count < reader.info().message_count);
   CHECK(run_node_validation("--truncated --expect-messages=" + std::to_string(cut.info().message_count) + " '" +
                             cut_path + "'") == 0);
+}
+
+TEST_CASE("the Foxglove check decodes every channel as Foxglove would, and refuses what it could not show") {
+  if (!node_available()) {
+    MESSAGE("node/npm not found (or TETHER_SKIP_NODE_VALIDATION set): skipping the Foxglove check");
+    return;
+  }
+  using namespace tether::runtime;
+  const std::string pose_ok = R"({"timestamp":{"sec":1,"nsec":0},"frame_id":"world","pose":{"position":)"
+                              R"({"x":1,"y":2,"z":3},"orientation":{"x":0,"y":0,"z":0,"w":1}}})";
+  WorldState state;
+  state.step = 3;
+  state.bodies.resize(1);
+  std::string state_bytes;
+  encode_state(state, state_bytes);
+  // one file per case: a schema for the pose channel, the pose message, the protobuf message
+  auto write = [&](const std::string& name, const std::string& pose_schema, const std::string& pose,
+                   const std::string& binary_encoding, const std::string& binary,
+                   const std::string& schema_encoding = "protobuf") {
+    const std::string path = output_path("foxglove_" + name + ".mcap");
+    mcap::Writer w;
+    std::string error;
+    REQUIRE(w.open(path, {}, &error));
+    const auto ps = w.add_schema("foxglove.PoseInFrame", "jsonschema", pose_schema);
+    const auto pc = w.add_channel(ps, "/pose", "json");
+    const auto bs = schema_encoding == "protobuf" ? w.add_schema("tether.WorldState", "protobuf", pb::descriptor_set())
+                                                  : w.add_schema("tether.WorldState", schema_encoding, "our layout");
+    const auto bc = w.add_channel(bs, "/tether/state", binary_encoding);
+    w.write(pc, 0, 10, 10, pose);
+    w.write(bc, 1, 10, 10, binary);
+    REQUIRE(w.close(&error));
+    return "--foxglove '" + path + "'";
+  };
+  const std::string official(foxglove_schema("foxglove.PoseInFrame"));
+  REQUIRE_FALSE(official.empty());
+  CHECK(run_node_validation(write("ok", official, pose_ok, "protobuf", state_bytes)) == 0);
+  // a PoseInFrame without its pose fails the official schema
+  CHECK(run_node_validation(write("no_pose", official, R"({"timestamp":{"sec":1,"nsec":0},"frame_id":"world"})",
+                                  "protobuf", state_bytes)) == 1);
+  // a trimmed copy of the schema is not the published one
+  CHECK(run_node_validation(write("trimmed", R"({"title":"foxglove.PoseInFrame","type":"object"})", pose_ok, "protobuf",
+                                  state_bytes)) == 1);
+  // an encoding of our own, as recordings before format 2 had, and a schema with data but no
+  // encoding (the MCAP specification says a schema without an encoding has no data)
+  CHECK(run_node_validation(write("own_encoding", official, pose_ok, "x-tether-binary", state_bytes, "x-tether")) == 1);
+  CHECK(run_node_validation(write("no_schema_encoding", official, pose_ok, "protobuf", state_bytes, "")) == 1);
+  // protobuf bytes that do not decode (a length past the end)
+  CHECK(run_node_validation(write("bad_protobuf", official, pose_ok, "protobuf", std::string("\x1a\x7f\x01", 3))) == 1);
 }

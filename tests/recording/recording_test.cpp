@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// The binary layouts replay depends on: exact round trips, the documented byte positions,
-// and malformed input (every prefix, random byte flips, absurd counts) that must give an
-// error, never a crash or a read past the end.
+// The protobuf messages replay depends on: exact round trips, the wire bytes the protobuf
+// rules give, and malformed input (every prefix, random byte flips, absurd lengths) that
+// must give an error, never a crash or a read past the end.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 
 #include "tether/recording/json_text.hpp"
+#include "tether/recording/protobuf.hpp"
 #include "tether/recording/recording.hpp"
 #include "tether/scenario/scenario.hpp"
 
@@ -206,13 +210,6 @@ void check_same(const WorldState& a, const WorldState& b) {
   }
 }
 
-template <typename T>
-T read_at(const std::string& bytes, std::size_t offset) {
-  T v;
-  std::memcpy(&v, bytes.data() + offset, sizeof v);
-  return v;
-}
-
 }  // namespace
 
 TEST_CASE("a step record round-trips exactly, odd doubles and all") {
@@ -247,55 +244,66 @@ TEST_CASE("a step record round-trips exactly, odd doubles and all") {
   CHECK(re == bytes);
 }
 
-TEST_CASE("the step record layout is the documented one (docs/recording.md)") {
+TEST_CASE("the step record is the protobuf message docs/recording.proto describes") {
   StepRecord r;
   r.step = 5;
   r.time_ns = 50'000'000;
   r.state_hash = 0x1122334455667788ULL;
   r.step_time_ns = 3300;
+  std::string b;
+  encode_step(r, b);
+  // written by hand from the protobuf encoding rules: field 2 varint 5, field 3 varint
+  // 50000000, field 4 fixed64, field 5 varint 3300, field 1 (format_version, last) varint 2
+  const std::string want(
+      "\x10\x05"
+      "\x18\x80\xe1\xeb\x17"
+      "\x21\x88\x77\x66\x55\x44\x33\x22\x11"
+      "\x28\xe4\x19"
+      "\x08\x02",
+      21);
+  CHECK(b == want);
+
+  // a fresh slot: field 6, a Slot with outcome, round trip and its Reply
   SlotRecord s;
   s.round_trip_ns = 150;
   s.reply.step = 5;
   BodyWrench w;
   w.force_body_n = Vec3(0, 0, -0.1);
   s.reply.wrenches.emplace_back(2, w);
-  DeviceCommand c;
-  c.device = 9;
-  c.size = 4;
-  c.bytes = {1, 2, 3, 4};
-  s.reply.commands.push_back(c);
   SlotRecord t;
   t.outcome = SlotOutcome::timeout;
   r.slots = {s, t};
-  std::string b;
+  b.clear();
   encode_step(r, b);
-  // header: u32 version, u64 step, i64 time, u64 hash, u64 step time, u16 slots = 38 bytes
-  CHECK(read_at<std::uint32_t>(b, 0) == recording_format_version);
-  CHECK(read_at<std::uint64_t>(b, 4) == 5);
-  CHECK(read_at<std::int64_t>(b, 12) == 50'000'000);
-  CHECK(read_at<std::uint64_t>(b, 20) == 0x1122334455667788ULL);
-  CHECK(read_at<std::uint64_t>(b, 28) == 3300);
-  CHECK(read_at<std::uint16_t>(b, 36) == 2);
-  // slot 0: u8 outcome, u64 round trip, then the reply
-  CHECK(read_at<std::uint8_t>(b, 38) == 0);
-  CHECK(read_at<std::uint64_t>(b, 39) == 150);
-  CHECK(read_at<std::uint64_t>(b, 47) == 5);  // reply.step
-  CHECK(read_at<std::uint32_t>(b, 55) == 1);  // wrenches
-  CHECK(read_at<std::uint32_t>(b, 59) == 2);  // body
-  // 12 doubles: force_world, torque_world, force_body, torque_body; force_body.z is the 9th
-  CHECK(bits(read_at<double>(b, 63 + 8 * 8)) == bits(-0.1));
-  CHECK(read_at<std::uint32_t>(b, 159) == 1);  // commands
-  CHECK(read_at<std::uint16_t>(b, 163) == 9);  // device
-  CHECK(read_at<std::uint8_t>(b, 165) == 4);   // size
-  CHECK(read_at<std::uint32_t>(b, 166) == 0x04030201u);
-  CHECK(read_at<std::uint32_t>(b, 170) == 0);  // measurements
-  // slot 1: a timeout has no reply
-  CHECK(read_at<std::uint8_t>(b, 174) == 1);
-  CHECK(read_at<std::uint64_t>(b, 175) == 0);
-  CHECK(b.size() == 183);
+  pb::Reader top(b);
+  std::uint32_t field;
+  pb::Wire wire;
+  std::vector<std::string_view> slots;
+  while (top.next(field, wire)) {
+    if (field == 6) {
+      REQUIRE(wire == pb::Wire::len);
+      REQUIRE(top.len(slots.emplace_back()));
+    } else {
+      REQUIRE(top.skip(wire));
+    }
+  }
+  REQUIRE(slots.size() == 2);
+  // the timeout slot: outcome 1 (SLOT_TIMEOUT), round trip 0, no reply
+  CHECK(slots[1] == std::string_view("\x08\x01\x10\x00", 4));
+  // the fresh slot: outcome 0, round trip 150 (varint 96 01), then field 3: the reply
+  CHECK(slots[0].substr(0, 5) == std::string_view("\x08\x00\x10\x96\x01", 5));
+  CHECK(slots[0][5] == '\x1a');
+  // the reply: step 5, then a Wrench (field 2) whose force_body_n.z (field 4, then z = field 3)
+  // holds -0.1's bit pattern
+  const std::string_view reply = slots[0].substr(7);
+  CHECK(reply.substr(0, 2) == std::string_view("\x08\x05", 2));
+  double z = -0.1;
+  const std::string zbits(reinterpret_cast<const char*>(&z), 8);
+  CHECK(std::string(reply).find(std::string("\x22\x1b", 2)) != std::string::npos);
+  CHECK(std::string(reply).find("\x19" + zbits) != std::string::npos);
 }
 
-TEST_CASE("a measurement with covariance takes 117 + 288 bytes, without 117") {
+TEST_CASE("a measurement takes 133 bytes, with covariance 424: every field is written") {
   Reply r;
   Measurement m;
   m.has_pose = true;
@@ -304,9 +312,163 @@ TEST_CASE("a measurement with covariance takes 117 + 288 bytes, without 117") {
   encode_reply(r, without);
   r.measurements[0].has_covariance = true;
   encode_reply(r, with);
-  CHECK(without.size() == 8 + 4 + 4 + 4 + 117);
-  CHECK(with.size() == without.size() + 36 * 8);
-  CHECK(read_at<std::uint8_t>(with, 20 + 4 + 8) == 1 + 4);  // flags: pose | covariance
+  // step (2 bytes), the measurement's tag and two-byte length, 133 bytes of fields
+  CHECK(without.size() == 2 + 1 + 2 + 133);
+  // the covariance as a packed double field: tag, two-byte length, 36 doubles
+  CHECK(with.size() == without.size() + 1 + 2 + 36 * 8);
+  StepRecord rec;
+  SlotRecord slot;
+  slot.reply = r;
+  rec.slots.push_back(slot);
+  std::string bytes;
+  encode_step(rec, bytes);
+  REQUIRE(decode_step(bytes, rec, nullptr));
+  CHECK(rec.slots[0].reply.measurements[0].has_covariance);
+}
+
+TEST_CASE("a world state round-trips exactly and its fields are required") {
+  const WorldState s = sample_state(3);
+  std::string bytes;
+  encode_state(s, bytes);
+  WorldState back;
+  back.bodies.resize(7);
+  std::string error;
+  REQUIRE(decode_state(bytes, back, &error));
+  check_same(back, s);
+  // the last field is time_ns (field 2): without it the record is refused
+  const std::string no_time = bytes.substr(0, bytes.size() - 6);  // tag + 5-byte varint of 2.5e9
+  CHECK_FALSE(decode_state(no_time, back, &error));
+  CHECK(error == "state record is cut short or lacks a field it must have");
+  CHECK_FALSE(decode_state("abc", back, &error));
+  CHECK(error.find("state record is malformed") == 0);
+}
+
+TEST_CASE("fields a newer writer adds are skipped, and a covariance written unpacked is read") {
+  StepRecord r;
+  r.step = 9;
+  SlotRecord s;
+  s.reply.step = 9;
+  Measurement m;
+  m.has_covariance = true;
+  for (int k = 0; k < 36; ++k) m.pose_covariance.data()[k] = k + 0.5;
+  s.reply.measurements.push_back(m);
+  r.slots.push_back(s);
+  std::string bytes;
+  encode_step(r, bytes);
+  // unknown fields of every wire type in front
+  std::string extra;
+  pb::Writer w(extra);
+  w.u64(15, 77);
+  w.f64(16, 1.5);
+  w.bytes(17, "later");
+  extra += std::string("\xad\x01\x01\x02\x03\x04", 6);  // field 21, 32-bit
+  StepRecord back;
+  std::string error;
+  REQUIRE_MESSAGE(decode_step(extra + bytes, back, &error), error);
+  CHECK(back.step == 9);
+  REQUIRE(back.slots.size() == 1);
+  CHECK(back.slots[0].reply.measurements[0].pose_covariance.data()[35] == 35.5);
+
+  // the covariance as 36 separate fixed64 fields, as a parser must accept for a packed field
+  Reply one;
+  one.step = 1;
+  std::string reply_bytes;
+  pb::Writer rw(reply_bytes);
+  rw.u64(1, 1);
+  std::string meas;
+  pb::Writer mw(meas);
+  mw.u64(1, 0);
+  mw.i64(2, 0);
+  mw.boolean(3, false);
+  mw.boolean(4, false);
+  mw.vec3(5, Vec3::Zero());
+  mw.quat(6, Quat::Identity());
+  mw.vec3(7, Vec3::Zero());
+  mw.vec3(8, Vec3::Zero());
+  for (int k = 0; k < 36; ++k) mw.f64(9, -k);
+  rw.bytes(4, meas);
+  std::string step_bytes;
+  pb::Writer sw(step_bytes);
+  std::string slot;
+  pb::Writer slw(slot);
+  slw.u64(1, 0);
+  slw.u64(2, 0);
+  slw.bytes(3, reply_bytes);
+  sw.bytes(6, slot);
+  sw.u64(2, 1);
+  sw.i64(3, 0);
+  sw.fixed64(4, 0);
+  sw.u64(5, 0);
+  sw.u64(1, recording_format_version);
+  REQUIRE_MESSAGE(decode_step(step_bytes, back, &error), error);
+  const Measurement& got = back.slots[0].reply.measurements[0];
+  CHECK(got.has_covariance);
+  CHECK(got.pose_covariance.data()[35] == -35.0);
+}
+
+TEST_CASE("the protobuf reader refuses overlong varints, field 0 and lengths past the end") {
+  std::uint64_t v;
+  pb::Reader ten(std::string_view("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10));
+  CHECK(ten.varint(v));
+  CHECK(v == ~std::uint64_t{0});
+  pb::Reader eleven(std::string_view("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 10));
+  CHECK_FALSE(eleven.varint(v));
+  pb::Reader endless(std::string_view("\xff\xff\xff", 3));
+  CHECK_FALSE(endless.varint(v));
+  std::uint32_t field;
+  pb::Wire wire;
+  pb::Reader zero(std::string_view("\x00\x01", 2));
+  CHECK_FALSE(zero.next(field, wire));
+  CHECK(zero.failed());
+  pb::Reader group(std::string_view("\x0b", 1));  // wire type 3 (groups) is not used
+  CHECK_FALSE(group.next(field, wire));
+  std::string_view s;
+  pb::Reader past(std::string_view("\x12\x05\x01\x02", 4));
+  REQUIRE(past.next(field, wire));
+  CHECK_FALSE(past.len(s));
+  pb::Reader clean(std::string_view(""));
+  CHECK_FALSE(clean.next(field, wire));
+  CHECK_FALSE(clean.failed());
+}
+
+TEST_CASE("docs/recording.proto is the descriptor's text, and the descriptor names every message") {
+  std::ifstream in(std::string(TETHER_SOURCE_DIR) + "/docs/recording.proto", std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "docs/recording.proto is missing");
+  const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_MESSAGE(committed == pb::proto_text(),
+                "docs/recording.proto differs from the descriptor: write pb::proto_text() into it");
+  // FileDescriptorSet { file: FileDescriptorProto { name, package, message_type..., enum_type..., syntax } }
+  const std::string& set = pb::descriptor_set();
+  pb::Reader r(set);
+  std::uint32_t field;
+  pb::Wire wire;
+  REQUIRE(r.next(field, wire));
+  CHECK(field == 1);
+  std::string_view file;
+  REQUIRE(r.len(file));
+  pb::Reader fr(file);
+  std::vector<std::string> names;
+  std::string package, syntax;
+  while (fr.next(field, wire)) {
+    std::string_view v;
+    REQUIRE(fr.len(v));
+    if (field == 2) package = v;
+    if (field == 12) syntax = v;
+    if (field == 4 || field == 5) {
+      pb::Reader mr(v);
+      std::uint32_t f2;
+      pb::Wire w2;
+      REQUIRE(mr.next(f2, w2));
+      std::string_view name;
+      REQUIRE(mr.len(name));
+      names.emplace_back(name);
+    }
+  }
+  CHECK(package == "tether");
+  CHECK(syntax == "proto3");
+  for (const char* n : {"StepRecord", "WorldState", "Keyframe", "StepCommands", "SafeReplies", "Reply", "Measurement",
+                        "Wrench", "SlotOutcome", "CommandKind"})
+    CHECK_MESSAGE(std::find(names.begin(), names.end(), n) != names.end(), n);
 }
 
 TEST_CASE("a keyframe round-trips exactly") {
@@ -326,10 +488,20 @@ TEST_CASE("a keyframe round-trips exactly") {
   CHECK(out.model_params == in.model_params);
   CHECK(out.processor_state == in.processor_state);
   CHECK(out.devices == in.devices);
-  // the layout starts with the version and the length-prefixed state (20 + 13 * 8 per body)
-  CHECK(read_at<std::uint32_t>(bytes, 0) == recording_format_version);
-  CHECK(read_at<std::uint32_t>(bytes, 4) == 20 + 2 * 13 * 8);
-  CHECK(read_at<std::uint64_t>(bytes, 8) == 250);
+  CHECK(out.faults.empty());
+  Keyframe with_faults = in;
+  with_faults.faults = std::string(
+      "\x00"
+      "faults\x01",
+      8);
+  bytes.clear();
+  encode_keyframe(with_faults, bytes);
+  REQUIRE(decode_keyframe(bytes, out, &error));
+  CHECK(out.faults == with_faults.faults);
+  // decoding again into the same keyframe leaves nothing of the last one behind
+  REQUIRE(decode_keyframe(bytes, out, &error));
+  CHECK(out.processor_state.size() == 3);
+  CHECK(out.last_replies.size() == 3);
 }
 
 TEST_CASE("model parameters round-trip and a changed mass rescales the inertia") {
@@ -399,10 +571,12 @@ TEST_CASE("every prefix of a step record or keyframe is an error, with the offse
     CHECK(!error.empty());
   }
   std::string error;
+  // inside the first slot's length: the slot claims more bytes than there are
   CHECK_FALSE(decode_step(step.substr(0, 30), r, &error));
-  CHECK(error == "step record is malformed or cut short at byte 28");  // in step_time_ns
-  CHECK_FALSE(decode_step(step.substr(0, 60), r, &error));
-  CHECK(error == "step record (endpoint count) is malformed or cut short at byte 38");
+  CHECK(error.find("step record is malformed or cut short at byte ") == 0);
+  // at a field boundary (the version, written last, is gone)
+  CHECK_FALSE(decode_step(step.substr(0, step.size() - 2), r, &error));
+  CHECK(error == "step record is cut short or lacks a field it must have");
 }
 
 TEST_CASE("trailing bytes, another version and impossible values are refused") {
@@ -410,37 +584,79 @@ TEST_CASE("trailing bytes, another version and impossible values are refused") {
   encode_step(sample_step(), step);
   StepRecord r;
   std::string error;
-  CHECK_FALSE(decode_step(step + '\0', r, &error));
-  CHECK(error.find("trailing bytes") != std::string::npos);
+  CHECK_FALSE(decode_step(step + '\0', r, &error));  // field 0 does not exist
+  CHECK(error.find("malformed") != std::string::npos);
 
-  std::string v2 = step;
-  const std::uint32_t two = 2;
-  std::memcpy(v2.data(), &two, 4);
-  CHECK_FALSE(decode_step(v2, r, &error));
-  CHECK(error == "step record of format version 2, this build reads version 1");
+  std::string v3 = step;
+  REQUIRE(v3[v3.size() - 2] == '\x08');
+  v3.back() = 3;
+  CHECK_FALSE(decode_step(v3, r, &error));
+  CHECK(error == "step record of format version 3, this build reads version 2");
 
-  std::string bad_outcome = step;
-  bad_outcome[38] = 3;
-  CHECK_FALSE(decode_step(bad_outcome, r, &error));
-
-  // a count far beyond what the bytes can hold is refused before anything is allocated
-  std::string huge = step.substr(0, 38 + 9 + 8);
-  const std::uint32_t many = 0xffffffffu;
-  huge.append(reinterpret_cast<const char*>(&many), 4);
-  huge.append(100, '\0');
-  CHECK_FALSE(decode_step(huge, r, &error));
-  std::string slots = step.substr(0, 36);
-  const std::uint16_t max_slots = 0xffff;
-  slots.append(reinterpret_cast<const char*>(&max_slots), 2);
-  CHECK_FALSE(decode_step(slots, r, &error));
+  // an outcome past SLOT_FAULT, a timeout slot with a reply, a fresh one without
+  auto with_slot = [](auto&& fill) {
+    std::string slot, out;
+    pb::Writer sw(slot);
+    fill(sw);
+    pb::Writer w(out);
+    w.bytes(6, slot);
+    w.u64(2, 0);
+    w.i64(3, 0);
+    w.fixed64(4, 0);
+    w.u64(5, 0);
+    w.u64(1, recording_format_version);
+    return out;
+  };
+  CHECK_FALSE(decode_step(with_slot([](pb::Writer& w) {
+                            w.u64(1, 3);
+                            w.u64(2, 0);
+                          }),
+                          r, &error));
+  CHECK_FALSE(decode_step(with_slot([](pb::Writer& w) {
+                            w.u64(1, 1);
+                            w.u64(2, 0);
+                            w.bytes(3, std::string("\x08\x00", 2));
+                          }),
+                          r, &error));
+  CHECK_FALSE(decode_step(with_slot([](pb::Writer& w) {
+                            w.u64(1, 0);
+                            w.u64(2, 0);
+                          }),
+                          r, &error));
+  REQUIRE(decode_step(with_slot([](pb::Writer& w) {
+                        w.u64(1, 0);
+                        w.u64(2, 0);
+                        w.bytes(3, std::string("\x08\x00", 2));
+                      }),
+                      r, &error));
+  // a field of the wrong wire type (step as fixed64)
+  std::string wrong;
+  pb::Writer ww(wrong);
+  ww.fixed64(2, 5);
+  CHECK_FALSE(decode_step(wrong, r, &error));
+  // a length far beyond the bytes is refused before anything is read or allocated
+  CHECK_FALSE(decode_step(std::string("\x32\xff\xff\xff\xff\x0f\x00", 7), r, &error));
 
   std::string key;
   encode_keyframe(sample_keyframe(), key);
   Keyframe k;
   CHECK_FALSE(decode_keyframe(key + "x", k, &error));
-  std::string bad_state = key;
-  bad_state[4] = static_cast<char>(bad_state[4] + 1);  // state length off by one
-  CHECK_FALSE(decode_keyframe(bad_state, k, &error));
+  // a held wrench out of body order
+  Keyframe shuffled = sample_keyframe();
+  std::string bad;
+  pb::Writer bw(bad);
+  bw.u64(1, recording_format_version);
+  std::string wrench;
+  pb::Writer wr(wrench);
+  wr.u64(1, 1);  // body 1 first
+  for (std::uint32_t f = 2; f <= 5; ++f) wr.vec3(f, Vec3::Zero());
+  bw.bytes(3, wrench);
+  bw.bytes(5, "");
+  bw.bytes(7, "");
+  std::string state;
+  encode_state(shuffled.state, state);
+  bw.bytes(2, state);
+  CHECK_FALSE(decode_keyframe(bad, k, &error));
 }
 
 TEST_CASE("random byte flips never crash the decoders") {

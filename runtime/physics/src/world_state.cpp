@@ -2,7 +2,6 @@
 #include "tether/physics/world_state.hpp"
 
 #include <bit>
-#include <cstring>
 
 #include "tether/physics/world_model.hpp"
 
@@ -29,24 +28,7 @@ void set_velocity(const WorldModel& model, WorldState& state, int body, const Ve
 
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "serialization assumes a little-endian host");
-
-template <typename T>
-void put(std::string& out, T value) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  out.append(bytes, sizeof(T));
-}
-
-template <typename T>
-T get(const char*& p) {
-  T value;
-  std::memcpy(&value, p, sizeof(T));
-  p += sizeof(T);
-  return value;
-}
-
-// the 13 doubles of a body, in a fixed order shared by serialize and hash
+// the 13 doubles of a body, in the order the hash takes them
 template <typename F>
 void for_each_double(const BodyState& b, F&& f) {
   for (int i = 0; i < 3; ++i) f(b.position_m[i]);
@@ -59,43 +41,6 @@ void for_each_double(const BodyState& b, F&& f) {
 }
 
 }  // namespace
-
-void serialize_state(const WorldState& state, std::string& out) {
-  put<std::uint64_t>(out, state.step);
-  put<std::int64_t>(out, state.time_ns);
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(state.bodies.size()));
-  for (const BodyState& b : state.bodies) for_each_double(b, [&](double v) { put(out, v); });
-}
-
-bool deserialize_state(std::string_view bytes, WorldState& state, std::string* error) {
-  constexpr std::size_t head = 8 + 8 + 4;
-  if (bytes.size() < head) {
-    if (error) *error = "state record shorter than its 20-byte header";
-    return false;
-  }
-  const char* p = bytes.data();
-  const auto step = get<std::uint64_t>(p);
-  const auto time_ns = get<std::int64_t>(p);
-  const auto n = get<std::uint32_t>(p);
-  const std::size_t want = head + std::size_t{n} * state_doubles_per_body * sizeof(double);
-  if (bytes.size() != want) {
-    if (error)
-      *error = "state record of " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want) +
-               " for " + std::to_string(n) + " bodies";
-    return false;
-  }
-  state.step = step;
-  state.time_ns = time_ns;
-  state.bodies.resize(n);
-  for (BodyState& b : state.bodies) {
-    for (int i = 0; i < 3; ++i) b.position_m[i] = get<double>(p);
-    const double w = get<double>(p), x = get<double>(p), y = get<double>(p), z = get<double>(p);
-    b.orientation = Quat(w, x, y, z);
-    for (int i = 0; i < 3; ++i) b.linear_momentum[i] = get<double>(p);
-    for (int i = 0; i < 3; ++i) b.angular_momentum[i] = get<double>(p);
-  }
-  return true;
-}
 
 std::uint64_t hash_state(const WorldState& state) {
   std::uint64_t h = 0xcbf29ce484222325ULL;

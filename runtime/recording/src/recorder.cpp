@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "tether/recording/foxglove_schemas.hpp"
 #include "tether/recording/json_text.hpp"
 #include "tether/recording/recorder.hpp"
 
@@ -17,6 +18,7 @@
 #include "tether/hal/device_bank.hpp"
 #include "tether/physics/heading.hpp"
 #include "tether/recording/mcap_writer.hpp"
+#include "tether/recording/protobuf.hpp"
 
 namespace tether::runtime {
 
@@ -134,32 +136,6 @@ struct JsonText {
   }
 };
 
-// minimal JSON Schemas for Foxglove's well-known message types: Foxglove picks its
-// panels by the schema name; the schema text documents the fields we write
-const char* time_schema = R"({"type":"object","properties":{"sec":{"type":"integer"},"nsec":{"type":"integer"}}})";
-const char* vec_schema =
-    R"({"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"},"z":{"type":"number"}}})";
-const char* quat_schema =
-    R"({"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"},"z":{"type":"number"},"w":{"type":"number"}}})";
-
-std::string frame_transform_schema() {
-  return std::string(R"({"title":"foxglove.FrameTransform","type":"object","properties":{"timestamp":)") + time_schema +
-         R"(,"parent_frame_id":{"type":"string"},"child_frame_id":{"type":"string"},"translation":)" + vec_schema +
-         R"(,"rotation":)" + quat_schema + "}}";
-}
-
-std::string pose_in_frame_schema() {
-  return std::string(R"({"title":"foxglove.PoseInFrame","type":"object","properties":{"timestamp":)") + time_schema +
-         R"(,"frame_id":{"type":"string"},"pose":{"type":"object","properties":{"position":)" + vec_schema +
-         R"(,"orientation":)" + quat_schema + "}}}}";
-}
-
-std::string log_schema() {
-  return std::string(R"({"title":"foxglove.Log","type":"object","properties":{"timestamp":)") + time_schema +
-         R"(,"level":{"type":"integer","description":"0 unknown, 1 debug, 2 info, 3 warning, 4 error, 5 fatal"},)"
-         R"("message":{"type":"string"},"name":{"type":"string"},"file":{"type":"string"},"line":{"type":"integer"}}})";
-}
-
 // the JSON channels' schemas, so a plot path can be picked from a list (docs/recording.md)
 constexpr const char* timing_schema =
     R"({"title":"tether.Timing","description":"one step: its wall time and each endpoint's round trip",)"
@@ -214,21 +190,6 @@ std::string actuators_schema() {
          R"({"type":"object","properties":{"name":{"type":"string"},"value":{"type":"number",)"
          R"("description":"the first channel"},"values":{"type":"array","items":{"type":"number"}}}}}}})";
 }
-
-std::string scene_update_schema() {
-  return R"({"title":"foxglove.SceneUpdate","type":"object","properties":{"deletions":{"type":"array"},)"
-         R"("entities":{"type":"array","items":{"type":"object","properties":{"timestamp":{"type":"object"},)"
-         R"("frame_id":{"type":"string"},"id":{"type":"string"},"lifetime":{"type":"object"},"frame_locked":{"type":"boolean"},)"
-         R"("metadata":{"type":"array"},"arrows":{"type":"array"},"cubes":{"type":"array"},"spheres":{"type":"array"},)"
-         R"("cylinders":{"type":"array"},"lines":{"type":"array"},"triangles":{"type":"array"},"texts":{"type":"array"},)"
-         R"("models":{"type":"array"}}}}}})";
-}
-
-const char* step_schema_text =
-    "tether.StepRecord v1, little-endian (docs/recording.md): u32 version, u64 step, i64 time_ns, "
-    "u64 state_hash, u64 step_time_ns, u16 endpoints, then per endpoint u8 outcome (0 fresh, 1 timeout, "
-    "2 fault), u64 round_trip_ns and, if fresh, the reply (u64 step, u32 n, n x (u32 body, 12 f64 wrench), "
-    "u32 c, c x (u16 device, u8 size, size bytes), u32 m, m x measurement)";
 
 // a primitive for a shape, in the frame `frame_id`, placed at `p`, `q`
 // "2026-11-24T23:51:31.123456789Z"
@@ -372,8 +333,10 @@ Recorder::Recorder(const Scenario& scenario, std::vector<std::string> endpoint_n
   ring_.resize(scenario.recording.queue_slots);
   // the buffers the loop fills are grown here, not in the loop's first lap through the ring:
   // a step item is three length-prefixed parts (step record, two states) and the values
-  const std::size_t state_bytes = 20 + scenario.model.bodies.size() * state_doubles_per_body * 8;
-  const std::size_t step_bytes = 38 + scenario.endpoints.size() * (9 + 20 + 100 * scenario.model.bodies.size());
+  // (protobuf: a body's state is 13 tagged doubles in four nested messages, 127 bytes; a
+  // wrench 120 bytes)
+  const std::size_t state_bytes = 24 + scenario.model.bodies.size() * (state_doubles_per_body * 9 + 10);
+  const std::size_t step_bytes = 48 + scenario.endpoints.size() * (32 + 130 * scenario.model.bodies.size());
   std::size_t values = 0;
   for (const auto& p : processor_fields_) values += p.second.size();
   // and each sensor's new sample (u16 device, u8 valid, u8 channels, the channels)
@@ -468,19 +431,18 @@ bool Recorder::open(const std::string& path, std::string* error) {
                                    {"wall_clock_start_utc", utc_text(now_ns)},
                                    {"sim_time_start_ns", std::to_string(scenario_.initial.time_ns)}});
 
-  const auto binary = schema("tether.StepRecord", "", step_schema_text);
-  const auto state_schema =
-      schema("tether.WorldState", "",
-             "tether.WorldState: u64 step, i64 time_ns, u32 bodies, 13 f64 per body (position, quaternion w x y z, "
-             "linear momentum, angular momentum)");
-  const auto key_schema = schema("tether.Keyframe", "", "tether.Keyframe v1 (docs/recording.md)");
-  const auto tf_schema = schema("foxglove.FrameTransform", "jsonschema", frame_transform_schema());
-  const auto pose_schema = schema("foxglove.PoseInFrame", "jsonschema", pose_in_frame_schema());
-  const auto log_s = schema("foxglove.Log", "jsonschema", log_schema());
-  const auto scene_s = schema("foxglove.SceneUpdate", "jsonschema", scene_update_schema());
-  ch_step_ = channel(binary, topics::step, "x-tether-binary");
-  ch_state_ = channel(state_schema, topics::state, "x-tether-binary");
-  ch_keyframe_ = channel(key_schema, topics::keyframe, "x-tether-binary");
+  // the replay channels: protobuf, each schema record carrying the FileDescriptorSet of
+  // tether/recording.proto (docs/recording.md says why protobuf)
+  auto proto = [&](const char* message) { return schema(message, "protobuf", pb::descriptor_set()); };
+  // Foxglove's well-known types with their official schemas (recording/schemas/README.md)
+  auto foxglove = [&](const char* name) { return schema(name, "jsonschema", std::string(foxglove_schema(name))); };
+  const auto tf_schema = foxglove("foxglove.FrameTransform");
+  const auto pose_schema = foxglove("foxglove.PoseInFrame");
+  const auto log_s = foxglove("foxglove.Log");
+  const auto scene_s = foxglove("foxglove.SceneUpdate");
+  ch_step_ = channel(proto("tether.StepRecord"), topics::step, "protobuf");
+  ch_state_ = channel(proto("tether.WorldState"), topics::state, "protobuf");
+  ch_keyframe_ = channel(proto("tether.Keyframe"), topics::keyframe, "protobuf");
   ch_timing_ = channel(schema("tether.Timing", "jsonschema", timing_schema), topics::timing, "json");
   ch_vehicles_ = channel(schema("tether.Vehicles", "jsonschema", vehicles_schema), topics::vehicles, "json");
   ch_events_ = channel(schema("tether.Event", "jsonschema", event_schema), topics::events, "json");
@@ -508,13 +470,7 @@ bool Recorder::open(const std::string& path, std::string* error) {
       ch_actuators_ = channel(schema("tether.Actuators", "jsonschema", actuators_schema()), topics::actuators, "json");
       break;
     }
-  const auto commands_schema = schema(
-      "tether.StepCommands", "",
-      "tether.StepCommands v1, little-endian (docs/recording.md): u32 version, u64 step, u32 n, then per command "
-      "u8 kind (1 apply_force, 2 remove_force, 3 set_parameter, 4 inject_fault: name is the fault as JSON), "
-      "string name, u32 body, u8 frame (0 world, 1 body), "
-      "vec3 force_n, vec3 torque_nm, vec3 point_m, f64 duration_s, f64 value");
-  ch_commands_ = channel(commands_schema, topics::commands, "x-tether-binary");
+  ch_commands_ = channel(proto("tether.StepCommands"), topics::commands, "protobuf");
   for (const auto& v : scenario_.model.vehicles) {
     ch_pose_.push_back(channel(pose_schema, "/vehicles/" + v.name + "/pose", "json"));
     ch_projected_.push_back(channel(pose_schema, "/vehicles/" + v.name + "/projected", "json"));
@@ -523,11 +479,7 @@ bool Recorder::open(const std::string& path, std::string* error) {
   if (tap_) tap_->opened(channels_);
   write_scene();
   if (!safe_replies_.empty()) {
-    const auto safe_schema = schema(
-        "tether.SafeReplies", "",
-        "tether.SafeReplies v1, little-endian (docs/recording.md): u32 version, u32 endpoints, then per endpoint "
-        "the reply its `safe` timeout policy applies, laid out as in tether.StepRecord");
-    const auto ch = channel(safe_schema, topics::safe_replies, "x-tether-binary");
+    const auto ch = channel(proto("tether.SafeReplies"), topics::safe_replies, "protobuf");
     std::string bytes;
     encode_safe_replies(safe_replies_, bytes);
     out(ch, 0, bytes);
@@ -588,8 +540,8 @@ void Recorder::encode_step_item(const StepRecord& record, const WorldState& actu
     std::memcpy(out.data() + at, &len, 4);
   };
   part([&] { encode_step(record, out); });
-  part([&] { serialize_state(actual, out); });
-  part([&] { serialize_state(projected, out); });
+  part([&] { encode_state(actual, out); });
+  part([&] { encode_state(projected, out); });
   w.u32(static_cast<std::uint32_t>(feedback_values.size()));
   for (double v : feedback_values) w.f64(v);
   // the sensors' new samples: u32 count, then per sample u16 device, u8 valid, u8 channels,
@@ -788,8 +740,8 @@ void Recorder::write_item(const Slot& item) {
   out(ch_step_, t, record_bytes);
   const WorldModel& m = scenario_.model;
   if (m.bodies.size() <= scenario_.recording.state_every_step_max_bodies) out(ch_state_, t, actual_bytes);
-  if (!decode_step(record_bytes, record_, nullptr) || !deserialize_state(actual_bytes, actual_, nullptr) ||
-      !deserialize_state(projected_bytes, projected_, nullptr) || actual_.bodies.size() != m.bodies.size() ||
+  if (!decode_step(record_bytes, record_, nullptr) || !decode_state(actual_bytes, actual_, nullptr) ||
+      !decode_state(projected_bytes, projected_, nullptr) || actual_.bodies.size() != m.bodies.size() ||
       projected_.bodies.size() != m.bodies.size())
     return;
   write_views(t);

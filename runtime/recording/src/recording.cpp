@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/recording/recording.hpp"
 
+#include "tether/recording/protobuf.hpp"
+
 #include <bit>
 #include <algorithm>
 #include <cstring>
@@ -48,256 +50,584 @@ bool ByteReader::count(std::uint32_t& n, std::size_t min_size) {
 
 namespace {
 
-constexpr std::uint8_t has_pose_bit = 1, has_velocity_bit = 2, has_covariance_bit = 4;
+// Field numbers of tether/recording.proto (protobuf.cpp has the descriptor; docs/recording.proto the text).
+namespace f {
+// WorldState
+constexpr std::uint32_t ws_step = 1, ws_time = 2, ws_bodies = 3;
+// BodyState
+constexpr std::uint32_t bs_position = 1, bs_orientation = 2, bs_linear = 3, bs_angular = 4;
+// Wrench
+constexpr std::uint32_t w_body = 1, w_force_world = 2, w_torque_world = 3, w_force_body = 4, w_torque_body = 5;
+// DeviceCommand
+constexpr std::uint32_t dc_device = 1, dc_payload = 2;
+// Measurement
+constexpr std::uint32_t m_body = 1, m_time = 2, m_has_pose = 3, m_has_velocity = 4, m_position = 5, m_orientation = 6,
+                        m_velocity = 7, m_angular = 8, m_covariance = 9;
+// Reply
+constexpr std::uint32_t r_step = 1, r_wrenches = 2, r_commands = 3, r_measurements = 4;
+// Slot
+constexpr std::uint32_t s_outcome = 1, s_round_trip = 2, s_reply = 3;
+// StepRecord
+constexpr std::uint32_t sr_version = 1, sr_step = 2, sr_time = 3, sr_hash = 4, sr_step_time = 5, sr_slots = 6;
+// Keyframe
+constexpr std::uint32_t k_version = 1, k_state = 2, k_held = 3, k_replies = 4, k_params = 5, k_processors = 6,
+                        k_devices = 7, k_faults = 8;
+// OperatorCommand
+constexpr std::uint32_t oc_kind = 1, oc_name = 2, oc_body = 3, oc_frame = 4, oc_force = 5, oc_torque = 6, oc_point = 7,
+                        oc_duration = 8, oc_value = 9;
+// StepCommands
+constexpr std::uint32_t sc_version = 1, sc_step = 2, sc_commands = 3;
+// SafeReplies
+constexpr std::uint32_t sf_version = 1, sf_replies = 2;
+}  // namespace f
 
-void encode_wrench(ByteWriter& w, const BodyWrench& b) {
-  w.vec3(b.force_world_n);
-  w.vec3(b.torque_world_nm);
-  w.vec3(b.force_body_n);
-  w.vec3(b.torque_body_nm);
-}
+using pb::Wire;
 
-bool decode_wrench(ByteReader& r, BodyWrench& b) {
-  return r.vec3(b.force_world_n) && r.vec3(b.torque_world_nm) && r.vec3(b.force_body_n) && r.vec3(b.torque_body_nm);
-}
-
-bool decode_reply(ByteReader& r, Reply& reply) {
-  reply.clear();
-  std::uint32_t n;
-  if (!r.u64(reply.step) || !r.count(n, 4 + 96)) return false;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    std::uint32_t body;
-    BodyWrench w;
-    if (!r.u32(body) || !decode_wrench(r, w)) return false;
-    reply.wrenches.emplace_back(body, w);
-  }
-  if (!r.count(n, 3)) return false;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    DeviceCommand c;
-    if (!r.u16(c.device) || !r.u8(c.size) || c.size > c.bytes.size()) return false;
-    for (std::uint8_t b = 0; b < c.size; ++b)
-      if (!r.u8(c.bytes[b])) return false;
-    reply.commands.push_back(c);
-  }
-  if (!r.count(n, 4 + 8 + 1 + 13 * 8)) return false;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    Measurement m;
-    std::uint8_t flags;
-    double qw, qx, qy, qz;
-    if (!r.u32(m.body) || !r.i64(m.measured_time_ns) || !r.u8(flags) || !r.vec3(m.position_m) || !r.f64(qw) ||
-        !r.f64(qx) || !r.f64(qy) || !r.f64(qz) || !r.vec3(m.velocity_m_s) || !r.vec3(m.angular_velocity_rad_s))
-      return false;
-    m.orientation = Quat(qw, qx, qy, qz);
-    m.has_pose = flags & has_pose_bit;
-    m.has_velocity = flags & has_velocity_bit;
-    m.has_covariance = flags & has_covariance_bit;
-    if (m.has_covariance)
-      for (int k = 0; k < 36; ++k)
-        if (!r.f64(m.pose_covariance.data()[k])) return false;
-    reply.measurements.push_back(m);
-  }
+// typed reads of a field whose wire type must match
+bool get(pb::Reader& r, Wire w, std::uint64_t& v) { return w == Wire::varint && r.varint(v); }
+bool get(pb::Reader& r, Wire w, double& v) { return w == Wire::i64 && r.f64(v); }
+bool get(pb::Reader& r, Wire w, std::string_view& v) { return w == Wire::len && r.len(v); }
+bool get(pb::Reader& r, Wire w, std::int64_t& v) {
+  std::uint64_t u;
+  if (!get(r, w, u)) return false;
+  v = static_cast<std::int64_t>(u);
   return true;
 }
+template <typename T>
+bool get_small(pb::Reader& r, Wire w, T& v, std::uint64_t max) {
+  std::uint64_t u;
+  if (!get(r, w, u) || u > max) return false;
+  v = static_cast<T>(u);
+  return true;
+}
+bool get_bool(pb::Reader& r, Wire w, bool& v) {
+  std::uint64_t u;
+  if (!get(r, w, u) || u > 1) return false;
+  v = u == 1;
+  return true;
+}
+bool get_vec3(pb::Reader& r, Wire w, Vec3& v) {
+  std::string_view b;
+  return get(r, w, b) && pb::read_vec3(b, v);
+}
+bool get_quat(pb::Reader& r, Wire w, Quat& q) {
+  std::string_view b;
+  return get(r, w, b) && pb::read_quat(b, q);
+}
 
-bool fail(std::string* error, const char* what, const ByteReader& r) {
+// the bit of each field a decoder saw; `want` lists those a writer always writes
+constexpr std::uint32_t bit(std::uint32_t field) { return field < 32 ? 1u << field : 0u; }
+
+void put_wrench(pb::Writer& w, std::uint32_t body, const BodyWrench& b) {
+  w.u64(f::w_body, body);
+  w.vec3(f::w_force_world, b.force_world_n);
+  w.vec3(f::w_torque_world, b.torque_world_nm);
+  w.vec3(f::w_force_body, b.force_body_n);
+  w.vec3(f::w_torque_body, b.torque_body_nm);
+}
+
+bool read_wrench(std::string_view bytes, std::uint32_t& body, BodyWrench& b) {
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0;
+  Wire w;
+  while (r.next(field, w)) {
+    bool ok = true;
+    switch (field) {
+      case f::w_body: ok = get_small(r, w, body, 0xffffffffu); break;
+      case f::w_force_world: ok = get_vec3(r, w, b.force_world_n); break;
+      case f::w_torque_world: ok = get_vec3(r, w, b.torque_world_nm); break;
+      case f::w_force_body: ok = get_vec3(r, w, b.force_body_n); break;
+      case f::w_torque_body: ok = get_vec3(r, w, b.torque_body_nm); break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return false;
+    seen |= bit(field);
+  }
+  const std::uint32_t want =
+      bit(f::w_body) | bit(f::w_force_world) | bit(f::w_torque_world) | bit(f::w_force_body) | bit(f::w_torque_body);
+  return !r.failed() && (seen & want) == want;
+}
+
+void put_measurement(pb::Writer& w, const Measurement& m) {
+  w.u64(f::m_body, m.body);
+  w.i64(f::m_time, m.measured_time_ns);
+  w.boolean(f::m_has_pose, m.has_pose);
+  w.boolean(f::m_has_velocity, m.has_velocity);
+  w.vec3(f::m_position, m.position_m);
+  w.quat(f::m_orientation, m.orientation);
+  w.vec3(f::m_velocity, m.velocity_m_s);
+  w.vec3(f::m_angular, m.angular_velocity_rad_s);
+  if (m.has_covariance) w.packed_f64(f::m_covariance, m.pose_covariance.data(), 36);
+}
+
+bool read_measurement(std::string_view bytes, Measurement& m) {
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0;
+  Wire w;
+  int covariance = 0;
+  while (r.next(field, w)) {
+    bool ok = true;
+    switch (field) {
+      case f::m_body: ok = get_small(r, w, m.body, 0xffffffffu); break;
+      case f::m_time: ok = get(r, w, m.measured_time_ns); break;
+      case f::m_has_pose: ok = get_bool(r, w, m.has_pose); break;
+      case f::m_has_velocity: ok = get_bool(r, w, m.has_velocity); break;
+      case f::m_position: ok = get_vec3(r, w, m.position_m); break;
+      case f::m_orientation: ok = get_quat(r, w, m.orientation); break;
+      case f::m_velocity: ok = get_vec3(r, w, m.velocity_m_s); break;
+      case f::m_angular: ok = get_vec3(r, w, m.angular_velocity_rad_s); break;
+      case f::m_covariance:
+        if (w == Wire::len) {  // packed, as written
+          std::string_view b;
+          ok = r.len(b) && b.size() % 8 == 0 && covariance + b.size() / 8 <= 36;
+          if (ok) std::memcpy(m.pose_covariance.data() + covariance, b.data(), b.size());
+          covariance += static_cast<int>(b.size() / 8);
+        } else {  // one by one, as a parser must also accept
+          ok = covariance < 36 && get(r, w, m.pose_covariance.data()[covariance++]);
+        }
+        break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return false;
+    seen |= bit(field);
+  }
+  m.has_covariance = covariance == 36;
+  const std::uint32_t want = bit(f::m_body) | bit(f::m_time) | bit(f::m_has_pose) | bit(f::m_has_velocity) |
+                             bit(f::m_position) | bit(f::m_orientation) | bit(f::m_velocity) | bit(f::m_angular);
+  return !r.failed() && (seen & want) == want && (covariance == 0 || covariance == 36);
+}
+
+void put_reply(pb::Writer& w, const Reply& reply) {
+  w.u64(f::r_step, reply.step);
+  for (const auto& [body, wrench] : reply.wrenches) {
+    const std::size_t at = w.begin(f::r_wrenches);
+    put_wrench(w, body, wrench);
+    w.end(at);
+  }
+  for (const DeviceCommand& c : reply.commands) {
+    // a size beyond the payload buffer would write a record the decoder refuses: clamp it
+    const auto size = std::min<std::size_t>(c.size, c.bytes.size());
+    const std::size_t at = w.begin(f::r_commands);
+    w.u64(f::dc_device, c.device);
+    w.bytes(f::dc_payload, std::string_view(reinterpret_cast<const char*>(c.bytes.data()), size));
+    w.end(at);
+  }
+  for (const Measurement& m : reply.measurements) {
+    const std::size_t at = w.begin(f::r_measurements);
+    put_measurement(w, m);
+    w.end(at);
+  }
+}
+
+bool read_command(std::string_view bytes, DeviceCommand& c) {
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0;
+  Wire w;
+  while (r.next(field, w)) {
+    bool ok = true;
+    std::string_view payload;
+    switch (field) {
+      case f::dc_device: ok = get_small(r, w, c.device, 0xffff); break;
+      case f::dc_payload:
+        ok = get(r, w, payload) && payload.size() <= c.bytes.size();
+        if (ok) {
+          c.size = static_cast<std::uint8_t>(payload.size());
+          std::memcpy(c.bytes.data(), payload.data(), payload.size());
+        }
+        break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return false;
+    seen |= bit(field);
+  }
+  return !r.failed() && (seen & bit(f::dc_device));
+}
+
+bool read_reply(std::string_view bytes, Reply& reply) {
+  reply.clear();
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0;
+  Wire w;
+  while (r.next(field, w)) {
+    bool ok = true;
+    std::string_view b;
+    switch (field) {
+      case f::r_step: ok = get(r, w, reply.step); break;
+      case f::r_wrenches: {
+        std::uint32_t body = 0;
+        BodyWrench wrench;
+        ok = get(r, w, b) && read_wrench(b, body, wrench);
+        if (ok) reply.wrenches.emplace_back(body, wrench);
+        break;
+      }
+      case f::r_commands: {
+        DeviceCommand c;
+        ok = get(r, w, b) && read_command(b, c);
+        if (ok) reply.commands.push_back(c);
+        break;
+      }
+      case f::r_measurements: {
+        Measurement m;
+        ok = get(r, w, b) && read_measurement(b, m);
+        if (ok) reply.measurements.push_back(m);
+        break;
+      }
+      default: ok = r.skip(w);
+    }
+    if (!ok) return false;
+    seen |= bit(field);
+  }
+  return !r.failed() && (seen & bit(f::r_step));
+}
+
+bool read_body(std::string_view bytes, BodyState& b) {
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0;
+  Wire w;
+  while (r.next(field, w)) {
+    bool ok = true;
+    switch (field) {
+      case f::bs_position: ok = get_vec3(r, w, b.position_m); break;
+      case f::bs_orientation: ok = get_quat(r, w, b.orientation); break;
+      case f::bs_linear: ok = get_vec3(r, w, b.linear_momentum); break;
+      case f::bs_angular: ok = get_vec3(r, w, b.angular_momentum); break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return false;
+    seen |= bit(field);
+  }
+  const std::uint32_t want = bit(f::bs_position) | bit(f::bs_orientation) | bit(f::bs_linear) | bit(f::bs_angular);
+  return !r.failed() && (seen & want) == want;
+}
+
+template <typename R>  // pb::Reader or ByteReader
+bool fail(std::string* error, const char* what, const R& r) {
   if (error) *error = std::string(what) + " is malformed or cut short at byte " + std::to_string(r.offset());
+  return false;
+}
+
+bool missing(std::string* error, const char* what) {
+  if (error) *error = std::string(what) + " is cut short or lacks a field it must have";
+  return false;
+}
+
+bool check_version(std::uint32_t version, std::string* error, const char* what) {
+  if (version == recording_format_version) return true;
+  if (error)
+    *error = std::string(what) + " of format version " + std::to_string(version) + ", this build reads version " +
+             std::to_string(recording_format_version);
   return false;
 }
 
 }  // namespace
 
+void encode_state(const WorldState& state, std::string& out) {
+  pb::Writer w(out);
+  for (const BodyState& b : state.bodies) {
+    const std::size_t at = w.begin(f::ws_bodies);
+    w.vec3(f::bs_position, b.position_m);
+    w.quat(f::bs_orientation, b.orientation);
+    w.vec3(f::bs_linear, b.linear_momentum);
+    w.vec3(f::bs_angular, b.angular_momentum);
+    w.end(at);
+  }
+  // step and time last: a record cut at a field boundary lacks them
+  w.u64(f::ws_step, state.step);
+  w.i64(f::ws_time, state.time_ns);
+}
+
+bool decode_state(std::string_view bytes, WorldState& state, std::string* error) {
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0;
+  Wire w;
+  state.bodies.clear();
+  while (r.next(field, w)) {
+    bool ok = true;
+    std::string_view b;
+    switch (field) {
+      case f::ws_step: ok = get(r, w, state.step); break;
+      case f::ws_time: ok = get(r, w, state.time_ns); break;
+      case f::ws_bodies: ok = get(r, w, b) && read_body(b, state.bodies.emplace_back()); break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return fail(error, "state record", r);
+    seen |= bit(field);
+  }
+  if (r.failed()) return fail(error, "state record", r);
+  if ((seen & (bit(f::ws_step) | bit(f::ws_time))) != (bit(f::ws_step) | bit(f::ws_time)))
+    return missing(error, "state record");
+  return true;
+}
+
 void encode_reply(const Reply& reply, std::string& out) {
-  ByteWriter w(out);
-  w.u64(reply.step);
-  w.u32(static_cast<std::uint32_t>(reply.wrenches.size()));
-  for (const auto& [body, wrench] : reply.wrenches) {
-    w.u32(body);
-    encode_wrench(w, wrench);
-  }
-  w.u32(static_cast<std::uint32_t>(reply.commands.size()));
-  for (const DeviceCommand& c : reply.commands) {
-    // a size beyond the payload buffer would write a record the decoder refuses: clamp it
-    const auto size = static_cast<std::uint8_t>(std::min<std::size_t>(c.size, c.bytes.size()));
-    w.u16(c.device);
-    w.u8(size);
-    out.append(reinterpret_cast<const char*>(c.bytes.data()), size);
-  }
-  w.u32(static_cast<std::uint32_t>(reply.measurements.size()));
-  for (const Measurement& m : reply.measurements) {
-    w.u32(m.body);
-    w.i64(m.measured_time_ns);
-    w.u8(static_cast<std::uint8_t>((m.has_pose ? has_pose_bit : 0) | (m.has_velocity ? has_velocity_bit : 0) |
-                                   (m.has_covariance ? has_covariance_bit : 0)));
-    w.vec3(m.position_m);
-    w.f64(m.orientation.w());
-    w.f64(m.orientation.x());
-    w.f64(m.orientation.y());
-    w.f64(m.orientation.z());
-    w.vec3(m.velocity_m_s);
-    w.vec3(m.angular_velocity_rad_s);
-    if (m.has_covariance)
-      for (int k = 0; k < 36; ++k) w.f64(m.pose_covariance.data()[k]);
-  }
+  pb::Writer w(out);
+  put_reply(w, reply);
 }
 
 void encode_step(const StepRecord& record, std::string& out) {
-  ByteWriter w(out);
-  w.u32(recording_format_version);
-  w.u64(record.step);
-  w.i64(record.time_ns);
-  w.u64(record.state_hash);
-  w.u64(record.step_time_ns);
-  w.u16(static_cast<std::uint16_t>(record.slots.size()));
+  pb::Writer w(out);
   for (const SlotRecord& s : record.slots) {
-    w.u8(static_cast<std::uint8_t>(s.outcome));
-    w.u64(s.round_trip_ns);
-    if (s.outcome == SlotOutcome::fresh) encode_reply(s.reply, out);
+    const std::size_t at = w.begin(f::sr_slots);
+    w.u64(f::s_outcome, static_cast<std::uint64_t>(s.outcome));
+    w.u64(f::s_round_trip, s.round_trip_ns);
+    if (s.outcome == SlotOutcome::fresh) {
+      const std::size_t ra = w.begin(f::s_reply);
+      put_reply(w, s.reply);
+      w.end(ra);
+    }
+    w.end(at);
   }
+  w.u64(f::sr_step, record.step);
+  w.i64(f::sr_time, record.time_ns);
+  w.fixed64(f::sr_hash, record.state_hash);
+  w.u64(f::sr_step_time, record.step_time_ns);
+  // the version last: a record cut at a field boundary lacks it
+  w.u64(f::sr_version, recording_format_version);
 }
 
+namespace {
+
+bool read_slot(std::string_view bytes, SlotRecord& s) {
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0;
+  Wire w;
+  s.reply.clear();
+  while (r.next(field, w)) {
+    bool ok = true;
+    std::string_view b;
+    switch (field) {
+      case f::s_outcome: ok = get_small(r, w, s.outcome, 2); break;
+      case f::s_round_trip: ok = get(r, w, s.round_trip_ns); break;
+      case f::s_reply: ok = get(r, w, b) && read_reply(b, s.reply); break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return false;
+    seen |= bit(field);
+  }
+  const std::uint32_t want = bit(f::s_outcome) | bit(f::s_round_trip);
+  // a fresh slot carries its reply, the others none
+  return !r.failed() && (seen & want) == want && ((seen & bit(f::s_reply)) != 0) == (s.outcome == SlotOutcome::fresh);
+}
+
+}  // namespace
+
 bool decode_step(std::string_view bytes, StepRecord& out, std::string* error) {
-  ByteReader r(bytes);
-  std::uint32_t version;
-  std::uint16_t n;
-  if (!r.u32(version)) return fail(error, "step record", r);
-  if (version != recording_format_version) {
-    if (error)
-      *error = "step record of format version " + std::to_string(version) + ", this build reads version " +
-               std::to_string(recording_format_version);
-    return false;
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0, version = 0;
+  Wire w;
+  std::size_t slots = 0;
+  while (r.next(field, w)) {
+    bool ok = true;
+    std::string_view b;
+    switch (field) {
+      case f::sr_version: ok = get_small(r, w, version, 0xffffffffu); break;
+      case f::sr_step: ok = get(r, w, out.step); break;
+      case f::sr_time: ok = get(r, w, out.time_ns); break;
+      case f::sr_hash: ok = w == Wire::i64 && r.fixed64(out.state_hash); break;
+      case f::sr_step_time: ok = get(r, w, out.step_time_ns); break;
+      case f::sr_slots:
+        // slots are reused from the record's previous contents (their reply buffers)
+        if (slots == out.slots.size()) out.slots.emplace_back();
+        ok = get(r, w, b) && read_slot(b, out.slots[slots++]);
+        break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return fail(error, "step record", r);
+    seen |= bit(field);
   }
-  if (!r.u64(out.step) || !r.i64(out.time_ns) || !r.u64(out.state_hash) || !r.u64(out.step_time_ns) || !r.u16(n))
-    return fail(error, "step record", r);
-  // each slot takes at least 9 bytes: a larger count is corrupt, refused before allocating
-  if (n > (bytes.size() - r.offset()) / 9) return fail(error, "step record (endpoint count)", r);
-  out.slots.resize(n);
-  for (SlotRecord& s : out.slots) {
-    std::uint8_t outcome;
-    if (!r.u8(outcome) || outcome > 2 || !r.u64(s.round_trip_ns)) return fail(error, "step record", r);
-    s.outcome = static_cast<SlotOutcome>(outcome);
-    s.reply.clear();
-    if (s.outcome == SlotOutcome::fresh && !decode_reply(r, s.reply)) return fail(error, "step record", r);
-  }
-  if (!r.done()) return fail(error, "step record (trailing bytes)", r);
-  return true;
+  if (r.failed()) return fail(error, "step record", r);
+  out.slots.resize(slots);
+  const std::uint32_t want =
+      bit(f::sr_version) | bit(f::sr_step) | bit(f::sr_time) | bit(f::sr_hash) | bit(f::sr_step_time);
+  if ((seen & want) != want) return missing(error, "step record");
+  return check_version(version, error, "step record");
 }
 
 void encode_keyframe(const Keyframe& k, std::string& out) {
-  ByteWriter w(out);
-  w.u32(recording_format_version);
-  // the state in place, length first (no temporary: the loop writes keyframes)
-  const std::size_t length_at = out.size();
-  w.u32(0);
-  serialize_state(k.state, out);
-  const auto length = static_cast<std::uint32_t>(out.size() - length_at - 4);
-  for (int i = 0; i < 4; ++i)
-    out[length_at + static_cast<std::size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xff);
-  w.u32(static_cast<std::uint32_t>(k.held_inputs.wrenches.size()));
-  for (const BodyWrench& b : k.held_inputs.wrenches) encode_wrench(w, b);
-  w.u32(static_cast<std::uint32_t>(k.last_replies.size()));
-  for (const Reply& r : k.last_replies) encode_reply(r, out);
-  w.bytes(k.model_params);
-  w.u32(static_cast<std::uint32_t>(k.processor_state.size()));
-  for (const std::string& p : k.processor_state) w.bytes(p);
-  w.bytes(k.devices);
-  // added after format 1's first recordings: a keyframe without it has no active faults
-  if (!k.faults.empty()) w.bytes(k.faults);
+  pb::Writer w(out);
+  w.u64(f::k_version, recording_format_version);
+  for (std::size_t i = 0; i < k.held_inputs.wrenches.size(); ++i) {
+    const std::size_t at = w.begin(f::k_held);
+    put_wrench(w, static_cast<std::uint32_t>(i), k.held_inputs.wrenches[i]);
+    w.end(at);
+  }
+  for (const Reply& r : k.last_replies) {
+    const std::size_t at = w.begin(f::k_replies);
+    put_reply(w, r);
+    w.end(at);
+  }
+  w.bytes(f::k_params, k.model_params);
+  for (const std::string& p : k.processor_state) w.bytes(f::k_processors, p);
+  w.bytes(f::k_devices, k.devices);
+  if (!k.faults.empty()) w.bytes(f::k_faults, k.faults);
+  // the state last: a keyframe cut at a field boundary lacks it
+  const std::size_t at = w.begin(f::k_state);
+  encode_state(k.state, out);
+  w.end(at);
 }
 
 bool decode_keyframe(std::string_view bytes, Keyframe& k, std::string* error) {
-  ByteReader r(bytes);
-  std::uint32_t version, n;
-  std::string_view state, params;
-  if (!r.u32(version) || version != recording_format_version || !r.bytes(state)) return fail(error, "keyframe", r);
-  std::string why;
-  if (!deserialize_state(state, k.state, &why)) {
-    if (error) *error = "keyframe: " + why;
-    return false;
-  }
-  if (!r.count(n, 96)) return fail(error, "keyframe", r);
-  k.held_inputs.wrenches.resize(n);
-  for (BodyWrench& b : k.held_inputs.wrenches)
-    if (!decode_wrench(r, b)) return fail(error, "keyframe", r);
-  if (!r.count(n, 16)) return fail(error, "keyframe", r);
-  k.last_replies.resize(n);
-  for (Reply& reply : k.last_replies)
-    if (!decode_reply(r, reply)) return fail(error, "keyframe", r);
-  if (!r.bytes(params)) return fail(error, "keyframe", r);
-  k.model_params = std::string(params);
-  if (!r.count(n, 4)) return fail(error, "keyframe", r);
-  k.processor_state.resize(n);
-  for (std::string& p : k.processor_state) {
-    std::string_view v;
-    if (!r.bytes(v)) return fail(error, "keyframe", r);
-    p = std::string(v);
-  }
-  std::string_view devices;
-  if (!r.bytes(devices)) return fail(error, "keyframe", r);
-  k.devices = std::string(devices);
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0, version = 0;
+  Wire w;
+  k.held_inputs.wrenches.clear();
+  k.last_replies.clear();
+  k.processor_state.clear();
+  k.model_params.clear();
+  k.devices.clear();
   k.faults.clear();
-  if (!r.done()) {
-    std::string_view faults;
-    if (!r.bytes(faults)) return fail(error, "keyframe", r);
-    k.faults = std::string(faults);
+  std::string why;
+  while (r.next(field, w)) {
+    bool ok = true;
+    std::string_view b;
+    switch (field) {
+      case f::k_version: ok = get_small(r, w, version, 0xffffffffu); break;
+      case f::k_state:
+        ok = get(r, w, b);
+        if (ok && !decode_state(b, k.state, &why)) {
+          if (error) *error = "keyframe: " + why;
+          return false;
+        }
+        break;
+      case f::k_held: {
+        std::uint32_t body = 0;
+        BodyWrench wrench;
+        // one per body, in body order
+        ok = get(r, w, b) && read_wrench(b, body, wrench) && body == k.held_inputs.wrenches.size();
+        if (ok) k.held_inputs.wrenches.push_back(wrench);
+        break;
+      }
+      case f::k_replies: ok = get(r, w, b) && read_reply(b, k.last_replies.emplace_back()); break;
+      case f::k_params:
+        ok = get(r, w, b);
+        k.model_params.assign(b);
+        break;
+      case f::k_processors:
+        ok = get(r, w, b);
+        k.processor_state.emplace_back(b);
+        break;
+      case f::k_devices:
+        ok = get(r, w, b);
+        k.devices.assign(b);
+        break;
+      case f::k_faults:
+        ok = get(r, w, b);
+        k.faults.assign(b);
+        break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return fail(error, "keyframe", r);
+    seen |= bit(field);
   }
-  if (!r.done()) return fail(error, "keyframe (trailing bytes)", r);
-  return true;
+  if (r.failed()) return fail(error, "keyframe", r);
+  const std::uint32_t want = bit(f::k_version) | bit(f::k_state) | bit(f::k_params) | bit(f::k_devices);
+  if ((seen & want) != want) return missing(error, "keyframe");
+  return check_version(version, error, "keyframe");
 }
 
 void encode_step_commands(const StepCommands& c, std::string& out) {
-  ByteWriter w(out);
-  w.u32(recording_format_version);
-  w.u64(c.step);
-  w.u32(static_cast<std::uint32_t>(c.commands.size()));
+  pb::Writer w(out);
   for (const OperatorCommand& o : c.commands) {
-    w.u8(static_cast<std::uint8_t>(o.kind));
-    w.bytes(o.name);
-    w.u32(o.body);
-    w.u8(o.body_frame ? 1 : 0);
-    w.vec3(o.force_n);
-    w.vec3(o.torque_nm);
-    w.vec3(o.point_m);
-    w.f64(o.duration_s);
-    w.f64(o.value);
+    const std::size_t at = w.begin(f::sc_commands);
+    w.u64(f::oc_kind, static_cast<std::uint64_t>(o.kind));
+    w.bytes(f::oc_name, o.name);
+    w.u64(f::oc_body, o.body);
+    w.boolean(f::oc_frame, o.body_frame);
+    w.vec3(f::oc_force, o.force_n);
+    w.vec3(f::oc_torque, o.torque_nm);
+    w.vec3(f::oc_point, o.point_m);
+    w.f64(f::oc_duration, o.duration_s);
+    w.f64(f::oc_value, o.value);
+    w.end(at);
   }
+  w.u64(f::sc_step, c.step);
+  w.u64(f::sc_version, recording_format_version);
 }
 
-bool decode_step_commands(std::string_view bytes, StepCommands& out, std::string* error) {
-  ByteReader r(bytes);
-  std::uint32_t version, n;
-  if (!r.u32(version) || version != recording_format_version || !r.u64(out.step) || !r.count(n, 98))
-    return fail(error, "operator commands", r);
-  out.commands.resize(n);
-  for (OperatorCommand& o : out.commands) {
-    std::uint8_t kind, frame;
-    std::string_view name;
-    if (!r.u8(kind) || kind < 1 || kind > 4 || !r.bytes(name) || !r.u32(o.body) || !r.u8(frame) || frame > 1 ||
-        !r.vec3(o.force_n) || !r.vec3(o.torque_nm) || !r.vec3(o.point_m) || !r.f64(o.duration_s) || !r.f64(o.value))
-      return fail(error, "operator commands", r);
-    o.kind = static_cast<OperatorCommand::Kind>(kind);
-    o.name.assign(name);
-    o.body_frame = frame == 1;
+namespace {
+
+bool read_operator_command(std::string_view bytes, OperatorCommand& o) {
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0;
+  Wire w;
+  while (r.next(field, w)) {
+    bool ok = true;
+    std::string_view b;
+    switch (field) {
+      case f::oc_kind: ok = get_small(r, w, o.kind, 4) && o.kind != OperatorCommand::Kind{0}; break;
+      case f::oc_name:
+        ok = get(r, w, b);
+        o.name.assign(b);
+        break;
+      case f::oc_body: ok = get_small(r, w, o.body, 0xffffffffu); break;
+      case f::oc_frame: ok = get_bool(r, w, o.body_frame); break;
+      case f::oc_force: ok = get_vec3(r, w, o.force_n); break;
+      case f::oc_torque: ok = get_vec3(r, w, o.torque_nm); break;
+      case f::oc_point: ok = get_vec3(r, w, o.point_m); break;
+      case f::oc_duration: ok = get(r, w, o.duration_s); break;
+      case f::oc_value: ok = get(r, w, o.value); break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return false;
+    seen |= bit(field);
   }
-  if (!r.done()) return fail(error, "operator commands (trailing bytes)", r);
-  return true;
+  return !r.failed() && (seen & bit(f::oc_kind));
+}
+
+}  // namespace
+
+bool decode_step_commands(std::string_view bytes, StepCommands& out, std::string* error) {
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0, version = 0;
+  Wire w;
+  out.commands.clear();
+  while (r.next(field, w)) {
+    bool ok = true;
+    std::string_view b;
+    switch (field) {
+      case f::sc_version: ok = get_small(r, w, version, 0xffffffffu); break;
+      case f::sc_step: ok = get(r, w, out.step); break;
+      case f::sc_commands: ok = get(r, w, b) && read_operator_command(b, out.commands.emplace_back()); break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return fail(error, "operator commands", r);
+    seen |= bit(field);
+  }
+  if (r.failed()) return fail(error, "operator commands", r);
+  if ((seen & (bit(f::sc_version) | bit(f::sc_step))) != (bit(f::sc_version) | bit(f::sc_step)))
+    return missing(error, "operator commands");
+  return check_version(version, error, "operator commands");
 }
 
 void encode_safe_replies(const std::vector<Reply>& replies, std::string& out) {
-  ByteWriter w(out);
-  w.u32(recording_format_version);
-  w.u32(static_cast<std::uint32_t>(replies.size()));
-  for (const Reply& r : replies) encode_reply(r, out);
+  pb::Writer w(out);
+  for (const Reply& r : replies) {
+    const std::size_t at = w.begin(f::sf_replies);
+    put_reply(w, r);
+    w.end(at);
+  }
+  w.u64(f::sf_version, recording_format_version);
 }
 
 bool decode_safe_replies(std::string_view bytes, std::vector<Reply>& out, std::string* error) {
-  ByteReader r(bytes);
-  std::uint32_t version, n;
-  if (!r.u32(version) || version != recording_format_version || !r.count(n, 20)) return fail(error, "safe replies", r);
-  out.resize(n);
-  for (Reply& reply : out)
-    if (!decode_reply(r, reply)) return fail(error, "safe replies", r);
-  if (!r.done()) return fail(error, "safe replies (trailing bytes)", r);
-  return true;
+  pb::Reader r(bytes);
+  std::uint32_t field, seen = 0, version = 0;
+  Wire w;
+  out.clear();
+  while (r.next(field, w)) {
+    bool ok = true;
+    std::string_view b;
+    switch (field) {
+      case f::sf_version: ok = get_small(r, w, version, 0xffffffffu); break;
+      case f::sf_replies: ok = get(r, w, b) && read_reply(b, out.emplace_back()); break;
+      default: ok = r.skip(w);
+    }
+    if (!ok) return fail(error, "safe replies", r);
+    seen |= bit(field);
+  }
+  if (r.failed()) return fail(error, "safe replies", r);
+  if (!(seen & bit(f::sf_version))) return missing(error, "safe replies");
+  return check_version(version, error, "safe replies");
 }
 
 std::string serialize_model_params(const WorldModel& model) {

@@ -57,6 +57,11 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
   }
   for (const auto& m : reader.metadata())
     if (m.name == "tether") {
+      const auto version = m.entries.find("format_version");
+      if (version != m.entries.end() && version->second != std::to_string(recording_format_version))
+        return fail("recorded in format version " + version->second + ", this build reads version " +
+                    std::to_string(recording_format_version) +
+                    " (version 1 recordings are read by the Tether release that wrote them)");
       const auto it = m.entries.find("endpoints");
       if (it != m.entries.end() && !it->second.empty()) {
         std::string list = it->second;
@@ -156,7 +161,7 @@ std::optional<Divergence> compare_state(const Recording& recording, const WorldS
   d.replayed_hash = h;
   const std::uint64_t i = k - recording.steps.front().step;
   WorldState rec;
-  if (i < recording.states.size() && deserialize_state(recording.states[i], rec, nullptr) &&
+  if (i < recording.states.size() && decode_state(recording.states[i], rec, nullptr) &&
       rec.bodies.size() == replayed.bodies.size()) {
     static const char* names[13] = {
         "position_m.x",       "position_m.y",       "position_m.z",      "orientation.w",     "orientation.x",

@@ -34,12 +34,8 @@ Vec3 angular_velocity(const WorldModel& model, const WorldState& state, int body
 /// Sets momenta from world-frame velocities.
 void set_velocity(const WorldModel& model, WorldState& state, int body, const Vec3& v_m_s, const Vec3& w_rad_s);
 
-/// Number of doubles in the serialized form of a state with n bodies.
+/// Number of doubles of a body's state (position, quaternion, two momenta).
 constexpr std::size_t state_doubles_per_body = 13;
-/// Appends the state as little-endian bytes (step, time, then 13 doubles per body).
-void serialize_state(const WorldState& state, std::string& out);
-/// Parses serialize_state output; false (and a reason) on a size mismatch.
-bool deserialize_state(std::string_view bytes, WorldState& state, std::string* error);
 /// FNV-1a 64 over the exact bit patterns: equal hashes mean bit-identical states.
 std::uint64_t hash_state(const WorldState& state);
 

@@ -35,7 +35,7 @@ class Writer;
 struct RecordedChannel {
   std::uint16_t id = 0;
   std::string topic;
-  std::string encoding;         // "json" or "x-tether-binary"
+  std::string encoding;         // "json" or "protobuf"
   std::string schema_name;      // empty for channels without a schema
   std::string schema_encoding;  // "jsonschema" or empty
   std::string schema;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a recording holds that replay depends on, and its exact binary layouts
-// (docs/recording.md). Doubles are stored as their IEEE-754 bit patterns, little-endian,
-// so every number round-trips exactly.
+// What a recording holds that replay depends on, and its encodings (docs/recording.md):
+// the replay channels are protobuf messages of tether/recording.proto (docs/recording.proto),
+// doubles as fixed64, so every number's bit pattern round-trips exactly.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +31,8 @@ inline constexpr const char* commands = "/tether/commands";          // operator
 inline constexpr const char* actuators = "/tether/actuators";        // JSON: the actuators' last commands
 }  // namespace topics
 
-inline constexpr std::uint32_t recording_format_version = 1;
+/// 1: little-endian layouts of our own (x-tether-binary); 2: protobuf (tether/recording.proto).
+inline constexpr std::uint32_t recording_format_version = 2;
 
 /// How a step's gather went for one endpoint, and what was applied.
 enum class SlotOutcome : std::uint8_t { fresh = 0, timeout = 1, fault = 2 };
@@ -87,15 +88,19 @@ struct StepCommands {
 void encode_step_commands(const StepCommands& commands, std::string& out);
 bool decode_step_commands(std::string_view bytes, StepCommands& out, std::string* error);
 
-/// Appends a reply (wrenches and measurements) to `out`.
+/// Appends a tether.WorldState message to `out`.
+void encode_state(const WorldState& state, std::string& out);
+bool decode_state(std::string_view bytes, WorldState& state, std::string* error);
+/// Appends a tether.Reply message (wrenches, commands and measurements) to `out`.
 void encode_reply(const Reply& reply, std::string& out);
 void encode_step(const StepRecord& record, std::string& out);
 void encode_keyframe(const Keyframe& keyframe, std::string& out);
 /// Parsers: false with a reason (offset and what was wrong) on malformed input; never read
-/// past the end.
+/// past the end. Unknown fields are skipped; a field Tether always writes must be there, so
+/// a record cut short anywhere is refused.
 bool decode_step(std::string_view bytes, StepRecord& out, std::string* error);
 bool decode_keyframe(std::string_view bytes, Keyframe& out, std::string* error);
-/// What each endpoint's `safe` policy applies (u32 version, u32 n, n replies), so replay
+/// What each endpoint's `safe` policy applies (tether.SafeReplies), so replay
 /// applies exactly that on the recorded misses.
 void encode_safe_replies(const std::vector<Reply>& replies, std::string& out);
 bool decode_safe_replies(std::string_view bytes, std::vector<Reply>& out, std::string* error);
@@ -107,7 +112,7 @@ std::string serialize_model_params(const WorldModel& model);
 void serialize_model_params(const WorldModel& model, std::string& out);
 bool restore_model_params(std::string_view bytes, WorldModel& model, std::string* error);
 
-/// Little-endian byte writer/reader used by the layouts above.
+/// Little-endian byte writer/reader: model parameters and the recorder's own queue items.
 class ByteWriter {
  public:
   explicit ByteWriter(std::string& out) : out_(out) {}
