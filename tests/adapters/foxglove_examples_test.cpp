@@ -112,8 +112,19 @@ TEST_CASE("every example scenario's recording opens in Foxglove without an error
       CHECK(topics.contains("/devices/auv/hull/psd_front"));
       CHECK(topics.contains("/devices/auv/hull/psd_right"));
     }
-    if (name == "default" || name == "qemu_depth_hold" || name == "in_process_depth_hold")
-      CHECK_MESSAGE(topics.contains("/tether/actuators"), name);  // the thruster commands
+    CHECK_MESSAGE(topics.contains("/vehicles/auv/state"), name);
+    if (name == "default" || name == "qemu_depth_hold" || name == "in_process_depth_hold") {
+      // the thruster commands, all together and each on its own topic
+      CHECK_MESSAGE(topics.contains("/tether/actuators"), name);
+      CHECK_MESSAGE(topics.contains("/devices/auv/hull/thruster_vfront"), name);
+    }
+    if (name == "default") CHECK(topics.contains("/endpoints/firmware"));
+    if (name == "tank_trial") {
+      // each feedback processor's figures, and the vehicle's endpoint
+      CHECK(topics.contains("/feedback/model"));
+      CHECK(topics.contains("/feedback/filter"));
+      CHECK(topics.contains("/endpoints/tank"));
+    }
   }
   for (const std::string& name : ran) CHECK_MESSAGE(ok.count(name) == 1, name << " failed the Foxglove check");
   fs::remove_all(root);

@@ -8,11 +8,7 @@
 // Prints one JSON line with what it saw; exits 0 if every check held, 1 otherwise, 2 on
 // usage, 3 when Chromium is missing or would not start.
 
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import WebSocket from "ws";
+import { openChromium, sleep } from "./chromium.mjs";
 
 const pageUrl = process.argv[2];
 if (!pageUrl) {
@@ -22,21 +18,9 @@ if (!pageUrl) {
 
 const failures = [];
 const seen = {};
-let browser;
-let profile;
-let finishing = false;
+let chromium;
 async function finish(code) {
-  finishing = true;
-  if (browser && browser.exitCode === null && browser.signalCode === null) {
-    const exited = new Promise((resolve) => browser.once("exit", resolve));
-    browser.kill("SIGKILL");
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
-  }
-  try {
-    if (profile) rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
-  } catch {
-    // a profile folder left in the temporary directory is no failure of the page
-  }
+  if (chromium) await chromium.close();
   console.log(JSON.stringify({ ok: code === 0 && failures.length === 0, failures, seen }));
   process.exit(code !== 0 ? code : failures.length ? 1 : 0);
 }
@@ -44,93 +28,14 @@ const guard = setTimeout(() => {
   failures.push("timed out (120 s)");
   finish(1);
 }, 120_000);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-const exe = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
-if (!exe) {
-  failures.push("chromium is not installed (scripts/deps.sh installs it)");
-  finish(3);
+try {
+  chromium = await openChromium("dashboard");
+} catch (e) {
+  failures.push(String(e?.message ?? e));
+  await finish(e?.missing ? 3 : 1);
 }
-profile = mkdtempSync(join(tmpdir(), "tether-dashboard-"));
-browser = spawn(
-  exe,
-  [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-extensions",
-    "--remote-debugging-address=127.0.0.1",
-    "--remote-debugging-port=0",
-    `--user-data-dir=${profile}`,
-    "about:blank",
-  ],
-  { stdio: ["ignore", "ignore", "pipe"] },
-);
-let browserErr = "";
-browser.stderr.on("data", (d) => {
-  browserErr = (browserErr + d).slice(-4000);
-});
-browser.on("exit", (code) => {
-  if (!finishing && code !== null && code !== 0) {
-    failures.push(`chromium exited with ${code}: ${browserErr}`);
-    finish(3);
-  }
-});
-
-// the DevTools port Chromium chose
-let port;
-for (let i = 0; i < 600 && !port; i++) {
-  try {
-    port = Number(readFileSync(join(profile, "DevToolsActivePort"), "utf8").split("\n")[0]);
-  } catch {
-    await sleep(100);
-  }
-}
-if (!port) {
-  failures.push(`chromium did not open its DevTools port: ${browserErr}`);
-  finish(3);
-}
-
-let target;
-for (let i = 0; i < 100 && !target; i++) {
-  try {
-    const list = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
-    target = list.find((t) => t.type === "page");
-  } catch {
-    await sleep(100);
-  }
-}
-if (!target) {
-  failures.push("no page target in Chromium");
-  finish(3);
-}
-
-const cdp = new WebSocket(target.webSocketDebuggerUrl);
-await new Promise((resolve, reject) => {
-  cdp.on("open", resolve);
-  cdp.on("error", reject);
-});
-let nextId = 1;
-const waiting = new Map();
-cdp.on("message", (data) => {
-  const m = JSON.parse(data.toString());
-  if (m.id && waiting.has(m.id)) {
-    waiting.get(m.id)(m);
-    waiting.delete(m.id);
-  }
-});
-function send(method, params = {}) {
-  const id = nextId++;
-  cdp.send(JSON.stringify({ id, method, params }));
-  return new Promise((resolve) => waiting.set(id, resolve));
-}
-async function evaluate(expression) {
-  const r = await send("Runtime.evaluate", { expression, returnByValue: true });
-  if (r.error || r.result?.exceptionDetails) throw new Error(JSON.stringify(r.error ?? r.result.exceptionDetails));
-  return r.result.result.value;
-}
+const { send, evaluate } = chromium;
 const state = async () => JSON.parse(await evaluate("JSON.stringify(window.tetherDashboard ?? null)"));
 async function until(what, predicate) {
   for (let i = 0; i < 600; i++) {
@@ -175,7 +80,6 @@ try {
     }
   }
   clearTimeout(guard);
-  cdp.close();
   finish(0);
 } catch (e) {
   failures.push(String(e?.stack ?? e));

@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # Drives a live Tether session from Node: client.mjs with the reference
 # foxglove.websocket.v1 client (@foxglove/ws-protocol), dashboard.mjs with headless
-# Chromium over the DevTools protocol (the built-in page at GET /).
+# Chromium over the DevTools protocol (the built-in page at GET /), report_page.mjs with
+# the same Chromium on HTML files (session reports, bench pages).
 #   tests/live_node/run.sh client.mjs ws://127.0.0.1:PORT
 #   tests/live_node/run.sh dashboard.mjs http://127.0.0.1:PORT/
+#   tests/live_node/run.sh report_page.mjs [--screenshots DIR] [--min-plots N] FILE.html...
 # Installs the npm packages of the committed lockfile once (npm ci) into
 # ${TETHER_BINARY_DIR:-<repo>/build}/node_live (never into the source tree). Exit codes:
 # those of the script (0 every check held, 1 a check failed, 2 usage, 3 no connection or
@@ -15,8 +17,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 prefix="${TETHER_BINARY_DIR:-$here/../../build}/node_live"
 
-if [ "$#" -ne 2 ] || [ ! -f "$here/$1" ]; then
-  echo "usage: $0 client.mjs|dashboard.mjs URL" >&2
+if [ "$#" -lt 2 ] || [ ! -f "$here/${1:-}" ]; then
+  echo "usage: $0 client.mjs|dashboard.mjs URL, or $0 report_page.mjs [options] FILE.html..." >&2
   exit 2
 fi
 script="$1"
@@ -39,8 +41,11 @@ if [ ! -d "$prefix/node_modules/@foxglove/ws-protocol" ] || ! cmp -s "$here/pack
   fi
 fi
 # the script resolves its imports from the folder it sits in
-cp "$here/$script" "$prefix/$script.$$"
-mv -f "$prefix/$script.$$" "$prefix/$script"
+# (and the modules it imports from beside it)
+for f in "$here"/*.mjs; do
+  cp "$f" "$prefix/$(basename "$f").$$"
+  mv -f "$prefix/$(basename "$f").$$" "$prefix/$(basename "$f")"
+done
 flock -u 9
 
 exec node "$prefix/$script" "$@"

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -15,11 +16,14 @@
 #include <map>
 #include <set>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "tether/hal/nmea.hpp"
 #include "tether/loop/in_process.hpp"
+#include "tether/recording/foxglove_schemas.hpp"
 #include "tether/recording/mcap_reader.hpp"
 #include "tether/recording/recorder.hpp"
 #include "tether/report/report.hpp"
@@ -212,7 +216,7 @@ std::vector<std::size_t> path_points(const std::string& html) {
   for (auto at = html.find(open); at != std::string::npos; at = html.find(open, at + 1)) {
     const auto begin = at + open.size();
     const std::string d = html.substr(begin, html.find('"', begin) - begin);
-    out.push_back(count(d, "M") + count(d, "L"));
+    out.push_back(count(d, "M") + count(d, "L") + count(d, "V"));  // a step line's point is H x V y
   }
   return out;
 }
@@ -387,24 +391,59 @@ TEST_CASE("the report of a real session shows the depth goal the controller held
 
   // what the controller saw: each sensor's samples on its own channel, as delivered (the
   // depth sensor every step with its noise, the 20 Hz compass every fifth step)
-  std::map<std::string, std::vector<nlohmann::json>> sensors;
+  // and what it did: each thruster's commands on its own channel, as received
+  std::map<std::string, std::vector<nlohmann::json>> sensors, commands;
   for (const auto& [id, ch] : reader.channels())
     if (ch.topic.rfind("/devices/", 0) == 0) {
       CHECK(ch.message_encoding == "json");
       REQUIRE(reader.schema(ch.schema_id) != nullptr);
-      CHECK(reader.schema(ch.schema_id)->name == "tether.SensorReading");
-      sensors[ch.topic];
+      const std::string& schema = reader.schema(ch.schema_id)->name;
+      CHECK((schema == "tether.SensorReading" || schema == "tether.ActuatorCommand"));
+      (schema == "tether.SensorReading" ? sensors : commands)[ch.topic];
     }
-  CHECK(sensors.size() == 2);  // the thrusters are actuators: /tether/actuators has them
+  CHECK(sensors.size() == 2);
+  CHECK(commands.size() == 4);
   REQUIRE(reader.open(path, &error));
-  double vehicle_depth = 0;  // the AUV's depth after the last step (the projected state is what is sensed)
+  double vehicle_depth = 0;            // the AUV's depth after the last step (the projected state is what is sensed)
+  std::vector<double> vfront_by_step;  // from /tether/actuators
+  std::vector<nlohmann::json> vehicles, states, endpoint;
   while (reader.next(msg)) {
+    if (reader.channel(msg.channel_id)->message_encoding != "json") continue;
     const std::string& topic = reader.channel(msg.channel_id)->topic;
-    if (topic.rfind("/devices/", 0) != 0 && topic != "/tether/vehicles") continue;
     const auto j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(msg.data.data()), msg.data.size()));
-    if (topic.rfind("/devices/", 0) == 0) sensors[topic].push_back(j);
+    if (sensors.count(topic)) sensors[topic].push_back(j);
+    if (commands.count(topic)) commands[topic].push_back(j);
+    if (topic == "/tether/vehicles") vehicles.push_back(j);
+    if (topic == "/vehicles/auv/state") states.push_back(j);
+    if (topic == "/endpoints/controller") endpoint.push_back(j);
     if (topic == "/tether/vehicles" && j["step"] == 599) vehicle_depth = j["vehicles"][0]["depth_m"];
+    if (topic == "/tether/actuators")
+      for (const auto& a : j["actuators"])
+        if (a["name"] == "auv.hull.thruster_vfront") vfront_by_step.push_back(a["value"].get<double>());
   }
+  // the controller answers every step: one command per thruster per step, the same values
+  // /tether/actuators shows
+  const auto& vf = commands["/devices/auv/hull/thruster_vfront"];
+  REQUIRE(vf.size() == 600);
+  REQUIRE(vfront_by_step.size() == 600);
+  for (std::size_t k = 0; k < 600; k += 37) {
+    CHECK(vf[k]["step"] == k);
+    CHECK(vf[k]["endpoint"] == "controller");
+    CHECK(vf[k]["value"].get<double>() == vfront_by_step[k]);
+  }
+  // the vehicle's own topic carries its entry of /tether/vehicles, with the step
+  REQUIRE(states.size() == 600);
+  REQUIRE(vehicles.size() == 600);
+  for (std::size_t k = 0; k < 600; k += 53) {
+    nlohmann::json entry = vehicles[k]["vehicles"][0];
+    entry["step"] = vehicles[k]["step"];
+    CHECK(states[k] == entry);
+  }
+  // the endpoint's own topic: every reply came in time, so each step applied the reply
+  REQUIRE(endpoint.size() == 600);
+  CHECK(endpoint[599]["outcome"] == "fresh");
+  CHECK(endpoint[599]["action"] == "reply");
+  CHECK(endpoint[599]["step"] == 599);
   const auto& depth = sensors["/devices/auv/hull/depth"];
   REQUIRE(depth.size() == 600);
   CHECK(depth[599]["step"] == 599);
@@ -553,6 +592,27 @@ TEST_CASE("every JSON message the recorder writes parses and has the documented 
       CHECK(j["rotation"]["w"].is_number());
       // the rotation is exactly the state's, not a rounded copy
       CHECK(std::abs(j["rotation"]["w"].get<double>()) <= 1.0);
+    } else if (ch->topic == "/vehicles/auv/state") {
+      CHECK(j["name"] == "auv");
+      CHECK(j["step"].is_number_unsigned());
+      CHECK(j["depth_m"].get<double>() == doctest::Approx(-j["z_m"].get<double>()));
+    } else if (ch->topic == "/endpoints/tank") {
+      // what the loop applied: the reply when fresh, else the endpoint's policy (safe)
+      const int k = j["step"];
+      const std::string want = k >= 1400 ? "fault" : (k >= 500 && k < 540) ? "timeout" : "fresh";
+      CHECK(j["outcome"] == want);
+      CHECK(j["action"] == (want == "fresh" ? "reply" : "safe"));
+      CHECK((want == "fresh") == (j["round_trip_ns"].get<std::uint64_t>() > 0));
+    } else if (ch->topic == "/endpoints/ctl") {
+      CHECK(j["action"] == "reply");
+    } else if (ch->topic == "/feedback/kalman") {
+      // the same figures as /tether/feedback, by name and without an index
+      const double t = j["step"].get<int>() * 0.01;
+      CHECK(j["gain"].get<double>() == doctest::Approx(0.5 + 0.4 * std::exp(-t)));
+      CHECK(j["innovation_m"].is_number());
+      CHECK(j.size() == 3);
+    } else if (ch->topic == "/feedback/estimate") {
+      CHECK(j["drag"].is_number());
     } else if (ch->topic.rfind("/vehicles/auv/", 0) == 0) {
       CHECK(j["frame_id"] == "world");
       CHECK(j["pose"]["position"]["x"].is_number());
@@ -570,6 +630,81 @@ TEST_CASE("every JSON message the recorder writes parses and has the documented 
   CHECK(seen["/vehicles/auv/measured"] == 150);
   CHECK(seen["/tether/summary"] == 1);
   CHECK(seen["/scene"] == 1);
+  CHECK(seen["/vehicles/auv/state"] == 300);
+  CHECK(seen["/endpoints/tank"] == 300);
+  CHECK(seen["/endpoints/ctl"] == 300);
+  CHECK(seen["/feedback/kalman"] == 300);
+  CHECK(seen["/feedback/estimate"] == 300);
+}
+
+TEST_CASE("a GPS at the surface gives its fixes as foxglove.LocationFix, the same position as its readings") {
+  const Scenario sc = parse_scenario(R"(name: gps_fix
+world:
+  gravity_m_s2: [0, 0, -9.81]
+  water: {density_kg_m3: 1025, surface_z_m: 0}
+vehicles:
+  - name: boat
+    bodies:
+      - name: hull
+        shape: {type: box, size_m: [1, 0.5, 0.3]}
+        mass_kg: 20
+        initial: {position_m: [30, -40, 0], velocity_m_s: [1, 0.5, 0]}
+        devices:
+          - {name: gps, kind: gps, mount: {position_m: [0, 0, 0.3]}, rate_hz: 10,
+             params: {datum_lat_deg: 43.07, datum_lon_deg: -70.71, surface_tolerance_m: 1.0}}
+loop: {period_ms: 10, steps: 100}
+endpoints: []
+)",
+                                     "gps_fix.yaml");
+  SessionOptions o;
+  o.steps = 100;
+  o.real_time_factor = 0;
+  Session session(sc, {}, o);
+  const std::string path = temp_path("gps_fix.mcap");
+  Recorder recorder(sc, {}, {});
+  std::string error;
+  REQUIRE(recorder.open(path, &error));
+  session.set_recorder(&recorder);
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  REQUIRE(recorder.close(session.summary(), &error));
+  mcap::Reader reader;
+  REQUIRE(reader.open(path, &error));
+  std::map<std::string, std::vector<nlohmann::json>> by_topic;
+  mcap::MessageView msg;
+  while (reader.next(msg)) {
+    const mcap::Channel* ch = reader.channel(msg.channel_id);
+    if (ch->topic == "/devices/boat/hull/gps/fix") {
+      CHECK(reader.schema(ch->schema_id)->name == "foxglove.LocationFix");
+      CHECK(reader.schema(ch->schema_id)->data == foxglove_schema("foxglove.LocationFix"));
+    }
+    if (ch->message_encoding != "json") continue;
+    by_topic[ch->topic].push_back(
+        nlohmann::json::parse(std::string(reinterpret_cast<const char*>(msg.data.data()), msg.data.size())));
+  }
+  const auto& readings = by_topic["/devices/boat/hull/gps"];
+  const auto& fixes = by_topic["/devices/boat/hull/gps/fix"];
+  REQUIRE(readings.size() == 10);  // 10 Hz for 1 s
+  std::size_t valid = 0;
+  for (const auto& r : readings) valid += r["valid"].get<bool>();
+  REQUIRE(valid > 0);
+  REQUIRE(fixes.size() == valid);  // a fix per valid reading, none without one
+  std::size_t f = 0;
+  for (const auto& r : readings) {
+    if (!r["valid"].get<bool>()) continue;
+    const auto& fix = fixes[f++];
+    const tether::hal::GeoPoint want = tether::hal::local_to_geodetic(
+        43.07, -70.71, 0, r["values"][0].get<double>(), r["values"][1].get<double>(), r["values"][2].get<double>());
+    CHECK(fix["latitude"].get<double>() == want.lat_deg);
+    CHECK(fix["longitude"].get<double>() == want.lon_deg);
+    CHECK(fix["altitude"].get<double>() == want.alt_m);
+    CHECK(fix["frame_id"] == "boat");
+    CHECK(fix["position_covariance"].size() == 9);
+    CHECK(fix["position_covariance_type"] == 0);
+  }
+  // 30 m east and 40 m south of the datum: north of the datum is a larger latitude
+  CHECK(fixes[0]["latitude"].get<double>() < 43.07);
+  CHECK(fixes[0]["longitude"].get<double>() > -70.71);
 }
 
 TEST_CASE("names with quotes and control characters are escaped in the JSON channels") {
@@ -673,4 +808,97 @@ TEST_CASE(
   CHECK(near(seabed["pose"]["position"], -15, -6, -6));
   CHECK(near(seabed["points"][30], 30, 0, 1.5));  // the east end of the first row, 1.5 m up
   for (const auto& i : seabed["indices"]) CHECK(i.get<std::size_t>() < 31 * 13);
+}
+
+namespace {
+
+// tests/live_node/report_page.mjs on some pages: its exit code and output (3: no Chromium)
+int check_pages(const std::string& args, std::string& out) {
+  const std::string cmd = "TETHER_BINARY_DIR=" TETHER_BINARY_DIR " bash " TETHER_SOURCE_DIR
+                          "/tests/live_node/run.sh report_page.mjs " +
+                          args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+bool chromium_available() {
+  return std::getenv("TETHER_SKIP_NODE_VALIDATION") == nullptr &&
+         std::system("command -v node >/dev/null && command -v npm >/dev/null && command -v chromium >/dev/null") == 0;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "reports and plots render in headless Chromium: no script error, every plot drawn, no page stylesheet needed") {
+  if (!chromium_available()) {
+    MESSAGE("node, npm or chromium not found (or TETHER_SKIP_NODE_VALIDATION set): skipping the browser check");
+    return;
+  }
+  const std::string shots = std::string(TETHER_BINARY_DIR) + "/test_output/screenshots";
+  std::filesystem::create_directories(shots);
+  // a long synthetic session (misses, faults, feedback, commands) and a real one
+  std::string error;
+  const std::string synthetic = temp_path("browser_synthetic.html");
+  REQUIRE(write_report(write_synthetic("browser_synthetic.mcap", 1500, true), synthetic, &error));
+  tether::examples::register_example_controllers();
+  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
+  SessionOptions o;
+  o.steps = 1500;
+  o.real_time_factor = 0;
+  Session session(sc, std::move(eps), o);
+  const std::string rec = temp_path("browser_depth_hold.mcap");
+  Recorder recorder(sc, {"controller"}, {});
+  REQUIRE(recorder.open(rec, &error));
+  session.set_recorder(&recorder);
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  REQUIRE(recorder.close(session.summary(), &error));
+  const std::string real = temp_path("browser_depth_hold.html");
+  REQUIRE(write_report(rec, real, &error));
+  // plots alone in a page without the report's stylesheet, as bench/correction writes them
+  svg::Plot plot;
+  plot.title = "bare page";
+  plot.x_label = "x";
+  plot.y_label = "y";
+  svg::Line l;
+  l.x = {0, 1, 2, 3};
+  l.y = {1, 0.5, 0.8, 0.2};
+  l.step = true;
+  plot.lines.push_back(l);
+  const std::string bare = temp_path("browser_bare_plot.html");
+  std::ofstream(bare) << "<!doctype html><html><head><meta charset=\"utf-8\"><title>bare</title></head><body>"
+                      << svg::render(plot) << "</body></html>";
+
+  std::string out;
+  const int code = check_pages("--screenshots " + shots + " --min-plots 1 " + synthetic + " " + real + " " + bare, out);
+  INFO(out);
+  REQUIRE(code != 3);
+  CHECK(code == 0);
+  CHECK(out.find("\"plots\":0") == std::string::npos);
+  CHECK(std::filesystem::exists(shots + "/browser_depth_hold.png"));
+  // the verdict comes first, before the summary table
+  const std::string html = read(real);
+  CHECK(html.find("PASS</b>") < html.find("<h2>Summary</h2>"));
+
+  // and the check fails a page that a reader would see broken: a script error, a request
+  // outside the file, a plot whose frame relies on a stylesheet the page lacks
+  const std::string broken = temp_path("browser_broken.html");
+  std::ofstream(broken)
+      << "<!doctype html><html><head><title>broken</title></head><body>"
+      << "<svg class=\"plot\" width=\"200\" height=\"100\"><text>a</text><text>b</text><text>c</text>"
+      << "<path d=\"M0 0L10 10\"/><rect class=\"frame\" x=\"10\" y=\"10\" width=\"100\" height=\"50\"/>"
+      << "</svg><img src=\"http://127.0.0.1:9/x.png\"><script>undefined_function();</script>"
+      << "</body></html>";
+  std::string bad_out;
+  CHECK(check_pages(broken, bad_out) == 1);
+  CHECK(bad_out.find("script error") != std::string::npos);
+  CHECK(bad_out.find("request outside the page") != std::string::npos);
+  CHECK(bad_out.find("filled frame") != std::string::npos);
 }

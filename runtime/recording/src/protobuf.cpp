@@ -9,42 +9,96 @@ namespace tether::runtime::pb {
 
 static_assert(std::endian::native == std::endian::little, "fixed64 fields are copied as little-endian");
 
-void Writer::varint(std::uint64_t v) {
+namespace {
+
+// writes v as a varint at p; returns the end
+char* put_varint(char* p, std::uint64_t v) {
   while (v >= 0x80) {
-    out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    *p++ = static_cast<char>((v & 0x7f) | 0x80);
     v >>= 7;
   }
-  out_.push_back(static_cast<char>(v));
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+}  // namespace
+
+// each field is assembled on the stack and appended once (a push_back per byte costs more)
+void Writer::varint(std::uint64_t v) {
+  char buf[10];
+  out_.append(buf, static_cast<std::size_t>(put_varint(buf, v) - buf));
+}
+
+void Writer::tag(std::uint32_t field, Wire wire) {
+  varint((std::uint64_t{field} << 3) | static_cast<std::uint8_t>(wire));
+}
+
+void Writer::u64(std::uint32_t field, std::uint64_t v) {
+  char buf[20];
+  char* p = put_varint(buf, (std::uint64_t{field} << 3) | static_cast<std::uint8_t>(Wire::varint));
+  out_.append(buf, static_cast<std::size_t>(put_varint(p, v) - buf));
 }
 
 void Writer::fixed64(std::uint32_t field, std::uint64_t v) {
-  tag(field, Wire::i64);
-  out_.append(reinterpret_cast<const char*>(&v), 8);
+  char buf[18];
+  char* p = put_varint(buf, (std::uint64_t{field} << 3) | static_cast<std::uint8_t>(Wire::i64));
+  std::memcpy(p, &v, 8);
+  out_.append(buf, static_cast<std::size_t>(p + 8 - buf));
 }
 
 void Writer::f64(std::uint32_t field, double v) { fixed64(field, std::bit_cast<std::uint64_t>(v)); }
 
 void Writer::bytes(std::uint32_t field, std::string_view v) {
-  tag(field, Wire::len);
-  varint(v.size());
+  char buf[20];
+  char* p = put_varint(buf, (std::uint64_t{field} << 3) | static_cast<std::uint8_t>(Wire::len));
+  out_.append(buf, static_cast<std::size_t>(put_varint(p, v.size()) - buf));
   out_.append(v);
 }
 
+namespace {
+
+// a tagged double at p (tag byte for fields 1..15, then the 8 bytes); returns the end
+char* put_double(char* p, std::uint32_t field, double v) {
+  *p++ = static_cast<char>((field << 3) | 1);
+  std::memcpy(p, &v, 8);
+  return p + 8;
+}
+
+}  // namespace
+
+// the nested messages of doubles are assembled on the stack and appended at once: the loop
+// encodes two states per step with them
 void Writer::vec3(std::uint32_t field, const Vec3& v) {
-  tag(field, Wire::len);
-  out_.push_back(27);  // three tagged doubles
-  f64(1, v.x());
-  f64(2, v.y());
-  f64(3, v.z());
+  char buf[2 + 27];
+  char* p = buf;
+  *p++ = static_cast<char>((field << 3) | 2);
+  *p++ = 27;  // three tagged doubles
+  p = put_double(p, 1, v.x());
+  p = put_double(p, 2, v.y());
+  put_double(p, 3, v.z());
+  if (field < 16) {
+    out_.append(buf, sizeof buf);
+    return;
+  }
+  tag(field, Wire::len);  // a longer tag, then the rest
+  out_.append(buf + 1, sizeof buf - 1);
 }
 
 void Writer::quat(std::uint32_t field, const Quat& q) {
-  tag(field, Wire::len);
-  out_.push_back(36);
-  f64(1, q.x());
-  f64(2, q.y());
-  f64(3, q.z());
-  f64(4, q.w());
+  char buf[2 + 36];
+  char* p = buf;
+  *p++ = static_cast<char>((field << 3) | 2);
+  *p++ = 36;
+  p = put_double(p, 1, q.x());
+  p = put_double(p, 2, q.y());
+  p = put_double(p, 3, q.z());
+  put_double(p, 4, q.w());
+  if (field < 16) {
+    out_.append(buf, sizeof buf);
+    return;
+  }
+  tag(field, Wire::len);  // a longer tag, then the rest
+  out_.append(buf + 1, sizeof buf - 1);
 }
 
 void Writer::packed_f64(std::uint32_t field, const double* v, std::size_t n) {
@@ -56,8 +110,10 @@ void Writer::packed_f64(std::uint32_t field, const double* v, std::size_t n) {
 // one byte is reserved for the length: most nested messages are shorter than 128 bytes;
 // a longer one moves its body up by the extra length bytes
 std::size_t Writer::begin(std::uint32_t field) {
-  tag(field, Wire::len);
-  out_.push_back(0);
+  char buf[11];
+  char* p = put_varint(buf, (std::uint64_t{field} << 3) | static_cast<std::uint8_t>(Wire::len));
+  *p++ = 0;
+  out_.append(buf, static_cast<std::size_t>(p - buf));
   return out_.size();
 }
 

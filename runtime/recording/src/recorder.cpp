@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tether/hal/device_bank.hpp"
+#include "tether/hal/nmea.hpp"
 #include "tether/physics/heading.hpp"
 #include "tether/recording/mcap_writer.hpp"
 #include "tether/recording/protobuf.hpp"
@@ -136,6 +137,17 @@ struct JsonText {
   }
 };
 
+// what an endpoint's timeout policy applied on a miss, as /endpoints/NAME's action
+const char* policy_word(TimeoutPolicy p) {
+  switch (p) {
+    case TimeoutPolicy::block: return "\"block\"";
+    case TimeoutPolicy::hold: return "\"hold\"";
+    case TimeoutPolicy::safe: return "\"safe\"";
+    case TimeoutPolicy::abort: return "\"abort\"";
+  }
+  return "\"hold\"";
+}
+
 // the JSON channels' schemas, so a plot path can be picked from a list (docs/recording.md)
 constexpr const char* timing_schema =
     R"({"title":"tether.Timing","description":"one step: its wall time and each endpoint's round trip",)"
@@ -173,6 +185,36 @@ constexpr const char* feedback_schema =
     R"({"title":"tether.Feedback","description":"each feedback processor's figures after the step",)"
     R"("type":"object","properties":{"step":{"type":"integer"},"processors":{"type":"object",)"
     R"("additionalProperties":{"type":"object","additionalProperties":{"type":"number"}}}}})";
+
+constexpr const char* vehicle_state_schema =
+    R"({"title":"tether.VehicleState","description":"one vehicle after the step, as in tether.Vehicles",)"
+    R"("type":"object","properties":{"step":{"type":"integer"},)"
+    R"("name":{"type":"string"},"x_m":{"type":"number"},"y_m":{"type":"number"},"z_m":{"type":"number"},)"
+    R"("depth_m":{"type":"number"},"heading_deg":{"type":"number"},"yaw_deg":{"type":"number"},)"
+    R"("roll_deg":{"type":"number"},"pitch_deg":{"type":"number"},"speed_m_s":{"type":"number"},)"
+    R"("projected":{"type":"object","properties":{"x_m":{"type":"number"},"y_m":{"type":"number"},)"
+    R"("z_m":{"type":"number"}}},"measured":{"type":"object","properties":{"x_m":{"type":"number"},)"
+    R"("y_m":{"type":"number"},"z_m":{"type":"number"}}}}})";
+constexpr const char* endpoint_step_schema =
+    R"({"title":"tether.EndpointStep","description":"one endpoint in one step: how its reply came and what )"
+    R"(the loop applied","type":"object","properties":{"step":{"type":"integer"},)"
+    R"("outcome":{"enum":["fresh","timeout","fault"]},"round_trip_ns":{"type":"integer",)"
+    R"("description":"publish to reply; 0 unless fresh"},"action":{"enum":["reply","hold","safe","block","abort"],)"
+    R"("description":"reply: its fresh reply; otherwise what its timeout policy applied"}}})";
+constexpr const char* actuator_command_schema =
+    R"({"title":"tether.ActuatorCommand","description":"an actuator's command as it came in an endpoint's )"
+    R"(fresh reply (a firmware ACTUATE, an in-process controller), in the device's units, see docs/devices.md",)"
+    R"("type":"object","properties":{"step":{"type":"integer"},"endpoint":{"type":"string"},)"
+    R"("value":{"type":"number","description":"the first channel"},)"
+    R"("values":{"type":"array","items":{"type":"number"}}}})";
+
+// a processor's figures: its record fields by name
+std::string processor_schema(const std::string& name, const std::vector<std::string>& fields) {
+  std::string s = R"({"title":"tether.ProcessorFigures","description":"feedback processor )" + name +
+                  R"( after the step, see docs/feedback.md","type":"object","properties":{"step":{"type":"integer"})";
+  for (const auto& f : fields) s += ",\"" + f + R"(":{"type":"number"})";
+  return s + "}}";
+}
 
 std::string sensor_reading_schema() {
   return R"({"title":"tether.SensorReading","description":"a sensor's new sample as the endpoints were sent it )"
@@ -461,6 +503,25 @@ bool Recorder::open(const std::string& path, std::string* error) {
     ch_sensor_[d] =
         channel(sensor_schema, "/devices/" + spec.name.vehicle + "/" + spec.name.part + "/" + spec.name.device, "json");
   }
+  // what the firmware did: one channel per actuator, a message per command received
+  std::uint16_t command_schema = 0;
+  for (std::size_t d = 0; d < scenario_.devices.size(); ++d) {
+    const auto& spec = scenario_.devices[d];
+    if (!hal::kind_info(spec.kind).actuator) continue;
+    if (!command_schema) command_schema = schema("tether.ActuatorCommand", "jsonschema", actuator_command_schema);
+    ch_sensor_[d] = channel(command_schema,
+                            "/devices/" + spec.name.vehicle + "/" + spec.name.part + "/" + spec.name.device, "json");
+  }
+  // a GPS's fixes as Foxglove's LocationFix too (its Map panel)
+  ch_fix_.assign(scenario_.devices.size(), 0);
+  std::uint16_t fix_schema = 0;
+  for (std::size_t d = 0; d < scenario_.devices.size(); ++d) {
+    const auto& spec = scenario_.devices[d];
+    if (spec.kind != TETHER_KIND_GPS) continue;
+    if (!fix_schema) fix_schema = foxglove("foxglove.LocationFix");
+    ch_fix_[d] = channel(
+        fix_schema, "/devices/" + spec.name.vehicle + "/" + spec.name.part + "/" + spec.name.device + "/fix", "json");
+  }
   actuator_values_.assign(scenario_.devices.size(), {});
   actuator_names_.clear();
   for (const auto& spec : scenario_.devices) actuator_names_.push_back(spec.name.full());
@@ -471,7 +532,14 @@ bool Recorder::open(const std::string& path, std::string* error) {
       break;
     }
   ch_commands_ = channel(proto("tether.StepCommands"), topics::commands, "protobuf");
+  const auto state_s = schema("tether.VehicleState", "jsonschema", vehicle_state_schema);
+  const auto endpoint_s = schema("tether.EndpointStep", "jsonschema", endpoint_step_schema);
+  for (const auto& name : endpoint_names_) ch_endpoint_.push_back(channel(endpoint_s, "/endpoints/" + name, "json"));
+  for (const auto& [name, fields] : processor_fields_)
+    ch_processor_.push_back(channel(schema("tether.ProcessorFigures", "jsonschema", processor_schema(name, fields)),
+                                    "/feedback/" + name, "json"));
   for (const auto& v : scenario_.model.vehicles) {
+    ch_vehicle_state_.push_back(channel(state_s, "/vehicles/" + v.name + "/state", "json"));
     ch_pose_.push_back(channel(pose_schema, "/vehicles/" + v.name + "/pose", "json"));
     ch_projected_.push_back(channel(pose_schema, "/vehicles/" + v.name + "/projected", "json"));
     ch_measured_.push_back(channel(pose_schema, "/vehicles/" + v.name + "/measured", "json"));
@@ -778,12 +846,38 @@ void Recorder::write_sensors(std::uint64_t t) {
     }
     j.raw("]}");
     out(ch_sensor_[d], t, text_);
+    if (ch_fix_[d] && valid && channels >= 3) write_fix(t, d, v);
   }
+}
+
+// a GPS fix as foxglove.LocationFix: the reading's metres east, north and up from the datum
+// converted as the device converts them for its NMEA sentence
+void Recorder::write_fix(std::uint64_t t, std::size_t device, const double* enu) {
+  const hal::DeviceSpec& spec = scenario_.devices[device];
+  const auto& gps = std::get<hal::GpsParams>(spec.params);
+  const hal::GeoPoint p =
+      hal::local_to_geodetic(gps.datum_lat_deg, gps.datum_lon_deg, gps.datum_alt_m, enu[0], enu[1], enu[2]);
+  text_.clear();
+  JsonText j{text_};
+  j.open();
+  j.key("timestamp");
+  j.stamp(static_cast<std::int64_t>(t));
+  j.raw(",\"frame_id\":");
+  j.str(spec.name.vehicle);
+  j.field("latitude", p.lat_deg);
+  j.field("longitude", p.lon_deg);
+  j.field("altitude", p.alt_m);
+  // no covariance is known to the reader: type 0 (unknown), zeros
+  j.raw(",\"position_covariance\":[0,0,0,0,0,0,0,0,0],\"position_covariance_type\":0");
+  j.close();
+  out(ch_fix_[device], t, text_);
 }
 
 // the actuators' last commands: what the firmware (or controller) asked for, to plot
 void Recorder::write_actuators(std::uint64_t t) {
-  for (const SlotRecord& slot : record_.slots) {
+  JsonText j{text_};
+  for (std::size_t e = 0; e < record_.slots.size(); ++e) {
+    const SlotRecord& slot = record_.slots[e];
     if (slot.outcome != SlotOutcome::fresh) continue;
     for (const DeviceCommand& c : slot.reply.commands) {
       if (c.device >= scenario_.devices.size()) continue;
@@ -794,10 +888,24 @@ void Recorder::write_actuators(std::uint64_t t) {
       if (n <= 0) continue;
       std::copy(v, v + n, actuator_values_[c.device].begin());
       actuator_channels_[c.device] = n;
+      // the command as received, on the actuator's own topic
+      if (!ch_sensor_[c.device]) continue;
+      text_.clear();
+      j.raw("{\"step\":");
+      j.num(record_.step);
+      j.raw(",\"endpoint\":");
+      j.str(e < endpoint_names_.size() ? std::string_view(endpoint_names_[e]) : std::string_view("?"));
+      j.field("value", v[0]);
+      j.raw(",\"values\":[");
+      for (int i = 0; i < n; ++i) {
+        if (i) j.comma();
+        j.num(v[i]);
+      }
+      j.raw("]}");
+      out(ch_sensor_[c.device], t, text_);
     }
   }
   text_.clear();
-  JsonText j{text_};
   j.raw("{\"step\":");
   j.num(record_.step);
   j.raw(",\"actuators\":[");
@@ -879,27 +987,39 @@ void Recorder::write_views(std::uint64_t t) {
     }
     const Vec3 vel = linear_velocity(m, actual_, b);
     const Vec3 rpy = rpy_from_quat(s.orientation) * (180 / std::numbers::pi);
-    if (vi) vj.comma();
-    vj.raw("{\"name\":");
-    vj.str(v.name);
-    vj.field("x_m", s.position_m.x());
-    vj.field("y_m", s.position_m.y());
-    vj.field("z_m", s.position_m.z());
-    if (m.water.present) vj.field("depth_m", m.water.surface_z_m - s.position_m.z());
+    // the vehicle's fields once: in /tether/vehicles' array and on its own /vehicles/V/state
+    item_text_.clear();
+    JsonText ij{item_text_};
+    ij.raw("\"name\":");
+    ij.str(v.name);
+    ij.field("x_m", s.position_m.x());
+    ij.field("y_m", s.position_m.y());
+    ij.field("z_m", s.position_m.z());
+    if (m.water.present) ij.field("depth_m", m.water.surface_z_m - s.position_m.z());
     // a compass heading (clockwise from north, [0, 360)) as goals and expectations use; yaw
     // counter-clockwise from east
-    vj.field("heading_deg", compass_from_yaw_deg(rpy.z()));
-    vj.field("yaw_deg", rpy.z());
-    vj.field("roll_deg", rpy.x());
-    vj.field("pitch_deg", rpy.y());
-    vj.field("speed_m_s", vel.norm());
-    vj.raw(",\"projected\":");
-    vj.xyz_m(p.position_m);
+    ij.field("heading_deg", compass_from_yaw_deg(rpy.z()));
+    ij.field("yaw_deg", rpy.z());
+    ij.field("roll_deg", rpy.x());
+    ij.field("pitch_deg", rpy.y());
+    ij.field("speed_m_s", vel.norm());
+    ij.raw(",\"projected\":");
+    ij.xyz_m(p.position_m);
     if (measured_[vi]) {
-      vj.raw(",\"measured\":");
-      vj.xyz_m(measured_[vi]->position_m);
+      ij.raw(",\"measured\":");
+      ij.xyz_m(measured_[vi]->position_m);
     }
-    vj.close();
+    if (vi) vj.comma();
+    vj.raw("{");
+    vj.raw(item_text_);
+    vj.raw("}");
+    text_.clear();
+    j.raw("{\"step\":");
+    j.num(record_.step);
+    j.raw(",");
+    j.raw(item_text_);
+    j.raw("}");
+    out(ch_vehicle_state_[vi], t, text_);
   }
   vj.raw("]}");
   out(ch_vehicles_, t, vehicles_text_);
@@ -924,6 +1044,23 @@ void Recorder::write_views(std::uint64_t t) {
   j.raw("]}");
   out(ch_timing_, t, text_);
 
+  // each endpoint on its own topic, with what the loop applied for it
+  for (std::size_t i = 0; i < record_.slots.size() && i < ch_endpoint_.size(); ++i) {
+    const SlotRecord& slot = record_.slots[i];
+    text_.clear();
+    j.raw("{\"step\":");
+    j.num(record_.step);
+    j.raw(slot.outcome == SlotOutcome::fresh     ? ",\"outcome\":\"fresh\""
+          : slot.outcome == SlotOutcome::timeout ? ",\"outcome\":\"timeout\""
+                                                 : ",\"outcome\":\"fault\"");
+    j.raw(",\"round_trip_ns\":");
+    j.num(slot.round_trip_ns);
+    j.raw(",\"action\":");
+    j.raw(slot.outcome == SlotOutcome::fresh ? "\"reply\"" : policy_word(scenario_.endpoints[i].policy));
+    j.raw("}");
+    out(ch_endpoint_[i], t, text_);
+  }
+
   if (!processor_fields_.empty()) {
     text_.clear();
     j.raw("{\"step\":");
@@ -945,6 +1082,22 @@ void Recorder::write_views(std::uint64_t t) {
     }
     j.raw("}}");
     out(ch_feedback_, t, text_);
+    // each processor on its own topic: `/feedback/NAME.FIELD` plots without an index
+    std::size_t from = 0;
+    for (std::size_t pi = 0; pi < processor_fields_.size() && pi < ch_processor_.size(); ++pi) {
+      const auto& fields = processor_fields_[pi].second;
+      text_.clear();
+      j.raw("{\"step\":");
+      j.num(record_.step);
+      for (const std::string& f : fields) {
+        j.raw(",");
+        j.str(f);
+        j.raw(":");
+        j.num(from < values_.size() ? values_[from++] : 0.0);
+      }
+      j.raw("}");
+      out(ch_processor_[pi], t, text_);
+    }
   }
 }
 

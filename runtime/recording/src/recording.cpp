@@ -207,10 +207,10 @@ void put_reply(pb::Writer& w, const Reply& reply) {
   for (const DeviceCommand& c : reply.commands) {
     // a size beyond the payload buffer would write a record the decoder refuses: clamp it
     const auto size = std::min<std::size_t>(c.size, c.bytes.size());
-    const std::size_t at = w.begin(f::r_commands);
-    w.u64(f::dc_device, c.device);
-    w.bytes(f::dc_payload, std::string_view(reinterpret_cast<const char*>(c.bytes.data()), size));
-    w.end(at);
+    pb::Chunk<32> m;  // device (at most 4 bytes with its tag), payload (at most 18)
+    m.u64(f::dc_device, c.device);
+    m.raw(f::dc_payload, c.bytes.data(), size);
+    w.bytes(f::r_commands, m.view());
   }
   for (const Measurement& m : reply.measurements) {
     const std::size_t at = w.begin(f::r_measurements);
@@ -324,16 +324,18 @@ bool check_version(std::uint32_t version, std::string* error, const char* what) 
 void encode_state(const WorldState& state, std::string& out) {
   pb::Writer w(out);
   for (const BodyState& b : state.bodies) {
-    const std::size_t at = w.begin(f::ws_bodies);
-    w.vec3(f::bs_position, b.position_m);
-    w.quat(f::bs_orientation, b.orientation);
-    w.vec3(f::bs_linear, b.linear_momentum);
-    w.vec3(f::bs_angular, b.angular_momentum);
-    w.end(at);
+    pb::Chunk<128> c;  // 29 + 38 + 29 + 29 bytes
+    c.vec3(f::bs_position, b.position_m);
+    c.quat(f::bs_orientation, b.orientation);
+    c.vec3(f::bs_linear, b.linear_momentum);
+    c.vec3(f::bs_angular, b.angular_momentum);
+    w.bytes(f::ws_bodies, c.view());
   }
   // step and time last: a record cut at a field boundary lacks them
-  w.u64(f::ws_step, state.step);
-  w.i64(f::ws_time, state.time_ns);
+  pb::Chunk<24> tail;
+  tail.u64(f::ws_step, state.step);
+  tail.u64(f::ws_time, static_cast<std::uint64_t>(state.time_ns));
+  out.append(tail.view());
 }
 
 bool decode_state(std::string_view bytes, WorldState& state, std::string* error) {
@@ -368,8 +370,10 @@ void encode_step(const StepRecord& record, std::string& out) {
   pb::Writer w(out);
   for (const SlotRecord& s : record.slots) {
     const std::size_t at = w.begin(f::sr_slots);
-    w.u64(f::s_outcome, static_cast<std::uint64_t>(s.outcome));
-    w.u64(f::s_round_trip, s.round_trip_ns);
+    pb::Chunk<16> head;
+    head.u64(f::s_outcome, static_cast<std::uint64_t>(s.outcome));
+    head.u64(f::s_round_trip, s.round_trip_ns);
+    out.append(head.view());
     if (s.outcome == SlotOutcome::fresh) {
       const std::size_t ra = w.begin(f::s_reply);
       put_reply(w, s.reply);
@@ -377,12 +381,14 @@ void encode_step(const StepRecord& record, std::string& out) {
     }
     w.end(at);
   }
-  w.u64(f::sr_step, record.step);
-  w.i64(f::sr_time, record.time_ns);
-  w.fixed64(f::sr_hash, record.state_hash);
-  w.u64(f::sr_step_time, record.step_time_ns);
+  pb::Chunk<64> tail;
+  tail.u64(f::sr_step, record.step);
+  tail.u64(f::sr_time, static_cast<std::uint64_t>(record.time_ns));
+  tail.fixed64(f::sr_hash, record.state_hash);
+  tail.u64(f::sr_step_time, record.step_time_ns);
   // the version last: a record cut at a field boundary lacks it
-  w.u64(f::sr_version, recording_format_version);
+  tail.u64(f::sr_version, recording_format_version);
+  out.append(tail.view());
 }
 
 namespace {

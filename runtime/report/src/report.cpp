@@ -419,16 +419,27 @@ std::string jstr(const json& j, const char* key) {
   return runtime::json_text(*it);
 }
 
-// a JSON value as table text
+// a JSON value as table text: numbers to 4 significant digits (what a reader can use), an
+// object as "key value" pairs, an array as a list; never raw JSON
 std::string cell(const json& v) {
   if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_null()) return "—";
   if (v.is_number_integer() || v.is_number_unsigned()) return runtime::json_text(v);
   if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d == std::round(d) && std::abs(d) < 1e15) return std::to_string(static_cast<long long>(d));
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
+    std::snprintf(buf, sizeof buf, "%.4g", d);
     return buf;
   }
-  return runtime::json_text(v);
+  std::string out;
+  if (v.is_array()) {
+    for (const auto& e : v) out += (out.empty() ? "" : ", ") + cell(e);
+    return v.empty() ? "none" : out;
+  }
+  for (const auto& [k, e] : v.items()) out += (out.empty() ? "" : "; ") + k + " " + cell(e);
+  return out.empty() ? "none" : out;
 }
 
 std::string esc(const std::string& s) { return svg::escape(s); }
@@ -503,17 +514,9 @@ h3{font-size:14px;margin:16px 0 8px}
 .card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:6px}
 .card p{margin:2px 8px 6px;color:#555;font-size:12px;max-width:640px}
 svg.plot{display:block}
-svg text{font-size:11px;fill:#333}
-svg text.title{font-size:13px;font-weight:600;fill:#1d2330}
-svg text.axis-label{font-size:11.5px;fill:#444}
-svg text.legend{font-size:11px}
-svg text.ref{font-size:10.5px;fill:#555}
-svg text.nodata{font-size:13px;fill:#999}
-svg .grid line{stroke:#e8eaee;stroke-width:1}
-svg .frame{fill:none;stroke:#9aa1ad;stroke-width:1}
 table{border-collapse:collapse;background:#fff;border:1px solid #dde1e7;margin:4px 0 12px}
 th,td{padding:4px 10px;border-bottom:1px solid #eceef2;text-align:left;vertical-align:top}
-td:last-child{max-width:560px;overflow-wrap:anywhere}  /* long figures (JSON) wrap instead of widening the page */
+td:last-child{max-width:560px;overflow-wrap:anywhere}  /* long lists of figures wrap instead of widening the page */
 th{background:#f0f2f5;font-weight:600}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 table.kv th{background:none;font-weight:500;color:#555;min-width:170px}
@@ -536,6 +539,36 @@ struct Page {
     out += "</div>";
   }
 };
+
+// the verdict and the goals before anything else: what a reader opens the report for
+void verdict_section(Page& p, const json& s) {
+  const std::string verdict = jstr(s, "verdict"), outcome = jstr(s, "outcome");
+  const bool ok = outcome == "completed" && verdict != "fail";
+  std::string line = "<b>" + std::string(verdict == "pass" ? "PASS" : verdict == "fail" ? "FAIL" : outcome) + "</b>";
+  line += verdict.empty() ? " (no expectations)" : " &mdash; session " + esc(outcome);
+  if (s.contains("expectations") && s["expectations"].is_array()) {
+    std::size_t passed = 0;
+    for (const auto& x : s["expectations"]) passed += jstr(x, "verdict") == "PASS";
+    line += ", " + std::to_string(passed) + " of " + std::to_string(s["expectations"].size()) + " expectations pass";
+  }
+  p.add("<div class=\"banner " + std::string(ok ? "ok" : "bad") + "\">" + line + "</div>");
+  if (!s.contains("goals") || !s["goals"].is_array() || s["goals"].empty()) return;
+  p.add(
+      "<table><tr><th>vehicle</th><th>target depth</th><th>final depth</th><th>error</th><th>target "
+      "heading</th><th>final heading</th><th>error</th></tr>");
+  for (const auto& g : s["goals"]) {
+    auto m = [&](const char* k, int decimals, const char* unit) {
+      return g.contains(k) && g[k].is_number() ? fmt(g[k].get<double>(), decimals) + unit : std::string("&ndash;");
+    };
+    // depth to the centimetre, heading to a tenth of a degree: what the sensors resolve
+    p.add("<tr><td>" + esc(jstr(g, "vehicle")) + "</td><td class=\"n\">" + m("target_depth_m", 2, " m") +
+          "</td><td class=\"n\">" + m("final_depth_m", 2, " m") + "</td><td class=\"n\">" +
+          m("depth_error_m", 2, " m") + "</td><td class=\"n\">" + m("target_heading_deg", 1, "°") +
+          "</td><td class=\"n\">" + m("final_heading_deg", 1, "°") + "</td><td class=\"n\">" +
+          m("heading_error_deg", 1, "°") + "</td></tr>");
+  }
+  p.add("</table>");
+}
 
 // the verdict of `expect:` first: what a test run is for
 void expectations_section(Page& p, const json& s) {
@@ -630,6 +663,7 @@ void faults_section(Page& p, const Collected& c, const ReportOptions& o) {
 }
 
 void summary_section(Page& p, const Collected& c, const ReportOptions& o) {
+  if (c.summary) verdict_section(p, *c.summary);
   if (c.summary) expectations_section(p, *c.summary);
   faults_section(p, c, o);
   p.add("<h2>Summary</h2>");
@@ -930,6 +964,7 @@ void commands_section(Page& p, const Collected& c, const ReportOptions& o) {
         }
         cards.back().lines.push_back(line(per_channel ? "" : ch.label, e.t, ch.v, color++));
         cards.back().lines.back().width_px = per_channel ? 1.0 : 1.5;
+        cards.back().lines.back().step = true;  // a command holds until the next one
       }
       for (const svg::Plot& plot : cards) {
         any = true;
@@ -996,13 +1031,22 @@ void timing_section(Page& p, const Collected& c, const ReportOptions& o) {
         b.counts[std::min<std::size_t>(bins - 1, static_cast<std::size_t>((x - lo) / w))] += 1;
       }
       plot.bars.push_back(std::move(b));
+      if (over) {
+        // the long tail past the body: one red bar right of it, so an outlier is never hidden
+        svg::Bars tail;
+        tail.label = std::to_string(over) + " above " + fmt(hi, 1) + " µs (max " + fmt(max, 1) + " µs)";
+        tail.color = "#d62728";
+        tail.edges = {hi + w, hi + 3 * w};
+        tail.counts = {static_cast<double>(over)};
+        plot.bars.push_back(std::move(tail));
+      }
       plot.min_span_x = 1;
       if (std::isfinite(deadline_ms) && deadline_ms * 1e3 <= hi * 1.5)
         plot.refs.push_back(svg::RefLine{true, deadline_ms * 1e3, "deadline", "#d62728"});
       note = std::to_string(v.size()) + " replies on time: p50 " + fmt(v[v.size() / 2], 1) + " µs, p99 " +
              fmt(v[static_cast<std::size_t>(0.99 * static_cast<double>(v.size() - 1))], 1) + " µs, max " + fmt(max, 1) +
              " µs";
-      if (over) note += "; " + std::to_string(over) + " above " + fmt(hi, 1) + " µs not drawn";
+      if (over) note += "; " + std::to_string(over) + " above " + fmt(hi, 1) + " µs drawn as the red bar on the right";
       note += ".";
     }
     if (std::isfinite(deadline_ms)) note += " Deadline " + fmt(deadline_ms, 3) + " ms.";

@@ -202,6 +202,12 @@ void text(std::string& out, double x, double y, const char* anchor, const std::s
          "</text>";
 }
 
+const char* font_family = "system-ui,-apple-system,Segoe UI,Roboto,Helvetica Neue,Arial,sans-serif";
+const char* title_attrs = " font-size=\"13\" font-weight=\"600\" fill=\"#1d2330\"";
+const char* legend_attrs = " font-size=\"11\" fill=\"#333\"";
+const char* axis_attrs = " font-size=\"11.5\" fill=\"#444\"";
+const char* ref_attrs = " font-size=\"10.5\" fill=\"#555\"";
+
 std::string decade_label(int e) {
   static const char* names[] = {"1", "10", "100", "1k", "10k", "100k", "1M", "10M", "100M", "1G"};
   if (e >= 0 && e <= 9) return names[e];
@@ -312,12 +318,14 @@ std::string render(const Plot& p) {
   const std::string clip = "clip" + std::to_string(++plot_counter);
   std::string s;
   s.reserve(16 * 1024);
+  // every colour, font and stroke is an attribute here: the plot renders the same in any page,
+  // with or without the report's stylesheet (bench/correction writes plots into its own page)
   s += "<svg class=\"plot\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) + " " + num(H) +
-       "\" role=\"img\" aria-label=\"" + escape(p.title) + "\">";
+       "\" role=\"img\" aria-label=\"" + escape(p.title) + "\" font-family=\"" + font_family + "\" font-size=\"11\">";
   s += "<defs><clipPath id=\"" + clip + "\"><rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) +
        "\" height=\"" + num(ph) + "\"/></clipPath></defs>";
   s += "<rect x=\"0\" y=\"0\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" fill=\"#ffffff\"/>";
-  text(s, left, 17, "start", p.title, " class=\"title\"");
+  text(s, left, 17, "start", p.title, title_attrs);
 
   // legend
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -334,13 +342,13 @@ std::string render(const Plot& p) {
         s += "<line x1=\"" + num(x) + "\" y1=\"" + num(y) + "\" x2=\"" + num(x + 20) + "\" y2=\"" + num(y) +
              "\" stroke=\"" + it.color + "\" stroke-width=\"2\"" + (it.kind == 1 ? " stroke-dasharray=\"5 3\"" : "") +
              "/>";
-      text(s, x + 25, y + 4, "start", it.label, " class=\"legend\"");
+      text(s, x + 25, y + 4, "start", it.label, legend_attrs);
       x += item_w[i];
     }
   }
 
   // grid, ticks and labels
-  s += "<g class=\"grid\">";
+  s += "<g class=\"grid\" stroke=\"#e8eaee\" stroke-width=\"1\">";
   std::vector<double> xt = nice_ticks(xlo, xhi, std::max(2, static_cast<int>(pw / 90)));
   const double xstep = xt.size() > 1 ? xt[1] - xt[0] : xhi - xlo;
   for (double v : xt) {
@@ -364,15 +372,15 @@ std::string render(const Plot& p) {
     s += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) + "\" y2=\"" + num(y) + "\"/>";
   }
   s += "</g>";
-  s += "<g class=\"ticks\">";
+  s += "<g class=\"ticks\" fill=\"#333\">";
   for (double v : xt) text(s, ax.map(v), top + ph + 14, "middle", format_tick(v, xstep));
   for (std::size_t i = 0; i < yt.size(); ++i) text(s, left - 5, ay.map(yt[i]) + 4, "end", ylabels[i]);
   s += "</g>";
-  text(s, left + pw / 2, H - 6, "middle", p.x_label, " class=\"axis-label\"");
+  text(s, left + pw / 2, H - 6, "middle", p.x_label, axis_attrs);
   {
     const double cy = top + ph / 2;
-    s += "<text class=\"axis-label\" x=\"14\" y=\"" + num(cy) + "\" text-anchor=\"middle\" transform=\"rotate(-90 14 " +
-         num(cy) + ")\">" + escape(p.y_label) + "</text>";
+    s += "<text x=\"14\" y=\"" + num(cy) + "\" text-anchor=\"middle\" transform=\"rotate(-90 14 " + num(cy) + ")\"" +
+         axis_attrs + ">" + escape(p.y_label) + "</text>";
   }
 
   // data, clipped to the plot area
@@ -395,13 +403,13 @@ std::string render(const Plot& p) {
       const double x = ax.map(r.value);
       s += "<line x1=\"" + num(x) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x) + "\" y2=\"" + num(top + ph) +
            "\" stroke=\"" + r.color + "\" stroke-width=\"1.2\" stroke-dasharray=\"6 4\"/>";
-      if (!r.label.empty()) text(s, x - 4, top + 12, "end", r.label, " class=\"ref\"");
+      if (!r.label.empty()) text(s, x - 4, top + 12, "end", r.label, ref_attrs);
     } else {
       const double y = ay.map(r.value);
       s += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) + "\" y2=\"" + num(y) +
            "\" stroke=\"" + r.color + "\" stroke-width=\"1.2\" stroke-dasharray=\"6 4\"/>";
       // the label sits above the line, or below it when the line runs along the top
-      if (!r.label.empty()) text(s, left + pw - 4, y - 4 < top + 10 ? y + 12 : y - 4, "end", r.label, " class=\"ref\"");
+      if (!r.label.empty()) text(s, left + pw - 4, y - 4 < top + 10 ? y + 12 : y - 4, "end", r.label, ref_attrs);
     }
   }
   for (const Line& l : p.lines) {
@@ -430,10 +438,18 @@ std::string render(const Plot& p) {
       if (!first && i != prev + 1)
         for (std::size_t j = prev + 1; j < i && !broken; ++j)
           if (!std::isfinite(l.x[j]) || !std::isfinite(yv[j])) broken = true;
-      d += broken ? 'M' : 'L';
-      d += num(ax.map(l.x[i]));
-      d += ' ';
-      d += num(ay.map(yv[i]));
+      if (l.step && !broken) {
+        // a command holds until the next one: across at the old value, then up or down
+        d += 'H';
+        d += num(ax.map(l.x[i]));
+        d += 'V';
+        d += num(ay.map(yv[i]));
+      } else {
+        d += broken ? 'M' : 'L';
+        d += num(ax.map(l.x[i]));
+        d += ' ';
+        d += num(ay.map(yv[i]));
+      }
       prev = i;
       first = false;
     }
@@ -442,9 +458,9 @@ std::string render(const Plot& p) {
          (l.opacity < 1 ? " stroke-opacity=\"" + num2(l.opacity) + "\"" : "") + "/>";
   }
   s += "</g>";
-  if (!any) text(s, left + pw / 2, top + ph / 2, "middle", "no data", " class=\"nodata\"");
+  if (!any) text(s, left + pw / 2, top + ph / 2, "middle", "no data", " font-size=\"13\" fill=\"#999\"");
   s += "<rect class=\"frame\" x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) + "\" height=\"" +
-       num(ph) + "\"/>";
+       num(ph) + "\" fill=\"none\" stroke=\"#9aa1ad\" stroke-width=\"1\"/>";
   s += "</svg>";
   return s;
 }

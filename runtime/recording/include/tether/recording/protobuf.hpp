@@ -6,7 +6,9 @@
 // messages with the FileDescriptorSet that each channel's schema record carries.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -22,11 +24,8 @@ class Writer {
  public:
   explicit Writer(std::string& out) : out_(out) {}
   void varint(std::uint64_t v);
-  void tag(std::uint32_t field, Wire wire) { varint((std::uint64_t{field} << 3) | static_cast<std::uint8_t>(wire)); }
-  void u64(std::uint32_t field, std::uint64_t v) {
-    tag(field, Wire::varint);
-    varint(v);
-  }
+  void tag(std::uint32_t field, Wire wire);
+  void u64(std::uint32_t field, std::uint64_t v);
   void i64(std::uint32_t field, std::int64_t v) { u64(field, static_cast<std::uint64_t>(v)); }
   void boolean(std::uint32_t field, bool v) { u64(field, v ? 1 : 0); }
   void fixed64(std::uint32_t field, std::uint64_t v);
@@ -44,6 +43,57 @@ class Writer {
 
  private:
   std::string& out_;
+};
+
+/// A short message assembled on the stack and handed to Writer::bytes in one piece: the loop
+/// encodes a step item every step, and one append per body beats one per field. The caller
+/// keeps within N bytes (a body's state is 125, an actuator command at most 24).
+template <std::size_t N>
+class Chunk {
+ public:
+  void varint(std::uint64_t v) {
+    while (v >= 0x80) {
+      *p_++ = static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    *p_++ = static_cast<char>(v);
+  }
+  void u64(std::uint32_t field, std::uint64_t v) {
+    varint(std::uint64_t{field} << 3);
+    varint(v);
+  }
+  void fixed64(std::uint32_t field, std::uint64_t v) {
+    varint((std::uint64_t{field} << 3) | 1);
+    std::memcpy(p_, &v, 8);
+    p_ += 8;
+  }
+  void f64(std::uint32_t field, double v) { fixed64(field, std::bit_cast<std::uint64_t>(v)); }
+  void raw(std::uint32_t field, const void* data, std::size_t n) {
+    varint((std::uint64_t{field} << 3) | 2);
+    varint(n);
+    std::memcpy(p_, data, n);
+    p_ += n;
+  }
+  void vec3(std::uint32_t field, const Vec3& v) {
+    varint((std::uint64_t{field} << 3) | 2);
+    *p_++ = 27;
+    f64(1, v.x());
+    f64(2, v.y());
+    f64(3, v.z());
+  }
+  void quat(std::uint32_t field, const Quat& q) {
+    varint((std::uint64_t{field} << 3) | 2);
+    *p_++ = 36;
+    f64(1, q.x());
+    f64(2, q.y());
+    f64(3, q.z());
+    f64(4, q.w());
+  }
+  std::string_view view() const { return {buf_, static_cast<std::size_t>(p_ - buf_)}; }
+
+ private:
+  char buf_[N];
+  char* p_ = buf_;
 };
 
 /// Reads fields one by one; never reads past the end. After a false from next() at the end

@@ -170,6 +170,9 @@ class Recorder {
                 ch_summary_ = 0, ch_feedback_ = 0, ch_tf_ = 0, ch_scene_ = 0, ch_log_ = 0, ch_commands_ = 0,
                 ch_actuators_ = 0;                                   // 0: the scenario has no actuator
   std::vector<std::uint16_t> ch_pose_, ch_projected_, ch_measured_;  // per vehicle
+  std::vector<std::uint16_t> ch_vehicle_state_;                      // per vehicle: `/vehicles/V/state`
+  std::vector<std::uint16_t> ch_endpoint_;                           // per endpoint: `/endpoints/NAME`
+  std::vector<std::uint16_t> ch_processor_;                          // per processor: `/feedback/NAME`
 
   // writer-thread scratch, reused from step to step
   StepRecord record_;
@@ -181,11 +184,13 @@ class Recorder {
   std::vector<int> actuator_channels_;
   std::vector<std::string> actuator_names_;  // per device, "vehicle.part.device" (built once)
   void write_actuators(std::uint64_t t);
-  // per device: its `/devices/VEHICLE/PART/DEVICE` channel (sensors; 0: none)
-  std::vector<std::uint16_t> ch_sensor_;
+  // per device: its `/devices/VEHICLE/PART/DEVICE` channel (sensors and actuators; 0: none),
+  // and a GPS's `.../fix` (foxglove.LocationFix; 0: not a GPS)
+  std::vector<std::uint16_t> ch_sensor_, ch_fix_;
+  void write_fix(std::uint64_t t, std::size_t device, const double* enu);
   std::string_view sensor_bytes_;  // this step item's readings (write_item)
   void write_sensors(std::uint64_t t);
-  std::string text_, vehicles_text_;
+  std::string text_, vehicles_text_, item_text_;
 };
 
 }  // namespace tether::runtime

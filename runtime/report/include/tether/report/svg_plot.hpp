@@ -24,6 +24,7 @@ struct Line {
   bool dashed = false;
   bool dots = false;  // draw a dot per point instead of a line
   bool path = false;  // x is not monotonic (a trajectory): down-sample on x and y
+  bool step = false;  // a held value (a command): drawn as steps, not ramps between points
   double width_px = 1.5;
   double opacity = 1.0;
 };
@@ -63,6 +64,7 @@ struct Plot {
 };
 
 /// Renders the plot as an <svg> element (no xmlns or links: meant to be inlined in HTML).
+/// Every colour, font and stroke is an attribute: no page stylesheet is needed.
 std::string render(const Plot& plot);
 
 /// Indices of the points to keep so that at most `max_points` remain, keeping each
