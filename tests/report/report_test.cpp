@@ -325,16 +325,20 @@ TEST_CASE("write_report writes the file and refuses unreadable input without cra
   CHECK(read(out) == html);  // the old report is untouched
 }
 
-TEST_CASE("the report of a real session shows the depth goal the controller held") {
+namespace {
+
+// records `steps` of config/scenarios/in_process_depth_hold.yaml (the example control law
+// in-process) to `name` in the temporary folder; returns the path
+std::string record_depth_hold(const std::string& name, std::uint64_t steps) {
   tether::examples::register_example_controllers();  // the scenario's depth_heading_hold
   Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
   std::vector<std::unique_ptr<Endpoint>> eps;
   eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
   SessionOptions o;
-  o.steps = 600;
+  o.steps = steps;
   o.real_time_factor = 0;
   Session session(sc, std::move(eps), o);
-  const std::string path = temp_path("default.mcap");
+  const std::string path = temp_path(name);
   Recorder recorder(sc, {"controller"}, {});
   std::string error;
   REQUIRE(recorder.open(path, &error));
@@ -342,6 +346,14 @@ TEST_CASE("the report of a real session shows the depth goal the controller held
   std::atomic<bool> stop{false};
   REQUIRE(session.run(stop) == Outcome::completed);
   REQUIRE(recorder.close(session.summary(), &error));
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("the report of a real session shows the depth goal the controller held") {
+  const std::string path = record_depth_hold("default.mcap", 600);
+  std::string error;
   std::string html;
   REQUIRE(render_report(path, html, &error));
   // the scenario's goals: depth line (the example controller reports no target of its own)
@@ -845,21 +857,7 @@ TEST_CASE(
   std::string error;
   const std::string synthetic = temp_path("browser_synthetic.html");
   REQUIRE(write_report(write_synthetic("browser_synthetic.mcap", 1500, true), synthetic, &error));
-  tether::examples::register_example_controllers();
-  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
-  std::vector<std::unique_ptr<Endpoint>> eps;
-  eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
-  SessionOptions o;
-  o.steps = 1500;
-  o.real_time_factor = 0;
-  Session session(sc, std::move(eps), o);
-  const std::string rec = temp_path("browser_depth_hold.mcap");
-  Recorder recorder(sc, {"controller"}, {});
-  REQUIRE(recorder.open(rec, &error));
-  session.set_recorder(&recorder);
-  std::atomic<bool> stop{false};
-  REQUIRE(session.run(stop) == Outcome::completed);
-  REQUIRE(recorder.close(session.summary(), &error));
+  const std::string rec = record_depth_hold("browser_depth_hold.mcap", 1500);
   const std::string real = temp_path("browser_depth_hold.html");
   REQUIRE(write_report(rec, real, &error));
   // plots alone in a page without the report's stylesheet, as bench/correction writes them

@@ -118,6 +118,32 @@ bool get_quat(pb::Reader& r, Wire w, Quat& q) {
 // the bit of each field a decoder saw; `want` lists those a writer always writes
 constexpr std::uint32_t bit(std::uint32_t field) { return field < 32 ? 1u << field : 0u; }
 
+enum class Read { ok, malformed, missing };
+
+// The field loop every decoder shares: `field(reader, number, wire)` reads one field it knows
+// (false: malformed) and skips the others; afterwards every field of `want` must have come.
+// `offset` (if given) is where reading stopped.
+template <typename F>
+Read read_message(std::string_view bytes, std::uint32_t want, F&& field, std::size_t* offset = nullptr) {
+  pb::Reader r(bytes);
+  std::uint32_t number, seen = 0;
+  Wire w;
+  bool ok = true;
+  while (ok && r.next(number, w)) {
+    ok = field(r, number, w);
+    seen |= bit(number);
+  }
+  if (offset) *offset = r.offset();
+  if (!ok || r.failed()) return Read::malformed;
+  return (seen & want) == want ? Read::ok : Read::missing;
+}
+
+// a nested message: read whole or not at all
+template <typename F>
+bool read_nested(std::string_view bytes, std::uint32_t want, F&& field) {
+  return read_message(bytes, want, std::forward<F>(field)) == Read::ok;
+}
+
 void put_wrench(pb::Writer& w, std::uint32_t body, const BodyWrench& b) {
   w.u64(f::w_body, body);
   w.vec3(f::w_force_world, b.force_world_n);
@@ -127,25 +153,18 @@ void put_wrench(pb::Writer& w, std::uint32_t body, const BodyWrench& b) {
 }
 
 bool read_wrench(std::string_view bytes, std::uint32_t& body, BodyWrench& b) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0;
-  Wire w;
-  while (r.next(field, w)) {
-    bool ok = true;
-    switch (field) {
-      case f::w_body: ok = get_small(r, w, body, 0xffffffffu); break;
-      case f::w_force_world: ok = get_vec3(r, w, b.force_world_n); break;
-      case f::w_torque_world: ok = get_vec3(r, w, b.torque_world_nm); break;
-      case f::w_force_body: ok = get_vec3(r, w, b.force_body_n); break;
-      case f::w_torque_body: ok = get_vec3(r, w, b.torque_body_nm); break;
-      default: ok = r.skip(w);
-    }
-    if (!ok) return false;
-    seen |= bit(field);
-  }
   const std::uint32_t want =
       bit(f::w_body) | bit(f::w_force_world) | bit(f::w_torque_world) | bit(f::w_force_body) | bit(f::w_torque_body);
-  return !r.failed() && (seen & want) == want;
+  return read_nested(bytes, want, [&](pb::Reader& r, std::uint32_t field, Wire w) {
+    switch (field) {
+      case f::w_body: return get_small(r, w, body, 0xffffffffu);
+      case f::w_force_world: return get_vec3(r, w, b.force_world_n);
+      case f::w_torque_world: return get_vec3(r, w, b.torque_world_nm);
+      case f::w_force_body: return get_vec3(r, w, b.force_body_n);
+      case f::w_torque_body: return get_vec3(r, w, b.torque_body_nm);
+      default: return r.skip(w);
+    }
+  });
 }
 
 void put_measurement(pb::Writer& w, const Measurement& m) {
@@ -161,40 +180,33 @@ void put_measurement(pb::Writer& w, const Measurement& m) {
 }
 
 bool read_measurement(std::string_view bytes, Measurement& m) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0;
-  Wire w;
   int covariance = 0;
-  while (r.next(field, w)) {
-    bool ok = true;
-    switch (field) {
-      case f::m_body: ok = get_small(r, w, m.body, 0xffffffffu); break;
-      case f::m_time: ok = get(r, w, m.measured_time_ns); break;
-      case f::m_has_pose: ok = get_bool(r, w, m.has_pose); break;
-      case f::m_has_velocity: ok = get_bool(r, w, m.has_velocity); break;
-      case f::m_position: ok = get_vec3(r, w, m.position_m); break;
-      case f::m_orientation: ok = get_quat(r, w, m.orientation); break;
-      case f::m_velocity: ok = get_vec3(r, w, m.velocity_m_s); break;
-      case f::m_angular: ok = get_vec3(r, w, m.angular_velocity_rad_s); break;
-      case f::m_covariance:
-        if (w == Wire::len) {  // packed, as written
-          std::string_view b;
-          ok = r.len(b) && b.size() % 8 == 0 && covariance + b.size() / 8 <= 36;
-          if (ok) std::memcpy(m.pose_covariance.data() + covariance, b.data(), b.size());
-          covariance += static_cast<int>(b.size() / 8);
-        } else {  // one by one, as a parser must also accept
-          ok = covariance < 36 && get(r, w, m.pose_covariance.data()[covariance++]);
-        }
-        break;
-      default: ok = r.skip(w);
-    }
-    if (!ok) return false;
-    seen |= bit(field);
-  }
-  m.has_covariance = covariance == 36;
   const std::uint32_t want = bit(f::m_body) | bit(f::m_time) | bit(f::m_has_pose) | bit(f::m_has_velocity) |
                              bit(f::m_position) | bit(f::m_orientation) | bit(f::m_velocity) | bit(f::m_angular);
-  return !r.failed() && (seen & want) == want && (covariance == 0 || covariance == 36);
+  const bool ok = read_nested(bytes, want, [&](pb::Reader& r, std::uint32_t field, Wire w) {
+    switch (field) {
+      case f::m_body: return get_small(r, w, m.body, 0xffffffffu);
+      case f::m_time: return get(r, w, m.measured_time_ns);
+      case f::m_has_pose: return get_bool(r, w, m.has_pose);
+      case f::m_has_velocity: return get_bool(r, w, m.has_velocity);
+      case f::m_position: return get_vec3(r, w, m.position_m);
+      case f::m_orientation: return get_quat(r, w, m.orientation);
+      case f::m_velocity: return get_vec3(r, w, m.velocity_m_s);
+      case f::m_angular: return get_vec3(r, w, m.angular_velocity_rad_s);
+      case f::m_covariance: {
+        if (w != Wire::len) return covariance < 36 && get(r, w, m.pose_covariance.data()[covariance++]);
+        // packed, as written (a parser must also take them one by one, above)
+        std::string_view b;
+        if (!r.len(b) || b.size() % 8 != 0 || covariance + b.size() / 8 > 36) return false;
+        std::memcpy(m.pose_covariance.data() + covariance, b.data(), b.size());
+        covariance += static_cast<int>(b.size() / 8);
+        return true;
+      }
+      default: return r.skip(w);
+    }
+  });
+  m.has_covariance = covariance == 36;
+  return ok && (covariance == 0 || covariance == 36);
 }
 
 void put_reply(pb::Writer& w, const Reply& reply) {
@@ -220,95 +232,68 @@ void put_reply(pb::Writer& w, const Reply& reply) {
 }
 
 bool read_command(std::string_view bytes, DeviceCommand& c) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0;
-  Wire w;
-  while (r.next(field, w)) {
-    bool ok = true;
+  return read_nested(bytes, bit(f::dc_device), [&](pb::Reader& r, std::uint32_t field, Wire w) {
     std::string_view payload;
     switch (field) {
-      case f::dc_device: ok = get_small(r, w, c.device, 0xffff); break;
+      case f::dc_device: return get_small(r, w, c.device, 0xffff);
       case f::dc_payload:
-        ok = get(r, w, payload) && payload.size() <= c.bytes.size();
-        if (ok) {
-          c.size = static_cast<std::uint8_t>(payload.size());
-          std::memcpy(c.bytes.data(), payload.data(), payload.size());
-        }
-        break;
-      default: ok = r.skip(w);
+        if (!get(r, w, payload) || payload.size() > c.bytes.size()) return false;
+        c.size = static_cast<std::uint8_t>(payload.size());
+        std::memcpy(c.bytes.data(), payload.data(), payload.size());
+        return true;
+      default: return r.skip(w);
     }
-    if (!ok) return false;
-    seen |= bit(field);
-  }
-  return !r.failed() && (seen & bit(f::dc_device));
+  });
 }
 
 bool read_reply(std::string_view bytes, Reply& reply) {
   reply.clear();
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0;
-  Wire w;
-  while (r.next(field, w)) {
-    bool ok = true;
+  return read_nested(bytes, bit(f::r_step), [&](pb::Reader& r, std::uint32_t field, Wire w) {
     std::string_view b;
     switch (field) {
-      case f::r_step: ok = get(r, w, reply.step); break;
+      case f::r_step: return get(r, w, reply.step);
       case f::r_wrenches: {
         std::uint32_t body = 0;
         BodyWrench wrench;
-        ok = get(r, w, b) && read_wrench(b, body, wrench);
-        if (ok) reply.wrenches.emplace_back(body, wrench);
-        break;
+        if (!get(r, w, b) || !read_wrench(b, body, wrench)) return false;
+        reply.wrenches.emplace_back(body, wrench);
+        return true;
       }
-      case f::r_commands: {
-        DeviceCommand c;
-        ok = get(r, w, b) && read_command(b, c);
-        if (ok) reply.commands.push_back(c);
-        break;
-      }
-      case f::r_measurements: {
-        Measurement m;
-        ok = get(r, w, b) && read_measurement(b, m);
-        if (ok) reply.measurements.push_back(m);
-        break;
-      }
-      default: ok = r.skip(w);
+      case f::r_commands: return get(r, w, b) && read_command(b, reply.commands.emplace_back());
+      case f::r_measurements: return get(r, w, b) && read_measurement(b, reply.measurements.emplace_back());
+      default: return r.skip(w);
     }
-    if (!ok) return false;
-    seen |= bit(field);
-  }
-  return !r.failed() && (seen & bit(f::r_step));
+  });
 }
 
 bool read_body(std::string_view bytes, BodyState& b) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0;
-  Wire w;
-  while (r.next(field, w)) {
-    bool ok = true;
-    switch (field) {
-      case f::bs_position: ok = get_vec3(r, w, b.position_m); break;
-      case f::bs_orientation: ok = get_quat(r, w, b.orientation); break;
-      case f::bs_linear: ok = get_vec3(r, w, b.linear_momentum); break;
-      case f::bs_angular: ok = get_vec3(r, w, b.angular_momentum); break;
-      default: ok = r.skip(w);
-    }
-    if (!ok) return false;
-    seen |= bit(field);
-  }
   const std::uint32_t want = bit(f::bs_position) | bit(f::bs_orientation) | bit(f::bs_linear) | bit(f::bs_angular);
-  return !r.failed() && (seen & want) == want;
+  return read_nested(bytes, want, [&](pb::Reader& r, std::uint32_t field, Wire w) {
+    switch (field) {
+      case f::bs_position: return get_vec3(r, w, b.position_m);
+      case f::bs_orientation: return get_quat(r, w, b.orientation);
+      case f::bs_linear: return get_vec3(r, w, b.linear_momentum);
+      case f::bs_angular: return get_vec3(r, w, b.angular_momentum);
+      default: return r.skip(w);
+    }
+  });
 }
 
-template <typename R>  // pb::Reader or ByteReader
-bool fail(std::string* error, const char* what, const R& r) {
-  if (error) *error = std::string(what) + " is malformed or cut short at byte " + std::to_string(r.offset());
+bool fail_at(std::string* error, const char* what, std::size_t offset) {
+  if (error) *error = std::string(what) + " is malformed or cut short at byte " + std::to_string(offset);
   return false;
 }
 
-bool missing(std::string* error, const char* what) {
-  if (error) *error = std::string(what) + " is cut short or lacks a field it must have";
-  return false;
+bool fail(std::string* error, const char* what, const ByteReader& r) { return fail_at(error, what, r.offset()); }
+
+// a top-level record's result as decode_* report it
+bool result(Read read, std::size_t offset, std::string* error, const char* what) {
+  if (read == Read::malformed) return fail_at(error, what, offset);
+  if (read == Read::missing) {
+    if (error) *error = std::string(what) + " is cut short or lacks a field it must have";
+    return false;
+  }
+  return true;
 }
 
 bool check_version(std::uint32_t version, std::string* error, const char* what) {
@@ -339,26 +324,21 @@ void encode_state(const WorldState& state, std::string& out) {
 }
 
 bool decode_state(std::string_view bytes, WorldState& state, std::string* error) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0;
-  Wire w;
   state.bodies.clear();
-  while (r.next(field, w)) {
-    bool ok = true;
-    std::string_view b;
-    switch (field) {
-      case f::ws_step: ok = get(r, w, state.step); break;
-      case f::ws_time: ok = get(r, w, state.time_ns); break;
-      case f::ws_bodies: ok = get(r, w, b) && read_body(b, state.bodies.emplace_back()); break;
-      default: ok = r.skip(w);
-    }
-    if (!ok) return fail(error, "state record", r);
-    seen |= bit(field);
-  }
-  if (r.failed()) return fail(error, "state record", r);
-  if ((seen & (bit(f::ws_step) | bit(f::ws_time))) != (bit(f::ws_step) | bit(f::ws_time)))
-    return missing(error, "state record");
-  return true;
+  std::size_t at = 0;
+  const Read read = read_message(
+      bytes, bit(f::ws_step) | bit(f::ws_time),
+      [&](pb::Reader& r, std::uint32_t field, Wire w) {
+        std::string_view b;
+        switch (field) {
+          case f::ws_step: return get(r, w, state.step);
+          case f::ws_time: return get(r, w, state.time_ns);
+          case f::ws_bodies: return get(r, w, b) && read_body(b, state.bodies.emplace_back());
+          default: return r.skip(w);
+        }
+      },
+      &at);
+  return result(read, at, error, "state record");
 }
 
 void encode_reply(const Reply& reply, std::string& out) {
@@ -394,59 +374,49 @@ void encode_step(const StepRecord& record, std::string& out) {
 namespace {
 
 bool read_slot(std::string_view bytes, SlotRecord& s) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0;
-  Wire w;
   s.reply.clear();
-  while (r.next(field, w)) {
-    bool ok = true;
-    std::string_view b;
-    switch (field) {
-      case f::s_outcome: ok = get_small(r, w, s.outcome, 2); break;
-      case f::s_round_trip: ok = get(r, w, s.round_trip_ns); break;
-      case f::s_reply: ok = get(r, w, b) && read_reply(b, s.reply); break;
-      default: ok = r.skip(w);
-    }
-    if (!ok) return false;
-    seen |= bit(field);
-  }
-  const std::uint32_t want = bit(f::s_outcome) | bit(f::s_round_trip);
+  bool reply = false;
+  const bool ok =
+      read_nested(bytes, bit(f::s_outcome) | bit(f::s_round_trip), [&](pb::Reader& r, std::uint32_t field, Wire w) {
+        std::string_view b;
+        switch (field) {
+          case f::s_outcome: return get_small(r, w, s.outcome, 2);
+          case f::s_round_trip: return get(r, w, s.round_trip_ns);
+          case f::s_reply: return (reply = true) && get(r, w, b) && read_reply(b, s.reply);
+          default: return r.skip(w);
+        }
+      });
   // a fresh slot carries its reply, the others none
-  return !r.failed() && (seen & want) == want && ((seen & bit(f::s_reply)) != 0) == (s.outcome == SlotOutcome::fresh);
+  return ok && reply == (s.outcome == SlotOutcome::fresh);
 }
 
 }  // namespace
 
 bool decode_step(std::string_view bytes, StepRecord& out, std::string* error) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0, version = 0;
-  Wire w;
-  std::size_t slots = 0;
-  while (r.next(field, w)) {
-    bool ok = true;
-    std::string_view b;
-    switch (field) {
-      case f::sr_version: ok = get_small(r, w, version, 0xffffffffu); break;
-      case f::sr_step: ok = get(r, w, out.step); break;
-      case f::sr_time: ok = get(r, w, out.time_ns); break;
-      case f::sr_hash: ok = w == Wire::i64 && r.fixed64(out.state_hash); break;
-      case f::sr_step_time: ok = get(r, w, out.step_time_ns); break;
-      case f::sr_slots:
-        // slots are reused from the record's previous contents (their reply buffers)
-        if (slots == out.slots.size()) out.slots.emplace_back();
-        ok = get(r, w, b) && read_slot(b, out.slots[slots++]);
-        break;
-      default: ok = r.skip(w);
-    }
-    if (!ok) return fail(error, "step record", r);
-    seen |= bit(field);
-  }
-  if (r.failed()) return fail(error, "step record", r);
-  out.slots.resize(slots);
+  std::uint32_t version = 0;
+  std::size_t slots = 0, at = 0;
   const std::uint32_t want =
       bit(f::sr_version) | bit(f::sr_step) | bit(f::sr_time) | bit(f::sr_hash) | bit(f::sr_step_time);
-  if ((seen & want) != want) return missing(error, "step record");
-  return check_version(version, error, "step record");
+  const Read read = read_message(
+      bytes, want,
+      [&](pb::Reader& r, std::uint32_t field, Wire w) {
+        std::string_view b;
+        switch (field) {
+          case f::sr_version: return get_small(r, w, version, 0xffffffffu);
+          case f::sr_step: return get(r, w, out.step);
+          case f::sr_time: return get(r, w, out.time_ns);
+          case f::sr_hash: return w == Wire::i64 && r.fixed64(out.state_hash);
+          case f::sr_step_time: return get(r, w, out.step_time_ns);
+          case f::sr_slots:
+            // slots are reused from the record's previous contents (their reply buffers)
+            if (slots == out.slots.size()) out.slots.emplace_back();
+            return get(r, w, b) && read_slot(b, out.slots[slots++]);
+          default: return r.skip(w);
+        }
+      },
+      &at);
+  out.slots.resize(slots);
+  return result(read, at, error, "step record") && check_version(version, error, "step record");
 }
 
 void encode_keyframe(const Keyframe& k, std::string& out) {
@@ -473,62 +443,44 @@ void encode_keyframe(const Keyframe& k, std::string& out) {
 }
 
 bool decode_keyframe(std::string_view bytes, Keyframe& k, std::string* error) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0, version = 0;
-  Wire w;
+  std::uint32_t version = 0;
+  std::size_t at = 0;
   k.held_inputs.wrenches.clear();
   k.last_replies.clear();
   k.processor_state.clear();
   k.model_params.clear();
   k.devices.clear();
   k.faults.clear();
-  std::string why;
-  while (r.next(field, w)) {
-    bool ok = true;
-    std::string_view b;
-    switch (field) {
-      case f::k_version: ok = get_small(r, w, version, 0xffffffffu); break;
-      case f::k_state:
-        ok = get(r, w, b);
-        if (ok && !decode_state(b, k.state, &why)) {
-          if (error) *error = "keyframe: " + why;
-          return false;
-        }
-        break;
-      case f::k_held: {
+  std::string why;  // a state that does not decode says why
+  const std::uint32_t want = bit(f::k_version) | bit(f::k_state) | bit(f::k_params) | bit(f::k_devices);
+  const Read read = read_message(
+      bytes, want,
+      [&](pb::Reader& r, std::uint32_t field, Wire w) {
+        std::string_view b;
         std::uint32_t body = 0;
         BodyWrench wrench;
-        // one per body, in body order
-        ok = get(r, w, b) && read_wrench(b, body, wrench) && body == k.held_inputs.wrenches.size();
-        if (ok) k.held_inputs.wrenches.push_back(wrench);
-        break;
-      }
-      case f::k_replies: ok = get(r, w, b) && read_reply(b, k.last_replies.emplace_back()); break;
-      case f::k_params:
-        ok = get(r, w, b);
-        k.model_params.assign(b);
-        break;
-      case f::k_processors:
-        ok = get(r, w, b);
-        k.processor_state.emplace_back(b);
-        break;
-      case f::k_devices:
-        ok = get(r, w, b);
-        k.devices.assign(b);
-        break;
-      case f::k_faults:
-        ok = get(r, w, b);
-        k.faults.assign(b);
-        break;
-      default: ok = r.skip(w);
-    }
-    if (!ok) return fail(error, "keyframe", r);
-    seen |= bit(field);
+        switch (field) {
+          case f::k_version: return get_small(r, w, version, 0xffffffffu);
+          case f::k_state: return get(r, w, b) && decode_state(b, k.state, &why);
+          case f::k_held:
+            // one per body, in body order
+            if (!get(r, w, b) || !read_wrench(b, body, wrench) || body != k.held_inputs.wrenches.size()) return false;
+            k.held_inputs.wrenches.push_back(wrench);
+            return true;
+          case f::k_replies: return get(r, w, b) && read_reply(b, k.last_replies.emplace_back());
+          case f::k_params: return get(r, w, b) && (k.model_params.assign(b), true);
+          case f::k_processors: return get(r, w, b) && (k.processor_state.emplace_back(b), true);
+          case f::k_devices: return get(r, w, b) && (k.devices.assign(b), true);
+          case f::k_faults: return get(r, w, b) && (k.faults.assign(b), true);
+          default: return r.skip(w);
+        }
+      },
+      &at);
+  if (!why.empty()) {
+    if (error) *error = "keyframe: " + why;
+    return false;
   }
-  if (r.failed()) return fail(error, "keyframe", r);
-  const std::uint32_t want = bit(f::k_version) | bit(f::k_state) | bit(f::k_params) | bit(f::k_devices);
-  if ((seen & want) != want) return missing(error, "keyframe");
-  return check_version(version, error, "keyframe");
+  return result(read, at, error, "keyframe") && check_version(version, error, "keyframe");
 }
 
 void encode_step_commands(const StepCommands& c, std::string& out) {
@@ -553,56 +505,42 @@ void encode_step_commands(const StepCommands& c, std::string& out) {
 namespace {
 
 bool read_operator_command(std::string_view bytes, OperatorCommand& o) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0;
-  Wire w;
-  while (r.next(field, w)) {
-    bool ok = true;
+  return read_nested(bytes, bit(f::oc_kind), [&](pb::Reader& r, std::uint32_t field, Wire w) {
     std::string_view b;
     switch (field) {
-      case f::oc_kind: ok = get_small(r, w, o.kind, 4) && o.kind != OperatorCommand::Kind{0}; break;
-      case f::oc_name:
-        ok = get(r, w, b);
-        o.name.assign(b);
-        break;
-      case f::oc_body: ok = get_small(r, w, o.body, 0xffffffffu); break;
-      case f::oc_frame: ok = get_bool(r, w, o.body_frame); break;
-      case f::oc_force: ok = get_vec3(r, w, o.force_n); break;
-      case f::oc_torque: ok = get_vec3(r, w, o.torque_nm); break;
-      case f::oc_point: ok = get_vec3(r, w, o.point_m); break;
-      case f::oc_duration: ok = get(r, w, o.duration_s); break;
-      case f::oc_value: ok = get(r, w, o.value); break;
-      default: ok = r.skip(w);
+      case f::oc_kind: return get_small(r, w, o.kind, 4) && o.kind != OperatorCommand::Kind{0};
+      case f::oc_name: return get(r, w, b) && (o.name.assign(b), true);
+      case f::oc_body: return get_small(r, w, o.body, 0xffffffffu);
+      case f::oc_frame: return get_bool(r, w, o.body_frame);
+      case f::oc_force: return get_vec3(r, w, o.force_n);
+      case f::oc_torque: return get_vec3(r, w, o.torque_nm);
+      case f::oc_point: return get_vec3(r, w, o.point_m);
+      case f::oc_duration: return get(r, w, o.duration_s);
+      case f::oc_value: return get(r, w, o.value);
+      default: return r.skip(w);
     }
-    if (!ok) return false;
-    seen |= bit(field);
-  }
-  return !r.failed() && (seen & bit(f::oc_kind));
+  });
 }
 
 }  // namespace
 
 bool decode_step_commands(std::string_view bytes, StepCommands& out, std::string* error) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0, version = 0;
-  Wire w;
+  std::uint32_t version = 0;
+  std::size_t at = 0;
   out.commands.clear();
-  while (r.next(field, w)) {
-    bool ok = true;
-    std::string_view b;
-    switch (field) {
-      case f::sc_version: ok = get_small(r, w, version, 0xffffffffu); break;
-      case f::sc_step: ok = get(r, w, out.step); break;
-      case f::sc_commands: ok = get(r, w, b) && read_operator_command(b, out.commands.emplace_back()); break;
-      default: ok = r.skip(w);
-    }
-    if (!ok) return fail(error, "operator commands", r);
-    seen |= bit(field);
-  }
-  if (r.failed()) return fail(error, "operator commands", r);
-  if ((seen & (bit(f::sc_version) | bit(f::sc_step))) != (bit(f::sc_version) | bit(f::sc_step)))
-    return missing(error, "operator commands");
-  return check_version(version, error, "operator commands");
+  const Read read = read_message(
+      bytes, bit(f::sc_version) | bit(f::sc_step),
+      [&](pb::Reader& r, std::uint32_t field, Wire w) {
+        std::string_view b;
+        switch (field) {
+          case f::sc_version: return get_small(r, w, version, 0xffffffffu);
+          case f::sc_step: return get(r, w, out.step);
+          case f::sc_commands: return get(r, w, b) && read_operator_command(b, out.commands.emplace_back());
+          default: return r.skip(w);
+        }
+      },
+      &at);
+  return result(read, at, error, "operator commands") && check_version(version, error, "operator commands");
 }
 
 void encode_safe_replies(const std::vector<Reply>& replies, std::string& out) {
@@ -616,24 +554,21 @@ void encode_safe_replies(const std::vector<Reply>& replies, std::string& out) {
 }
 
 bool decode_safe_replies(std::string_view bytes, std::vector<Reply>& out, std::string* error) {
-  pb::Reader r(bytes);
-  std::uint32_t field, seen = 0, version = 0;
-  Wire w;
+  std::uint32_t version = 0;
+  std::size_t at = 0;
   out.clear();
-  while (r.next(field, w)) {
-    bool ok = true;
-    std::string_view b;
-    switch (field) {
-      case f::sf_version: ok = get_small(r, w, version, 0xffffffffu); break;
-      case f::sf_replies: ok = get(r, w, b) && read_reply(b, out.emplace_back()); break;
-      default: ok = r.skip(w);
-    }
-    if (!ok) return fail(error, "safe replies", r);
-    seen |= bit(field);
-  }
-  if (r.failed()) return fail(error, "safe replies", r);
-  if (!(seen & bit(f::sf_version))) return missing(error, "safe replies");
-  return check_version(version, error, "safe replies");
+  const Read read = read_message(
+      bytes, bit(f::sf_version),
+      [&](pb::Reader& r, std::uint32_t field, Wire w) {
+        std::string_view b;
+        switch (field) {
+          case f::sf_version: return get_small(r, w, version, 0xffffffffu);
+          case f::sf_replies: return get(r, w, b) && read_reply(b, out.emplace_back());
+          default: return r.skip(w);
+        }
+      },
+      &at);
+  return result(read, at, error, "safe replies") && check_version(version, error, "safe replies");
 }
 
 std::string serialize_model_params(const WorldModel& model) {
