@@ -3,7 +3,10 @@
 // as a reader would from a file: each must load without a script error, a console error or
 // any request outside the file (the pages are self-contained), and show its plots — every
 // `svg.plot` with its frame unfilled and something drawn, whatever stylesheet the page has
-// (the plots carry their own colours and strokes). With --screenshots DIR, a PNG of each
+// (the plots carry their own colours and strokes). Where a page draws its time series with
+// dygraphs (the session report), each must have become a live chart, and the first one
+// must answer the mouse as a reader uses it: hovering shows values in its legend, dragging
+// across it zooms in, a double-click zooms back out. With --screenshots DIR, a PNG of each
 // whole page is written there, named after the file.
 //
 //   node report_page.mjs [--screenshots DIR] [--min-plots N] FILE.html...
@@ -56,6 +59,47 @@ onEvent((m) => {
 for (const method of ["Page.enable", "Runtime.enable", "Log.enable", "Network.enable"]) await send(method);
 await send("Emulation.setDeviceMetricsOverride", { width: 1400, height: 900, deviceScaleFactor: 1, mobile: false });
 
+// hover, drag and double-click on the first live chart with real mouse events
+async function mouse(seen) {
+  const out = [];
+  await evaluate("document.querySelector('div.iplot.live').scrollIntoView({block: 'center'})");
+  await sleep(100);
+  const box = JSON.parse(
+    await evaluate(`JSON.stringify((() => {
+      const g = window.tetherPlots[0];
+      const a = g.getArea();
+      const r = g.graphDiv.getBoundingClientRect();
+      return { x: r.left + a.x, y: r.top + a.y, w: a.w, h: a.h };
+    })())`),
+  );
+  const at = (fx, fy) => ({ x: box.x + box.w * fx, y: box.y + box.h * fy });
+  const move = (p, extra = {}) => send("Input.dispatchMouseEvent", { type: "mouseMoved", x: p.x, y: p.y, ...extra });
+  const legend = "window.tetherPlots[0].graphDiv.parentNode.querySelector('.dygraph-legend').textContent";
+  const range = "JSON.stringify(window.tetherPlots[0].xAxisRange())";
+  await move(at(0.5, 0.5));
+  await sleep(150);
+  seen.hover_legend = await evaluate(legend);
+  if (!/[0-9]/.test(seen.hover_legend)) out.push(`hovering shows no value in the legend: "${seen.hover_legend}"`);
+  const full = JSON.parse(await evaluate(range));
+  const from = at(0.3, 0.5), to = at(0.6, 0.5);
+  await move(from);
+  await send("Input.dispatchMouseEvent", { type: "mousePressed", x: from.x, y: from.y, button: "left", clickCount: 1 });
+  for (let k = 1; k <= 8; k++)
+    await move({ x: from.x + ((to.x - from.x) * k) / 8, y: from.y }, { button: "left", buttons: 1 });
+  await send("Input.dispatchMouseEvent", { type: "mouseReleased", x: to.x, y: to.y, button: "left", clickCount: 1 });
+  await sleep(300);  // dygraphs animates the zoom
+  const zoomed = JSON.parse(await evaluate(range));
+  seen.zoom = { full, zoomed };
+  if (!(zoomed[1] - zoomed[0] < 0.6 * (full[1] - full[0]))) out.push(`dragging did not zoom: ${JSON.stringify(seen.zoom)}`);
+  for (const type of ["mousePressed", "mouseReleased"])
+    await send("Input.dispatchMouseEvent", { type, x: to.x, y: to.y, button: "left", clickCount: 2 });
+  await sleep(300);
+  const reset = JSON.parse(await evaluate(range));
+  if (Math.abs(reset[1] - reset[0] - (full[1] - full[0])) > 1e-9 * Math.abs(full[1] - full[0]))
+    out.push(`a double-click did not zoom back out: ${JSON.stringify(reset)}`);
+  return out;
+}
+
 let failed = 0;
 for (const file of files) {
   problems = [];
@@ -85,6 +129,12 @@ for (const file of files) {
       ),
     );
     if (seen.plots < minPlots) problems.push(`${seen.plots} plots, expected at least ${minPlots}`);
+    seen.interactive = await evaluate("document.querySelectorAll('div.iplot').length");
+    if (seen.interactive > 0) {
+      seen.live = await evaluate("(window.tetherPlots || []).length");
+      if (seen.live !== seen.interactive) problems.push(`${seen.live} of ${seen.interactive} time series became live charts`);
+      else problems.push(...(await mouse(seen)));
+    }
     if (seen.filledFrames) problems.push(`${seen.filledFrames} plots draw a filled frame (a black box)`);
     if (seen.empty) problems.push(`${seen.empty} plots draw nothing and do not say "no data"`);
     if (seen.unlabelled) problems.push(`${seen.unlabelled} plots have no title, ticks or labels`);

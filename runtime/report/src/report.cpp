@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <numbers>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +27,11 @@
 #include "tether/report/svg_plot.hpp"
 
 namespace tether::runtime {
+
+namespace report_assets {
+std::string_view dygraphs_js();
+std::string_view dygraphs_css();
+}  // namespace report_assets
 
 namespace {
 
@@ -514,6 +521,12 @@ h3{font-size:14px;margin:16px 0 8px}
 .card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:6px}
 .card p{margin:2px 8px 6px;color:#555;font-size:12px;max-width:640px}
 svg.plot{display:block}
+.iplot .dg{display:none}
+.iplot.live .dg{display:block;margin:4px}
+.iplot.live svg.plot{display:none}
+.iplot .dygraph-legend{font-size:11px;background:rgba(255,255,255,.85);left:70px!important;width:auto}
+.iplot .dygraph-title{font-size:13px}
+@media print{.iplot.live .dg{display:none}.iplot.live svg.plot{display:block}}
 table{border-collapse:collapse;background:#fff;border:1px solid #dde1e7;margin:4px 0 12px}
 th,td{padding:4px 10px;border-bottom:1px solid #eceef2;text-align:left;vertical-align:top}
 td:last-child{max-width:560px;overflow-wrap:anywhere}  /* long lists of figures wrap instead of widening the page */
@@ -530,6 +543,64 @@ details summary{cursor:pointer;color:#345}
 footer{margin-top:30px;color:#888;font-size:12px}
 )";
 
+// a value as dygraphs shows it: six significant digits keep the page small
+double six_digits(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
+
+// A time series for dygraphs (zoom by dragging, hover for values, double-click to reset):
+// the lines' points on one x axis, each line down-sampled as the SVG draws it, null where a
+// line has no point. Empty when the plot is not a time series (plan views, histograms).
+std::string interactive_spec(const svg::Plot& plot) {
+  if (plot.lines.empty() || !plot.bars.empty() || plot.equal_aspect) return "";
+  for (const svg::Line& l : plot.lines)
+    if (l.path) return "";
+  std::vector<std::tuple<double, std::size_t, double>> points;  // x, line, y
+  for (std::size_t li = 0; li < plot.lines.size(); ++li) {
+    const svg::Line& l = plot.lines[li];
+    const std::size_t n = std::min(l.x.size(), l.y.size());
+    for (std::size_t i :
+         svg::downsample(std::span(l.x.data(), n), std::span(l.y.data(), n), plot.max_points_per_line, false))
+      points.emplace_back(l.x[i], li, l.y[i]);
+  }
+  std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  json data = json::array();
+  for (const auto& [x, li, y] : points) {
+    if (data.empty() || data.back()[0].get<double>() != x) {
+      json row = json::array({x});
+      for (std::size_t k = 0; k < plot.lines.size(); ++k) row.push_back(nullptr);
+      data.push_back(std::move(row));
+    }
+    if (std::isfinite(y)) data.back()[li + 1] = six_digits(y);
+  }
+  json labels = json::array({plot.x_label});
+  json colors = json::array(), step = json::array(), dashed = json::array(), dots = json::array();
+  for (std::size_t li = 0; li < plot.lines.size(); ++li) {
+    const svg::Line& l = plot.lines[li];
+    // dygraphs needs distinct labels
+    labels.push_back(l.label.empty() ? (plot.lines.size() == 1 ? plot.y_label : "series " + std::to_string(li + 1))
+                                     : l.label);
+    colors.push_back(l.color);
+    step.push_back(l.step);
+    dashed.push_back(l.dashed);
+    dots.push_back(l.dots);
+  }
+  json refs = json::array();
+  for (const svg::RefLine& r : plot.refs)
+    refs.push_back({{"vertical", r.vertical}, {"value", r.value}, {"label", r.label}, {"color", r.color}});
+  json spec{{"title", plot.title}, {"xlabel", plot.x_label}, {"ylabel", plot.y_label}, {"labels", labels},
+            {"colors", colors},    {"step", step},           {"dashed", dashed},       {"dots", dots},
+            {"data", data},        {"refs", refs},           {"log", plot.log_y},      {"invert", plot.invert_y}};
+  if (plot.y_min && plot.y_max) spec["range"] = {*plot.y_min, *plot.y_max};
+  // inside a <script> element: "</" must not end it early
+  std::string text = runtime::json_text(spec);
+  for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3))
+    text.insert(at + 1, "\\");
+  return text;
+}
+
 struct Page {
   std::string out;
   void add(const std::string& s) { out += s; }
@@ -538,7 +609,66 @@ struct Page {
     if (!note.empty()) out += "<p>" + note + "</p>";
     out += "</div>";
   }
+  // a plot: the SVG (what prints, and what shows without scripts) and, for a time series,
+  // the data dygraphs draws in its place with zoom and hover
+  void plot(const svg::Plot& plot, const std::string& note = "") {
+    const std::string spec = interactive_spec(plot);
+    if (spec.empty()) return card(svg::render(plot), note);
+    out += "<div class=\"card iplot\">" + svg::render(plot) +
+           "<div class=\"dg\"></div><script type=\"application/json\">" + spec + "</script>";
+    if (!note.empty()) out += "<p>" + note + "</p>";
+    out += "</div>";
+  }
 };
+
+// Draws each time series with dygraphs in place of its SVG (which stays for printing and
+// for readers without scripts); window.tetherPlots lists them for the browser tests.
+const char* interactive_script = R"js(
+(function () {
+  if (typeof Dygraph === "undefined") return;
+  const plots = [];
+  for (const holder of document.querySelectorAll("div.iplot")) {
+    const spec = JSON.parse(holder.querySelector("script[type='application/json']").textContent);
+    const inv = spec.invert;  // depth grows downward: draw -v, label v
+    const data = inv ? spec.data.map((r) => r.map((v, i) => (i && v !== null ? -v : v))) : spec.data;
+    const fmt = (v) => String(+(inv ? -v : v).toPrecision(6));
+    const series = {};
+    spec.labels.slice(1).forEach((l, i) => {
+      series[l] = { stepPlot: spec.step[i], strokePattern: spec.dashed[i] ? [6, 3] : null,
+                    drawPoints: spec.dots[i], strokeWidth: spec.dots[i] ? 0 : 1.5, pointSize: 2 };
+    });
+    const options = {
+      labels: spec.labels, colors: spec.colors, title: spec.title, xlabel: spec.xlabel, ylabel: spec.ylabel,
+      series, logscale: spec.log, legend: "always", width: 640, height: 300, titleHeight: 22,
+      axes: { x: { valueFormatter: (v) => String(+v.toPrecision(6)) }, y: { axisLabelFormatter: fmt, valueFormatter: fmt } },
+      underlayCallback: (ctx, area, g) => {
+        for (const r of spec.refs) {
+          ctx.save();
+          ctx.strokeStyle = r.color;
+          ctx.setLineDash([6, 4]);
+          ctx.beginPath();
+          if (r.vertical) {
+            const x = g.toDomXCoord(r.value);
+            ctx.moveTo(x, area.y);
+            ctx.lineTo(x, area.y + area.h);
+          } else {
+            const y = g.toDomYCoord(inv ? -r.value : r.value);
+            ctx.moveTo(area.x, y);
+            ctx.lineTo(area.x + area.w, y);
+          }
+          ctx.stroke();
+          ctx.restore();
+        }
+      },
+    };
+    if (spec.range) options.valueRange = inv ? [-spec.range[1], -spec.range[0]] : spec.range;
+    const g = new Dygraph(holder.querySelector("div.dg"), data, options);
+    holder.classList.add("live");
+    plots.push(g);
+  }
+  window.tetherPlots = plots;
+})();
+)js";
 
 // the verdict and the goals before anything else: what a reader opens the report for
 void verdict_section(Page& p, const json& s) {
@@ -655,7 +785,7 @@ void faults_section(Page& p, const Collected& c, const ReportOptions& o) {
             svg::RefLine{true, x["first_failing_time_s"].get<double>(), "FAIL: " + jstr(x, "name"), "#d62728"});
   plot.y_min = -lane * static_cast<double>(faults.size() + 1);
   plot.y_max = most * 1.08;
-  p.card(svg::render(plot),
+  p.plot(plot,
          "Each bar is a fault while it was active (in the order of the scenario's list, top to "
          "bottom); the lines count the steps each endpoint missed; a red line marks where an "
          "expectation first failed.");
@@ -833,7 +963,7 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
         plot.lines.push_back(std::move(start));
         plot.lines.push_back(std::move(end));
       }
-      p.card(svg::render(plot));
+      p.plot(plot);
     }
     {
       svg::Plot plot;
@@ -858,7 +988,7 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
       plot.lines.push_back(std::move(pr));
       plot.lines.push_back(std::move(a));
       if (water) plot.refs.push_back(svg::RefLine{false, 0.0, "surface", "#4a7bd0"});
-      p.card(svg::render(plot));
+      p.plot(plot);
     }
     {
       svg::Plot plot;
@@ -892,7 +1022,7 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
       if (water && c.scenario)
         for (const auto& g : c.scenario->goals)
           if (g.depth_m && g.vehicle == v.name) plot.refs.push_back(svg::RefLine{false, *g.depth_m, "goal", "#2ca02c"});
-      p.card(svg::render(plot));
+      p.plot(plot);
     }
     {
       svg::Plot plot;
@@ -903,7 +1033,7 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
       plot.min_span_y = 2;
       if (measured) plot.lines.push_back(measured_dots(v.mt, v.mheading, false));
       plot.lines.push_back(line("actual", break_wraps_x(v.t, v.heading), break_wraps(v.heading), 0));
-      p.card(svg::render(plot));
+      p.plot(plot);
     }
     {
       svg::Plot plot;
@@ -914,7 +1044,7 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
       plot.min_span_y = 1;
       plot.lines.push_back(line("roll", v.t, v.roll, 5));
       plot.lines.push_back(line("pitch", v.t, v.pitch, 6));
-      p.card(svg::render(plot));
+      p.plot(plot);
     }
     {
       svg::Plot plot;
@@ -924,7 +1054,7 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
       plot.max_points_per_line = o.max_points_per_line;
       plot.min_span_y = 0.01;
       plot.lines.push_back(line("", v.t, v.speed, 0));
-      p.card(svg::render(plot));
+      p.plot(plot);
     }
     p.add("</div>");
   }
@@ -968,7 +1098,7 @@ void commands_section(Page& p, const Collected& c, const ReportOptions& o) {
       }
       for (const svg::Plot& plot : cards) {
         any = true;
-        p.card(svg::render(plot));
+        p.plot(plot);
       }
     }
     p.add("</div>");
@@ -989,8 +1119,8 @@ void timing_section(Page& p, const Collected& c, const ReportOptions& o) {
     plot.lines.back().width_px = 1;
     const double p50 = quantile(c.step_time_us, 0.5), p99 = quantile(c.step_time_us, 0.99);
     if (std::isfinite(p99)) plot.refs.push_back(svg::RefLine{false, p99, "p99 " + fmt(p99, 1) + " µs", "#d62728"});
-    p.card(svg::render(plot), "p50 " + fmt(p50, 1) + " µs, p99 " + fmt(p99, 1) + " µs over " +
-                                  std::to_string(c.step_time_us.size()) + " steps (min/max kept when down-sampled).");
+    p.plot(plot, "p50 " + fmt(p50, 1) + " µs, p99 " + fmt(p99, 1) + " µs over " +
+                     std::to_string(c.step_time_us.size()) + " steps (min/max kept when down-sampled).");
   }
   // round-trip latency per endpoint
   for (std::size_t i = 0; i < c.endpoints.size(); ++i) {
@@ -1052,7 +1182,7 @@ void timing_section(Page& p, const Collected& c, const ReportOptions& o) {
     if (std::isfinite(deadline_ms)) note += " Deadline " + fmt(deadline_ms, 3) + " ms.";
     if (e.timeouts || e.faults)
       note += " " + std::to_string(e.timeouts) + " timeouts, " + std::to_string(e.faults) + " faults.";
-    p.card(svg::render(plot), esc(note));
+    p.plot(plot, esc(note));
   }
   {
     svg::Plot plot;
@@ -1070,8 +1200,8 @@ void timing_section(Page& p, const Collected& c, const ReportOptions& o) {
     }
     plot.y_min = 0;
     plot.y_max = std::max(1.0, static_cast<double>(most) * 1.08);
-    p.card(svg::render(plot), total == 0 ? "No deadline was missed."
-                                         : std::to_string(total) + " missed steps in all (timeouts and faults).");
+    p.plot(plot, total == 0 ? "No deadline was missed."
+                            : std::to_string(total) + " missed steps in all (timeouts and faults).");
   }
   p.add("</div>");
 }
@@ -1101,7 +1231,7 @@ void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
       if (key.substr(0, sep) != proc) continue;
       plot.lines.push_back(line(key.substr(sep + 1), c.feedback_t, c.feedback.at(key), color++));
     }
-    p.card(svg::render(plot));
+    p.plot(plot);
   }
   p.add("</div>");
 }
@@ -1197,8 +1327,13 @@ std::string page(const Collected& c, const ReportOptions& o) {
   if (!c.scenario_text.empty())
     p.add("<details><summary>Scenario as recorded</summary><pre>" + esc(c.scenario_text) + "</pre></details>");
   p.add(
-      "<footer>Generated by <code>tether report</code>. Open the recording in Foxglove for 3-D and "
-      "interactive plots (docs/recording.md).</footer>\n</body></html>\n");
+      "<footer>Generated by <code>tether report</code>. Time series: drag to zoom, double-click to "
+      "reset, hover for values (dygraphs, MIT licence, inlined). Open the recording in Foxglove for 3-D "
+      "(docs/recording.md).</footer>\n");
+  // the charting library and its stylesheet inlined: the file stays self-contained
+  p.add("<style>" + std::string(report_assets::dygraphs_css()) + "</style>\n<script data-lib=\"dygraphs\">" +
+        std::string(report_assets::dygraphs_js()) + "</script>\n<script>" + interactive_script +
+        "</script>\n</body></html>\n");
   return std::move(p.out);
 }
 
