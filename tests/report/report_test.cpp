@@ -76,7 +76,7 @@ std::string read(const std::string& path) {
 std::string write_synthetic(const std::string& name, std::uint64_t steps, bool with_summary) {
   static const Scenario sc = parse_scenario(scenario_text, "circles.yaml");
   const std::string path = temp_path(name);
-  Recorder rec(sc, {"ctl", "tank"}, {{"kalman", {"innovation_m", "gain"}}, {"estimate", {"drag"}}});
+  Recorder rec(sc, {"ctl", "tank"}, {{"kalman", {"innovation_m", "gain"}}, {"estimate", {"drag", "drag_stddev"}}});
   std::string error;
   REQUIRE(rec.open(path, &error));
   std::vector<double> feedback;
@@ -133,7 +133,8 @@ std::string write_synthetic(const std::string& name, std::uint64_t steps, bool w
       }
     }
     r.slots = {ctl, tank};
-    feedback = {0.05 * std::sin(k * 1.7), 0.5 + 0.4 * std::exp(-t), 10 + 5 * std::exp(-t * 0.2)};
+    feedback = {0.05 * std::sin(k * 1.7), 0.5 + 0.4 * std::exp(-t), 10 + 5 * std::exp(-t * 0.2),
+                2 * std::exp(-t * 0.3)};
     Recorder::encode_step_item(r, actual, projected, feedback, rec.staging());
     rec.push(Recorder::ItemKind::step, k, r.time_ns);
     if (k == 500) rec.event(k, r.time_ns, 3, "tank", "first missed deadline (policy safe)");
@@ -222,6 +223,7 @@ std::vector<std::size_t> path_points(const std::string& html) {
   for (auto at = html.find(open); at != std::string::npos; at = html.find(open, at + 1)) {
     const auto begin = at + open.size();
     const std::string d = html.substr(begin, html.find('"', begin) - begin);
+    if (!d.empty() && d.back() == 'Z') continue;                   // a ±σ band: the area around a line counted here
     out.push_back(count(d, "M") + count(d, "L") + count(d, "V"));  // a step line's point is H x V y
   }
   return out;
@@ -243,8 +245,8 @@ TEST_CASE("the report shows every section, the summary's figures and nothing ext
   for (const char* title :
        {"Plan view (x–y)", "Depth profile (side view, x–depth)", "Depth over time", "Heading over time",
         "Roll and pitch over time", "Speed over time", "ctl: forces", "ctl: torques", "ctl: device #3",
-        "Step time (phases 1–7)", "Round trip: ctl", "Round trip: tank", "Deadline misses (cumulative)",
-        "Feedback: kalman", "Feedback: estimate"})
+        "Step time (phases 1–7)", "Round trip: ctl", "Round trip: tank", "Deadline misses (cumulative)", "kalman: gain",
+        "kalman: innovation_m", "estimate: drag"})
     CHECK_MESSAGE(html.find(std::string(">") + svg::escape(title) + "</text>") != std::string::npos, title);
   // series names in legends
   for (const char* label :
@@ -264,6 +266,14 @@ TEST_CASE("the report shows every section, the summary's figures and nothing ext
         std::string::npos);
   CHECK(html.find("fault = broker went away") != std::string::npos);
   CHECK(html.find("innovations = 700") != std::string::npos);
+  // feedback as small multiples, one figure each; the estimate with its ±σ band (a shaded
+  // area) and dygraphs' error bars, the standard deviation not drawn as a figure of its own
+  CHECK(html.find(">estimate: drag</text>") != std::string::npos);
+  CHECK(html.find(">estimate: drag_stddev</text>") == std::string::npos);
+  CHECK(html.find(">kalman: gain</text>") != std::string::npos);
+  CHECK(html.find("fill-opacity=\"0.18\" stroke=\"none\"") != std::string::npos);
+  CHECK(html.find("\"bars\":true") != std::string::npos);
+  CHECK(html.find(">estimate ±σ</text>") != std::string::npos);
   CHECK(html.find("<code>0123456789abcdef</code>") != std::string::npos);
   // counts the report computed itself
   CHECK(html.find("40 timeouts, 100 faults.") != std::string::npos);

@@ -557,23 +557,29 @@ std::string interactive_spec(const svg::Plot& plot) {
   if (plot.lines.empty() || !plot.bars.empty() || plot.equal_aspect) return "";
   for (const svg::Line& l : plot.lines)
     if (l.path) return "";
-  std::vector<std::tuple<double, std::size_t, double>> points;  // x, line, y
+  // one line with a band (an estimate ±σ): dygraphs' error bars, each value [y, σ]
+  const bool bars = plot.lines.size() == 1 && plot.lines[0].band.size() >= plot.lines[0].y.size();
+  std::vector<std::tuple<double, std::size_t, std::size_t>> points;  // x, line, index
   for (std::size_t li = 0; li < plot.lines.size(); ++li) {
     const svg::Line& l = plot.lines[li];
     const std::size_t n = std::min(l.x.size(), l.y.size());
     for (std::size_t i :
          svg::downsample(std::span(l.x.data(), n), std::span(l.y.data(), n), plot.max_points_per_line, false))
-      points.emplace_back(l.x[i], li, l.y[i]);
+      points.emplace_back(l.x[i], li, i);
   }
   std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
   json data = json::array();
-  for (const auto& [x, li, y] : points) {
+  for (const auto& [x, li, i] : points) {
     if (data.empty() || data.back()[0].get<double>() != x) {
       json row = json::array({x});
       for (std::size_t k = 0; k < plot.lines.size(); ++k) row.push_back(nullptr);
       data.push_back(std::move(row));
     }
-    if (std::isfinite(y)) data.back()[li + 1] = six_digits(y);
+    const double y = plot.lines[li].y[i];
+    if (!std::isfinite(y)) continue;
+    const double sigma = bars ? plot.lines[li].band[i] : 0.0;
+    data.back()[li + 1] =
+        bars ? json::array({six_digits(y), std::isfinite(sigma) ? six_digits(sigma) : 0.0}) : json(six_digits(y));
   }
   json labels = json::array({plot.x_label});
   json colors = json::array(), step = json::array(), dashed = json::array(), dots = json::array();
@@ -590,9 +596,10 @@ std::string interactive_spec(const svg::Plot& plot) {
   json refs = json::array();
   for (const svg::RefLine& r : plot.refs)
     refs.push_back({{"vertical", r.vertical}, {"value", r.value}, {"label", r.label}, {"color", r.color}});
-  json spec{{"title", plot.title}, {"xlabel", plot.x_label}, {"ylabel", plot.y_label}, {"labels", labels},
-            {"colors", colors},    {"step", step},           {"dashed", dashed},       {"dots", dots},
-            {"data", data},        {"refs", refs},           {"log", plot.log_y},      {"invert", plot.invert_y}};
+  json spec{{"title", plot.title}, {"xlabel", plot.x_label}, {"ylabel", plot.y_label},  {"labels", labels},
+            {"colors", colors},    {"step", step},           {"dashed", dashed},        {"dots", dots},
+            {"data", data},        {"refs", refs},           {"log", plot.log_y},       {"invert", plot.invert_y},
+            {"bars", bars},        {"width", plot.width_px}, {"height", plot.height_px}};
   if (plot.y_min && plot.y_max) spec["range"] = {*plot.y_min, *plot.y_max};
   // inside a <script> element: "</" must not end it early
   std::string text = runtime::json_text(spec);
@@ -639,7 +646,8 @@ const char* interactive_script = R"js(
     });
     const options = {
       labels: spec.labels, colors: spec.colors, title: spec.title, xlabel: spec.xlabel, ylabel: spec.ylabel,
-      series, logscale: spec.log, legend: "always", width: 640, height: 300, titleHeight: 22,
+      series, logscale: spec.log, legend: "always", width: spec.width, height: spec.height, titleHeight: 22,
+      errorBars: spec.bars, sigma: 1, fillAlpha: 0.18,
       axes: { x: { valueFormatter: (v) => String(+v.toPrecision(6)) }, y: { axisLabelFormatter: fmt, valueFormatter: fmt } },
       underlayCallback: (ctx, area, g) => {
         for (const r of spec.refs) {
@@ -1212,28 +1220,42 @@ void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
     p.add("<p>No feedback processor recorded corrections or estimates in this session.</p>");
     return;
   }
-  p.add("<div class=\"plots\">");
-  // one plot per processor, a line per recorded field
+  // small multiples: one small plot per recorded figure, each on its own axis; a figure
+  // with a `<name>_stddev` sibling (an estimate and its standard deviation) gets a ±σ band
   std::vector<std::string> procs;
   for (const std::string& key : c.feedback_order) {
     const std::string proc = key.substr(0, key.find('\x1f'));
     if (std::find(procs.begin(), procs.end(), proc) == procs.end()) procs.push_back(proc);
   }
   for (const std::string& proc : procs) {
-    svg::Plot plot;
-    plot.title = "Feedback: " + proc;
-    plot.x_label = "sim time (s)";
-    plot.y_label = "value";
-    plot.max_points_per_line = o.max_points_per_line;
+    p.add("<h3>" + esc(proc) + "</h3><div class=\"plots\">");
     std::size_t color = 0;
     for (const std::string& key : c.feedback_order) {
       const auto sep = key.find('\x1f');
+      const std::string field = key.substr(sep + 1);
       if (key.substr(0, sep) != proc) continue;
-      plot.lines.push_back(line(key.substr(sep + 1), c.feedback_t, c.feedback.at(key), color++));
+      if (field.size() > 7 && field.ends_with("_stddev") && c.feedback.count(key.substr(0, key.size() - 7)))
+        continue;  // drawn as its estimate's band
+      svg::Plot plot;
+      plot.title = proc + ": " + field;
+      plot.x_label = "sim time (s)";
+      plot.y_label = field;
+      plot.width_px = 320;
+      plot.height_px = 210;
+      plot.max_points_per_line = std::min<std::size_t>(o.max_points_per_line, 1000);
+      plot.lines.push_back(line("", c.feedback_t, c.feedback.at(key), color++));
+      const auto sigma = c.feedback.find(key + "_stddev");
+      std::string note;
+      if (sigma != c.feedback.end()) {
+        plot.lines.back().band = sigma->second;
+        plot.lines.back().label = "estimate ±σ";
+        if (!sigma->second.empty() && !c.feedback.at(key).empty())
+          note = "final " + esc(cell(c.feedback.at(key).back())) + " ± " + esc(cell(sigma->second.back()));
+      }
+      p.plot(plot, note);
     }
-    p.plot(plot);
+    p.add("</div>");
   }
-  p.add("</div>");
 }
 
 void events_section(Page& p, const Collected& c, const ReportOptions& o) {

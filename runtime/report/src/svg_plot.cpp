@@ -228,6 +228,10 @@ std::string render(const Plot& p) {
       if (std::isfinite(l.x[i]) && std::isfinite(l.y[i]) && (!p.log_y || l.y[i] > 0)) {
         extend(xlo, xhi, l.x[i]);
         extend(ylo, yhi, l.y[i]);
+        if (i < l.band.size() && std::isfinite(l.band[i]) && !p.log_y) {
+          extend(ylo, yhi, l.y[i] - l.band[i]);
+          extend(ylo, yhi, l.y[i] + l.band[i]);
+        }
         any = true;
       }
   for (const Bars& b : p.bars) {
@@ -427,6 +431,29 @@ std::string render(const Plot& p) {
              num(std::max(1.0, l.width_px)) + "\"/>";
       s += "</g>";
       continue;
+    }
+    if (l.band.size() >= n && !p.log_y) {
+      // the ±band as a shaded area under the line: along the top, back along the bottom;
+      // a NaN ends one area and starts the next
+      std::vector<std::size_t> run;
+      auto flush = [&] {
+        if (run.size() >= 2) {
+          std::string a = "M";
+          for (std::size_t k = 0; k < run.size(); ++k)
+            a += (k ? "L" : "") + num(ax.map(l.x[run[k]])) + " " + num(ay.map(yv[run[k]] + l.band[run[k]]));
+          for (std::size_t k = run.size(); k-- > 0;)
+            a += "L" + num(ax.map(l.x[run[k]])) + " " + num(ay.map(yv[run[k]] - l.band[run[k]]));
+          s += "<path d=\"" + a + "Z\" fill=\"" + l.color + "\" fill-opacity=\"0.18\" stroke=\"none\"/>";
+        }
+        run.clear();
+      };
+      for (std::size_t i : keep) {
+        if (std::isfinite(l.x[i]) && std::isfinite(yv[i]) && std::isfinite(l.band[i]))
+          run.push_back(i);
+        else
+          flush();
+      }
+      flush();
     }
     std::string d;
     d.reserve(keep.size() * 14);

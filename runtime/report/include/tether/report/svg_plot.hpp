@@ -22,9 +22,10 @@ struct Line {
   std::vector<double> x, y;
   std::string color = "#1f77b4";
   bool dashed = false;
-  bool dots = false;  // draw a dot per point instead of a line
-  bool path = false;  // x is not monotonic (a trajectory): down-sample on x and y
-  bool step = false;  // a held value (a command): drawn as steps, not ramps between points
+  bool dots = false;           // draw a dot per point instead of a line
+  bool path = false;           // x is not monotonic (a trajectory): down-sample on x and y
+  bool step = false;           // a held value (a command): drawn as steps, not ramps between points
+  std::vector<double> band{};  // if as long as y: a shaded ±band[i] around y[i] (an estimate's ±σ)
   double width_px = 1.5;
   double opacity = 1.0;
 };
