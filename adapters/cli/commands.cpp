@@ -968,7 +968,9 @@ int report_command(const ReportOptions& options) {
     output = p.string();
   }
   std::string error;
-  if (!runtime::write_report(options.recording, output, &error)) {
+  runtime::ReportOptions report;
+  report.compare = options.compare;
+  if (!runtime::write_report(options.recording, output, &error, report)) {
     std::cerr << "tether: " << error << '\n';
     return exit_usage;
   }

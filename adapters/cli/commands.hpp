@@ -53,7 +53,8 @@ struct InfoOptions {
 
 struct ReportOptions {
   std::string recording;
-  std::string output;  // default: the recording's path with .html instead of .mcap
+  std::string compare;  // a second recording: compared with the first, series overlaid
+  std::string output;   // default: the recording's path with .html instead of .mcap
 };
 
 struct DevicesOptions {

@@ -108,6 +108,8 @@ int main(int argc, char** argv) {
   ReportOptions report;
   auto* report_cmd = app.add_subcommand("report", "Write a self-contained HTML report of a recording");
   report_cmd->add_option("recording", report.recording, "Recording (.mcap) or session folder")->required();
+  report_cmd->add_option("compare", report.compare,
+                         "A second recording or session folder: compared with the first, their series overlaid");
   report_cmd->add_option("-o,--output", report.output, "HTML file to write (default: the recording's name with .html)");
 
   DevicesOptions devices;
@@ -186,6 +188,7 @@ int main(int argc, char** argv) {
   }
   if (*report_cmd) {
     report.recording = recording_path(report.recording);
+    if (!report.compare.empty()) report.compare = recording_path(report.compare);
     return report_command(report);
   }
   return 2;

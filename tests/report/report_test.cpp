@@ -916,3 +916,45 @@ TEST_CASE(
   CHECK(bad_out.find("request outside the page") != std::string::npos);
   CHECK(bad_out.find("filled frame") != std::string::npos);
 }
+
+TEST_CASE("tether report A B compares two runs: their figures side by side, their series overlaid") {
+  const std::string a = record_depth_hold("compare_a.mcap", 600);
+  const std::string b = record_depth_hold("compare_b.mcap", 300);
+  ReportOptions options;
+  options.compare = b;
+  std::string html, error;
+  REQUIRE(render_report(a, html, &error, options));
+  CHECK(html.find("<h2>Comparison: A and B</h2>") < html.find("<h2>Summary</h2>"));
+  CHECK(html.find("<code>" + svg::escape(b) + "</code>") != std::string::npos);
+  CHECK(html.find("<tr><th>steps</th><td>600</td><td>300</td></tr>") != std::string::npos);
+  CHECK(html.find("<tr><th>endpoint controller: fresh / misses</th><td>600 / 0</td><td>300 / 0</td></tr>") !=
+        std::string::npos);
+  for (const char* title :
+       {"Depth over time, A and B", "Heading over time, A and B", "Speed over time, A and B", "Step time, A and B"})
+    CHECK_MESSAGE(html.find(std::string(">") + title + "</text>") != std::string::npos, title);
+  CHECK(html.find(">auv A</text>") != std::string::npos);
+  CHECK(html.find(">auv B</text>") != std::string::npos);
+  // without B the page has no comparison; a B that is not a recording is an error
+  REQUIRE(render_report(a, html, &error));
+  CHECK(html.find("Comparison") == std::string::npos);
+  options.compare = temp_path("no_such.mcap");
+  CHECK_FALSE(render_report(a, html, &error, options));
+  CHECK(error.find("no_such.mcap") != std::string::npos);
+
+  // as a user runs it
+  const std::string out = temp_path("compare.html");
+  std::string cli;
+  FILE* pipe =
+      popen((std::string(TETHER_BINARY_DIR "/tether report ") + a + " " + b + " -o " + out + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[512];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) cli.append(buf, n);
+  CHECK(pclose(pipe) == 0);
+  CHECK(cli == "report: " + out + "\n");
+  CHECK(read(out).find("<h2>Comparison: A and B</h2>") != std::string::npos);
+  if (chromium_available()) {
+    std::string page_out;
+    CHECK_MESSAGE(check_pages("--min-plots 10 " + out, page_out) == 0, page_out);
+  }
+}

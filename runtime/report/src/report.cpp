@@ -1287,7 +1287,78 @@ std::string utc(std::uint64_t ns) {
   return buf;
 }
 
-std::string page(const Collected& c, const ReportOptions& o) {
+// `tether report A B`: A's and B's figures side by side, then their series overlaid (A solid,
+// B dashed), so a change (new firmware, another seed, a tuned gain) shows at a glance
+void comparison_section(Page& p, const Collected& a, const Collected& b, const ReportOptions& o) {
+  p.add("<h2>Comparison: A and B</h2><p>A: <code>" + esc(a.path) + "</code><br>B: <code>" + esc(b.path) +
+        "</code></p><table><tr><th></th><th>A</th><th>B</th></tr>");
+  auto row = [&](const std::string& k, const std::string& va, const std::string& vb) {
+    p.add("<tr><th>" + esc(k) + "</th><td>" + va + "</td><td>" + vb + "</td></tr>");
+  };
+  auto field = [](const Collected& c, const char* k) {
+    return c.summary && c.summary->contains(k) ? esc(cell((*c.summary)[k])) : std::string("&ndash;");
+  };
+  row("scenario", esc(a.scenario ? a.scenario->name : "?"), esc(b.scenario ? b.scenario->name : "?"));
+  for (const char* k : {"outcome", "verdict", "steps", "sim_time_s", "state_hash"}) row(k, field(a, k), field(b, k));
+  row("step time p50 / p99",
+      fmt(quantile(a.step_time_us, 0.5), 1) + " / " + fmt(quantile(a.step_time_us, 0.99), 1) + " µs",
+      fmt(quantile(b.step_time_us, 0.5), 1) + " / " + fmt(quantile(b.step_time_us, 0.99), 1) + " µs");
+  for (const EndpointSeries& ea : a.endpoints)
+    for (const EndpointSeries& eb : b.endpoints)
+      if (ea.name == eb.name)
+        row("endpoint " + ea.name + ": fresh / misses",
+            std::to_string(ea.fresh) + " / " + std::to_string(ea.timeouts + ea.faults),
+            std::to_string(eb.fresh) + " / " + std::to_string(eb.timeouts + eb.faults));
+  for (const VehicleSeries& va : a.vehicles)
+    for (const VehicleSeries& vb : b.vehicles)
+      if (va.name == vb.name && !va.t.empty() && !vb.t.empty()) {
+        if (va.has_depth)
+          row(va.name + ": final depth", fmt(va.depth.back(), 3) + " m", fmt(vb.depth.back(), 3) + " m");
+        row(va.name + ": final heading", fmt(va.heading.back(), 1) + "°", fmt(vb.heading.back(), 1) + "°");
+      }
+  p.add("</table><div class=\"plots\">");
+  // the same series of both runs on one axis: A solid, B dashed, in the same colour
+  auto overlay = [&](const std::string& title, const std::string& unit, bool invert, auto&& pick) {
+    svg::Plot plot;
+    plot.title = title;
+    plot.x_label = "sim time (s)";
+    plot.y_label = unit;
+    plot.invert_y = invert;
+    plot.max_points_per_line = o.max_points_per_line;
+    std::size_t color = 0;
+    for (const VehicleSeries& va : a.vehicles)
+      for (const VehicleSeries& vb : b.vehicles)
+        if (va.name == vb.name) {
+          auto [xa, ya] = pick(va);
+          auto [xb, yb] = pick(vb);
+          plot.lines.push_back(line(va.name + " A", std::move(xa), std::move(ya), color));
+          plot.lines.push_back(line(va.name + " B", std::move(xb), std::move(yb), color++, true));
+        }
+    if (!plot.lines.empty()) p.plot(plot);
+  };
+  const bool water = a.vehicles.empty() || a.vehicles.front().has_depth;
+  overlay(water ? "Depth over time, A and B" : "Height over time, A and B", water ? "depth (m)" : "z (m)", water,
+          [&](const VehicleSeries& v) { return std::pair(v.t, water ? v.depth : v.z); });
+  // a heading line breaks where it wraps (360 to 0) instead of crossing the plot
+  overlay("Heading over time, A and B", "heading (° from north)", false,
+          [](const VehicleSeries& v) { return std::pair(break_wraps_x(v.t, v.heading), break_wraps(v.heading)); });
+  overlay("Speed over time, A and B", "speed (m/s)", false,
+          [](const VehicleSeries& v) { return std::pair(v.t, v.speed); });
+  {
+    svg::Plot plot;
+    plot.title = "Step time, A and B";
+    plot.x_label = "sim time (s)";
+    plot.y_label = "step time (µs)";
+    plot.log_y = true;
+    plot.max_points_per_line = o.max_points_per_line;
+    plot.lines.push_back(line("A", a.step_t, a.step_time_us, 0));
+    plot.lines.push_back(line("B", b.step_t, b.step_time_us, 1, true));
+    p.plot(plot);
+  }
+  p.add("</div>");
+}
+
+std::string page(const Collected& c, const ReportOptions& o, const Collected* other = nullptr) {
   Page p;
   const std::string name = c.scenario ? c.scenario->name : (c.meta.count("scenario") ? c.meta.at("scenario") : "?");
   p.add(
@@ -1330,6 +1401,7 @@ std::string page(const Collected& c, const ReportOptions& o) {
         "may be missing: " +
         esc(c.scenario_error) + "</div>");
 
+  if (other) comparison_section(p, c, *other, o);
   summary_section(p, c, o);
   vehicle_section(p, c, o);
   commands_section(p, c, o);
@@ -1365,7 +1437,13 @@ bool render_report(const std::string& recording_path, std::string& html, std::st
                    const ReportOptions& options) {
   Collected c;
   if (!collect(recording_path, c, error)) return false;
-  html = page(c, options);
+  if (options.compare.empty()) {
+    html = page(c, options);
+    return true;
+  }
+  Collected other;
+  if (!collect(options.compare, other, error)) return false;
+  html = page(c, options, &other);
   return true;
 }
 

@@ -14,6 +14,10 @@ struct ReportOptions {
   std::size_t max_points_per_line = 2000;
   /// At most this many events are listed (the rest are counted).
   std::size_t max_events = 200;
+  /// A second recording to compare with (`tether report A.mcap B.mcap`): a comparison
+  /// section first, A's figures beside B's and the vehicles' and step times' series of both
+  /// runs overlaid; the rest of the page is A's report. Empty: none.
+  std::string compare;
 };
 
 /// Renders the report of the recording at `recording_path` into `html`; false with a reason
