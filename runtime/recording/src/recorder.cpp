@@ -154,17 +154,24 @@ constexpr const char* timing_schema =
     R"("type":"object","properties":{"step":{"type":"integer"},"step_time_ns":{"type":"integer"},)"
     R"("endpoints":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},)"
     R"("round_trip_ns":{"type":"integer"},"outcome":{"enum":["fresh","timeout","fault"]}}}}}})";
+// a vehicle's fields, in /tether/vehicles' array and on /vehicles/V/state
+#define TETHER_VEHICLE_FIELDS                                                                            \
+  R"("name":{"type":"string"},"x_m":{"type":"number"},"y_m":{"type":"number"},"z_m":{"type":"number"},)" \
+  R"("depth_m":{"type":"number"},"heading_deg":{"type":"number"},"yaw_deg":{"type":"number"},)"          \
+  R"("roll_deg":{"type":"number"},"pitch_deg":{"type":"number"},"speed_m_s":{"type":"number"},)"         \
+  R"("projected":{"type":"object","properties":{"x_m":{"type":"number"},"y_m":{"type":"number"},)"       \
+  R"("z_m":{"type":"number"}}},"measured":{"type":"object","properties":{"x_m":{"type":"number"},)"      \
+  R"("y_m":{"type":"number"},"z_m":{"type":"number"}}})"
 constexpr const char* vehicles_schema =
     R"({"title":"tether.Vehicles","description":"each vehicle after the step: position (m, world), depth below )"
     R"(the surface, compass heading (deg clockwise from north), yaw (deg counter-clockwise from east), roll, )"
     R"(pitch, speed, and the projected and measured positions","type":"object","properties":{)"
-    R"("step":{"type":"integer"},"vehicles":{"type":"array","items":{"type":"object","properties":{)"
-    R"("name":{"type":"string"},"x_m":{"type":"number"},"y_m":{"type":"number"},"z_m":{"type":"number"},)"
-    R"("depth_m":{"type":"number"},"heading_deg":{"type":"number"},"yaw_deg":{"type":"number"},)"
-    R"("roll_deg":{"type":"number"},"pitch_deg":{"type":"number"},"speed_m_s":{"type":"number"},)"
-    R"("projected":{"type":"object","properties":{"x_m":{"type":"number"},"y_m":{"type":"number"},)"
-    R"("z_m":{"type":"number"}}},"measured":{"type":"object","properties":{"x_m":{"type":"number"},)"
-    R"("y_m":{"type":"number"},"z_m":{"type":"number"}}}}}}}})";
+    R"("step":{"type":"integer"},"vehicles":{"type":"array","items":{"type":"object","properties":{)" TETHER_VEHICLE_FIELDS
+    R"(}}}}})";
+constexpr const char* vehicle_state_schema =
+    R"({"title":"tether.VehicleState","description":"one vehicle after the step, as in tether.Vehicles",)"
+    R"("type":"object","properties":{"step":{"type":"integer"},)" TETHER_VEHICLE_FIELDS R"(}})";
+#undef TETHER_VEHICLE_FIELDS
 constexpr const char* event_schema =
     R"({"title":"tether.Event","description":"a miss, a fault, an operator command, a firmware line, an abort",)"
     R"("type":"object","properties":{"level":{"type":"integer","description":"1 debug, 2 info, 3 warning, )"
@@ -186,15 +193,6 @@ constexpr const char* feedback_schema =
     R"("type":"object","properties":{"step":{"type":"integer"},"processors":{"type":"object",)"
     R"("additionalProperties":{"type":"object","additionalProperties":{"type":"number"}}}}})";
 
-constexpr const char* vehicle_state_schema =
-    R"({"title":"tether.VehicleState","description":"one vehicle after the step, as in tether.Vehicles",)"
-    R"("type":"object","properties":{"step":{"type":"integer"},)"
-    R"("name":{"type":"string"},"x_m":{"type":"number"},"y_m":{"type":"number"},"z_m":{"type":"number"},)"
-    R"("depth_m":{"type":"number"},"heading_deg":{"type":"number"},"yaw_deg":{"type":"number"},)"
-    R"("roll_deg":{"type":"number"},"pitch_deg":{"type":"number"},"speed_m_s":{"type":"number"},)"
-    R"("projected":{"type":"object","properties":{"x_m":{"type":"number"},"y_m":{"type":"number"},)"
-    R"("z_m":{"type":"number"}}},"measured":{"type":"object","properties":{"x_m":{"type":"number"},)"
-    R"("y_m":{"type":"number"},"z_m":{"type":"number"}}}}})";
 constexpr const char* endpoint_step_schema =
     R"({"title":"tether.EndpointStep","description":"one endpoint in one step: how its reply came and what )"
     R"(the loop applied","type":"object","properties":{"step":{"type":"integer"},)"
