@@ -949,14 +949,23 @@ int info_command(const InfoOptions& options) {
   std::printf("log time    %.3f .. %.3f s (simulation time)\n", j["log_time_s"][0].get<double>(),
               j["log_time_s"][1].get<double>());
   std::printf("events      %zu\nchannels    %zu\n", rec.events.size(), rec.channels.size());
-  std::printf("  %-26s %-16s %-26s %9s %12s\n", "topic", "encoding", "schema", "messages", "bytes");
-  for (const auto& [topic, stats] : rec.channels) {
+  // the columns as wide as their longest entry, so every row lines up
+  auto schema_of = [&](const std::string& topic) {
     const auto& f = rec.channel_formats.at(topic);
-    const std::string schema =
-        f.schema.empty() ? "-" : f.schema + (f.schema_encoding.empty() ? "" : " (" + f.schema_encoding + ")");
-    std::printf("  %-26s %-16s %-26s %9llu %12llu\n", topic.c_str(), f.encoding.c_str(), schema.c_str(),
-                static_cast<unsigned long long>(stats.first), static_cast<unsigned long long>(stats.second));
+    return f.schema.empty() ? std::string("-")
+                            : f.schema + (f.schema_encoding.empty() ? "" : " (" + f.schema_encoding + ")");
+  };
+  int wt = 5, we = 8, ws = 6;
+  for (const auto& [topic, stats] : rec.channels) {
+    wt = std::max(wt, static_cast<int>(topic.size()));
+    we = std::max(we, static_cast<int>(rec.channel_formats.at(topic).encoding.size()));
+    ws = std::max(ws, static_cast<int>(schema_of(topic).size()));
   }
+  std::printf("  %-*s %-*s %-*s %9s %12s\n", wt, "topic", we, "encoding", ws, "schema", "messages", "bytes");
+  for (const auto& [topic, stats] : rec.channels)
+    std::printf("  %-*s %-*s %-*s %9llu %12llu\n", wt, topic.c_str(), we,
+                rec.channel_formats.at(topic).encoding.c_str(), ws, schema_of(topic).c_str(),
+                static_cast<unsigned long long>(stats.first), static_cast<unsigned long long>(stats.second));
   return exit_ok;
 }
 

@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 #include <vector>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -225,6 +226,15 @@ TEST_CASE("tether info describes the recording") {
   CHECK(contains(r.out, "log time    0.000 .. 20.000 s (simulation time)\n"));
   CHECK(contains(r.out, "/tether/step"));
   CHECK(channel_line(r.out, "/tether/step") == "/tether/step protobuf tether.StepRecord (protobuf) 2000");
+  {
+    // the channel table lines up: every row (and the header) as long as the others
+    std::istringstream lines(r.out.substr(r.out.find("\nchannels ") + 1));
+    std::string line;
+    std::getline(lines, line);  // "channels    N"
+    std::set<std::size_t> widths;
+    while (std::getline(lines, line) && line.rfind("  ", 0) == 0) widths.insert(line.size());
+    CHECK(widths.size() == 1);
+  }
   CHECK(channel_line(r.out, "/vehicles/auv/pose") == "/vehicles/auv/pose json foxglove.PoseInFrame (jsonschema) 2000");
   CHECK(channel_line(r.out, "/tether/timing") == "/tether/timing json tether.Timing (jsonschema) 2000");
   const auto j = nlohmann::json::parse(sh(tether_bin + " info --json " + rec).out);
