@@ -9,24 +9,12 @@ namespace tether::runtime::pb {
 
 static_assert(std::endian::native == std::endian::little, "fixed64 fields are copied as little-endian");
 
-namespace {
-
-// writes v as a varint at p; returns the end
-char* put_varint(char* p, std::uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-
-}  // namespace
-
-// each field is assembled on the stack and appended once (a push_back per byte costs more)
+// each field is assembled in a stack Chunk and appended once (a push_back per byte costs
+// more); the Chunk writes the same bytes for the loop's step items
 void Writer::varint(std::uint64_t v) {
-  char buf[10];
-  out_.append(buf, static_cast<std::size_t>(put_varint(buf, v) - buf));
+  Chunk<10> c;
+  c.varint(v);
+  out_.append(c.view());
 }
 
 void Writer::tag(std::uint32_t field, Wire wire) {
@@ -34,86 +22,50 @@ void Writer::tag(std::uint32_t field, Wire wire) {
 }
 
 void Writer::u64(std::uint32_t field, std::uint64_t v) {
-  char buf[20];
-  char* p = put_varint(buf, (std::uint64_t{field} << 3) | static_cast<std::uint8_t>(Wire::varint));
-  out_.append(buf, static_cast<std::size_t>(put_varint(p, v) - buf));
+  Chunk<20> c;
+  c.u64(field, v);
+  out_.append(c.view());
 }
 
 void Writer::fixed64(std::uint32_t field, std::uint64_t v) {
-  char buf[18];
-  char* p = put_varint(buf, (std::uint64_t{field} << 3) | static_cast<std::uint8_t>(Wire::i64));
-  std::memcpy(p, &v, 8);
-  out_.append(buf, static_cast<std::size_t>(p + 8 - buf));
+  Chunk<18> c;
+  c.fixed64(field, v);
+  out_.append(c.view());
 }
 
 void Writer::f64(std::uint32_t field, double v) { fixed64(field, std::bit_cast<std::uint64_t>(v)); }
 
 void Writer::bytes(std::uint32_t field, std::string_view v) {
-  char buf[20];
-  char* p = put_varint(buf, (std::uint64_t{field} << 3) | static_cast<std::uint8_t>(Wire::len));
-  out_.append(buf, static_cast<std::size_t>(put_varint(p, v.size()) - buf));
+  Chunk<20> head;
+  head.varint((std::uint64_t{field} << 3) | static_cast<std::uint8_t>(Wire::len));
+  head.varint(v.size());
+  out_.append(head.view());
   out_.append(v);
 }
 
-namespace {
-
-// a tagged double at p (tag byte for fields 1..15, then the 8 bytes); returns the end
-char* put_double(char* p, std::uint32_t field, double v) {
-  *p++ = static_cast<char>((field << 3) | 1);
-  std::memcpy(p, &v, 8);
-  return p + 8;
-}
-
-}  // namespace
-
-// the nested messages of doubles are assembled on the stack and appended at once: the loop
-// encodes two states per step with them
 void Writer::vec3(std::uint32_t field, const Vec3& v) {
-  char buf[2 + 27];
-  char* p = buf;
-  *p++ = static_cast<char>((field << 3) | 2);
-  *p++ = 27;  // three tagged doubles
-  p = put_double(p, 1, v.x());
-  p = put_double(p, 2, v.y());
-  put_double(p, 3, v.z());
-  if (field < 16) {
-    out_.append(buf, sizeof buf);
-    return;
-  }
-  tag(field, Wire::len);  // a longer tag, then the rest
-  out_.append(buf + 1, sizeof buf - 1);
+  Chunk<40> c;  // a tag of up to 5 bytes, the length, 27 bytes of doubles
+  c.vec3(field, v);
+  out_.append(c.view());
 }
 
 void Writer::quat(std::uint32_t field, const Quat& q) {
-  char buf[2 + 36];
-  char* p = buf;
-  *p++ = static_cast<char>((field << 3) | 2);
-  *p++ = 36;
-  p = put_double(p, 1, q.x());
-  p = put_double(p, 2, q.y());
-  p = put_double(p, 3, q.z());
-  put_double(p, 4, q.w());
-  if (field < 16) {
-    out_.append(buf, sizeof buf);
-    return;
-  }
-  tag(field, Wire::len);  // a longer tag, then the rest
-  out_.append(buf + 1, sizeof buf - 1);
+  Chunk<48> c;
+  c.quat(field, q);
+  out_.append(c.view());
 }
 
 void Writer::packed_f64(std::uint32_t field, const double* v, std::size_t n) {
-  tag(field, Wire::len);
-  varint(8 * n);
-  out_.append(reinterpret_cast<const char*>(v), 8 * n);
+  bytes(field, std::string_view(reinterpret_cast<const char*>(v), 8 * n));
 }
 
 // one byte is reserved for the length: most nested messages are shorter than 128 bytes;
 // a longer one moves its body up by the extra length bytes
 std::size_t Writer::begin(std::uint32_t field) {
-  char buf[11];
-  char* p = put_varint(buf, (std::uint64_t{field} << 3) | static_cast<std::uint8_t>(Wire::len));
-  *p++ = 0;
-  out_.append(buf, static_cast<std::size_t>(p - buf));
+  Chunk<11> c;
+  c.varint((std::uint64_t{field} << 3) | static_cast<std::uint8_t>(Wire::len));
+  c.varint(0);
+  out_.append(c.view());
   return out_.size();
 }
 

@@ -91,6 +91,16 @@ struct JsonText {
     key(k);
     num(v);
   }
+  // ,"value":v[0],"values":[v...]: a device's reading or command, its first channel apart
+  void values(const double* v, int n) {
+    if (n > 0) field("value", v[0]);
+    raw(",\"values\":[");
+    for (int i = 0; i < n; ++i) {
+      if (i) comma();
+      num(v[i]);
+    }
+    raw("]");
+  }
   void stamp(std::int64_t time_ns) {
     s.append("{\"sec\":");
     num(static_cast<std::int64_t>(time_ns / 1'000'000'000));
@@ -836,13 +846,8 @@ void Recorder::write_sensors(std::uint64_t t) {
     j.raw("{\"step\":");
     j.num(record_.step);
     j.raw(valid ? ",\"valid\":true" : ",\"valid\":false");
-    if (channels > 0) j.field("value", v[0]);
-    j.raw(",\"values\":[");
-    for (int c = 0; c < channels; ++c) {
-      if (c) j.comma();
-      j.num(v[c]);
-    }
-    j.raw("]}");
+    j.values(v, channels);
+    j.close();
     out(ch_sensor_[d], t, text_);
     if (ch_fix_[d] && valid && channels >= 3) write_fix(t, d, v);
   }
@@ -893,13 +898,8 @@ void Recorder::write_actuators(std::uint64_t t) {
       j.num(record_.step);
       j.raw(",\"endpoint\":");
       j.str(e < endpoint_names_.size() ? std::string_view(endpoint_names_[e]) : std::string_view("?"));
-      j.field("value", v[0]);
-      j.raw(",\"values\":[");
-      for (int i = 0; i < n; ++i) {
-        if (i) j.comma();
-        j.num(v[i]);
-      }
-      j.raw("]}");
+      j.values(v, n);
+      j.close();
       out(ch_sensor_[c.device], t, text_);
     }
   }
@@ -915,13 +915,8 @@ void Recorder::write_actuators(std::uint64_t t) {
     first = false;
     j.raw("{\"name\":");
     j.str(actuator_names_[d]);
-    j.field("value", actuator_values_[d][0]);
-    j.raw(",\"values\":[");
-    for (int i = 0; i < n; ++i) {
-      if (i) j.comma();
-      j.num(actuator_values_[d][static_cast<std::size_t>(i)]);
-    }
-    j.raw("]}");
+    j.values(actuator_values_[d].data(), n);
+    j.close();
   }
   j.raw("]}");
   out(ch_actuators_, t, text_);
