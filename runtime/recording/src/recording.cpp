@@ -44,9 +44,6 @@ bool ByteReader::bytes(std::string_view& v) {
   pos_ += n;
   return true;
 }
-bool ByteReader::count(std::uint32_t& n, std::size_t min_size) {
-  return u32(n) && (min_size == 0 || n <= (in_.size() - pos_) / min_size);
-}
 
 namespace {
 

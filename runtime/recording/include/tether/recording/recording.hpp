@@ -127,10 +127,6 @@ class ByteWriter {
     f64(v.y());
     f64(v.z());
   }
-  void bytes(std::string_view b) {
-    u32(static_cast<std::uint32_t>(b.size()));
-    out_.append(b);
-  }
 
  private:
   std::string& out_;
@@ -147,8 +143,6 @@ class ByteReader {
   bool f64(double& v);
   bool vec3(Vec3& v) { return f64(v.x()) && f64(v.y()) && f64(v.z()); }
   bool bytes(std::string_view& v);
-  /// A count that must fit in what is left, given each element takes at least `min_size` bytes.
-  bool count(std::uint32_t& n, std::size_t min_size);
   std::size_t offset() const { return pos_; }
   bool done() const { return pos_ == in_.size(); }
 
