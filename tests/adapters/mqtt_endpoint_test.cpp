@@ -180,11 +180,14 @@ TEST_CASE("mqtt: lock-step with the stand-in vehicle through mosquitto") {
   std::atomic<bool> stop{false};
   REQUIRE(session.run(stop) == Outcome::completed);
   REQUIRE(rec != nullptr);
-  CHECK(rec->counters.stale == 0);
   CHECK(rec->counters.corrupt == 0);
   const adapters::MqttCounters c = rec->mqtt().mqtt_counters();
   CHECK(c.applied == 300);
-  CHECK(c.published == 300);
+  // one publish per step; a step the vehicle has not answered in resend_ms (500 ms; a loaded
+  // CI machine can stall that long) is sent again, and its second answer is a counted duplicate
+  CHECK(c.published == 300 + c.republished);
+  CHECK(rec->counters.stale <= c.republished);  // the last step's second answer may come after the end
+  CHECK(c.republished <= 3);
   CHECK(c.nodelay_sockets >= 1);
   CHECK(rec->applied.size() == 300);
   check_lock_step(*rec, sc.loop.period_ns);
