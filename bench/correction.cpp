@@ -15,15 +15,23 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
 #include "bench_util.hpp"
+#include "example_controllers.hpp"
+#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/hal/device_bank.hpp"
+#include "tether/loop/stand_in_vehicle.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/report/svg_plot.hpp"
 
@@ -208,6 +216,17 @@ Scenario with_feedback(const std::string& text, const std::string& path, const s
   return parse_scenario(out.c_str(), path);
 }
 
+// runs the session to its end; its wall time in seconds (a session that did not complete says why)
+double run_timed(Session& session, const std::string& label) {
+  std::atomic<bool> stop{false};
+  const auto t0 = tether::bench::Clock::now();
+  const Outcome outcome = session.run(stop);
+  const double seconds = tether::bench::seconds_since(t0);
+  if (outcome != Outcome::completed)
+    std::fprintf(stderr, "%s: session %s: %s\n", label.c_str(), to_string(outcome), session.abort_reason().c_str());
+  return seconds;
+}
+
 Result run_case(const std::string& text, const std::string& path, const Case& c, const Hidden& hidden, double trial_s,
                 double off_s, double open_s) {
   const Scenario sc = with_feedback(text, path, c.types);
@@ -256,12 +275,7 @@ Result run_case(const std::string& text, const std::string& path, const Case& c,
   };
   Session session(sc, std::move(eps), options);
   session_ptr = &session;
-  std::atomic<bool> stop{false};
-  const auto t0 = tether::bench::Clock::now();
-  const Outcome outcome = session.run(stop);
-  r.seconds = tether::bench::seconds_since(t0);
-  if (outcome != Outcome::completed)
-    std::fprintf(stderr, "%s: session %s: %s\n", c.label.c_str(), to_string(outcome), session.abort_reason().c_str());
+  r.seconds = run_timed(session, c.label);
   r.rms_m = std::sqrt(sum_sq / static_cast<double>(std::max<std::size_t>(r.err_m.size(), 1)));
 
   // open loop: the model as it stood at t_off, from the vehicle's true state, its commands
@@ -361,15 +375,280 @@ std::string write_html(const std::vector<Result>& results, const std::vector<dou
   return path;
 }
 
+// ---- against the stand-in: reality that is not the model (docs/feedback.md) ----
+
+struct StandInRun {
+  std::string label;
+  double rms_m = 0;                    // twin vs truth over the trial
+  double open_m = 0, open_base_m = 0;  // open-loop error at the end: the twin's model, the scenario's
+  nlohmann::json estimate;             // the estimate processor's summary at the trial's end
+  std::vector<std::pair<std::string, double>> truth;
+  double seconds = 0;
+};
+
+// --hidden YAML: the stand-in's `hidden:` overrides (docs/feedback.md), e.g. to switch a mismatch off
+std::string& hidden_override() {
+  static std::string s;
+  return s;
+}
+
+// the scenario with the MQTT vehicle replaced by the in-process stand-in (seeded), the
+// feedback list set to `types`, the trial plus the open-loop span as its duration
+Scenario stand_in_scenario(const std::string& text, const std::string& path, const std::vector<std::string>& types,
+                           std::uint64_t seed, double seconds) {
+  YAML::Node root = YAML::Load(text);
+  for (YAML::Node e : root["endpoints"])
+    if (e["type"].as<std::string>() == "mqtt") {
+      YAML::Node n(YAML::NodeType::Map);
+      n["name"] = e["name"];
+      n["type"] = "stand_in";
+      n["vehicle"] = e["vehicle"];
+      n["seed"] = seed;
+      if (!hidden_override().empty()) n["hidden"] = YAML::Load(hidden_override());
+      e = n;
+    }
+  root["loop"]["seed"] = seed;
+  root["loop"].remove("steps");
+  root["loop"]["duration_s"] = seconds;
+  root["recording"]["enabled"] = false;
+  YAML::Emitter out;
+  out << root;
+  return with_feedback(out.c_str(), path, types);
+}
+
+// the twin's model `model` (thrust gain `thrust`) predicting from the truth's state with the
+// truth's commands, no feedback: the position error after the span
+double open_loop(const Scenario& sc, const WorldModel& model, double thrust, const WorldModel& truth_model,
+                 const WorldState& truth_at_off,
+                 const std::vector<std::vector<std::pair<std::size_t, std::string>>>& cmds,
+                 const std::vector<Vec3>& truth_path) {
+  Scenario s2 = sc;
+  s2.model = model;
+  HiddenParams h;
+  h.thrust_scale = thrust;
+  StandInVehicle pred(s2, 0, h, 1);
+  // the truth's velocities, as momenta of the model's (lighter: no added mass) bodies
+  WorldState start = truth_at_off;
+  for (std::size_t b = 0; b < start.bodies.size(); ++b) {
+    const Vec3 v = linear_velocity(truth_model, truth_at_off, static_cast<int>(b));
+    const Vec3 w = angular_velocity(truth_model, truth_at_off, static_cast<int>(b));
+    const Mat3 r = start.bodies[b].orientation.toRotationMatrix();
+    start.bodies[b].linear_momentum = model.bodies[b].mass_kg * v;
+    start.bodies[b].angular_momentum = r * model.bodies[b].inertia_body * r.transpose() * w;
+  }
+  pred.set_state(start);
+  const double dt = static_cast<double>(sc.loop.period_ns) * 1e-9;
+  double e = 0;
+  for (std::size_t k = 0; k < cmds.size() && k < truth_path.size(); ++k) {
+    for (const auto& [device, bytes] : cmds[k])
+      (void)pred.command(device, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+    if (pred.advance(dt) != StepStatus::ok) return 1e9;
+    e = (pred.state().bodies[0].position_m - truth_path[k]).norm();
+  }
+  return e;
+}
+
+StandInRun run_stand_in(const std::string& text, const std::string& path, const std::string& label,
+                        const std::vector<std::string>& types, std::uint64_t seed, double trial_s, double open_s) {
+  const Scenario sc = stand_in_scenario(text, path, types, seed, trial_s + open_s);
+  auto eps = tether::adapters::make_endpoints(sc);
+  const StandInEndpoint* truth = nullptr;
+  for (const auto& e : eps)
+    if (const auto* t = dynamic_cast<const StandInEndpoint*>(e.get())) truth = t;
+  if (!truth) throw std::runtime_error(path + ": no mqtt endpoint to stand in for");
+  StandInRun r;
+  r.label = label;
+  r.truth = hidden_truth(sc.model, 0, truth->truth().hidden());
+  const auto off_ns = sc.initial.time_ns + static_cast<std::int64_t>(std::llround(trial_s * 1e9));
+  WorldModel model_at_off = sc.model;
+  WorldState truth_at_off;
+  double thrust = 1, sum_sq = 0;
+  std::size_t n = 0;
+  std::vector<std::vector<std::pair<std::size_t, std::string>>> cmds;
+  std::vector<Vec3> truth_path;
+  const Session* session_ptr = nullptr;
+  SessionOptions options;
+  options.real_time_factor = 0;
+  options.after_step = [&](const WorldState& twin) {
+    const Vec3 p_truth = truth->truth().state().bodies[0].position_m;
+    if (twin.time_ns <= off_ns) {
+      const double e = (twin.bodies[0].position_m - p_truth).norm();
+      sum_sq += e * e;
+      ++n;
+    } else {
+      truth_path.push_back(p_truth);
+    }
+    if (twin.time_ns >= off_ns) {
+      if (twin.time_ns == off_ns) {
+        model_at_off = session_ptr->model();
+        truth_at_off = truth->truth().state();
+        for (const auto& proc : session_ptr->processors())
+          if (proc->type() == "estimate") {
+            proc->summarize(r.estimate);
+            thrust = r.estimate["estimates"].value("thrust_coefficient", 1.0);
+          }
+      }
+      // the commands the truth takes at its next step, as the session's bank holds them now
+      const tether::hal::DeviceBank& bank = session_ptr->devices();
+      auto& now = cmds.emplace_back();
+      for (std::size_t i = 0; i < bank.size(); ++i) {
+        const std::uint8_t* data = nullptr;
+        std::size_t size = 0;
+        if (bank.is_actuator(i) && bank.reading(i, data, size) == tether::hal::Status::ok && data)
+          now.emplace_back(i, std::string(reinterpret_cast<const char*>(data), size));
+      }
+    }
+    return true;
+  };
+  Session session(sc, std::move(eps), options);
+  session_ptr = &session;
+  r.seconds = run_timed(session, label);
+  r.rms_m = std::sqrt(sum_sq / static_cast<double>(std::max<std::size_t>(n, 1)));
+  const WorldModel& truth_model = truth->truth().model();
+  r.open_m = open_loop(sc, model_at_off, thrust, truth_model, truth_at_off, cmds, truth_path);
+  r.open_base_m = open_loop(sc, sc.model, 1.0, truth_model, truth_at_off, cmds, truth_path);
+  return r;
+}
+
+// per parameter of one run: truth, estimate, sigma, error, z, identified
+void print_parameters(const StandInRun& r) {
+  std::printf("    %-20s %10s %10s %9s %8s %7s %s\n", "parameter", "truth", "estimate", "sigma", "error", "z",
+              "identified");
+  for (const auto& [name, value] : r.truth) {
+    const auto& e = r.estimate["estimates"];
+    if (!e.contains(name)) continue;
+    const double est = e[name].get<double>(), sd = r.estimate["stddev"][name].get<double>();
+    const bool id = r.estimate["identified"].value(name, false);
+    std::printf("    %-20s %10.4g %10.4g %9.3g %+7.1f%% %+7.2f %s\n", name.c_str(), value, est, sd,
+                value != 0 ? 100.0 * (est - value) / std::abs(value) : 0.0, sd > 0 ? (est - value) / sd : 0.0,
+                id                                  ? "yes"
+                : r.estimate.value("misfit", false) ? "no (model misfit: the best fit, not a physical value)"
+                                                    : "no (held where it was)");
+  }
+}
+
+void stand_in_section(const std::string& path, bool quick, int seeds) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const double trial_s = quick ? 10 : 60, open_s = quick ? 2 : 10;
+  const std::uint64_t seed0 = 42;
+  std::printf("\nagainst the stand-in vehicle (in-process, tether-vehicle's physics): %s, %.0f s trial\n", path.c_str(),
+              trial_s);
+  {
+    const HiddenParams h = default_hidden_params();
+    std::printf(
+        "  hidden: drag x%.2f (per axis linear [%g %g %g], quadratic [%g %g %g]), thrust x%.2f, thrusters' lag x%.2f, "
+        "dead band %.2f,\n  added mass %+.0f %%, buoyancy %+g N, current [%g %g] m/s swinging by [%g %g] over %g s, "
+        "velocity bias [%g %g] m/s\n",
+        h.drag_scale, h.linear_drag_axis_scale.x(), h.linear_drag_axis_scale.y(), h.linear_drag_axis_scale.z(),
+        h.quadratic_drag_axis_scale.x(), h.quadratic_drag_axis_scale.y(), h.quadratic_drag_axis_scale.z(),
+        h.thrust_scale, h.thruster_time_constant_scale, h.thruster_dead_band, 100 * h.added_mass_fraction,
+        h.buoyancy_offset_n, h.current_m_s.x(), h.current_m_s.y(), h.current_swing_m_s.x(), h.current_swing_m_s.y(),
+        h.current_period_s, h.velocity_bias_m_s.x(), h.velocity_bias_m_s.y());
+  }
+  std::printf("  open loop: from the truth's state at t = %.0f s, %.0f s with its commands, no feedback\n\n", trial_s,
+              open_s);
+  std::printf("  %-16s %12s %18s %22s %10s %8s\n", "processors", "RMS err (m)", "open-loop end (m)",
+              "uncorrected model (m)", "better", "wall (s)");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> sets = {
+      {"off", {}}, {"kalman", {"kalman"}}, {"estimate", {"estimate"}}, {"estimate+kalman", {"estimate", "kalman"}}};
+  std::vector<StandInRun> runs;
+  for (const auto& [label, types] : sets) {
+    runs.push_back(run_stand_in(text, path, label, types, seed0, trial_s, open_s));
+    const StandInRun& r = runs.back();
+    std::printf("  %-16s %12.4f %18.4f %22.4f %9.1fx %8.2f\n", r.label.c_str(), r.rms_m, r.open_m, r.open_base_m,
+                r.open_m > 0 ? r.open_base_m / r.open_m : 0.0, r.seconds);
+  }
+  for (const StandInRun& r : runs)
+    if (!r.estimate.is_null()) {
+      std::printf(
+          "\n  %s at t = %.0f s (seed %llu; noise scale %.3g, trial mean %.3g, residual correlation %.2f, systematic "
+          "%.3f x%.2g, condition %.3g):\n",
+          r.label.c_str(), trial_s, static_cast<unsigned long long>(seed0), r.estimate.value("noise_scale", 0.0),
+          r.estimate.value("mean_noise_scale", 0.0), r.estimate.value("residual_correlation", 0.0),
+          r.estimate.value("systematic_residual", 0.0), r.estimate.value("misfit_widening", 0.0),
+          r.estimate.value("condition", 0.0));
+      print_parameters(r);
+    }
+
+  // coverage: over the seeds, how often the truth lies within 2 sigma of an identified estimate
+  int pairs = 0, covered = 0, within_goal = 0, identified_total = 0, unidentified_total = 0;
+  int all_pairs = 0, all_covered = 0, misfit_seeds = 0;
+  double open_ratio_min = 1e300;
+  std::map<std::string, std::pair<int, int>> per_param;  // covered, identified
+  for (int k = 0; k < seeds; ++k) {
+    const StandInRun r = run_stand_in(text, path, "estimate+kalman", {"estimate", "kalman"},
+                                      seed0 + static_cast<std::uint64_t>(k), trial_s, open_s);
+    open_ratio_min = std::min(open_ratio_min, r.open_m > 0 ? r.open_base_m / r.open_m : 0.0);
+    misfit_seeds += r.estimate.value("misfit", false);
+    for (const auto& [name, value] : r.truth) {
+      if (!r.estimate["estimates"].contains(name)) continue;
+      const double e_all = r.estimate["estimates"][name].get<double>();
+      ++all_pairs;
+      all_covered += std::abs(e_all - value) <= 2 * r.estimate["stddev"][name].get<double>();
+      if (!r.estimate["identified"].value(name, false)) {
+        ++unidentified_total;
+        continue;
+      }
+      ++identified_total;
+      const double est = r.estimate["estimates"][name].get<double>(), sd = r.estimate["stddev"][name].get<double>();
+      const bool in = std::abs(est - value) <= 2 * sd;
+      const double goal = (name == "thrust_coefficient" || name == "buoyancy_offset_n") ? 0.05 : 0.10;
+      ++pairs;
+      covered += in;
+      within_goal += std::abs(est - value) <= goal * std::abs(value);
+      per_param[name].first += in;
+      per_param[name].second += 1;
+    }
+  }
+  std::printf(
+      "\n  coverage over %d seeds (estimate+kalman): the truth within 2 sigma for %d of %d (seed, identified "
+      "parameter) pairs = %.0f %% (goal >= 90 %%)\n",
+      seeds, covered, pairs, pairs ? 100.0 * covered / pairs : 0.0);
+  std::printf(
+      "  identified %d, not identified %d of %d (seed, parameter) pairs; within the goal (10 %%, 5 %% for "
+      "thrust and buoyancy): %d of %d identified\n",
+      identified_total, unidentified_total, identified_total + unidentified_total, within_goal, pairs);
+  std::printf(
+      "  every estimate, identified or not: the truth within 2 sigma for %d of %d = %.0f %%; %d of %d seeds "
+      "flagged a model misfit\n",
+      all_covered, all_pairs, all_pairs ? 100.0 * all_covered / all_pairs : 0.0, misfit_seeds, seeds);
+  std::printf("  open-loop error vs the uncorrected model: at least %.1fx better in every seed (goal >= 10x)\n",
+              open_ratio_min);
+  for (const auto& [name, c] : per_param)
+    std::printf("    %-20s covered %2d of %2d identified\n", name.c_str(), c.first, c.second);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  tether::examples::register_example_controllers();  // tank_identify's depth_heading_hold
+  spdlog::set_level(spdlog::level::warn);            // not every manoeuvre of every run
   const bool quick = tether::bench::quick_mode(argc, argv);
   std::string path = TETHER_SOURCE_DIR "/config/scenarios/correction_trial.yaml";
   std::string html = TETHER_BINARY_DIR "/bench/correction.html";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--scenario") path = argv[i + 1];
-    if (std::string(argv[i]) == "--html") html = argv[i + 1];
+  std::string stand_in_path = TETHER_SOURCE_DIR "/config/scenarios/tank_identify.yaml";
+  int seeds = quick ? 1 : 20;
+  bool stand_in_only = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--stand-in-only") stand_in_only = true;
+    if (i + 1 >= argc) continue;
+    if (a == "--scenario") path = argv[i + 1];
+    if (a == "--html") html = argv[i + 1];
+    if (a == "--stand-in-scenario") stand_in_path = argv[i + 1];
+    if (a == "--hidden") hidden_override() = argv[i + 1];
+    if (a == "--seeds") seeds = std::max(1, std::atoi(argv[i + 1]));
+  }
+  if (stand_in_only) {
+    try {
+      stand_in_section(stand_in_path, quick, seeds);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "correction: %s\n", e.what());
+      return 2;
+    }
+    return 0;
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -474,5 +753,11 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("\n  plot: %s\n", write_html(results, tt, tx, ty, truth_list, html).c_str());
+  try {
+    stand_in_section(stand_in_path, quick, seeds);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "correction: %s\n", e.what());
+    return 2;
+  }
   return 0;
 }

@@ -6,7 +6,8 @@
 //   bytes per step of the MCAP file
 //   replay speed as a multiple of real time (1 vehicle, 100 Hz), with and without
 //     --verify; goal >= 200x
-// Prints figures only; --quick shortens everything (the test suite smoke-runs it).
+// Prints figures only; --quick shortens everything (the test suite smoke-runs it); a path
+// names another scenario than the default in-process depth hold.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -129,7 +130,10 @@ double replay_once(const Recording& rec, bool verify, std::uint64_t& verified) {
 int main(int argc, char** argv) {
   tether::examples::register_example_controllers();  // the scenario's in-process depth_heading_hold
   const bool quick = tether::bench::quick_mode(argc, argv);
-  const std::string scenario_path = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+  // another scenario may be named (its in-process endpoints only): record_replay [--quick] [PATH]
+  std::string scenario_path = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '-') scenario_path = argv[i];
   const Scenario sc = load_scenario(scenario_path);
   const std::uint64_t steps = quick ? 2'000 : 20'000;
   const int rounds = quick ? 1 : 5;

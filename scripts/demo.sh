@@ -3,7 +3,7 @@
 # default scenario (the host-built depth_heading_hold firmware on a pseudo-terminal, in
 # lock-step with the AUV), say where its results went.
 # Usage: scripts/demo.sh [extra `tether run` options, e.g. --rtf 0 --steps 3000]
-#        scripts/demo.sh tank [extra `tether run` options]: a tank trial with a local
+#        scripts/demo.sh tank [extra `tether run` options]: an identification trial with a local
 #        mosquitto on a free loopback port and the stand-in vehicle (docs/mqtt.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,8 +41,12 @@ if [[ "${1:-}" == tank ]]; then
   done
   export TETHER_MQTT_BROKER="tcp://127.0.0.1:$port"
   out="runs/tank-$(date +%Y%m%d-%H%M%S)"
-  echo "demo: mosquitto on $TETHER_MQTT_BROKER; running config/scenarios/tank_trial.yaml"
-  ./build/tether run config/scenarios/tank_trial.yaml --out "$out" "$@"
+  # the identification trial: the controller flies speed steps, depth changes and turns; the
+  # summary shows each estimate with its sigma and whether the trial identified it, and
+  # tether-vehicle's hidden truth is in the session's tether.log (docs/feedback.md)
+  echo "demo: mosquitto on $TETHER_MQTT_BROKER; running config/scenarios/tank_identify.yaml (60 s)"
+  ./build/tether run config/scenarios/tank_identify.yaml --out "$out" "$@"
+  grep -h "hidden truth" "$out/tether.log" | sed 's/^.*tether-vehicle: /demo: tether-vehicle'"'"'s /' || true
   where "$out"
   exit 0
 fi

@@ -160,6 +160,52 @@ std::string default_out_dir(const std::string& scenario_name) {
   return dir;
 }
 
+// an estimator's parameters, one per line: value, sigma, whether the data identified it and,
+// when an in-process stand-in knows it, the hidden truth beside it (docs/feedback.md)
+void print_estimates(std::ostream& out, const nlohmann::json& f, const nlohmann::json& s) {
+  char line[256];
+  if (f.value("misfit", false)) {
+    std::snprintf(line, sizeof line,
+                  "    model misfit: the residuals are %.3g times the stated noise (with their correlation): the "
+                  "estimates are the best fit of a model that cannot represent the vehicle, none is identified\n",
+                  f.value("noise_scale", 0.0));
+    out << line;
+  }
+  // the truth, from a stand_in endpoint's summary: the vehicle's first body
+  const nlohmann::json* truth = nullptr;
+  const std::string vehicle = f.value("vehicle", "") + ".";
+  if (s.contains("endpoints"))
+    for (const auto& e : s["endpoints"])
+      if (e.contains("hidden_truth") && e["hidden_truth"].is_object())
+        for (const auto& [body, values] : e["hidden_truth"].items())
+          if (!truth && body.rfind(vehicle, 0) == 0) truth = &values;
+  const auto& sd = f.contains("stddev") ? f["stddev"] : nlohmann::json();
+  const auto& id = f.contains("identified") ? f["identified"] : nlohmann::json();
+  for (const auto& [key, value] : f["estimates"].items()) {
+    if (!value.is_number()) continue;
+    std::snprintf(line, sizeof line, "    %-20s %10.4g", key.c_str(), value.get<double>());
+    out << line;
+    const bool has_sd = sd.is_object() && sd.contains(key) && sd[key].is_number();
+    if (has_sd) {
+      std::snprintf(line, sizeof line, " ± %-9.2g", sd[key].get<double>());
+      out << line;
+    }
+    if (id.is_object() && id.contains(key) && id[key].is_boolean())
+      out << (id[key].get<bool>() ? "  identified" : "  not identified");
+    if (truth && truth->contains(key) && (*truth)[key].is_number()) {
+      const double t = (*truth)[key].get<double>();
+      std::snprintf(line, sizeof line, "  (hidden truth %.4g", t);
+      out << line;
+      if (has_sd && sd[key].get<double>() > 0) {
+        std::snprintf(line, sizeof line, ", %+.1f sigma", (value.get<double>() - t) / sd[key].get<double>());
+        out << line;
+      }
+      out << ')';
+    }
+    out << '\n';
+  }
+}
+
 void print_summary_text(const nlohmann::json& s, std::ostream& out) {
   char line[512];
   std::snprintf(line, sizeof line,
@@ -281,22 +327,7 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
         out << line;
       }
       out << '\n';
-      if (f.contains("estimates") && f["estimates"].is_object()) {
-        out << "    estimates:";
-        const char* separator = " ";
-        for (const auto& [key, value] : f["estimates"].items()) {
-          if (!value.is_number()) continue;
-          const auto& sd = f.contains("stddev") ? f["stddev"] : nlohmann::json();
-          std::snprintf(line, sizeof line, "%s%s %.4g", separator, key.c_str(), value.get<double>());
-          separator = "; ";
-          out << line;
-          if (sd.is_object() && sd.contains(key) && sd[key].is_number()) {
-            std::snprintf(line, sizeof line, " ± %.2g", sd[key].get<double>());
-            out << line;
-          }
-        }
-        out << '\n';
-      }
+      if (f.contains("estimates") && f["estimates"].is_object()) print_estimates(out, f, s);
     }
   if (s.contains("state_hash")) out << "  final state hash " << s["state_hash"].get<std::string>() << '\n';
 }

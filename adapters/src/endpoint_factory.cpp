@@ -4,6 +4,7 @@
 #include "tether/adapters/mqtt_endpoint.hpp"
 #include "tether/adapters/serial_endpoint.hpp"
 #include "tether/loop/in_process.hpp"
+#include "tether/loop/stand_in_vehicle.hpp"
 
 namespace tether::adapters {
 
@@ -30,6 +31,12 @@ EndpointRegistry& endpoint_kinds() {
           return std::make_unique<MqttEndpoint>(c, s);
         },
         "a physical vehicle over an MQTT broker (lock-step by topic)");
+    reg.add(
+        "stand_in",
+        [](const runtime::EndpointConfig& c, const runtime::Scenario& s) -> std::unique_ptr<runtime::Endpoint> {
+          return std::make_unique<runtime::StandInEndpoint>(c, s);
+        },
+        "the stand-in vehicle in-process: tether-vehicle's hidden physics without a broker");
     return reg;
   }();
   return r;

@@ -46,6 +46,8 @@ struct Options {
   double drag_scale = -1, thrust_scale = -1, buoyancy_offset_n = 1e300;
   double position_noise_m = -1, orientation_noise_rad = -1, velocity_noise_m_s = -1;
   int delay_steps = -1;
+  double added_mass_fraction = -1, thruster_lag_scale = -1, thruster_dead_band = -1;
+  std::vector<double> current_swing, velocity_bias;
   bool quiet = false;
 };
 
@@ -183,6 +185,14 @@ int main(int argc, char** argv) {
   app.add_option("--orientation-noise-rad", o.orientation_noise_rad, "measurement noise stddev (default 0.002)");
   app.add_option("--velocity-noise-m-s", o.velocity_noise_m_s, "measurement noise stddev (default 0.005)");
   app.add_option("--delay-steps", o.delay_steps, "measurements this many steps old (default 0)");
+  app.add_option("--added-mass-fraction", o.added_mass_fraction, "hidden: inertia x (1 + this) (default 0.1)");
+  app.add_option("--thruster-lag-scale", o.thruster_lag_scale, "hidden: thrusters' time constant x this (default 1.2)");
+  app.add_option("--thruster-dead-band", o.thruster_dead_band, "hidden: thrusters' dead band, at least (default 0.03)");
+  app.add_option("--current-swing", o.current_swing, "hidden: the current's swing x y z in m/s (default 0.01 0.01 0)")
+      ->expected(3);
+  app.add_option("--velocity-bias", o.velocity_bias,
+                 "hidden: measured velocity bias x y z in m/s (default 0.001 -0.001 0)")
+      ->expected(3);
   app.add_flag("--quiet", o.quiet, "only errors");
   CLI11_PARSE(app, argc, argv);
 
@@ -213,6 +223,13 @@ int main(int argc, char** argv) {
     if (o.orientation_noise_rad >= 0) h.orientation_noise_rad = o.orientation_noise_rad;
     if (o.velocity_noise_m_s >= 0) h.velocity_noise_m_s = o.velocity_noise_m_s;
     if (o.delay_steps >= 0) h.delay_steps = static_cast<std::uint32_t>(o.delay_steps);
+    if (o.added_mass_fraction >= 0) h.added_mass_fraction = o.added_mass_fraction;
+    if (o.thruster_lag_scale > 0) h.thruster_time_constant_scale = o.thruster_lag_scale;
+    if (o.thruster_dead_band >= 0) h.thruster_dead_band = o.thruster_dead_band;
+    if (o.current_swing.size() == 3)
+      h.current_swing_m_s = rt::Vec3(o.current_swing[0], o.current_swing[1], o.current_swing[2]);
+    if (o.velocity_bias.size() == 3)
+      h.velocity_bias_m_s = rt::Vec3(o.velocity_bias[0], o.velocity_bias[1], o.velocity_bias[2]);
     r.opt = o;
     r.vehicle = v;
     r.hidden = h;
@@ -311,5 +328,17 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.caught_up),
         static_cast<unsigned long long>(r.duplicates), static_cast<unsigned long long>(r.old),
         static_cast<unsigned long long>(r.rejected), static_cast<unsigned long long>(r.unknown_devices));
+  // what the twin's estimate processor should have found (docs/feedback.md): its first body's
+  if (!o.quiet) {
+    const rt::Scenario& sc = *r.scenario;
+    const int body = sc.model.vehicles[static_cast<std::size_t>(r.vehicle)].bodies.front();
+    std::printf("tether-vehicle: hidden truth of %s:", sc.model.bodies[static_cast<std::size_t>(body)].name.c_str());
+    const char* separator = " ";
+    for (const auto& [name, value] : rt::hidden_truth(sc.model, body, r.hidden)) {
+      std::printf("%s%s %.4g", separator, name.c_str(), value);
+      separator = ", ";
+    }
+    std::printf("%s\n", o.exact ? " (--exact: the model itself)" : "");
+  }
   return 0;
 }

@@ -4,9 +4,11 @@
 // controller registry under the name a scenario's `controller:` key uses.
 #include "example_controllers.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "depth_heading_law.h"
 #include "tether/firmware_shim/payloads.h"
@@ -32,6 +34,21 @@ class DepthHeadingHoldController final : public Controller {
     if (p.yaml().IsDefined()) p.expect_map({"part"});
     prefix_ = model.vehicles[static_cast<std::size_t>(vehicle)].name + "." + p.string_or("part", "hull") + ".";
     dhh_init(&law_);
+  }
+
+  // an identification plan's manoeuvres: surge (the cruise command, -1..1), depth_m (below
+  // the surface), heading_deg (compass, clockwise from north)
+  std::vector<std::string> setpoint_names() const override { return {"surge", "depth_m", "heading_deg"}; }
+  bool set_setpoint(const std::string& name, double value) override {
+    if (name == "surge")
+      law_.cruise = static_cast<float>(std::clamp(value, -1.0, 1.0));
+    else if (name == "depth_m")
+      law_.target_depth_m = static_cast<float>(value);
+    else if (name == "heading_deg")
+      law_.target_heading_rad = static_cast<float>(value * 3.14159265358979323846 / 180.0);
+    else
+      return false;
+    return true;
   }
 
   void compute(const StepContext&, const WorldModel&, const WorldState&, const hal::DeviceBank* devices,

@@ -57,6 +57,11 @@ typedef struct {
   float turn;
   uint64_t last_us;
   int reached;
+  /* the targets: DHH_TARGET_* after dhh_init; an in-process run may change them (an
+     identification plan's manoeuvres, docs/feedback.md) */
+  float target_depth_m;
+  float target_heading_rad;
+  float cruise;
 } dhh_state_t;
 
 /* the four thruster commands of one step, each in [-1, 1] */
@@ -75,6 +80,9 @@ static inline void dhh_init(dhh_state_t* s) {
   s->turn = 0.0f;
   s->last_us = 0u;
   s->reached = 0;
+  s->target_depth_m = DHH_TARGET_DEPTH_M;
+  s->target_heading_rad = DHH_TARGET_HEADING_RAD;
+  s->cruise = DHH_CRUISE_COMMAND;
 }
 
 /* one PID update; dt_s > 0 */
@@ -111,19 +119,19 @@ static inline int dhh_step(dhh_state_t* s, uint64_t now_us, int has_depth, float
   }
   s->last_us = now_us;
   if (dt_s > 0.0f && has_depth) {
-    s->vertical = dhh_pid_update(&s->depth_pid, DHH_TARGET_DEPTH_M - depth_m, dt_s);
-    if (!s->reached && depth_m > DHH_TARGET_DEPTH_M - DHH_DEPTH_REACHED_M &&
-        depth_m < DHH_TARGET_DEPTH_M + DHH_DEPTH_REACHED_M) {
+    s->vertical = dhh_pid_update(&s->depth_pid, s->target_depth_m - depth_m, dt_s);
+    if (!s->reached && depth_m > s->target_depth_m - DHH_DEPTH_REACHED_M &&
+        depth_m < s->target_depth_m + DHH_DEPTH_REACHED_M) {
       s->reached = 1;
       just_reached = 1;
     }
   }
   if (dt_s > 0.0f && has_heading) {
-    s->turn = dhh_pid_update(&s->heading_pid, dhh_wrap_angle(DHH_TARGET_HEADING_RAD - heading_rad), dt_s);
+    s->turn = dhh_pid_update(&s->heading_pid, dhh_wrap_angle(s->target_heading_rad - heading_rad), dt_s);
   }
   s->turn = dhh_clamp(s->turn, -0.5f, 0.5f);
-  out->left = dhh_clamp(DHH_CRUISE_COMMAND + s->turn, -1.0f, 1.0f);
-  out->right = dhh_clamp(DHH_CRUISE_COMMAND - s->turn, -1.0f, 1.0f);
+  out->left = dhh_clamp(s->cruise + s->turn, -1.0f, 1.0f);
+  out->right = dhh_clamp(s->cruise - s->turn, -1.0f, 1.0f);
   out->vfront = dhh_clamp(s->vertical, -1.0f, 1.0f);
   out->vrear = dhh_clamp(s->vertical, -1.0f, 1.0f);
   return just_reached;

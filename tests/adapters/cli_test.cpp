@@ -286,8 +286,9 @@ TEST_CASE("tether run: the summary names each feedback processor and what an est
   CAPTURE(r.out);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("  feedback model (estimate, model, vehicle auv): updates 0, rejected 0\n") != std::string::npos);
-  CHECK(r.out.find("    estimates: buoyancy_offset_n 0 ± ") != std::string::npos);
-  CHECK(r.out.find("; thrust_coefficient 1 ± 0.3\n") != std::string::npos);
+  // one line per parameter: value, sigma, and that nothing identified it
+  CHECK(r.out.find("\n    buoyancy_offset_n             0 ± ") != std::string::npos);
+  CHECK(r.out.find("\n    thrust_coefficient            1 ± 0.3        not identified\n") != std::string::npos);
   CHECK(r.out.find("  feedback filter (kalman, post, vehicle auv): updates 0") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
@@ -307,7 +308,7 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
   for (const char* heading : {"feedback_processors", "endpoint_types", "controllers", "device_kinds"})
     CHECK_MESSAGE(r.out.find(std::string(heading) + " (") != std::string::npos, heading);
   for (const char* name : {"direct", "blend", "vector_adjust", "kalman", "estimate",    // feedback processors
-                           "in_process", "serial", "mqtt",                              // endpoint types
+                           "in_process", "serial", "mqtt", "stand_in",                  // endpoint types
                            "idle", "depth_pid", "depth_heading_hold",                   // controllers
                            "range", "imu", "gps", "clock", "thruster", "wheel_drive"})  // device kinds
     CHECK_MESSAGE(r.out.find("\n  " + std::string(name) + " ") != std::string::npos, name);
@@ -329,7 +330,7 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
   };
   CHECK(names_of("feedback_processors") ==
         std::vector<std::string>{"direct", "blend", "vector_adjust", "kalman", "estimate"});
-  CHECK(names_of("endpoint_types") == std::vector<std::string>{"in_process", "serial", "mqtt"});
+  CHECK(names_of("endpoint_types") == std::vector<std::string>{"in_process", "serial", "mqtt", "stand_in"});
   CHECK(names_of("controllers") == std::vector<std::string>{"idle", "depth_pid", "depth_heading_hold"});
   CHECK(names_of("device_kinds").size() == 18);
 

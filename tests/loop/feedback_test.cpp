@@ -264,7 +264,10 @@ namespace {
 // runs estimate over 60 s of the truth's measurements; returns its summary
 nlohmann::json estimate_from_truth(bool with_velocity, WorldModel* model_out = nullptr) {
   const Scenario sc =
-      parse_scenario(auv_scenario("[{type: estimate, horizon_steps: 50, update_every_steps: 5}]"), "fb.yaml");
+      // the truth here is the model's own physics: its structure is exact, only its values unknown
+      parse_scenario(
+          auv_scenario("[{type: estimate, horizon_steps: 50, update_every_steps: 5, model_structure: exact}]"),
+          "fb.yaml");
   auto ps = make_feedback_processors(sc);
   REQUIRE(ps[0]->phase() == FeedbackPhase::model);
   Truth truth(sc);
@@ -356,7 +359,8 @@ class MeasuringEndpoint final : public Endpoint {
 
 TEST_CASE("feedback: a session with processors continues bit for bit from a keyframe") {
   std::string text = auv_scenario(
-      "[{type: estimate, horizon_steps: 20, update_every_steps: 5}, {type: vector_adjust}, {type: kalman}]");
+      "[{type: estimate, horizon_steps: 20, update_every_steps: 5, model_structure: exact}, {type: vector_adjust}, "
+      "{type: kalman}]");
   text += "endpoints:\n  - {name: vehicle, type: measuring, vehicle: auv}\n";
   const Scenario sc = parse_scenario(text, "fb.yaml");
   Truth truth(sc);
@@ -417,7 +421,8 @@ TEST_CASE("feedback: a session with processors continues bit for bit from a keyf
 
 TEST_CASE("feedback: a recorded session with processors replays bit for bit, from the start and a keyframe") {
   std::string text = auv_scenario(
-      "[{type: estimate, horizon_steps: 20, update_every_steps: 5}, {type: vector_adjust}, {type: kalman}]");
+      "[{type: estimate, horizon_steps: 20, update_every_steps: 5, model_structure: exact}, {type: vector_adjust}, "
+      "{type: kalman}]");
   text +=
       "endpoints:\n  - {name: vehicle, type: measuring, vehicle: auv}\n"
       "recording: {keyframe_every_steps: 100, flush_interval_s: 0.05}\n";

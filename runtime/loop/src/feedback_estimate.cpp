@@ -15,11 +15,22 @@
 // independent. Bounded: each parameter stays in its range, moves at most a fraction of it per
 // update, innovations beyond the gate are rejected, and the covariance never exceeds its
 // initial value (forgetting cannot wind it up while the vehicle does not excite a parameter).
+//
+// Honest uncertainty (docs/feedback.md, "Identifiability and coverage"): the information the
+// windows carried is accumulated beside the covariance; a parameter is identified when the
+// data alone pin it down (its share of the information's weak directions is small). An
+// unidentified parameter stays where it is (its prior until it is first identified), its
+// uncertainty still counted in the others' (a Schmidt "consider" update). The measurement
+// noise is scaled by what the residuals show: by their size against the prediction (NIS per
+// degree of freedom above 1: the model is not reality) and by their correlation from window
+// to window (a systematic misfit is not independent evidence), so sigma widens when the
+// model's structure cannot represent the truth instead of shrinking to a confident wrong value.
 #include <algorithm>
 #include <array>
 #include <cmath>
 
 #include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
 #include <nlohmann/json.hpp>
 
 #include "feedback_processors.hpp"
@@ -50,9 +61,26 @@ constexpr std::array<Group, 5> groups = {
 class EstimateProcessor final : public FeedbackProcessor {
  public:
   void configure(const ConfigNode& node, const WorldModel& model, int vehicle) override {
-    node.expect_map({"name", "type", "part", "parameters", "horizon_steps", "update_every_steps", "forgetting",
-                     "position_stddev_m", "velocity_stddev_m_s", "gate", "thrust_range", "drag_range_factor",
-                     "max_buoyancy_offset_n", "max_current_m_s", "max_step_fraction", "initial_stddev"});
+    node.expect_map({"name",
+                     "type",
+                     "part",
+                     "parameters",
+                     "horizon_steps",
+                     "update_every_steps",
+                     "forgetting",
+                     "position_stddev_m",
+                     "velocity_stddev_m_s",
+                     "gate",
+                     "thrust_range",
+                     "drag_range_factor",
+                     "max_buoyancy_offset_n",
+                     "max_current_m_s",
+                     "max_step_fraction",
+                     "initial_stddev",
+                     "identify_weak_share",
+                     "identify_information",
+                     "misfit_noise_scale",
+                     "model_structure"});
     body_ = part_body(node, model, vehicle);
     const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
     if (!model.water.present || model.gravity_m_s2.norm() <= 0)
@@ -90,6 +118,19 @@ class EstimateProcessor final : public FeedbackProcessor {
     const double max_current = node.number_or("max_current_m_s", 1.0, Range::positive());
     step_fraction_ = node.number_or("max_step_fraction", 0.05, Range{0, 1, true});
     const double sd_scale = node.number_or("initial_stddev", 1.0, Range::positive());
+    // a direction of the information is weak when the data shrink the prior's sigma along it
+    // less than sqrt(identify_information) times; a parameter more than identify_weak_share
+    // in weak directions is not identified
+    weak_information_ = node.number_or("identify_information", 100.0, Range::positive());
+    weak_share_max_ = node.number_or("identify_weak_share", 0.2, Range{0, 1, false});
+    // residuals this many times the stated noise (their size times their correlation): the
+    // model cannot represent the vehicle, and no estimate is reported as identified
+    misfit_limit_ = node.number_or("misfit_noise_scale", 10.0, Range{1, 1e6, false});
+    // `exact`: the user knows the model's structure is the vehicle's and only its values are
+    // unknown (a lab check): plain recursive least squares, every parameter moves, sigma is the
+    // covariance's; identifiability and misfit are still reported. `uncertain` (the default):
+    // the consider update and the sigma widened by what the residuals show.
+    structure_exact_ = node.choice_or("model_structure", "uncertain", {"uncertain", "exact"}) == "exact";
 
     // nominal values (the scenario's) and bounds
     theta_[0] = 1;
@@ -120,6 +161,9 @@ class EstimateProcessor final : public FeedbackProcessor {
       step_max_[i] = step_fraction_ * (hi_[i] - lo_[i]);
     }
     p_ = p0_;
+    info_.setZero();
+    identified_.fill(false);
+    weak_share_.fill(1.0);
     volume0_m3_ = b.volume_m3;
     buoyancy_per_m3_ = std::max(model.water.density_kg_m3 * model.gravity_m_s2.norm(), 1e-9);
     // pre-sized: the step never allocates
@@ -168,28 +212,58 @@ class EstimateProcessor final : public FeedbackProcessor {
     w.torque_body_nm *= theta_[0];
   }
 
+  // the reported sigma: the covariance's, widened by the misfit for an identified parameter;
+  // an unidentified one reports its covariance (its prior, less what the data taught)
+  double sigma(int i) const {
+    const double sd = std::sqrt(std::max(p_(i, i), 0.0));
+    if (structure_exact_ || !identified_[static_cast<std::size_t>(i)]) return sd;
+    return std::min(sd * misfit_widening_, std::sqrt(p0_(i, i)));
+  }
+
+  // identified as a physical value: the data pin it down, the model fits (under a misfit the
+  // estimates are the best fit of a model that cannot represent the vehicle), and its sigma,
+  // widened by the misfit, is still well inside the prior's
+  bool reported_identified(int i) const {
+    return identified_[static_cast<std::size_t>(i)] && !misfit_ && sigma(i) < 0.5 * std::sqrt(p0_(i, i));
+  }
+
   void summarize(nlohmann::json& out) const override {
     out["updates"] = updates_;
     out["rejected"] = rejected_;
+    out["noise_scale"] = noise_scale_;
+    out["residual_correlation"] = rho_;
+    out["systematic_residual"] = systematic_;
+    out["misfit_widening"] = misfit_widening_;
+    out["misfit"] = misfit_;
+    out["model_structure"] = structure_exact_ ? "exact" : "uncertain";
+    out["mean_noise_scale"] = slow_noise_scale_;
+    out["condition"] = condition_;
     auto& est = out["estimates"] = nlohmann::json::object();
     auto& sd = out["stddev"] = nlohmann::json::object();
+    auto& id = out["identified"] = nlohmann::json::object();
     for (int i = 0; i < n_params; ++i) {
-      if (!active_[static_cast<std::size_t>(i)]) continue;
-      est[param_names[static_cast<std::size_t>(i)]] = theta_[i];
-      sd[param_names[static_cast<std::size_t>(i)]] = std::sqrt(std::max(p_(i, i), 0.0));
+      const auto u = static_cast<std::size_t>(i);
+      if (!active_[u]) continue;
+      est[param_names[u]] = theta_[i];
+      sd[param_names[u]] = sigma(i);
+      id[param_names[u]] = reported_identified(i);
     }
   }
   std::vector<std::string> record_fields() const override {
     std::vector<std::string> out;
     for (const char* n : param_names) out.emplace_back(n);
     for (const char* n : param_names) out.emplace_back(std::string(n) + "_stddev");
+    for (const char* n : param_names) out.emplace_back(std::string(n) + "_identified");
     out.emplace_back("nis");
+    out.emplace_back("noise_scale");
     return out;
   }
   void record(std::vector<double>& out) const override {
     for (int i = 0; i < n_params; ++i) out.push_back(theta_[i]);
-    for (int i = 0; i < n_params; ++i) out.push_back(std::sqrt(std::max(p_(i, i), 0.0)));
+    for (int i = 0; i < n_params; ++i) out.push_back(sigma(i));
+    for (int i = 0; i < n_params; ++i) out.push_back(reported_identified(i) ? 1.0 : 0.0);
     out.push_back(nis_);
+    out.push_back(noise_scale_);
   }
   void snapshot(std::string& out) const override {
     put_bytes(out, theta_);
@@ -197,12 +271,42 @@ class EstimateProcessor final : public FeedbackProcessor {
     put_bytes(out, updates_);
     put_bytes(out, rejected_);
     put_bytes(out, nis_);
+    put_bytes(out, info_);
+    put_bytes(out, alpha_);
+    put_bytes(out, rho_num_);
+    put_bytes(out, rho_den_);
+    put_bytes(out, rho_);
+    put_bytes(out, noise_scale_);
+    put_bytes(out, condition_);
+    put_bytes(out, weak_share_);
+    for (bool id : identified_) put_bytes(out, static_cast<std::uint8_t>(id));
+    put_bytes(out, systematic_);
+    put_bytes(out, misfit_widening_);
+    put_bytes(out, static_cast<std::uint8_t>(misfit_));
+    put_bytes(out, slow_noise_scale_);
+    put_bytes(out, r2_);
+    put_bytes(out, rbar_);
+    put_bytes(out, last_rows_);
+    put_bytes(out, last_nu_);
     for (const Entry& e : ring_) put_entry(out, e);
   }
   bool restore(std::string_view b) override {
     if (!get_bytes(b, theta_) || !get_bytes(b, p_) || !get_bytes(b, updates_) || !get_bytes(b, rejected_) ||
-        !get_bytes(b, nis_))
+        !get_bytes(b, nis_) || !get_bytes(b, info_) || !get_bytes(b, alpha_) || !get_bytes(b, rho_num_) ||
+        !get_bytes(b, rho_den_) || !get_bytes(b, rho_) || !get_bytes(b, noise_scale_) || !get_bytes(b, condition_) ||
+        !get_bytes(b, weak_share_))
       return false;
+    for (bool& id : identified_) {
+      std::uint8_t v = 0;
+      if (!get_bytes(b, v)) return false;
+      id = v != 0;
+    }
+    std::uint8_t misfit = 0;
+    if (!get_bytes(b, systematic_) || !get_bytes(b, misfit_widening_) || !get_bytes(b, misfit) ||
+        !get_bytes(b, slow_noise_scale_) || !get_bytes(b, r2_) || !get_bytes(b, rbar_) || !get_bytes(b, last_rows_) ||
+        !get_bytes(b, last_nu_))
+      return false;
+    misfit_ = misfit != 0;
     for (Entry& e : ring_)
       if (!get_entry(b, e)) return false;
     return b.empty();
@@ -376,25 +480,79 @@ class EstimateProcessor final : public FeedbackProcessor {
     return t0 + ((j + 1) * (t1 - t0)) / checkpoints;
   }
 
-  // the recursive least-squares step with forgetting, bounded
+  // the recursive least-squares step with forgetting, bounded, with the noise scaled by what
+  // the residuals show and the gain only for identified parameters
   template <int Rows>
   void rls(const Eigen::Matrix<double, Rows, 1>& nu, const Eigen::Matrix<double, Rows, n_params>& jac,
            const Eigen::Matrix<double, Rows, Rows>& r, WorldModel& model) {
     using MatR = Eigen::Matrix<double, Rows, Rows>;
-    const MatR s = jac * p_ * jac.transpose() + r;
-    const Eigen::LDLT<MatR> s_inv(s);
-    nis_ = nu.dot(s_inv.solve(nu));
+    using VecR = Eigen::Matrix<double, Rows, 1>;
+    // the residual's size against its prediction with the noise scale so far (NIS per
+    // degree of freedom is 1 when the model and the noise are right)
+    const MatR s_alpha = jac * p_ * jac.transpose() + (structure_exact_ ? 1.0 : alpha_) * r;
+    const Eigen::LDLT<MatR> s_alpha_inv(s_alpha);
+    nis_ = nu.dot(s_alpha_inv.solve(nu));
     if (gate_ > 0 && nis_ > gate_) {  // a collision the model missed, a glitch: not data
       ++rejected_;
       return;
     }
-    const Eigen::Matrix<double, n_params, Rows> k = s_inv.solve(jac * p_).transpose();
+    alpha_ = std::clamp(alpha_ * (1 + noise_rate * (nis_ / Rows - 1)), 1.0, max_noise_scale);
+    // the correlation of consecutive windows' residuals (whitened by the nominal noise): a
+    // systematic misfit repeats itself, and n correlated windows weigh like fewer
+    const VecR white = nu.cwiseQuotient(r.diagonal().cwiseSqrt());
+    if (last_rows_ == Rows) {
+      const auto last = last_nu_.template head<Rows>();
+      rho_num_ = (1 - noise_rate) * rho_num_ + noise_rate * white.dot(last);
+      rho_den_ = (1 - noise_rate) * rho_den_ + noise_rate * 0.5 * (white.squaredNorm() + last.squaredNorm());
+      rho_ = rho_den_ > 0 ? std::clamp(rho_num_ / rho_den_, 0.0, max_rho) : 0.0;
+    }
+    if (last_rows_ != Rows) rbar_.setZero(), r2_ = 0;
+    last_nu_.setZero();
+    last_nu_.template head<Rows>() = white;
+    last_rows_ = Rows;
+    // the systematic share of the residuals: the part of their mean over ~20 windows (1/bias_rate)
+    // that white noise would not leave; it does not average out over the trial
+    rbar_.template head<Rows>() = (1 - bias_rate) * rbar_.template head<Rows>() + bias_rate * white;
+    r2_ = (1 - bias_rate) * r2_ + bias_rate * white.squaredNorm();
+    const double floor = bias_rate / (2 - bias_rate);  // |mean|^2 / mean square of white noise
+    systematic_ = r2_ > 0 ? std::clamp(rbar_.squaredNorm() / r2_ - floor, 0.0, 1.0) : 0.0;
+    const double correlation = (1 + rho_) / (1 - rho_);
+    noise_scale_ = alpha_ * correlation;
+    // the reported sigma widens by what the systematic residual does not average out: of the
+    // windows the information holds (forgetting bounds them), the systematic share counts once
+    // (windows overlapping in time are not independent either: horizon / update_every of them share a span)
+    const double overlap = std::max(1.0, static_cast<double>(horizon_) / every_);
+    const double memory = std::min(static_cast<double>(updates_ + 1), 1 / (1 - lambda_)) / overlap;
+    misfit_widening_ = std::sqrt(1 + systematic_ * memory);
+    // the misfit verdict on the last few hundred windows (a plan's manoeuvres), not on the
+    // manoeuvre of the moment; it starts at 1 (no misfit known) and follows the fit
+    slow_noise_scale_ += slow_rate * (noise_scale_ - slow_noise_scale_);
+    misfit_ = slow_noise_scale_ > misfit_limit_;
+    // the gain trusts the data as much as their size and correlation say: n correlated
+    // windows are worth fewer independent ones
+    const MatR r_eff = structure_exact_ ? r : MatR(noise_scale_ * r);
+
+    // the information this window carried (at the noise the residuals show: their size and
+    // correlation), forgotten like the covariance: what identifiability is judged on
+    const MatP window_info = jac.transpose() * Eigen::LDLT<MatR>(r_eff).solve(jac);
+    info_ = lambda_ * info_ + window_info;
+    classify();
+
+    const MatR s = jac * p_ * jac.transpose() + r_eff;
+    const Eigen::LDLT<MatR> s_inv(s);
+    Eigen::Matrix<double, n_params, Rows> k = s_inv.solve(jac * p_).transpose();
+    // Schmidt: an unidentified parameter is not moved; its uncertainty stays in the others'
+    if (!structure_exact_)
+      for (int i = 0; i < n_params; ++i)
+        if (!identified_[static_cast<std::size_t>(i)]) k.row(i).setZero();
     VecP d = k * nu;
     for (int i = 0; i < n_params; ++i) {
       d[i] = std::clamp(d[i], -step_max_[i], step_max_[i]);
       theta_[i] = std::clamp(theta_[i] + d[i], lo_[i], hi_[i]);
     }
-    p_ = (p_ - k * jac * p_) / lambda_;
+    // Joseph form: right for any gain, the zeroed rows included
+    const MatP a = MatP::Identity() - k * jac;
+    p_ = (a * p_ * a.transpose() + k * r_eff * k.transpose()) / lambda_;
     p_ = 0.5 * (p_ + p_.transpose()).eval();
     // no wind-up: a parameter the motion does not excite keeps at most its prior uncertainty
     for (int i = 0; i < n_params; ++i) {
@@ -406,6 +564,38 @@ class EstimateProcessor final : public FeedbackProcessor {
     ++updates_;
     apply(model);
   }
+
+  // identifiability from the information matrix in prior units: its eigen-directions that
+  // the data shrink less than sqrt(weak_information_) times are weak; a parameter is
+  // identified when at most weak_share_max_ of it lies in weak directions
+  void classify() {
+    int n = 0;
+    std::array<int, n_params> index{};
+    for (int i = 0; i < n_params; ++i)
+      if (active_[static_cast<std::size_t>(i)]) index[static_cast<std::size_t>(n++)] = i;
+    if (n == 0) return;
+    Eigen::MatrixXd scaled(n, n);
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b) {
+        const int i = index[static_cast<std::size_t>(a)], j = index[static_cast<std::size_t>(b)];
+        scaled(a, b) = std::sqrt(p0_(i, i) * p0_(j, j)) * info_(i, j);
+      }
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(scaled);
+    const Eigen::VectorXd mu = eig.eigenvalues().cwiseMax(0.0);  // ascending
+    condition_ = mu[n - 1] / std::max(mu[0], 1e-300);
+    for (int a = 0; a < n; ++a) {
+      double share = 0;
+      for (int j = 0; j < n; ++j)
+        if (mu[j] < weak_information_) share += eig.eigenvectors()(a, j) * eig.eigenvectors()(a, j);
+      const int i = index[static_cast<std::size_t>(a)];
+      weak_share_[i] = share;
+      // with hysteresis: identified at weak_share_max_, lost only well beyond it (forgetting
+      // thins the information while a manoeuvre does not excite the parameter)
+      bool& id = identified_[static_cast<std::size_t>(i)];
+      id = id ? share <= std::min(1.0, 2.5 * weak_share_max_) : share <= weak_share_max_;
+    }
+  }
+
   void fault(WorldModel& model) {
     ++rejected_;
     apply(model);
@@ -424,6 +614,21 @@ class EstimateProcessor final : public FeedbackProcessor {
   PhysicsScratch scratch_;
   std::uint64_t updates_ = 0, rejected_ = 0;
   double nis_ = 0;
+  // identifiability and the noise the residuals show
+  static constexpr double noise_rate = 0.02, bias_rate = 0.05, max_noise_scale = 1e4, max_rho = 0.95;
+  double weak_information_ = 100, weak_share_max_ = 0.2;
+  MatP info_ = MatP::Zero();
+  double alpha_ = 1, rho_num_ = 0, rho_den_ = 0, rho_ = 0, noise_scale_ = 1, condition_ = 0;
+  VecP weak_share_ = VecP::Ones();
+  std::array<bool, n_params> identified_{};
+  double systematic_ = 0, r2_ = 0, misfit_widening_ = 1, misfit_limit_ = 10;
+  bool misfit_ = false;  // the residuals say the model cannot represent the vehicle
+  bool structure_exact_ = false;
+  double slow_noise_scale_ = 1;
+  static constexpr double slow_rate = 0.002;
+  Vec15 rbar_ = Vec15::Zero();
+  int last_rows_ = 0;  // the previous window's whitened residual, for the correlation
+  Vec15 last_nu_ = Vec15::Zero();
 };
 
 }  // namespace

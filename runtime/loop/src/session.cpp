@@ -2,11 +2,14 @@
 #include "tether/loop/session.hpp"
 #include "tether/loop/goals.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "tether/loop/hal_bridge.hpp"
+#include "tether/loop/in_process.hpp"
 #include "tether/recording/recorder.hpp"
 #include <spdlog/spdlog.h>
 
@@ -114,6 +117,45 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
     }
     endpoints_[i]->safe_reply(slots_[i].safe);
   }
+  bind_identify();
+}
+
+// the `identify:` plan's endpoint and a check of its setpoints against its controller; a
+// replay's endpoints are not controllers (the recorded replies carry the manoeuvres)
+void Session::bind_identify() {
+  const IdentifyPlan& plan = scenario_.identify;
+  if (!plan.enabled || plan.endpoint_index < 0 || static_cast<std::size_t>(plan.endpoint_index) >= endpoints_.size())
+    return;
+  identify_ = dynamic_cast<InProcessEndpoint*>(endpoints_[static_cast<std::size_t>(plan.endpoint_index)].get());
+  if (!identify_) return;
+  const std::vector<std::string> names = identify_->controller().setpoint_names();
+  for (const IdentifyManoeuvre& m : plan.manoeuvres)
+    for (const auto& [name, value] : m.setpoints)
+      if (std::find(names.begin(), names.end(), name) == names.end() && m.node) {
+        std::string known;
+        for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+        (*m.node)[name.c_str()].error("the controller of endpoint \"" + plan.endpoint + "\" has no setpoint \"" + name +
+                                      "\" (" + (known.empty() ? "it has none" : "it has: " + known) + ")");
+      }
+  scenario_.throw_if_errors();
+}
+
+void Session::fly_identify(const StepContext& ctx) {
+  const IdentifyPlan& plan = scenario_.identify;
+  const int m = plan.manoeuvre_at(static_cast<double>(ctx.time_ns - scenario_.initial.time_ns) * 1e-9);
+  if (m < 0 || m == identify_manoeuvre_) return;
+  identify_manoeuvre_ = m;
+  std::string text = "identify: manoeuvre " + std::to_string(m + 1) + " of " + std::to_string(plan.manoeuvres.size());
+  const char* separator = ": ";
+  for (const auto& [name, value] : plan.manoeuvres[static_cast<std::size_t>(m)].setpoints) {
+    identify_->controller().set_setpoint(name, value);
+    char number[32];
+    std::snprintf(number, sizeof number, "%g", value);
+    text += separator + name + " " + number;
+    separator = ", ";
+  }
+  spdlog::info("{}", text);
+  if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 2, "identify", text);
 }
 
 Session::~Session() {
@@ -427,6 +469,11 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
     device_view_.update(projected_, &state_, dt);
     devices_.sense(device_view_, projected_.time_ns);
     if (faults_) faults_->apply_devices(devices_, ctx.step);
+  }
+
+  if (identify_) {
+    phase_ = "identify";
+    fly_identify(ctx);
   }
 
   // 2 publish to everyone first, so that replies are produced concurrently

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/loop/stand_in_vehicle.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <variant>
+
+#include <nlohmann/json.hpp>
 
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_bank.hpp"
@@ -16,24 +21,67 @@ namespace tether::runtime {
 HiddenParams default_hidden_params() {
   HiddenParams h;
   h.drag_scale = 1.15;
+  h.linear_drag_axis_scale = Vec3(1.0, 0.9, 1.1);
+  h.quadratic_drag_axis_scale = Vec3(1.0, 1.1, 0.95);
   h.thrust_scale = 0.9;
+  h.thruster_time_constant_scale = 1.2;
+  h.thruster_dead_band = 0.03;
+  h.added_mass_fraction = 0.1;
   h.buoyancy_offset_n = -2.0;
   h.current_m_s = Vec3(0, 0.05, 0);
+  h.current_swing_m_s = Vec3(0.01, 0.01, 0);
+  h.current_period_s = 60;
   h.position_noise_m = 0.002;
   h.orientation_noise_rad = 0.002;
   h.velocity_noise_m_s = 0.005;
+  h.velocity_bias_m_s = Vec3(0.001, -0.001, 0);
   return h;
 }
 
+std::vector<std::pair<std::string, double>> hidden_truth(const WorldModel& model, int body, const HiddenParams& h) {
+  std::vector<std::pair<std::string, double>> out;
+  if (body < 0 || static_cast<std::size_t>(body) >= model.bodies.size()) return out;
+  const Damping& d = model.bodies[static_cast<std::size_t>(body)].damping;
+  out.emplace_back("thrust_coefficient", h.thrust_scale);
+  const char* axes[3] = {"x", "y", "z"};
+  for (int i = 0; i < 3; ++i)
+    out.emplace_back(std::string("linear_drag_") + axes[i], d.linear[i] * h.drag_scale * h.linear_drag_axis_scale[i]);
+  for (int i = 0; i < 3; ++i)
+    out.emplace_back(std::string("quadratic_drag_") + axes[i],
+                     d.quadratic[i] * h.drag_scale * h.quadratic_drag_axis_scale[i]);
+  // the offset is spread over the vehicle's bodies; the estimate sees its body's share
+  int bodies = 0;
+  for (const BodyModel& b : model.bodies) bodies += b.vehicle == model.bodies[static_cast<std::size_t>(body)].vehicle;
+  out.emplace_back("buoyancy_offset_n", h.buoyancy_offset_n / std::max(bodies, 1));
+  out.emplace_back("current_x_m_s", model.water.current_m_s.x() + h.current_m_s.x());
+  out.emplace_back("current_y_m_s", model.water.current_m_s.y() + h.current_m_s.y());
+  return out;
+}
+
 struct StandInVehicle::Impl {
-  Impl(const Scenario& scenario, std::uint64_t seed)
-      : model(scenario.model), state(scenario.initial), bank(scenario.devices, seed, scenario.model.bodies.size()),
-        view(model), rng(hal::mix64(seed ^ 0x7e7e7e7eULL)) {}
+  Impl(const Scenario& scenario, const HiddenParams& h, std::uint64_t seed)
+      : model(scenario.model), state(scenario.initial), hidden(h),
+        bank(real_devices(scenario.devices, h), seed, scenario.model.bodies.size()), view(model),
+        rng(hal::mix64(seed ^ 0x7e7e7e7eULL)) {}
+
+  // the rig's thrusters: slower to spin up, with at least the hidden dead band
+  static std::vector<hal::DeviceSpec> real_devices(std::vector<hal::DeviceSpec> specs, const HiddenParams& h) {
+    for (hal::DeviceSpec& d : specs)
+      if (auto* p = std::get_if<hal::ThrusterParams>(&d.params)) {
+        const double f = h.thruster_time_constant_scale > 0 ? h.thruster_time_constant_scale : 1.0;
+        p->time_constant_s *= f;
+        p->alpha /= f;  // explicit yoerger coefficients: the same steady speed, reached slower
+        p->beta /= f;
+        p->dead_band = std::max(p->dead_band, h.thruster_dead_band);
+      }
+    return specs;
+  }
 
   WorldModel model;
   WorldState state;
   HiddenParams hidden;
   int vehicle = -1;
+  Vec3 base_current{0, 0, 0};  // the scenario's current plus the hidden steady part
   hal::DeviceBank bank;
   DeviceWorld view;
   hal::Rng rng;
@@ -59,6 +107,21 @@ struct StandInVehicle::Impl {
     return history[(history_next + n - 1 - back) % n];
   }
 
+  // the water's current now and at the vehicle's depth (its first body)
+  void update_current() {
+    Vec3 c = base_current;
+    if (hidden.current_period_s > 0 && hidden.current_swing_m_s.squaredNorm() > 0)
+      c += hidden.current_swing_m_s *
+           std::sin(2 * 3.14159265358979323846 * static_cast<double>(state.time_ns) * 1e-9 / hidden.current_period_s);
+    if (hidden.current_shear_per_m.squaredNorm() > 0) {
+      const int b = model.vehicles[static_cast<std::size_t>(vehicle)].bodies.front();
+      const double depth =
+          std::max(0.0, model.water.surface_z_m - state.bodies[static_cast<std::size_t>(b)].position_m.z());
+      c += hidden.current_shear_per_m * depth;
+    }
+    model.water.current_m_s = c;
+  }
+
   Measurement measure_body(const WorldState& s, int body) {
     Measurement m;
     m.body = static_cast<std::uint32_t>(body);
@@ -74,7 +137,7 @@ struct StandInVehicle::Impl {
     m.orientation = b.orientation;
     if (rot.norm() > 0)
       m.orientation = (Quat(Eigen::AngleAxisd(rot.norm(), rot.normalized())) * b.orientation).normalized();
-    m.velocity_m_s = linear_velocity(model, s, body) + noise3(hidden.velocity_noise_m_s);
+    m.velocity_m_s = linear_velocity(model, s, body) + hidden.velocity_bias_m_s + noise3(hidden.velocity_noise_m_s);
     m.angular_velocity_rad_s = angular_velocity(model, s, body);
     if (hidden.position_noise_m > 0 || hidden.orientation_noise_rad > 0) {
       m.has_covariance = true;
@@ -94,19 +157,18 @@ StandInVehicle::StandInVehicle(const Scenario& scenario, int vehicle, const Hidd
   if (vehicle < 0 || static_cast<std::size_t>(vehicle) >= scenario.model.vehicles.size())
     throw std::invalid_argument("stand-in vehicle: no vehicle with index " + std::to_string(vehicle) +
                                 " (the scenario has " + std::to_string(scenario.model.vehicles.size()) + ")");
-  impl_ = std::make_unique<Impl>(scenario, seed);
+  impl_ = std::make_unique<Impl>(scenario, hidden, seed);
   Impl& s = *impl_;
-  s.hidden = hidden;
   s.vehicle = vehicle;
 
-  // the hidden differences: drag and buoyancy of this vehicle's bodies, the water's current
+  // the hidden differences: drag, inertia and buoyancy of this vehicle's bodies, the water's current
   const double g = s.model.gravity_m_s2.norm();
   const std::vector<int>& bodies = s.model.vehicles[static_cast<std::size_t>(vehicle)].bodies;
   for (int b : bodies) {
     BodyModel& body = s.model.bodies[static_cast<std::size_t>(b)];
     Damping& d = body.damping;
-    d.linear *= hidden.drag_scale;
-    d.quadratic *= hidden.drag_scale;
+    d.linear = d.linear.cwiseProduct(hidden.linear_drag_axis_scale) * hidden.drag_scale;
+    d.quadratic = d.quadratic.cwiseProduct(hidden.quadratic_drag_axis_scale) * hidden.drag_scale;
     d.angular_linear *= hidden.drag_scale;
     d.angular_quadratic *= hidden.drag_scale;
     // the offset is spread over the vehicle's bodies as displaced volume
@@ -115,8 +177,23 @@ StandInVehicle::StandInVehicle(const Scenario& scenario, int vehicle, const Hidd
           hidden.buoyancy_offset_n / (s.model.water.density_kg_m3 * g) / static_cast<double>(bodies.size());
       body.volume_m3 = std::max(0.0, body.volume_m3 + dv);
     }
+    // added mass: the water the hull drags along resists acceleration but weighs nothing
+    // in water, so the extra mass is matched by as much extra displaced water
+    if (hidden.added_mass_fraction > 0) {
+      const double extra = body.mass_kg * hidden.added_mass_fraction;
+      body.mass_kg += extra;
+      body.inv_mass = 1.0 / body.mass_kg;
+      body.inertia_body *= 1.0 + hidden.added_mass_fraction;
+      body.inv_inertia_body = body.inertia_body.inverse();
+      if (s.model.water.present) body.volume_m3 += extra / s.model.water.density_kg_m3;
+      // the state holds momenta: the same velocities with the heavier body
+      BodyState& st = s.state.bodies[static_cast<std::size_t>(b)];
+      st.linear_momentum *= 1.0 + hidden.added_mass_fraction;
+      st.angular_momentum *= 1.0 + hidden.added_mass_fraction;
+    }
   }
   s.model.water.current_m_s += hidden.current_m_s;
+  s.base_current = s.model.water.current_m_s;
 
   s.inputs.resize(s.model.bodies.size());
   s.device_wrenches.resize(s.model.bodies.size());
@@ -158,6 +235,7 @@ StepStatus StandInVehicle::advance(const StepInputs& extra, double dt_s) {
     }
     add_device_wrenches(s.device_wrenches, s.inputs);
   }
+  s.update_current();
   const StepStatus status = step(s.model, s.state, s.inputs, dt_s, nullptr, s.scratch);
   s.remember();
   return status;
@@ -190,6 +268,94 @@ void StandInVehicle::set_state(const WorldState& state) {
   s.history_count = 0;
   s.history_next = 0;
   s.remember();
+}
+
+HiddenParams parse_hidden_params(const ConfigNode& n, HiddenParams h) {
+  if (!n.yaml().IsDefined()) return h;
+  if (!n.expect_map({"drag_scale", "linear_drag_axis_scale", "quadratic_drag_axis_scale", "thrust_scale",
+                     "thruster_time_constant_scale", "thruster_dead_band", "added_mass_fraction", "buoyancy_offset_n",
+                     "current_m_s", "current_swing_m_s", "current_period_s", "current_shear_per_m", "position_noise_m",
+                     "orientation_noise_rad", "velocity_noise_m_s", "velocity_bias_m_s", "delay_steps"}))
+    return h;
+  const Range scale = Range::positive();
+  h.drag_scale = n.number_or("drag_scale", h.drag_scale, scale);
+  h.linear_drag_axis_scale = n.vec3_or("linear_drag_axis_scale", h.linear_drag_axis_scale, scale);
+  h.quadratic_drag_axis_scale = n.vec3_or("quadratic_drag_axis_scale", h.quadratic_drag_axis_scale, scale);
+  h.thrust_scale = n.number_or("thrust_scale", h.thrust_scale, scale);
+  h.thruster_time_constant_scale = n.number_or("thruster_time_constant_scale", h.thruster_time_constant_scale, scale);
+  h.thruster_dead_band = n.number_or("thruster_dead_band", h.thruster_dead_band, Range{0, 1, false});
+  h.added_mass_fraction = n.number_or("added_mass_fraction", h.added_mass_fraction, Range{0, 10, false});
+  h.buoyancy_offset_n = n.number_or("buoyancy_offset_n", h.buoyancy_offset_n);
+  h.current_m_s = n.vec3_or("current_m_s", h.current_m_s);
+  h.current_swing_m_s = n.vec3_or("current_swing_m_s", h.current_swing_m_s);
+  h.current_period_s = n.number_or("current_period_s", h.current_period_s, scale);
+  h.current_shear_per_m = n.vec3_or("current_shear_per_m", h.current_shear_per_m);
+  h.position_noise_m = n.number_or("position_noise_m", h.position_noise_m, Range::non_negative());
+  h.orientation_noise_rad = n.number_or("orientation_noise_rad", h.orientation_noise_rad, Range::non_negative());
+  h.velocity_noise_m_s = n.number_or("velocity_noise_m_s", h.velocity_noise_m_s, Range::non_negative());
+  h.velocity_bias_m_s = n.vec3_or("velocity_bias_m_s", h.velocity_bias_m_s);
+  h.delay_steps = static_cast<std::uint32_t>(n.integer_or("delay_steps", h.delay_steps, 0, 1000));
+  return h;
+}
+
+namespace {
+
+HiddenParams stand_in_hidden(const EndpointConfig& c) {
+  const ConfigNode& n = c.node;
+  n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "exact", "seed", "hidden"});
+  if (c.vehicle_index < 0) n.error("a stand_in endpoint needs the `vehicle` it stands in for");
+  const bool exact = n.boolean_or("exact", false);
+  if (exact && n.has("hidden")) n["hidden"].error("`exact` and `hidden` do not go together");
+  return exact ? HiddenParams{} : parse_hidden_params(n["hidden"], default_hidden_params());
+}
+
+}  // namespace
+
+StandInEndpoint::StandInEndpoint(const EndpointConfig& config, const Scenario& scenario)
+    : Endpoint(config), model_(&scenario.model),
+      truth_(scenario, std::max(config.vehicle_index, 0), stand_in_hidden(config),
+             config.node.unsigned_or("seed", scenario.loop.seed)) {}
+
+bool StandInEndpoint::publish(const StepContext& ctx, const WorldState&) {
+  if (!bound_ && devices_) {
+    // the vehicle's actuators, in the device table's order (the truth's bank has the same)
+    const auto& bodies = truth_.model().vehicles[static_cast<std::size_t>(truth_.vehicle())].bodies;
+    for (std::size_t i = 0; i < devices_->size(); ++i)
+      if (devices_->is_actuator(i) && std::find(bodies.begin(), bodies.end(), devices_->spec(i).body) != bodies.end())
+        actuators_.push_back(i);
+    bound_ = true;
+  }
+  // the commands as they stand (what the MQTT endpoint sends the rig with this step)
+  for (std::size_t i : actuators_) {
+    const std::uint8_t* data = nullptr;
+    std::size_t size = 0;
+    if (devices_->reading(i, data, size) == hal::Status::ok && data) (void)truth_.command(i, data, size);
+  }
+  if (truth_.advance(static_cast<double>(ctx.period_ns) * 1e-9) != StepStatus::ok) {
+    fault_message_ = "the stand-in vehicle's physics faulted (NaN or Inf)";
+    return false;
+  }
+  pending_.clear();
+  pending_.step = ctx.step;
+  truth_.measure_all(pending_.measurements);
+  has_pending_ = true;
+  return true;
+}
+
+GatherStatus StandInEndpoint::gather(const StepContext& ctx, SteadyClock::time_point, Reply& reply) {
+  if (!has_pending_ || pending_.step != ctx.step) return GatherStatus::timeout;
+  std::swap(reply, pending_);
+  has_pending_ = false;
+  return GatherStatus::ready;
+}
+
+void StandInEndpoint::summarize(nlohmann::json& out) const {
+  // what the estimate should find for each of the vehicle's bodies (docs/feedback.md)
+  auto& truth = out["hidden_truth"] = nlohmann::json::object();
+  for (int b : truth_.model().vehicles[static_cast<std::size_t>(truth_.vehicle())].bodies) {
+    auto& body = truth[truth_.model().bodies[static_cast<std::size_t>(b)].name] = nlohmann::json::object();
+    for (const auto& [name, value] : hidden_truth(*model_, b, truth_.hidden())) body[name] = value;
+  }
 }
 
 }  // namespace tether::runtime

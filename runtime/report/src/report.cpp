@@ -1214,6 +1214,21 @@ void timing_section(Page& p, const Collected& c, const ReportOptions& o) {
   p.add("</div>");
 }
 
+// the hidden truth a `stand_in` endpoint knew for processor `proc`'s vehicle (its first
+// body), from the session summary; null without one
+const json* hidden_truth_for(const Collected& c, const std::string& proc) {
+  if (!c.summary || !c.summary->contains("feedback") || !c.summary->contains("endpoints")) return nullptr;
+  std::string vehicle;
+  for (const json& f : (*c.summary)["feedback"])
+    if (f.is_object() && f.value("name", "") == proc) vehicle = f.value("vehicle", "");
+  if (vehicle.empty()) return nullptr;
+  for (const json& e : (*c.summary)["endpoints"])
+    if (e.is_object() && e.contains("hidden_truth") && e["hidden_truth"].is_object())
+      for (const auto& [body, values] : e["hidden_truth"].items())
+        if (body.rfind(vehicle + ".", 0) == 0 && values.is_object()) return &values;
+  return nullptr;
+}
+
 void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
   p.add("<h2>Feedback</h2>");
   if (c.feedback_order.empty()) {
@@ -1228,6 +1243,7 @@ void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
     if (std::find(procs.begin(), procs.end(), proc) == procs.end()) procs.push_back(proc);
   }
   for (const std::string& proc : procs) {
+    const json* truth = hidden_truth_for(c, proc);
     p.add("<h3>" + esc(proc) + "</h3><div class=\"plots\">");
     std::size_t color = 0;
     for (const std::string& key : c.feedback_order) {
@@ -1236,6 +1252,8 @@ void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
       if (key.substr(0, sep) != proc) continue;
       if (field.size() > 7 && field.ends_with("_stddev") && c.feedback.count(key.substr(0, key.size() - 7)))
         continue;  // drawn as its estimate's band
+      if (field.size() > 11 && field.ends_with("_identified") && c.feedback.count(key.substr(0, key.size() - 11)))
+        continue;  // said in its estimate's note
       svg::Plot plot;
       plot.title = proc + ": " + field;
       plot.x_label = "sim time (s)";
@@ -1252,6 +1270,16 @@ void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
         if (!sigma->second.empty() && !c.feedback.at(key).empty())
           note = "final " + esc(cell(c.feedback.at(key).back())) + " ± " + esc(cell(sigma->second.back()));
       }
+      if (truth && truth->contains(field) && (*truth)[field].is_number()) {
+        // the stand-in's hidden value, where the session had one (a `stand_in` endpoint)
+        const double t = (*truth)[field].get<double>();
+        plot.refs.push_back(svg::RefLine{false, t, "hidden truth", "#b03030"});
+        note += std::string(note.empty() ? "" : "; ") + "hidden truth " + esc(cell(t));
+      }
+      const auto identified = c.feedback.find(key + "_identified");
+      if (identified != c.feedback.end() && !identified->second.empty())
+        note += std::string(note.empty() ? "" : "; ") +
+                (identified->second.back() > 0.5 ? "identified by the data" : "not identified (docs/feedback.md)");
       p.plot(plot, note);
     }
     p.add("</div>");

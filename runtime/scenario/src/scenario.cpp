@@ -360,7 +360,7 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
     sc.throw_if_errors();
   }
   top.expect_map({"name", "description", "world", "vehicles", "loop", "endpoints", "goals", "expect", "faults",
-                  "recording", "live"});
+                  "identify", "recording", "live"});
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
   parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());
@@ -370,6 +370,7 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
   sc.goals = parse_goals(top["goals"], sc.model);
   sc.expectations = parse_expectations(top["expect"], sc);
   sc.faults = parse_faults(top["faults"], sc);
+  sc.identify = parse_identify(top["identify"], sc.endpoints);
   parse_recording(top["recording"], sc.recording);
   parse_live(top["live"], sc.live);
   sc.throw_if_errors();

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tether/hal/registry.hpp"
 #include "tether/loop/endpoint.hpp"
@@ -25,6 +26,14 @@ class Controller {
   /// Resolves device names to indices once the session's devices exist (before the first
   /// step); throws std::runtime_error naming what is missing.
   virtual void bind_devices(const hal::DeviceBank& devices) { (void)devices; }
+  /// The setpoints an `identify:` plan may change (docs/feedback.md); none by default.
+  virtual std::vector<std::string> setpoint_names() const { return {}; }
+  /// Changes a setpoint from the next compute(); false if the controller has no such setpoint.
+  virtual bool set_setpoint(const std::string& name, double value) {
+    (void)name;
+    (void)value;
+    return false;
+  }
   /// Adds what the controller knows about how well it did (e.g. final depth error).
   virtual void summarize(nlohmann::json& out, const WorldModel& model, const WorldState& actual) const {
     (void)out;
@@ -56,6 +65,7 @@ class InProcessEndpoint final : public Endpoint {
   [[nodiscard]] GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline, Reply& reply) override;
   void emit(const StepContext& ctx, const WorldState& actual) override;
   void summarize(nlohmann::json& out) const override;
+  Controller& controller() { return *controller_; }
 
  private:
   const WorldModel& model_;

@@ -70,6 +70,7 @@ enum class Outcome : std::uint8_t { completed, stopped, aborted, failed, faulted
 const char* to_string(Outcome outcome);
 
 class Recorder;
+class InProcessEndpoint;
 
 class Session {
  public:
@@ -126,6 +127,8 @@ class Session {
   bool run_step(const std::atomic<bool>& stop_requested);
   bool gather_one(Slot& slot, const StepContext& ctx, const std::atomic<bool>& stop_requested);
   void abort(std::string reason, Outcome outcome = Outcome::aborted);
+  void bind_identify();
+  void fly_identify(const StepContext& ctx);
   // the exception boundary: an endpoint call that threw becomes that endpoint's fault
   void endpoint_threw(std::size_t index, const StepContext& ctx, const char* call, const char* what);
   GatherStatus guarded_gather(Slot& slot, const StepContext& ctx, SteadyClock::time_point deadline);
@@ -220,6 +223,9 @@ class Session {
   std::size_t script_at_ = 0;   // next of options_.scripted_commands
   std::uint64_t commands_applied_ = 0;
   std::uint64_t end_step_ = 0;  // the step the session ends before (hold_at_end, seek)
+  // `identify:` flown by this in-process endpoint's controller (none in a replay)
+  InProcessEndpoint* identify_ = nullptr;
+  int identify_manoeuvre_ = -1;
   Histogram step_time_ns_;
   std::uint64_t steps_done_ = 0;
   std::uint64_t substeps_total_ = 0;

@@ -10,8 +10,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "tether/loop/endpoint.hpp"
 #include "tether/loop/feedback.hpp"
 #include "tether/physics/physics.hpp"
 #include "tether/physics/world_model.hpp"
@@ -22,21 +25,44 @@ namespace tether::runtime {
 struct Scenario;
 
 /// What the real vehicle does differently from the model (all defaults: identical physics,
-/// perfect and immediate measurements).
+/// perfect and immediate measurements). Some differences are ones the model can represent
+/// (the estimate processor's parameters: drag, thrust, buoyancy, a steady current); the
+/// others are structure the model lacks (per-axis drag shape, slower thrusters with a wider
+/// dead band, added mass, a current that changes in time and with depth, delayed and biased
+/// measurements), so an estimator must cope with reality not being the model
+/// (docs/feedback.md, "The stand-in for reality").
 struct HiddenParams {
-  double drag_scale = 1.0;             // multiplies every damping coefficient of the vehicle's bodies
-  double thrust_scale = 1.0;           // multiplies the actuators' wrenches (thrust coefficient)
-  double buoyancy_offset_n = 0.0;      // extra buoyancy when submerged (N, + = lighter in water)
-  Vec3 current_m_s{0, 0, 0};           // added to the scenario's water current
-  double position_noise_m = 0.0;       // stddev of each measured position axis
-  double orientation_noise_rad = 0.0;  // stddev of each axis of a small rotation error
-  double velocity_noise_m_s = 0.0;     // stddev of each measured velocity axis
-  std::uint32_t delay_steps = 0;       // measurements describe the state this many steps ago
+  double drag_scale = 1.0;                    // multiplies every damping coefficient of the vehicle's bodies
+  Vec3 linear_drag_axis_scale{1, 1, 1};       // and the linear ones per body axis (x, y, z)
+  Vec3 quadratic_drag_axis_scale{1, 1, 1};    // and the quadratic ones per body axis
+  double thrust_scale = 1.0;                  // multiplies the actuators' wrenches (thrust coefficient)
+  double thruster_time_constant_scale = 1.0;  // thrusters' rotor time constant x this (slower spin-up)
+  double thruster_dead_band = 0.0;            // thruster commands |u| below this give no thrust (at least)
+  double added_mass_fraction = 0.0;           // inertia x (1 + this) for every motion; the weight in water unchanged
+  double buoyancy_offset_n = 0.0;             // extra buoyancy when submerged (N, + = lighter in water)
+  Vec3 current_m_s{0, 0, 0};                  // added to the scenario's water current (steady part)
+  Vec3 current_swing_m_s{0, 0, 0};            // amplitude of a slow sinusoidal change of that current...
+  double current_period_s = 60;               // ...with this period
+  Vec3 current_shear_per_m{0, 0, 0};          // current change per metre below the surface (at the vehicle)
+  double position_noise_m = 0.0;              // stddev of each measured position axis
+  double orientation_noise_rad = 0.0;         // stddev of each axis of a small rotation error
+  double velocity_noise_m_s = 0.0;            // stddev of each measured velocity axis
+  Vec3 velocity_bias_m_s{0, 0, 0};            // a fixed error of the measured velocity (world frame)
+  std::uint32_t delay_steps = 0;              // measurements describe the state this many steps ago
 };
 
-/// A plausible "real" vehicle for demos and tests: 15 % more drag, 10 % less thrust,
-/// 2 N heavier, a 5 cm/s current along +y, millimetre noise, no delay.
+/// A plausible "real" vehicle for demos, tests and benchmarks (what `tether-vehicle` is
+/// without --exact): 15 % more drag (shaped per axis), 10 % less thrust, thrusters half
+/// again as slow with a 0.04 dead band, 10 % added mass, 2 N heavier, a 5 cm/s current
+/// along +y that swings by 1 cm/s over a minute, millimetre noise and a 1 mm/s velocity bias.
 HiddenParams default_hidden_params();
+
+/// The values the `estimate` feedback processor should find for body `body` of `model`
+/// when the vehicle is `hidden` (its parameter names: thrust_coefficient, linear_drag_x,
+/// ..., buoyancy_offset_n, current_x_m_s, current_y_m_s; the current's steady part). What
+/// the model has no parameter for (lag, dead band, added mass, swing) has no entry: it is
+/// the structure the estimator must cope with.
+std::vector<std::pair<std::string, double>> hidden_truth(const WorldModel& model, int body, const HiddenParams& hidden);
 
 class StandInVehicle {
  public:
@@ -65,7 +91,7 @@ class StandInVehicle {
   [[nodiscard]] StepStatus advance(double dt_s);
 
   /// The vehicle's first body as the rig reports it now: pose and world velocities with
-  /// noise, of the state delay_steps ago (measured_time_ns says which time).
+  /// noise and bias, of the state delay_steps ago (measured_time_ns says which time).
   Measurement measure();
   /// One measurement per body of the vehicle, appended to `out` (same noise and delay).
   void measure_all(std::vector<Measurement>& out);
@@ -83,6 +109,33 @@ class StandInVehicle {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;  // on the heap: the device view keeps a reference to the model
+};
+
+/// Reads the `hidden:` overrides of a stand-in (the HiddenParams field names, vectors as
+/// [x, y, z]) on top of `base`; positioned errors on the node.
+HiddenParams parse_hidden_params(const ConfigNode& node, HiddenParams base);
+
+/// The stand-in as an endpoint of type `stand_in` (docs/feedback.md): what `tether-vehicle`
+/// does over MQTT, in-process and without a broker. Each step it takes the vehicle's
+/// actuator commands as they stand in the session's device bank (as the MQTT endpoint
+/// sends them), advances the true vehicle one period and answers with its measurements.
+/// Keys: `exact` (no hidden differences), `seed` (default: the loop's), `hidden:` overrides
+/// of default_hidden_params(). The summary holds the hidden truth the estimate should find.
+class StandInEndpoint final : public Endpoint {
+ public:
+  StandInEndpoint(const EndpointConfig& config, const Scenario& scenario);
+  bool publish(const StepContext& ctx, const WorldState& projected) override;
+  GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline, Reply& reply) override;
+  void summarize(nlohmann::json& out) const override;
+  const StandInVehicle& truth() const { return truth_; }
+
+ private:
+  const WorldModel* model_;  // the scenario's: what the hidden differences differ from
+  StandInVehicle truth_;
+  std::vector<std::size_t> actuators_;  // the vehicle's actuators, found on the first publish
+  bool bound_ = false;
+  Reply pending_;
+  bool has_pending_ = false;
 };
 
 }  // namespace tether::runtime

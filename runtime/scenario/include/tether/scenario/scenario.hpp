@@ -12,6 +12,7 @@
 #include "tether/scenario/expectations.hpp"
 #include "tether/scenario/faults.hpp"
 #include "tether/scenario/goals.hpp"
+#include "tether/scenario/identify.hpp"
 #include "tether/physics/world_model.hpp"
 #include "tether/physics/world_state.hpp"
 
@@ -99,6 +100,7 @@ struct Scenario {
   std::vector<GoalConfig> goals;                // `goals:`, reported in the session summary
   std::vector<ExpectationConfig> expectations;  // `expect:`, the run's verdict
   std::vector<FaultConfig> faults;              // `faults:`, injected by the loop
+  IdentifyPlan identify;                        // `identify:`, flown by an in-process controller
   RecordingConfig recording;
   LiveConfig live;
   std::shared_ptr<ConfigContext> context;  // for errors found later (endpoint parsers)

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+// The honest twin (docs/feedback.md): the in-process stand-in endpoint, the `identify:`
+// excitation plan flown by the example controller, and the estimate processor's
+// identifiability flags and sigmas against a vehicle that is not the model.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+#include "example_controllers.hpp"
+#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/loop/session.hpp"
+#include "tether/loop/stand_in_vehicle.hpp"
+
+using namespace tether::runtime;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// tank_identify.yaml with its MQTT vehicle replaced by the in-process stand-in (`stand_in`
+// carrying `extra` keys), the plan's text replaced by `plan` when given, and without the
+// feedback processors if told
+std::string tank_identify_in_process(const std::string& extra, const char* plan = nullptr, bool feedback = true) {
+  std::string text = read_file(TETHER_SOURCE_DIR "/config/scenarios/tank_identify.yaml");
+  if (!feedback) {
+    const auto a = text.find("    feedback:\n");
+    const auto b = text.find("\nloop:");
+    REQUIRE(a != std::string::npos);
+    REQUIRE(b != std::string::npos);
+    text.erase(a, b - a);
+  }
+  const auto from = text.find("  - name: tank\n");
+  const auto to = text.find("\n# the excitation plan");
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  text.replace(from, to - from, "  - name: tank\n    type: stand_in\n    vehicle: auv\n" + extra);
+  if (plan) text = text.substr(0, text.find("\n# the excitation plan")) + "\n" + plan;
+  return text;
+}
+
+nlohmann::json estimate_summary(const Session& s) {
+  nlohmann::json j;
+  for (const auto& p : s.processors())
+    if (p->type() == "estimate") p->summarize(j);
+  return j;
+}
+
+Outcome run_session(Session& s) {
+  std::atomic<bool> stop{false};
+  return s.run(stop);
+}
+
+}  // namespace
+
+TEST_CASE("stand_in endpoint: config mistakes are positioned, the hidden truth is in the summary") {
+  tether::examples::register_example_controllers();
+  {
+    const Scenario sc =
+        parse_scenario(tank_identify_in_process("    hidden: {drag_scale: -1, bogus: 2}\n"), "stand_in_bad.yaml");
+    try {
+      (void)tether::adapters::make_endpoints(sc);
+      FAIL("expected a config error");
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      CHECK(what.find("drag_scale") != std::string::npos);
+      CHECK(what.find("bogus") != std::string::npos);
+      CHECK(what.find("stand_in_bad.yaml:") != std::string::npos);
+    }
+  }
+  {
+    const Scenario sc = parse_scenario(tank_identify_in_process("    exact: true\n    hidden: {drag_scale: 2}\n"),
+                                       "stand_in_both.yaml");
+    CHECK_THROWS_WITH_AS((void)tether::adapters::make_endpoints(sc), doctest::Contains("do not go together"),
+                         ConfigError);
+  }
+  // the truth the estimate should find: the scenario's values with the hidden differences
+  const Scenario sc =
+      parse_scenario(tank_identify_in_process("    seed: 3\n    hidden: {thrust_scale: 0.8}\n"), "stand_in.yaml");
+  auto eps = tether::adapters::make_endpoints(sc);
+  SessionOptions o;
+  o.steps = 50;
+  o.real_time_factor = 0;
+  Session s(sc, std::move(eps), o);
+  CHECK(run_session(s) == Outcome::completed);
+  const nlohmann::json summary = s.summary();
+  const auto& truth = summary["endpoints"][1]["hidden_truth"]["auv.hull"];
+  CHECK(truth["thrust_coefficient"].get<double>() == 0.8);
+  const HiddenParams h = default_hidden_params();
+  CHECK(truth["linear_drag_x"].get<double>() == doctest::Approx(10 * h.drag_scale * h.linear_drag_axis_scale.x()));
+  CHECK(truth["buoyancy_offset_n"].get<double>() == h.buoyancy_offset_n);
+  // every step answered with a measurement the processors used
+  CHECK(summary["endpoints"][1]["replies"].get<std::uint64_t>() == 50);
+  CHECK(summary["feedback"][1]["updates"].get<std::uint64_t>() == 50);
+}
+
+TEST_CASE("identify: the plan's timeline, its config mistakes, and a setpoint the controller does not have") {
+  tether::examples::register_example_controllers();
+  const Scenario sc = parse_scenario(tank_identify_in_process(""), "plan.yaml");
+  const IdentifyPlan& p = sc.identify;
+  REQUIRE(p.enabled);
+  CHECK(p.endpoint_index == 0);
+  REQUIRE(p.manoeuvres.size() == 8);
+  CHECK(p.manoeuvre_at(3.9) == -1);  // before start_s
+  CHECK(p.manoeuvre_at(4.0) == 0);
+  CHECK(p.manoeuvre_at(9.5) == 1);         // 5 s into the plan: the second manoeuvre
+  CHECK(p.manoeuvre_at(4 + 35 + 1) == 0);  // the cycle is 35 s: repeated
+  CHECK(p.manoeuvres[2].setpoints == std::vector<std::pair<std::string, double>>{{"surge", 0.45}, {"depth_m", 3.5}});
+
+  auto error_of = [](const std::string& plan) {
+    try {
+      (void)parse_scenario(tank_identify_in_process("", plan.c_str()), "plan_bad.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error_of("identify: {endpoint: nobody, manoeuvres: [{hold_s: 1, surge: 0.5}]}\n").find("no endpoint named") !=
+        std::string::npos);
+  CHECK(error_of("identify: {endpoint: tank, manoeuvres: [{hold_s: 1, surge: 0.5}]}\n").find("stand_in") !=
+        std::string::npos);
+  CHECK(error_of("identify: {endpoint: controller, manoeuvres: []}\n").find("at least one manoeuvre") !=
+        std::string::npos);
+  CHECK(error_of("identify: {endpoint: controller, manoeuvres: [{surge: 0.5}]}\n").find("hold_s") != std::string::npos);
+  CHECK(error_of("identify: {endpoint: controller, manoeuvres: [{hold_s: 1}]}\n").find("at least one setpoint") !=
+        std::string::npos);
+  CHECK(error_of("identify: {endpoint: controller, manoeuvres: [{hold_s: 1, surge: fast}]}\n").find("surge") !=
+        std::string::npos);
+
+  // a setpoint name only the controller can check: at session start, positioned, with the known ones
+  const Scenario wrong = parse_scenario(
+      tank_identify_in_process("", "identify: {endpoint: controller, manoeuvres: [{hold_s: 1, speed_m_s: 1}]}\n"),
+      "plan_speed.yaml");
+  try {
+    Session s(wrong, tether::adapters::make_endpoints(wrong));
+    FAIL("expected a config error");
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("plan_speed.yaml:") != std::string::npos);
+    CHECK(what.find("no setpoint \"speed_m_s\"") != std::string::npos);
+    CHECK(what.find("surge, depth_m, heading_deg") != std::string::npos);
+  }
+}
+
+TEST_CASE("identify: the in-process controller flies the manoeuvres (speed, depth, heading)") {
+  tether::examples::register_example_controllers();
+  auto final_state = [](const char* plan) {
+    const Scenario sc = parse_scenario(tank_identify_in_process("    exact: true\n", plan, false), "fly.yaml");
+    SessionOptions o;
+    o.steps = 2000;  // 20 s
+    o.real_time_factor = 0;
+    Session s(sc, tether::adapters::make_endpoints(sc), o);
+    REQUIRE(run_session(s) == Outcome::completed);
+    return s.state().bodies[0];
+  };
+  const BodyState cruise = final_state("identify: {endpoint: controller, manoeuvres: [{hold_s: 100, surge: 0.3}]}\n");
+  const BodyState fast = final_state("identify: {endpoint: controller, manoeuvres: [{hold_s: 100, surge: 0.8}]}\n");
+  const BodyState deep =
+      final_state("identify: {endpoint: controller, manoeuvres: [{hold_s: 100, surge: 0.3, depth_m: 4}]}\n");
+  const BodyState north =
+      final_state("identify: {endpoint: controller, manoeuvres: [{hold_s: 100, surge: 0.3, heading_deg: 0}]}\n");
+  CHECK(fast.position_m.x() > cruise.position_m.x() + 3);   // faster along the tank (east, +x)
+  CHECK(-deep.position_m.z() > 3.5);                        // the new depth reached
+  CHECK(-cruise.position_m.z() < 2.5);                      // the law's own 2 m
+  CHECK(north.position_m.y() > cruise.position_m.y() + 2);  // turned north (+y)
+}
+
+TEST_CASE("estimate: a trial that cannot tell parameters apart leaves them at their prior, flagged") {
+  tether::examples::register_example_controllers();
+  // one cruise speed, no plan: linear and quadratic drag along x are not separable, and
+  // nothing moves the vehicle sideways
+  const Scenario sc = parse_scenario(
+      tank_identify_in_process("    seed: 5\n    hidden: {thrust_scale: 1, drag_scale: 1.2}\n",
+                               "identify: {endpoint: controller, manoeuvres: [{hold_s: 100, surge: 0.5}]}\n"),
+      "cruise.yaml");
+  SessionOptions o;
+  o.steps = 2000;
+  o.real_time_factor = 0;
+  Session s(sc, tether::adapters::make_endpoints(sc), o);
+  REQUIRE(run_session(s) == Outcome::completed);
+  const nlohmann::json j = estimate_summary(s);
+  CAPTURE(j.dump());
+  REQUIRE(j.contains("identified"));
+  for (const char* name : {"linear_drag_x", "quadratic_drag_x", "linear_drag_y", "quadratic_drag_y"}) {
+    CAPTURE(name);
+    CHECK_FALSE(j["identified"][name].get<bool>());
+  }
+  // held exactly where the scenario put them: the model's own values
+  CHECK(j["estimates"]["linear_drag_y"].get<double>() == 30.0);
+  CHECK(j["estimates"]["quadratic_drag_y"].get<double>() == 80.0);
+  // their sigma is the prior's, not a confident number
+  CHECK(j["stddev"]["linear_drag_y"].get<double>() >= 14.0);
+}
+
+TEST_CASE(
+    "estimate against the stand-in over the identification plan: the CLI shows value, sigma, identified and "
+    "the hidden truth, and no identified estimate is 2 sigma off") {
+  tether::examples::register_example_controllers();
+  const fs::path dir = fs::temp_directory_path() / ("tether_honest_twin_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string scenario = (dir / "tank_identify_in_process.yaml").string();
+  // seed 1: tether-vehicle's default, so this is the demo's trial (scripts/demo.sh tank) without the broker
+  std::ofstream(scenario) << tank_identify_in_process("    seed: 1\n");
+  const auto r = tether::cli_test::run(tether::cli_test::tether_exe + " run " + scenario + " --rtf 0 --out " +
+                                       (dir / "run").string() + " --quiet");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("  identified") != std::string::npos);
+  CHECK(r.out.find("not identified") != std::string::npos);
+  CHECK(r.out.find("(hidden truth 0.9, ") != std::string::npos);  // the thrust coefficient's
+  const auto summary = nlohmann::json::parse(read_file((dir / "run" / "summary.json").string()));
+  const auto& f = summary["feedback"][0];
+  const auto& truth = summary["endpoints"][1]["hidden_truth"]["auv.hull"];
+  int identified = 0;
+  for (const auto& [name, value] : f["estimates"].items()) {
+    if (!f["identified"][name].get<bool>()) continue;
+    ++identified;
+    const double sd = f["stddev"][name].get<double>();
+    CAPTURE(name);
+    CHECK(std::abs(value.get<double>() - truth[name].get<double>()) <= 2 * sd);
+  }
+  CHECK(identified >= 3);  // the plan identifies some: thrust, buoyancy, the current
+  // the report: each estimate's plot notes the hidden truth and whether the data identified it
+  const std::string report = read_file((dir / "run" / "report.html").string());
+  CHECK(report.find("hidden truth 0.9") != std::string::npos);
+  CHECK(report.find("identified by the data") != std::string::npos);
+  CHECK(report.find("not identified (docs/feedback.md)") != std::string::npos);
+  // the estimator's state (information, noise scale, flags) is in the keyframes: a replay from
+  // the middle continues bit for bit
+  const auto replay = tether::cli_test::run(tether::cli_test::tether_exe + " replay " + (dir / "run").string() +
+                                            "/recording.mcap --verify --from-step 3000 --quiet");
+  INFO(replay.out);
+  CHECK(replay.exit_code == 0);
+  CHECK(replay.out.find("bit-identical") != std::string::npos);
+  fs::remove_all(dir);
+}
