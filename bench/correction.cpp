@@ -28,6 +28,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "bench_util.hpp"
+#include "../tests/adapters/mosquitto_util.hpp"
 #include "example_controllers.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/hal/device_bank.hpp"
@@ -395,7 +396,7 @@ std::string& hidden_override() {
 // the scenario with the MQTT vehicle replaced by the in-process stand-in (seeded), the
 // feedback list set to `types`, the trial plus the open-loop span as its duration
 Scenario stand_in_scenario(const std::string& text, const std::string& path, const std::vector<std::string>& types,
-                           std::uint64_t seed, double seconds) {
+                           std::uint64_t seed, double seconds, bool keep_loop_seed = false) {
   YAML::Node root = YAML::Load(text);
   for (YAML::Node e : root["endpoints"])
     if (e["type"].as<std::string>() == "mqtt") {
@@ -407,7 +408,7 @@ Scenario stand_in_scenario(const std::string& text, const std::string& path, con
       if (!hidden_override().empty()) n["hidden"] = YAML::Load(hidden_override());
       e = n;
     }
-  root["loop"]["seed"] = seed;
+  if (!keep_loop_seed) root["loop"]["seed"] = seed;
   root["loop"].remove("steps");
   root["loop"]["duration_s"] = seconds;
   root["recording"]["enabled"] = false;
@@ -449,8 +450,9 @@ double open_loop(const Scenario& sc, const WorldModel& model, double thrust, con
 }
 
 StandInRun run_stand_in(const std::string& text, const std::string& path, const std::string& label,
-                        const std::vector<std::string>& types, std::uint64_t seed, double trial_s, double open_s) {
-  const Scenario sc = stand_in_scenario(text, path, types, seed, trial_s + open_s);
+                        const std::vector<std::string>& types, std::uint64_t seed, double trial_s, double open_s,
+                        bool keep_loop_seed = false) {
+  const Scenario sc = stand_in_scenario(text, path, types, seed, trial_s + open_s, keep_loop_seed);
   auto eps = tether::adapters::make_endpoints(sc);
   const StandInEndpoint* truth = nullptr;
   for (const auto& e : eps)
@@ -523,8 +525,56 @@ void print_parameters(const StandInRun& r) {
                 value != 0 ? 100.0 * (est - value) / std::abs(value) : 0.0, sd > 0 ? (est - value) / sd : 0.0,
                 id                                  ? "yes"
                 : r.estimate.value("misfit", false) ? "no (model misfit: the best fit, not a physical value)"
-                                                    : "no (held where it was)");
+                                                    : "no");
   }
+}
+
+// the same trial over MQTT through a mosquitto on a free loopback port, the scenario's own
+// launch of tether-vehicle (its defaults: the default stand-in, seed 1): the estimates and
+// their verdicts, beside the in-process stand-in with the same seeds (the truth's state is in
+// another process, so no tracking or open-loop figures here)
+void mqtt_row(const std::string& path, const std::string& text, double trial_s) {
+  std::unique_ptr<tether::test::Mosquitto> broker;
+  try {
+    broker = std::make_unique<tether::test::Mosquitto>();
+  } catch (const std::exception& e) {
+    std::printf("\n  over MQTT: skipped (%s)\n", e.what());
+    return;
+  }
+  ::setenv("TETHER_MQTT_BROKER", broker->uri().c_str(), 1);
+  ::setenv("TETHER_MQTT_SESSION", "bench_correction", 1);
+  ::setenv("TETHER_BUILD_DIR", TETHER_BINARY_DIR, 1);
+  YAML::Node root = YAML::Load(text);
+  root["loop"].remove("steps");
+  root["loop"]["duration_s"] = trial_s;
+  root["recording"]["enabled"] = false;
+  YAML::Emitter out;
+  out << root;
+  const Scenario sc = parse_scenario(out.c_str(), path);
+  SessionOptions options;
+  options.real_time_factor = 0;
+  Session session(sc, tether::adapters::make_endpoints(sc), options);
+  const double seconds = run_timed(session, "over MQTT");
+  StandInRun mqtt;
+  mqtt.label = "estimate+kalman over MQTT";
+  mqtt.truth = hidden_truth(sc.model, 0, default_hidden_params());
+  for (const auto& proc : session.processors())
+    if (proc->type() == "estimate") proc->summarize(mqtt.estimate);
+  std::uint64_t misses = 0;
+  for (const auto& e : session.endpoints()) misses += e->counters.misses;
+  const StandInRun local =
+      run_stand_in(text, path, "in-process", {"estimate", "kalman"}, 1, trial_s, 0, /*keep_loop_seed=*/true);
+  double largest = 0;
+  for (const auto& [name, value] : mqtt.estimate["estimates"].items())
+    if (local.estimate["estimates"].contains(name))
+      largest = std::max(largest, std::abs(value.get<double>() - local.estimate["estimates"][name].get<double>()));
+  std::printf(
+      "\n  over MQTT through mosquitto (tether-vehicle launched by the scenario, %.1f s wall, %llu missed "
+      "steps):\n",
+      seconds, static_cast<unsigned long long>(misses));
+  print_parameters(mqtt);
+  std::printf("  largest difference from the in-process stand-in with the same seeds: %.3g%s\n", largest,
+              misses ? " (missed steps change the data)" : "");
 }
 
 void stand_in_section(const std::string& path, bool quick, int seeds) {
@@ -618,6 +668,7 @@ void stand_in_section(const std::string& path, bool quick, int seeds) {
               open_ratio_min);
   for (const auto& [name, c] : per_param)
     std::printf("    %-20s covered %2d of %2d identified\n", name.c_str(), c.first, c.second);
+  if (!quick) mqtt_row(path, text, trial_s);
 }
 
 }  // namespace
