@@ -10,7 +10,8 @@
 //   3  qemu         the same session with the Cortex-M3 build under qemu-system-arm
 //   4  real time    1 ms period for --duration s with the host firmware: overruns and
 //                   deadline misses, against a bare clock_nanosleep 1 kHz loop (the Pacer
-//                   with no work) measured just before it
+//                   with no work) measured just before it; then again with loop.realtime
+//                   (mlockall, SCHED_FIFO 50, the last CPU; refusals are printed)
 //
 // Usage: serial_lockstep [--quick] [--duration S] [--steps N] [--qemu-steps N]
 //                        [--firmware PATH] [--elf PATH]
@@ -152,7 +153,8 @@ class RawEcho {
 };
 
 // the scenario: an AUV with the devices depth_heading_hold opens; `endpoint` is the YAML entry
-std::string scenario_text(const std::string& endpoint, long steps, double period_ms, double rtf) {
+std::string scenario_text(const std::string& endpoint, long steps, double period_ms, double rtf,
+                          const std::string& realtime = "") {
   return R"(name: serial_lockstep
 world:
   water: {density_kg_m3: 1025, surface_z_m: 0}
@@ -175,7 +177,8 @@ vehicles:
           - {name: thruster_vrear, kind: thruster, mount: {position_m: [-0.35, 0, 0], orientation_rpy_deg: [0, 90, 0]}}
 loop: {period_ms: )" +
          std::to_string(period_ms) + ", real_time_factor: " + std::to_string(rtf) +
-         ", steps: " + std::to_string(steps) + "}\nrecording: {enabled: false}\nendpoints:\n" + endpoint;
+         ", steps: " + std::to_string(steps) + (realtime.empty() ? "" : ", realtime: " + realtime) +
+         "}\nrecording: {enabled: false}\nendpoints:\n" + endpoint;
 }
 
 std::string launch_entry(const std::string& launch, const std::string& policy, double deadline_ms) {
@@ -477,22 +480,38 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(bare.overruns()), static_cast<unsigned long long>(bare.reanchors()),
       static_cast<double>(late.percentile(0.5)) / 1e3, static_cast<double>(late.percentile(0.99)) / 1e3,
       static_cast<double>(late.max()) / 1e3);
-  runtime::Histogram h_rt;
-  double w_rt = 0;
-  const SessionRound rt = run_session(
-      scenario_text(launch_entry("{command: ['" + firmware + "']}", "hold", 0.9), rt_steps, 1, 1), h_rt, w_rt);
-  const nlohmann::json& e = rt.summary["endpoints"][0];
-  const nlohmann::json& rtt = e["round_trip_ns"];
-  std::printf(
-      "  session with host firmware: overruns %llu, cycles skipped (> 1 period late) %llu, firmware deadline "
-      "(0.9 ms) misses %llu of %ld, late replies counted stale %llu, round trip p50 %.1f p99 %.1f max %.1f us, "
-      "step p99 %.1f us\n",
-      static_cast<unsigned long long>(rt.summary["overruns"].get<std::uint64_t>()),
-      static_cast<unsigned long long>(rt.summary["reanchors"].get<std::uint64_t>()),
-      static_cast<unsigned long long>(e["misses"].get<std::uint64_t>()), rt_steps,
-      static_cast<unsigned long long>(e["stale"].get<std::uint64_t>()), rtt["p50"].get<double>() / 1e3,
-      rtt["p99"].get<double>() / 1e3, rtt["max"].get<double>() / 1e3,
-      rt.summary["step_time_ns"]["p99"].get<double>() / 1e3);
+  // the session twice: as it is, then with loop.realtime (locked memory, SCHED_FIFO 50, the
+  // last CPU); a refused option is said and the run goes on without it
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const std::string realtime = "{lock_memory: true, priority: 50, cpu: " + std::to_string(std::max(0L, cpus - 1)) + "}";
+  struct RtRun {
+    const char* name;
+    runtime::Histogram h;
+    SessionRound round;
+  };
+  RtRun runs[2] = {{"session with host firmware:", {}, {}}, {"  the same, loop.realtime:", {}, {}}};
+  for (int r = 0; r < 2; ++r) {
+    double w_rt = 0;
+    runs[r].round = run_session(scenario_text(launch_entry("{command: ['" + firmware + "']}", "hold", 0.9), rt_steps, 1,
+                                              1, r == 0 ? "" : realtime),
+                                runs[r].h, w_rt);
+    const nlohmann::json& summary = runs[r].round.summary;
+    const nlohmann::json& e = summary["endpoints"][0];
+    const nlohmann::json& rtt = e["round_trip_ns"];
+    std::printf(
+        "  %s overruns %llu, cycles skipped (> 1 period late) %llu, firmware deadline "
+        "(0.9 ms) misses %llu of %ld, late replies counted stale %llu, round trip p50 %.1f p99 %.1f max %.1f us, "
+        "step p99 %.1f us\n",
+        runs[r].name, static_cast<unsigned long long>(summary["overruns"].get<std::uint64_t>()),
+        static_cast<unsigned long long>(summary["reanchors"].get<std::uint64_t>()),
+        static_cast<unsigned long long>(e["misses"].get<std::uint64_t>()), rt_steps,
+        static_cast<unsigned long long>(e["stale"].get<std::uint64_t>()), rtt["p50"].get<double>() / 1e3,
+        rtt["p99"].get<double>() / 1e3, rtt["max"].get<double>() / 1e3,
+        summary["step_time_ns"]["p99"].get<double>() / 1e3);
+    if (summary.contains("realtime"))
+      for (const auto& [option, status] : summary["realtime"].items())
+        std::printf("    realtime %s: %s\n", option.c_str(), status.get<std::string>().c_str());
+  }
   // the same yardstick for both: the interval between consecutive cycles (1 ms when on time);
   // an interval over 2 ms means at least one cycle's deadline was missed
   auto interval_row = [](const char* name, const runtime::Histogram& h, std::uint64_t over) {
@@ -502,6 +521,6 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(h.count()));
   };
   interval_row("bare loop:", h_bare, bare_over_2ms);
-  interval_row("session with host firmware:", h_rt, rt.intervals_over_2ms);
+  for (const RtRun& r : runs) interval_row(r.name, r.h, r.round.intervals_over_2ms);
   return 0;
 }

@@ -315,6 +315,11 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
       }
       out << '\n';
     }
+  // loop.realtime: what the system granted the loop thread
+  if (s.contains("realtime") && s["realtime"].is_object())
+    for (const auto& [option, status] : s["realtime"].items())
+      out << "  realtime " << option << ": " << (status.is_string() ? status.get<std::string>() : status.dump())
+          << '\n';
   // feedback processors: what they did and, for estimators, what they learned
   if (s.contains("feedback"))
     for (const auto& f : s["feedback"]) {

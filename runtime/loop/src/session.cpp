@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "tether/loop/hal_bridge.hpp"
 #include "tether/loop/in_process.hpp"
+#include "tether/loop/realtime.hpp"
 #include "tether/recording/recorder.hpp"
 #include <spdlog/spdlog.h>
 
@@ -183,6 +185,12 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
     }
   }
   if (rtf_ > 0) Pacer::reduce_timer_slack();
+  // loop.realtime for this thread while the session runs (refusals are warnings)
+  std::optional<RealtimeGuard> realtime;
+  if (scenario_.loop.realtime.any()) {
+    realtime.emplace(scenario_.loop.realtime);
+    realtime_status_ = realtime->status();
+  }
   const auto t0 = SteadyClock::now();
   const std::int64_t wall_period_ns =
       rtf_ > 0 ? static_cast<std::int64_t>(static_cast<double>(scenario_.loop.period_ns) / rtf_) : 0;
@@ -764,6 +772,10 @@ nlohmann::json Session::summary() const {
                       {"invalid_commands", invalid_commands_ + devices_.counters().invalid_commands},
                       {"nonfinite_commands", nonfinite_commands_}};
   if (recorder_) out["recording"] = {{"path", recorder_->path()}, {"dropped_items", recorder_->dropped()}};
+  if (!realtime_status_.empty()) {
+    auto& rt = out["realtime"] = json::object();
+    for (const auto& [option, status] : realtime_status_) rt[option] = status;
+  }
   out["endpoints"] = json::array();
   for (const auto& e : endpoints_) {
     json j{{"name", e->name()},

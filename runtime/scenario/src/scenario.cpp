@@ -242,7 +242,8 @@ void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state, 
 
 void parse_loop(const ConfigNode& l, LoopConfig& loop) {
   if (!l.yaml().IsDefined()) return;
-  if (!l.expect_map({"period_ms", "real_time_factor", "steps", "duration_s", "seed", "history_steps", "plausibility"}))
+  if (!l.expect_map({"period_ms", "real_time_factor", "steps", "duration_s", "seed", "history_steps", "plausibility",
+                     "realtime"}))
     return;
   const double period_ms = l.number_or("period_ms", 10.0, Range{0.01, 60'000, false});
   loop.period_ns = std::llround(period_ms * 1e6);
@@ -265,6 +266,13 @@ void parse_loop(const ConfigNode& l, LoopConfig& loop) {
     g.max_distance_m = p.number_or("max_distance_m", g.max_distance_m, Range::positive());
     g.max_speed_m_s = p.number_or("max_speed_m_s", g.max_speed_m_s, Range::positive());
     g.max_angular_speed_rad_s = p.number_or("max_angular_speed_rad_s", g.max_angular_speed_rad_s, Range::positive());
+  }
+  const ConfigNode rt = l["realtime"];
+  if (rt.yaml().IsDefined() && rt.expect_map({"lock_memory", "priority", "cpu"})) {
+    RealtimeConfig& r = loop.realtime;
+    r.lock_memory = rt.boolean_or("lock_memory", r.lock_memory);
+    r.priority = static_cast<int>(rt.integer_or("priority", r.priority, 0, 99));
+    r.cpu = static_cast<int>(rt.integer_or("cpu", r.cpu, -1, 1023));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -226,6 +227,7 @@ class Session {
   // `identify:` flown by this in-process endpoint's controller (none in a replay)
   InProcessEndpoint* identify_ = nullptr;
   int identify_manoeuvre_ = -1;
+  std::vector<std::pair<std::string, std::string>> realtime_status_;  // what loop.realtime got
   Histogram step_time_ns_;
   std::uint64_t steps_done_ = 0;
   std::uint64_t substeps_total_ = 0;

@@ -35,6 +35,15 @@ struct PlausibilityConfig {
   double max_angular_speed_rad_s = 100.0;
 };
 
+/// `loop.realtime`: what the loop thread asks of the operating system (docs/scenario.md).
+/// Each option the system refuses is a warning naming what to grant, never a failure.
+struct RealtimeConfig {
+  bool lock_memory = false;  // mlockall: no page faults on the loop's memory
+  int priority = 0;          // SCHED_FIFO at this priority (1..99); 0: the normal scheduler
+  int cpu = -1;              // pin the loop thread to this CPU; -1: anywhere
+  bool any() const { return lock_memory || priority > 0 || cpu >= 0; }
+};
+
 struct LoopConfig {
   std::int64_t period_ns = 10'000'000;
   double real_time_factor = 1.0;  // 0 = as fast as the participants allow
@@ -42,6 +51,7 @@ struct LoopConfig {
   std::uint64_t seed = 1;
   std::uint32_t history_steps = 256;  // states the session keeps for rewind and state_at(t)
   PlausibilityConfig plausibility;
+  RealtimeConfig realtime;
 };
 
 /// The keys every endpoint has; type-specific keys stay in `node` for the endpoint's own parser.
