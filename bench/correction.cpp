@@ -692,7 +692,8 @@ int main(int argc, char** argv) {
     if (a == "--hidden") hidden_override() = argv[i + 1];
     if (a == "--seeds") seeds = std::max(1, std::atoi(argv[i + 1]));
   }
-  if (stand_in_only) {
+  // the section against the stand-in vehicle: its exit status
+  const auto against_stand_in = [&] {
     try {
       stand_in_section(stand_in_path, quick, seeds);
     } catch (const std::exception& e) {
@@ -700,7 +701,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     return 0;
-  }
+  };
+  if (stand_in_only) return against_stand_in();
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "correction: cannot open %s\n", path.c_str());
@@ -804,11 +806,5 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("\n  plot: %s\n", write_html(results, tt, tx, ty, truth_list, html).c_str());
-  try {
-    stand_in_section(stand_in_path, quick, seeds);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "correction: %s\n", e.what());
-    return 2;
-  }
-  return 0;
+  return against_stand_in();
 }
