@@ -161,6 +161,13 @@ class EstimateProcessor final : public FeedbackProcessor {
       step_max_[i] = step_fraction_ * (hi_[i] - lo_[i]);
     }
     p_ = p0_;
+    // the estimated parameters, and the identifiability workspace sized for them
+    n_active_ = 0;
+    for (int i = 0; i < n_params; ++i)
+      if (active_[static_cast<std::size_t>(i)]) index_[static_cast<std::size_t>(n_active_++)] = i;
+    scaled_.resize(n_active_, n_active_);
+    mu_.resize(n_active_);
+    eig_ = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(n_active_);
     info_.setZero();
     identified_.fill(false);
     weak_share_.fill(1.0);
@@ -569,25 +576,21 @@ class EstimateProcessor final : public FeedbackProcessor {
   // the data shrink less than sqrt(weak_information_) times are weak; a parameter is
   // identified when at most weak_share_max_ of it lies in weak directions
   void classify() {
-    int n = 0;
-    std::array<int, n_params> index{};
-    for (int i = 0; i < n_params; ++i)
-      if (active_[static_cast<std::size_t>(i)]) index[static_cast<std::size_t>(n++)] = i;
+    const int n = n_active_;
     if (n == 0) return;
-    Eigen::MatrixXd scaled(n, n);
     for (int a = 0; a < n; ++a)
       for (int b = 0; b < n; ++b) {
-        const int i = index[static_cast<std::size_t>(a)], j = index[static_cast<std::size_t>(b)];
-        scaled(a, b) = std::sqrt(p0_(i, i) * p0_(j, j)) * info_(i, j);
+        const int i = index_[static_cast<std::size_t>(a)], j = index_[static_cast<std::size_t>(b)];
+        scaled_(a, b) = std::sqrt(p0_(i, i) * p0_(j, j)) * info_(i, j);
       }
-    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(scaled);
-    const Eigen::VectorXd mu = eig.eigenvalues().cwiseMax(0.0);  // ascending
-    condition_ = mu[n - 1] / std::max(mu[0], 1e-300);
+    eig_.compute(scaled_);                   // sized in configure(): no allocation here
+    mu_ = eig_.eigenvalues().cwiseMax(0.0);  // ascending
+    condition_ = mu_[n - 1] / std::max(mu_[0], 1e-300);
     for (int a = 0; a < n; ++a) {
       double share = 0;
       for (int j = 0; j < n; ++j)
-        if (mu[j] < weak_information_) share += eig.eigenvectors()(a, j) * eig.eigenvectors()(a, j);
-      const int i = index[static_cast<std::size_t>(a)];
+        if (mu_[j] < weak_information_) share += eig_.eigenvectors()(a, j) * eig_.eigenvectors()(a, j);
+      const int i = index_[static_cast<std::size_t>(a)];
       weak_share_[i] = share;
       // with hysteresis: identified at weak_share_max_, lost only well beyond it (forgetting
       // thins the information while a manoeuvre does not excite the parameter)
@@ -618,6 +621,11 @@ class EstimateProcessor final : public FeedbackProcessor {
   static constexpr double noise_rate = 0.02, bias_rate = 0.05, max_noise_scale = 1e4, max_rho = 0.95;
   double weak_information_ = 100, weak_share_max_ = 0.2;
   MatP info_ = MatP::Zero();
+  int n_active_ = 0;
+  std::array<int, n_params> index_{};  // the estimated parameters, in order
+  Eigen::MatrixXd scaled_;             // info_ of those, in prior units
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig_;
+  Eigen::VectorXd mu_;
   double alpha_ = 1, rho_num_ = 0, rho_den_ = 0, rho_ = 0, noise_scale_ = 1, condition_ = 0;
   VecP weak_share_ = VecP::Ones();
   std::array<bool, n_params> identified_{};
