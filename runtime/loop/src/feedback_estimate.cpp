@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
@@ -167,7 +168,7 @@ class EstimateProcessor final : public FeedbackProcessor {
       if (active_[static_cast<std::size_t>(i)]) index_[static_cast<std::size_t>(n_active_++)] = i;
     scaled_.resize(n_active_, n_active_);
     mu_.resize(n_active_);
-    eig_ = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(n_active_);
+    eig_.emplace(n_active_);  // built in place: the solver's status is unset until compute()
     info_.setZero();
     identified_.fill(false);
     weak_share_.fill(1.0);
@@ -583,13 +584,13 @@ class EstimateProcessor final : public FeedbackProcessor {
         const int i = index_[static_cast<std::size_t>(a)], j = index_[static_cast<std::size_t>(b)];
         scaled_(a, b) = std::sqrt(p0_(i, i) * p0_(j, j)) * info_(i, j);
       }
-    eig_.compute(scaled_);                   // sized in configure(): no allocation here
-    mu_ = eig_.eigenvalues().cwiseMax(0.0);  // ascending
+    eig_->compute(scaled_);                   // sized in configure(): no allocation here
+    mu_ = eig_->eigenvalues().cwiseMax(0.0);  // ascending
     condition_ = mu_[n - 1] / std::max(mu_[0], 1e-300);
     for (int a = 0; a < n; ++a) {
       double share = 0;
       for (int j = 0; j < n; ++j)
-        if (mu_[j] < weak_information_) share += eig_.eigenvectors()(a, j) * eig_.eigenvectors()(a, j);
+        if (mu_[j] < weak_information_) share += eig_->eigenvectors()(a, j) * eig_->eigenvectors()(a, j);
       const int i = index_[static_cast<std::size_t>(a)];
       weak_share_[i] = share;
       // with hysteresis: identified at weak_share_max_, lost only well beyond it (forgetting
@@ -624,7 +625,7 @@ class EstimateProcessor final : public FeedbackProcessor {
   int n_active_ = 0;
   std::array<int, n_params> index_{};  // the estimated parameters, in order
   Eigen::MatrixXd scaled_;             // info_ of those, in prior units
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig_;
+  std::optional<Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>> eig_;
   Eigen::VectorXd mu_;
   double alpha_ = 1, rho_num_ = 0, rho_den_ = 0, rho_ = 0, noise_scale_ = 1, condition_ = 0;
   VecP weak_share_ = VecP::Ones();
