@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -33,6 +34,24 @@ inline bool quick_mode(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--quick") return true;
   return false;
+}
+
+/// printf into a std::string.
+inline std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+inline std::string format(const char* fmt, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buffer, sizeof buffer, fmt, args);
+  va_end(args);
+  return buffer;
+}
+
+/// One headline figure, in the line bench/run_all.sh collects into its table:
+/// `figure | what | value | goal`.
+inline void figure(const std::string& what, const std::string& value, const std::string& goal) {
+  std::printf("figure | %s | %s | %s\n", what.c_str(), value.c_str(), goal.c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace tether::bench

@@ -7,7 +7,8 @@
 //
 //   collisions [max_bodies] [seconds]     e.g. `collisions 1000 1` for a quick smoke run
 // Environment: NOBULLET=1 skips Bullet, ONLY=<N> runs one size, NOBP=1 skips the broad-phase
-// timing, VERBOSE=1 prints overlaps per loop step.
+// timing, VERBOSE=1 prints overlaps per loop step, THREADS=<T> (default: the cores) runs Tether
+// again on T threads (wall time; the final state must be bit-identical), THREADS=1 skips that.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,8 +18,10 @@
 #include <numbers>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "tether/physics/broadphase.hpp"
 #include "tether/physics/collision.hpp"
 #include "tether/physics/physics.hpp"
@@ -155,10 +158,11 @@ struct Result {
   std::vector<Vec3> final_positions;
 };
 
-Result run_tether(const Scene& s, int steps) {
+Result run_tether(const Scene& s, int steps, int threads = 1) {
   WorldModel model;
   model.gravity_m_s2 = Vec3::Zero();
   model.max_substep_s = period_s;  // sub-steps come from the motion rule alone
+  model.threads = threads;
   const double h = s.half_m;
   const Vec3 normals[6] = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}, {0, 0, 1}, {0, 0, -1}};
   for (const Vec3& nrm : normals) {
@@ -362,6 +366,25 @@ int main(int argc, char** argv) {
     std::printf("       tether: outrunners %llu, contact points/step %.1f, solver updates/point %.1f, max sweeps %u\n",
                 static_cast<unsigned long long>(t.outrunners), double(t.points) / steps,
                 double(t.solves) / std::max<double>(1, double(t.points)), t.max_sweeps);
+    using tether::bench::figure;
+    using tether::bench::format;
+    const std::string label = format("colliding spheres, N = %d, 1 core", n);
+    figure(label + ": x real time (CPU)", format("%.2f", seconds / t.cpu_s), n <= 1000 ? ">= 10" : "-");
+    figure(label + ": overlaps > 1 % r", format("%ld", t.overlaps), "0");
+    if (b.cpu_s > 0) figure(label + ": Tether / Bullet CPU", format("%.2f", t.cpu_s / b.cpu_s), "< 1");
+    const char* env_threads = std::getenv("THREADS");
+    const int threads =
+        env_threads ? std::max(1, std::atoi(env_threads)) : static_cast<int>(std::thread::hardware_concurrency());
+    if (threads > 1) {
+      const Result tt = run_tether(s, steps, threads);
+      const bool same = tt.final_positions == t.final_positions;
+      std::printf(
+          "       %d threads: wall %.3f s (%.2f x real time), %.2f x the one-thread wall time; final state %s\n",
+          threads, tt.wall_s, seconds / tt.wall_s, t.wall_s / tt.wall_s, same ? "bit-identical" : "DIFFERENT");
+      figure(format("colliding spheres, N = %d, %d threads: x real time (wall)", n, threads),
+             format("%.2f (%.2f x 1 thread)", seconds / tt.wall_s, t.wall_s / tt.wall_s), n >= 10000 ? ">= 1" : "-");
+      if (!same) return 1;
+    }
     if (!std::getenv("NOBP")) time_broad_phases(t.final_positions);
   }
   return 0;

@@ -85,5 +85,8 @@ int main(int argc, char** argv) {
               loop_s / physics_s);
   std::printf("  loop overhead per step       %10.0f ns   (goal < 2000 ns)\n", overhead_ns);
   std::printf("  step time p50 %.0f ns, p99 %.0f ns (as the loop measures itself, last round)\n", p50, p99);
+  tether::bench::figure(
+      "loop step / one physics step (1 vehicle)",
+      tether::bench::format("%.2f (%.0f vs %.0f ns)", loop_s / physics_s, loop_s * 1e9, physics_s * 1e9), "<= 1.3");
   return 0;
 }

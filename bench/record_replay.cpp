@@ -212,6 +212,9 @@ int main(int argc, char** argv) {
   std::printf("  replay --verify                  %8.0f x real time (%llu states compared bit for bit)\n",
               sim_s / verify, static_cast<unsigned long long>(verified));
   std::printf("  load + replay --verify           %8.0f x real time\n", sim_s / (load_s + verify));
+  tether::bench::figure("recording overhead on the loop (loop thread CPU)",
+                        tether::bench::format("%+.1f %%", (recorded_cpu / bare_cpu - 1) * 100), "< 2 %");
+  tether::bench::figure("replay", tether::bench::format("%.0f x real time", sim_s / plain), ">= 200 x");
   std::filesystem::remove_all(dir);
   return 0;
 }

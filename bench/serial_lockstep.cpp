@@ -456,6 +456,10 @@ int main(int argc, char** argv) {
               static_cast<double>(direct_f.p50) / static_cast<double>(std::max<std::uint64_t>(1, session.p50)));
   std::printf("  ratio endpoint alone / raw echo: %.2f by rate, %.2f by p50\n", endpoint_f.rate / ceiling.rate,
               static_cast<double>(ceiling.p50) / static_cast<double>(std::max<std::uint64_t>(1, endpoint_f.p50)));
+  bench::figure("serial lock-step, session / raw pty echo (rtf 0)",
+                bench::format("%.2f (%.0f vs %.0f /s; best rounds %.2f)", session.rate / ceiling.rate, session.rate,
+                              ceiling.rate, best_raw > 0 ? best_session / best_raw : 0.0),
+                ">= 0.85");
 
   // 4: real time, 1 ms period: the bare Pacer first, then the session, each for duration_s
   const long rt_steps = static_cast<long>(duration_s * 1000);
@@ -522,5 +526,19 @@ int main(int argc, char** argv) {
   };
   interval_row("bare loop:", h_bare, bare_over_2ms);
   for (const RtRun& r : runs) interval_row(r.name, r.h, r.round.intervals_over_2ms);
+  for (int r = 0; r < 2; ++r) {
+    const nlohmann::json& summary = runs[r].round.summary;
+    const std::string which = r == 0 ? "1 kHz" : "1 kHz, loop.realtime";
+    bench::figure(
+        which + ": overruns, session vs bare loop",
+        bench::format("%llu vs %llu", static_cast<unsigned long long>(summary["overruns"].get<std::uint64_t>()),
+                      static_cast<unsigned long long>(bare.overruns())),
+        "<= bare");
+    bench::figure(which + ": firmware deadline misses",
+                  bench::format("%llu of %ld",
+                                static_cast<unsigned long long>(summary["endpoints"][0]["misses"].get<std::uint64_t>()),
+                                rt_steps),
+                  bench::format("<= %ld", std::max(1L, rt_steps / 10000)));
+  }
   return 0;
 }

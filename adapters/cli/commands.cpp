@@ -334,6 +334,18 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
       out << '\n';
       if (f.contains("estimates") && f["estimates"].is_object()) print_estimates(out, f, s);
     }
+  // loop.profile_phases: where a step's wall time went, phase by phase
+  if (s.contains("phase_profile")) {
+    const auto& p = s["phase_profile"];
+    out << "  phases (wall time per step, loop.profile_phases):\n";
+    for (const auto& name : p["order"]) {
+      const auto& ph = p["phases"][name.get<std::string>()];
+      std::snprintf(line, sizeof line, "    %-10s %10.0f ns %6.1f %%   max %9.0f ns\n", name.get<std::string>().c_str(),
+                    ph["mean_ns_per_step"].get<double>(), 100 * ph["share"].get<double>(),
+                    static_cast<double>(ph["max_ns"].get<std::uint64_t>()));
+      out << line;
+    }
+  }
   if (s.contains("state_hash")) out << "  final state hash " << s["state_hash"].get<std::string>() << '\n';
 }
 

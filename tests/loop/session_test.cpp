@@ -374,3 +374,42 @@ TEST_CASE("a feedback processor that throws fails the session at that step with 
     CHECK(ep->stopped);  // endpoints are stopped as after any other ending
   }
 }
+
+TEST_CASE("loop.profile_phases: the summary says the wall time of each phase, and nothing when it is off") {
+  Rig off(TimeoutPolicy::hold, 20, [](ScriptedEndpoint&) {});
+  CHECK(off.session->run(off.stop) == Outcome::completed);
+  CHECK_FALSE(off.session->phase_profile().enabled());
+  CHECK_FALSE(off.session->summary().contains("phase_profile"));
+
+  Rig rig(TimeoutPolicy::hold, 20, [](ScriptedEndpoint&) {});
+  rig.scenario.loop.profile_phases = true;
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  auto e = std::make_unique<ScriptedEndpoint>(rig.scenario.endpoints[0], TimeoutPolicy::hold);
+  e->late_at = 7;  // gather polls three times at step 7
+  eps.push_back(std::move(e));
+  SessionOptions options;
+  options.steps = 20;
+  Session session(rig.scenario, std::move(eps), options);
+  CHECK(session.run(rig.stop) == Outcome::completed);
+  const auto summary = session.summary();
+  REQUIRE(summary.contains("phase_profile"));
+  const auto& p = summary["phase_profile"];
+  CHECK(p["steps"] == 20);
+  // the phases that ran, in loop order; the ones with nothing to do (no devices, faults,
+  // recorder, expectations) are absent
+  const std::vector<std::string> order = p["order"];
+  CHECK(order == std::vector<std::string>{"loop", "project", "publish", "gather", "pre", "advance", "post", "emit",
+                                          "after_step", "pace"});
+  double shares = 0;
+  for (const auto& name : order) {
+    const auto& ph = p["phases"][name];
+    CHECK(ph["mean_ns_per_step"].get<double>() >= 0);
+    // each runs once a step: its longest run is at least its mean
+    CHECK(static_cast<double>(ph["max_ns"].get<std::uint64_t>()) >= ph["mean_ns_per_step"].get<double>());
+    shares += ph["share"].get<double>();
+  }
+  CHECK(shares == doctest::Approx(1.0));
+  // the physics phases do real work every step
+  CHECK(p["phases"]["project"]["mean_ns_per_step"].get<double>() > 0);
+  CHECK(p["phases"]["advance"]["mean_ns_per_step"].get<double>() > 0);
+}

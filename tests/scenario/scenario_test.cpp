@@ -187,3 +187,17 @@ TEST_CASE("scenario: numbers whose derived figures would not be finite are refus
   // and an expectation on a vehicle without bodies is an error, not a read past the end
   CHECK(errors_of("vehicles: [{name: auv, bodies: []}]\nexpect:\n  - {value: auv.depth_m, that: \"< 1\"}\n") != "");
 }
+
+TEST_CASE("world.physics_threads: 1 by default, the scenario's count, positioned errors out of range") {
+  CHECK(parse_scenario(valid, "s.yaml").model.threads == 1);
+  const std::string four =
+      replace(valid, "  tank: {size_m: [20, 10, 8]}\n", "  tank: {size_m: [20, 10, 8]}\n  physics_threads: 4\n");
+  CHECK(parse_scenario(four, "s.yaml").model.threads == 4);
+  for (const char* bad : {"0", "257", "two", "1.5"}) {
+    CAPTURE(bad);
+    const auto e = errors_of(replace(four, "physics_threads: 4", std::string("physics_threads: ") + bad));
+    REQUIRE(e.size() == 1);
+    CHECK(e[0] == std::string("s.yaml:6:20: world.physics_threads: expected a whole number from 1 to 256, got \"") +
+                      bad + "\"");
+  }
+}

@@ -201,7 +201,9 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
 
   end_step_ = state_.step + (steps_total_ - steps_done_);
   const bool hold = control_ && options_.hold_at_end;
+  profile_.enable(scenario_.loop.profile_phases);
   while (steps_done_ < steps_total_ || hold) {
+    enter(Phase::loop);
     if (stop_requested.load(std::memory_order_relaxed)) {
       outcome_ = Outcome::stopped;
       break;
@@ -223,13 +225,13 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
     if (!go_on) break;
     ++steps_done_;
     if (control_) after_step_control();
-    phase_ = "pace";
+    enter(Phase::pace);
     if (const auto deadline = pacer_.after_step(SteadyClock::now())) {
       sleep_until(*deadline);
       pacer_.woke(*deadline, SteadyClock::now());
     }
     if (options_.on_status) {
-      phase_ = "status";
+      enter(Phase::status);
       const auto now = SteadyClock::now();
       if (now >= next_status) {
         next_status = now + status_every;
@@ -245,6 +247,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
       }
     }
   }
+  profile_.stop();
   phase_ = nullptr;
   if (stop_requested.load() && outcome_ == Outcome::completed && steps_done_ < steps_total_)
     outcome_ = Outcome::stopped;
@@ -447,7 +450,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   const double dt = static_cast<double>(scenario_.loop.period_ns) * 1e-9;
   const StepContext ctx{state_.step, state_.time_ns, scenario_.loop.period_ns};
   if (recorder_ && (state_.step - scenario_.initial.step) % scenario_.recording.keyframe_every_steps == 0) {
-    phase_ = "keyframe";
+    enter(Phase::keyframe);
     if (std::string* bytes = recorder_->keyframe_buffer()) {
       keyframe(keyframe_);
       encode_keyframe(keyframe_, *bytes);
@@ -456,12 +459,12 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   }
 
   if (faults_) {
-    phase_ = "faults";
+    enter(Phase::faults);
     begin_faults(ctx);
   }
 
   // 1 project: S'_{k+1} from S_k with the inputs held from step k-1
-  phase_ = "project";
+  enter(Phase::project);
   projected_.step = state_.step;
   projected_.time_ns = state_.time_ns;
   projected_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
@@ -471,7 +474,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   }
   // sensors sample the projected state: what the participants are told about S'_{k+1}
   if (devices_.size()) {
-    phase_ = "sense";
+    enter(Phase::sense);
     // contact sensors read the contacts of this same projected step
     to_hal_contacts(projection_report_.contacts, dt, device_view_.contacts);
     device_view_.update(projected_, &state_, dt);
@@ -480,12 +483,12 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   }
 
   if (identify_) {
-    phase_ = "identify";
+    enter(Phase::identify);
     fly_identify(ctx);
   }
 
   // 2 publish to everyone first, so that replies are produced concurrently
-  phase_ = "publish";
+  enter(Phase::publish);
   for (std::size_t i = 0; i < endpoints_.size(); ++i) {
     slots_[i].published_at = SteadyClock::now();
     if (slots_[i].faulted) continue;
@@ -499,7 +502,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   }
 
   // 3 gather, each against its own deadline; the policy decides what a miss applies
-  phase_ = "gather";
+  enter(Phase::gather);
   for (Slot& slot : slots_) {
     slot.applied = nullptr;
     slot.fresh = false;
@@ -511,7 +514,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
 
   // 4 pre-advance: replies become this step's inputs; fresh measurements go to the
   // vehicle's processors (a held reply's measurements are old news and are not reused)
-  phase_ = "pre";
+  enter(Phase::pre);
   inputs_.clear();
   for (auto& m : measurements_) m.clear();
   for (const Slot& slot : slots_) {
@@ -593,7 +596,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   }
 
   // 5 advance
-  phase_ = "advance";
+  enter(Phase::advance);
   before_.step = state_.step;
   before_.time_ns = state_.time_ns;
   before_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
@@ -604,7 +607,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   substeps_total_ += step_report_.substeps;
 
   // 6 post-advance corrections of the state
-  phase_ = "post";
+  enter(Phase::post);
   for (std::size_t i = 0; i < processors_.size(); ++i) {
     FeedbackProcessor& p = *processors_[i];
     if (p.phase() != FeedbackPhase::post) continue;
@@ -614,12 +617,12 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   }
 
   if (expectations_) {
-    phase_ = "expect";
+    enter(Phase::expect);
     evaluate_expectations(ctx, false);
   }
 
   // 7 emit the actual state; hand the step to the recorder
-  phase_ = "emit";
+  enter(Phase::emit);
   history_.push(state_);
   for (std::size_t i = 0; i < endpoints_.size(); ++i) {
     try {
@@ -636,7 +639,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t_begin).count());
   step_time_ns_.record(step_ns);
   if (recorder_) {
-    phase_ = "record";
+    enter(Phase::record);
     record_.step = ctx.step;
     record_.time_ns = ctx.time_ns;
     record_.state_hash = hash_state(state_);
@@ -659,7 +662,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
                                devices_.size() ? &devices_ : nullptr);
     recorder_->push(Recorder::ItemKind::step, ctx.step, ctx.time_ns);
   }
-  phase_ = "after_step";
+  enter(Phase::after_step);
   if (options_.after_step && !options_.after_step(state_)) {
     ++steps_done_;  // the step itself completed
     outcome_ = Outcome::stopped;
@@ -840,6 +843,7 @@ nlohmann::json Session::summary() const {
   char hash[24];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(hash_state(state_)));
   out["state_hash"] = hash;
+  if (profile_.enabled()) out["phase_profile"] = profile_.summary(steps_done_);
   return out;
 }
 

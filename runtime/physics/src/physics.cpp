@@ -8,6 +8,7 @@
 #include "tether/physics/broadphase.hpp"
 #include "tether/physics/collision.hpp"
 #include "tether/physics/terrain.hpp"
+#include "tether/physics/workers.hpp"
 
 namespace tether::runtime {
 
@@ -47,8 +48,23 @@ BodyState offset(const BodyState& s, const Derivative& d, double h) {
   return out;
 }
 
-void rk4(const WorldModel& model, const BodyModel& body, BodyState& s, const BodyWrench& input, double h) {
-  const Derivative k1 = evaluate(model, body, s, input);
+// k1 from what the sub-step's frame already holds for the same state: the rotation matrix and
+// the net force and torque (the same operations evaluate() would repeat, so the same bits)
+Derivative first_derivative(const BodyModel& body, const BodyState& s, const Mat3& r, const Vec3& force,
+                            const Vec3& torque) {
+  Derivative d;
+  d.velocity = s.linear_momentum * body.inv_mass;
+  const Vec3 w = r * (body.inv_inertia_body * (r.transpose() * s.angular_momentum));
+  const Quat wq(0, w.x(), w.y(), w.z());
+  const Quat qdot = wq * s.orientation;
+  d.orientation_rate << 0.5 * qdot.w(), 0.5 * qdot.x(), 0.5 * qdot.y(), 0.5 * qdot.z();
+  d.force = force;
+  d.torque = torque;
+  return d;
+}
+
+void rk4(const WorldModel& model, const BodyModel& body, BodyState& s, const BodyWrench& input, double h,
+         const Derivative& k1) {
   const Derivative k2 = evaluate(model, body, offset(s, k1, 0.5 * h), input);
   const Derivative k3 = evaluate(model, body, offset(s, k2, 0.5 * h), input);
   const Derivative k4 = evaluate(model, body, offset(s, k3, h), input);
@@ -195,6 +211,13 @@ struct PhysicsScratch::Impl {
     double weight;
   };
   std::vector<Event> events;
+  // threads (docs/physics.md, "Threads"): per-part results, combined in part order
+  std::unique_ptr<WorkerPool> pool;
+  std::vector<std::vector<Contact>> part_contacts;
+  std::vector<double> part_min;
+  std::vector<std::uint64_t> part_solves;
+  std::vector<std::uint32_t> part_sweeps;
+  std::vector<std::uint8_t> part_flag;
 };
 
 PhysicsScratch::PhysicsScratch() : impl(std::make_unique<Impl>()) {}
@@ -248,21 +271,31 @@ class Stepper {
   }
   void setup();
   void frames();
-  double choose_substep(double remaining) const;
+  double choose_substep(double remaining);
   void set_motion(double h);
   void detect();
-  void add_contacts(std::int32_t a, std::int32_t b, std::int32_t static_index, std::uint64_t group,
-                    const ContactPoint* pts, int count, double restitution, double friction, double size_b,
-                    double rad_b);
+  void add_contacts(std::vector<Contact>& out, std::int32_t a, std::int32_t b, std::int32_t static_index,
+                    std::uint64_t group, const ContactPoint* pts, int count, double restitution, double friction,
+                    double size_b, double rad_b);
+  void narrow_phase(std::size_t begin, std::size_t end, std::vector<Contact>& out);
+  void solve_islands(std::size_t first, std::size_t last, std::uint64_t& solves, std::uint32_t& sweeps);
+  // how many parts `count` items are cut into: one per thread, none smaller than a minimum
+  int parts_for(std::size_t count) const;
+  // calls fn(begin, end, part) over contiguous parts of [0, count), in parallel when it pays
+  template <class F>
+  void parallel(std::size_t count, F&& fn);
   void warm_start(double h);
   void prepare(double h);
+  void prepare_contacts(std::size_t begin, std::size_t end, double h);
   double earliest_impact(double h) const;
   void build_islands();
   void solve();
   void integrate(double h);
+  void integrate_bodies(std::size_t begin, std::size_t end, double h);
   void catch_outrunners();
   void project();
   void record_events();
+  bool all_finite();
   void finish_events();
 
   const WorldModel& model_;
@@ -273,10 +306,44 @@ class Stepper {
   StepReport* report_;
   std::size_t n_;
   bool collect_events_ = false;
+  int threads_ = 1;
 };
+
+// below this many items per part a hand-off costs more than it saves
+constexpr std::size_t min_items_per_part = 64;
+
+int Stepper::parts_for(std::size_t count) const {
+  if (threads_ <= 1) return 1;
+  return static_cast<int>(
+      std::min<std::size_t>(static_cast<std::size_t>(threads_), std::max<std::size_t>(1, count / min_items_per_part)));
+}
+
+template <class F>
+void Stepper::parallel(std::size_t count, F&& fn) {
+  const int parts = parts_for(count);
+  if (parts <= 1) {
+    fn(std::size_t{0}, count, 0);
+    return;
+  }
+  s_.pool->run(parts, [&](int part) {
+    std::size_t begin = 0, end = 0;
+    part_range(count, parts, part, begin, end);
+    fn(begin, end, part);
+  });
+}
 
 void Stepper::setup() {
   const std::size_t n = n_;
+  threads_ = std::max(1, model_.threads);
+  if (threads_ > 1) {
+    if (!s_.pool || s_.pool->threads() != threads_) s_.pool = std::make_unique<WorkerPool>(threads_);
+    const auto t = static_cast<std::size_t>(threads_);
+    s_.part_contacts.resize(t);
+    s_.part_min.resize(t);
+    s_.part_solves.resize(t);
+    s_.part_sweeps.resize(t);
+    s_.part_flag.resize(t);
+  }
   s_.frames.resize(n);
   s_.solver.resize(n + 1);
   s_.solver[n] = SolverBody{};  // static geometry: never moves, infinite mass
@@ -331,32 +398,47 @@ void Stepper::setup() {
 }
 
 void Stepper::frames() {
-  for (std::size_t i = 0; i < n_; ++i) {
-    const BodyModel& b = model_.bodies[i];
-    const BodyState& st = state_.bodies[i];
-    BodyFrame& f = s_.frames[i];
-    f.r = st.orientation.toRotationMatrix();
-    f.inv_inertia = s_.isotropic[i] ? b.inv_inertia_body : Mat3(f.r * b.inv_inertia_body * f.r.transpose());
-    f.v = st.linear_momentum * b.inv_mass;
-    f.w = f.inv_inertia * st.angular_momentum;
-    body_forces(model_, b, st, input(i), f.force, f.torque);
-    f.size = shape_size(b.shape);
-    f.bound_r = shape_bounding_radius(b.shape);
-    // a spinning sphere occupies the same space: only its centre's motion counts
-    f.turn_r = b.shape.kind == ShapeKind::sphere ? 0.0 : f.bound_r;
-    f.speed = f.v.norm() + f.w.norm() * f.turn_r;
-    f.accel = f.force.norm() * b.inv_mass + (f.inv_inertia * f.torque).norm() * f.turn_r;
-  }
+  parallel(n_, [this](std::size_t begin, std::size_t end, int) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const BodyModel& b = model_.bodies[i];
+      const BodyState& st = state_.bodies[i];
+      BodyFrame& f = s_.frames[i];
+      f.r = st.orientation.toRotationMatrix();
+      f.inv_inertia = s_.isotropic[i] ? b.inv_inertia_body : Mat3(f.r * b.inv_inertia_body * f.r.transpose());
+      f.v = st.linear_momentum * b.inv_mass;
+      f.w = f.inv_inertia * st.angular_momentum;
+      body_forces(model_, b, st, input(i), f.force, f.torque);
+      f.size = shape_size(b.shape);
+      f.bound_r = shape_bounding_radius(b.shape);
+      // a spinning sphere occupies the same space: only its centre's motion counts
+      f.turn_r = b.shape.kind == ShapeKind::sphere ? 0.0 : f.bound_r;
+      f.speed = f.v.norm() + f.w.norm() * f.turn_r;
+      f.accel = f.force.norm() * b.inv_mass + (f.inv_inertia * f.torque).norm() * f.turn_r;
+    }
+  });
 }
 
-double Stepper::choose_substep(double remaining) const {
+double Stepper::choose_substep(double remaining) {
   double h = std::min(remaining, model_.max_substep_s);
   // no surface point moves more than a fraction of the body's size: speed*h + accel*h^2/2 <= x
-  for (std::size_t i = 0; i < n_; ++i) {
-    const BodyFrame& f = s_.frames[i];
-    const double x = cfg_.max_motion_fraction * f.size;
-    const double den = f.speed + std::sqrt(f.speed * f.speed + 2.0 * f.accel * x);
-    if (den > 0) h = std::min(h, 2.0 * x / den);
+  auto shortest = [this](std::size_t begin, std::size_t end, double limit) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const BodyFrame& f = s_.frames[i];
+      const double x = cfg_.max_motion_fraction * f.size;
+      const double den = f.speed + std::sqrt(f.speed * f.speed + 2.0 * f.accel * x);
+      if (den > 0) limit = std::min(limit, 2.0 * x / den);
+    }
+    return limit;
+  };
+  const int parts = parts_for(n_);
+  if (parts <= 1) {
+    h = shortest(0, n_, h);
+  } else {
+    // a minimum is exact, so the parts' minima give the same h in any split
+    parallel(n_, [&](std::size_t begin, std::size_t end, int part) {
+      s_.part_min[static_cast<std::size_t>(part)] = shortest(begin, end, h);
+    });
+    for (int p = 0; p < parts; ++p) h = std::min(h, s_.part_min[static_cast<std::size_t>(p)]);
   }
   h = std::min(std::max(h, cfg_.min_substep_s), remaining);
   // equal sub-steps over what is left, so the last one is not a sliver
@@ -365,17 +447,19 @@ double Stepper::choose_substep(double remaining) const {
 }
 
 void Stepper::set_motion(double h) {
-  for (std::size_t i = 0; i < n_; ++i) {
-    BodyFrame& f = s_.frames[i];
-    // a thin skin keeps resting contacts in the set while they sit still
-    const double skin = 0.01 * f.size;
-    f.motion = f.speed * h + 0.5 * f.accel * h * h + skin;
-  }
+  parallel(n_, [this, h](std::size_t begin, std::size_t end, int) {
+    for (std::size_t i = begin; i < end; ++i) {
+      BodyFrame& f = s_.frames[i];
+      // a thin skin keeps resting contacts in the set while they sit still
+      const double skin = 0.01 * f.size;
+      f.motion = f.speed * h + 0.5 * f.accel * h * h + skin;
+    }
+  });
 }
 
-void Stepper::add_contacts(std::int32_t a, std::int32_t b, std::int32_t static_index, std::uint64_t group,
-                           const ContactPoint* pts, int count, double restitution, double friction, double size_b,
-                           double rad_b) {
+void Stepper::add_contacts(std::vector<Contact>& out, std::int32_t a, std::int32_t b, std::int32_t static_index,
+                           std::uint64_t group, const ContactPoint* pts, int count, double restitution, double friction,
+                           double size_b, double rad_b) {
   // pairs come out per body a: planes/terrain, then bodies, then bounded statics
   const std::uint64_t partner = static_cast<std::uint64_t>(group == 1 ? b : static_index);
   const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | (group << 30) | partner;
@@ -398,7 +482,7 @@ void Stepper::add_contacts(std::int32_t a, std::int32_t b, std::int32_t static_i
     c.round_pair = b_body && ba.shape.kind == ShapeKind::sphere && rad_b > 0;
     c.rad_a = ba.shape.radius_m;
     c.rad_b = rad_b;
-    s_.contacts.push_back(c);
+    out.push_back(c);
   }
 }
 
@@ -406,18 +490,50 @@ void Stepper::detect() {
   const std::size_t n = n_;
   auto& boxes = s_.boxes;
   boxes.resize(n + s_.bounded_statics.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    boxes[i] = shape_aabb({&model_.bodies[i].shape, state_.bodies[i].position_m, s_.frames[i].r});
-    boxes[i].inflate(s_.frames[i].motion);
-  }
+  parallel(n, [this, &boxes](std::size_t begin, std::size_t end, int) {
+    for (std::size_t i = begin; i < end; ++i) {
+      boxes[i] = shape_aabb({&model_.bodies[i].shape, state_.bodies[i].position_m, s_.frames[i].r});
+      boxes[i].inflate(s_.frames[i].motion);
+    }
+  });
   for (std::size_t k = 0; k < s_.bounded_statics.size(); ++k)
     boxes[n + k] = s_.static_boxes[static_cast<std::size_t>(s_.bounded_statics[k])];
   s_.broad.find_pairs(boxes, cfg_.broad_phase, s_.pairs);
   s_.contacts.clear();
-  ContactPoint pts[max_contact_points];
-  std::size_t cursor = 0;
+  const int parts = parts_for(n);
+  if (parts <= 1) {
+    narrow_phase(0, n, s_.contacts);
+  } else {
+    // each part finds the contacts of its bodies; joined in part order they are the same
+    // list, in the same order, as one thread finds
+    parallel(n, [this](std::size_t begin, std::size_t end, int part) {
+      auto& out = s_.part_contacts[static_cast<std::size_t>(part)];
+      out.clear();
+      narrow_phase(begin, end, out);
+    });
+    for (int p = 0; p < parts; ++p) {
+      const auto& part = s_.part_contacts[static_cast<std::size_t>(p)];
+      s_.contacts.insert(s_.contacts.end(), part.begin(), part.end());
+    }
+  }
+  if (report_) {
+    report_->pairs_tested += s_.pairs.size();
+    report_->contact_points += s_.contacts.size();
+  }
+}
+
+// the contacts of bodies [begin, end), in body order: planes and terrain, then broad-phase
+// partners (bodies, then bounded statics)
+void Stepper::narrow_phase(std::size_t begin, std::size_t end, std::vector<Contact>& out) {
+  const std::size_t n = n_;
+  const auto& boxes = s_.boxes;
   const auto& pairs = s_.pairs;
-  for (std::size_t i = 0; i < n; ++i) {
+  ContactPoint pts[max_contact_points];
+  std::size_t cursor = static_cast<std::size_t>(
+      std::lower_bound(pairs.begin(), pairs.end(), begin,
+                       [](const BoxPair& p, std::size_t a) { return static_cast<std::size_t>(p.a) < a; }) -
+      pairs.begin());
+  for (std::size_t i = begin; i < end; ++i) {
     const BodyModel& bi = model_.bodies[i];
     const ShapePose pi{&bi.shape, state_.bodies[i].position_m, s_.frames[i].r};
     const double mi = s_.frames[i].motion;
@@ -437,7 +553,7 @@ void Stepper::detect() {
                                     st.position_m, s_.static_rot[static_cast<std::size_t>(k)], mi, pts);
       }
       if (count > 0)
-        add_contacts(ai, static_cast<std::int32_t>(n), k, 0, pts, count, st.restitution, st.friction,
+        add_contacts(out, ai, static_cast<std::int32_t>(n), k, 0, pts, count, st.restitution, st.friction,
                      std::numeric_limits<double>::infinity(), 0.0);
     }
     // broad-phase partners (sorted: bodies, then bounded statics)
@@ -449,35 +565,39 @@ void Stepper::detect() {
         const ShapePose pj{&bj.shape, state_.bodies[j].position_m, s_.frames[j].r};
         const int count = collide(pi, pj, mi + s_.frames[j].motion, pts);
         if (count > 0)
-          add_contacts(ai, static_cast<std::int32_t>(j), -1, 1, pts, count, bj.restitution, bj.friction,
+          add_contacts(out, ai, static_cast<std::int32_t>(j), -1, 1, pts, count, bj.restitution, bj.friction,
                        s_.frames[j].size, bj.shape.kind == ShapeKind::sphere ? bj.shape.radius_m : 0.0);
       } else {
         const int k = s_.bounded_statics[j - n];
         const StaticBody& st = model_.statics[static_cast<std::size_t>(k)];
         const int count = collide(pi, {&st.shape, st.position_m, s_.static_rot[static_cast<std::size_t>(k)]}, mi, pts);
         if (count > 0)
-          add_contacts(ai, static_cast<std::int32_t>(n), k, 2, pts, count, st.restitution, st.friction,
+          add_contacts(out, ai, static_cast<std::int32_t>(n), k, 2, pts, count, st.restitution, st.friction,
                        shape_size(st.shape), 0.0);
       }
     }
-  }
-  if (report_) {
-    report_->pairs_tested += pairs.size();
-    report_->contact_points += s_.contacts.size();
   }
 }
 
 void Stepper::prepare(double h) {
   // velocities the solver starts from: free motion over the sub-step (explicit forces)
-  for (std::size_t i = 0; i < n_; ++i) {
-    const BodyFrame& f = s_.frames[i];
-    SolverBody& sb = s_.solver[i];
-    sb.inv_m = model_.bodies[i].inv_mass;
-    sb.inv_i = f.inv_inertia;
-    sb.v = f.v + (h * sb.inv_m) * f.force;
-    sb.w = f.w + h * (f.inv_inertia * f.torque);
-  }
-  for (Contact& c : s_.contacts) {
+  parallel(n_, [this, h](std::size_t begin, std::size_t end, int) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const BodyFrame& f = s_.frames[i];
+      SolverBody& sb = s_.solver[i];
+      sb.inv_m = model_.bodies[i].inv_mass;
+      sb.inv_i = f.inv_inertia;
+      sb.v = f.v + (h * sb.inv_m) * f.force;
+      sb.w = f.w + h * (f.inv_inertia * f.torque);
+    }
+  });
+  parallel(s_.contacts.size(), [this, h](std::size_t begin, std::size_t end, int) { prepare_contacts(begin, end, h); });
+  warm_start(h);
+}
+
+void Stepper::prepare_contacts(std::size_t begin, std::size_t end, double h) {
+  for (std::size_t k = begin; k < end; ++k) {
+    Contact& c = s_.contacts[k];
     const auto a = static_cast<std::size_t>(c.a), b = static_cast<std::size_t>(c.b);
     const bool b_body = b < n_;
     const BodyFrame& fa = s_.frames[a];
@@ -531,7 +651,6 @@ void Stepper::prepare(double h) {
     c.kt1 = inverse_effective_mass(sa, sb, c.ra, c.rb, c.t1);
     c.kt2 = inverse_effective_mass(sa, sb, c.ra, c.rb, c.n.cross(c.t1));
   }
-  warm_start(h);
 }
 
 void Stepper::warm_start(double h) {
@@ -653,25 +772,73 @@ void Stepper::build_islands() {
 
 void Stepper::solve() {
   build_islands();
-  auto& sol = s_.solver;
-  auto& rows = s_.rows;
-  // warm start: apply what the contacts carried over from the previous sub-step
-  for (const Row& r : rows) {
-    if (r.ln == 0 && r.lt1 == 0 && r.lt2 == 0) continue;
-    SolverBody& a = sol[static_cast<std::size_t>(r.a)];
-    SolverBody& b = sol[static_cast<std::size_t>(r.b)];
-    const Vec3 p = r.n * r.ln + r.t1 * r.lt1 + r.n.cross(r.t1) * r.lt2;
-    a.v += a.inv_m * p;
-    a.w += mul(a.inv_i, r.ra.cross(p));
-    b.v -= b.inv_m * p;
-    b.w -= mul(b.inv_i, r.rb.cross(p));
-  }
-  const bool cold = s_.previous.empty();
   const std::size_t islands = s_.island_start.size() - 1;
-  for (std::size_t isl = 0; isl < islands; ++isl) {
-    Row* const first = rows.data() + s_.island_start[isl];
-    Row* const last = rows.data() + s_.island_start[isl + 1];
+  const std::size_t rows = s_.rows.size();
+  const int parts = parts_for(rows);
+  if (parts <= 1) {
+    std::uint64_t solves = 0;
+    std::uint32_t sweeps = 0;
+    solve_islands(0, islands, solves, sweeps);
+    if (report_) {
+      report_->contact_solves += solves;
+      report_->max_sweeps = std::max(report_->max_sweeps, sweeps);
+    }
+  } else {
+    // islands share no body, so each is solved alone, by whichever part holds it; the parts
+    // take runs of whole islands of about equal rows
+    const auto& start = s_.island_start;
+    auto first_island = [&](int part) {
+      std::size_t row_begin = 0, row_end = 0;
+      part_range(rows, parts, part, row_begin, row_end);
+      return static_cast<std::size_t>(std::lower_bound(start.begin(), start.end() - 1, row_begin) - start.begin());
+    };
+    s_.pool->run(parts, [&](int part) {
+      const std::size_t first = first_island(part);
+      const std::size_t last = part + 1 == parts ? islands : first_island(part + 1);
+      auto p = static_cast<std::size_t>(part);
+      s_.part_solves[p] = 0;
+      s_.part_sweeps[p] = 0;
+      solve_islands(first, last, s_.part_solves[p], s_.part_sweeps[p]);
+    });
+    if (report_)
+      for (int p = 0; p < parts; ++p) {
+        report_->contact_solves += s_.part_solves[static_cast<std::size_t>(p)];
+        report_->max_sweeps = std::max(report_->max_sweeps, s_.part_sweeps[static_cast<std::size_t>(p)]);
+      }
+  }
+  // impulses back to the contacts (integration, time of impact, events, warm start)
+  parallel(rows, [this](std::size_t begin, std::size_t end, int) {
+    for (std::size_t k = begin; k < end; ++k) {
+      Contact& c = s_.contacts[s_.row_contact[k]];
+      c.ln = s_.rows[k].ln;
+      c.lt1 = s_.rows[k].lt1;
+      c.lt2 = s_.rows[k].lt2;
+    }
+  });
+}
+
+void Stepper::solve_islands(std::size_t first_island, std::size_t last_island, std::uint64_t& solves,
+                            std::uint32_t& sweeps) {
+  auto& sol = s_.solver;
+  const auto fixed = static_cast<std::int32_t>(n_);  // static geometry: never written
+  const bool cold = s_.previous.empty();
+  for (std::size_t isl = first_island; isl < last_island; ++isl) {
+    Row* const first = s_.rows.data() + s_.island_start[isl];
+    Row* const last = s_.rows.data() + s_.island_start[isl + 1];
     const std::ptrdiff_t count = last - first;
+    // warm start: apply what the contacts carried over from the previous sub-step
+    for (const Row* r = first; r != last; ++r) {
+      if (r->ln == 0 && r->lt1 == 0 && r->lt2 == 0) continue;
+      SolverBody& a = sol[static_cast<std::size_t>(r->a)];
+      const Vec3 p = r->n * r->ln + r->t1 * r->lt1 + r->n.cross(r->t1) * r->lt2;
+      a.v += a.inv_m * p;
+      a.w += mul(a.inv_i, r->ra.cross(p));
+      if (r->b != fixed) {
+        SolverBody& b = sol[static_cast<std::size_t>(r->b)];
+        b.v -= b.inv_m * p;
+        b.w -= mul(b.inv_i, r->rb.cross(p));
+      }
+    }
     // cold islands may sweep up to cold_velocity_iterations times within a budget of contact
     // updates, so a small stack converges and a big crowd costs no more than a warm one
     int iterations = std::max(1, cfg_.velocity_iterations);
@@ -717,23 +884,18 @@ void Stepper::solve() {
         const Vec3 p = r->n * dln + r->t1 * dlt1 + t2 * dlt2;
         a.v += a.inv_m * p;
         a.w += mul(a.inv_i, r->ra.cross(p));
-        b.v -= b.inv_m * p;
-        b.w -= mul(b.inv_i, r->rb.cross(p));
+        if (r->b != fixed) {
+          b.v -= b.inv_m * p;
+          b.w -= mul(b.inv_i, r->rb.cross(p));
+        }
         largest = std::max(largest, (std::abs(dln) + std::abs(dlt1) + std::abs(dlt2)) / std::max(r->kn, 1e-300));
       }
-      if (report_) report_->contact_solves += static_cast<std::uint64_t>(count);
+      solves += static_cast<std::uint64_t>(count);
       if (largest < tolerance || it + 1 == iterations) {
-        if (report_) report_->max_sweeps = std::max(report_->max_sweeps, static_cast<std::uint32_t>(it + 1));
+        sweeps = std::max(sweeps, static_cast<std::uint32_t>(it + 1));
         break;
       }
     }
-  }
-  // impulses back to the contacts (integration, time of impact, events, warm start)
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    Contact& c = s_.contacts[s_.row_contact[k]];
-    c.ln = rows[k].ln;
-    c.lt1 = rows[k].lt1;
-    c.lt2 = rows[k].lt2;
   }
 }
 
@@ -760,7 +922,11 @@ void Stepper::integrate(double h) {
       if (report_) ++report_->impacts;
     }
   }
-  for (std::size_t i = 0; i < n; ++i) {
+  parallel(n, [this, h](std::size_t begin, std::size_t end, int) { integrate_bodies(begin, end, h); });
+}
+
+void Stepper::integrate_bodies(std::size_t begin, std::size_t end, double h) {
+  for (std::size_t i = begin; i < end; ++i) {
     const BodyModel& bm = model_.bodies[i];
     BodyState& st = state_.bodies[i];
     const BodyFrame& f = s_.frames[i];
@@ -796,7 +962,7 @@ void Stepper::integrate(double h) {
     } else {
       const Vec3 x0 = st.position_m;
       const Quat q0 = st.orientation;
-      rk4(model_, bm, st, input(i), h);
+      rk4(model_, bm, st, input(i), h, first_derivative(bm, st, f.r, f.force, f.torque));
       s_.disp_lin[i] = st.position_m - x0;
       s_.disp_ang[i] = rotation_vector(st.orientation * q0.conjugate());
     }
@@ -810,12 +976,12 @@ void Stepper::catch_outrunners() {
   const std::size_t n = n_;
   auto& runners = s_.runners;
   runners.clear();
-  for (std::size_t i = 0; i < n; ++i) {
-    const BodyFrame& f = s_.frames[i];
-    const double moved = s_.disp_lin[i].norm() + s_.disp_ang[i].norm() * f.turn_r;
-    s_.moved_by[i] = moved;
-    if (moved > f.motion) runners.push_back(static_cast<std::int32_t>(i));
-  }
+  parallel(n, [this](std::size_t begin, std::size_t end, int) {
+    for (std::size_t i = begin; i < end; ++i)
+      s_.moved_by[i] = s_.disp_lin[i].norm() + s_.disp_ang[i].norm() * s_.frames[i].turn_r;
+  });
+  for (std::size_t i = 0; i < n; ++i)
+    if (s_.moved_by[i] > s_.frames[i].motion) runners.push_back(static_cast<std::int32_t>(i));
   if (runners.empty()) return;
   if (report_) report_->outrunners += static_cast<std::uint32_t>(runners.size());
   auto& swept_boxes = s_.runner_boxes;
@@ -851,7 +1017,7 @@ void Stepper::catch_outrunners() {
         const BodyModel& bj = model_.bodies[jj];
         const int count = collide(pi, start_pose(jj), reach + std::max(s_.frames[jj].motion, s_.moved_by[jj]), pts);
         if (count > 0)
-          add_contacts(ai, j, -1, 1, pts, count, bj.restitution, bj.friction, s_.frames[jj].size,
+          add_contacts(s_.contacts, ai, j, -1, 1, pts, count, bj.restitution, bj.friction, s_.frames[jj].size,
                        bj.shape.kind == ShapeKind::sphere ? bj.shape.radius_m : 0.0);
       } else {
         const int k = s_.bounded_statics[jj - n];
@@ -859,7 +1025,7 @@ void Stepper::catch_outrunners() {
         const int count =
             collide(pi, {&st.shape, st.position_m, s_.static_rot[static_cast<std::size_t>(k)]}, reach, pts);
         if (count > 0)
-          add_contacts(ai, static_cast<std::int32_t>(n), k, 2, pts, count, st.restitution, st.friction,
+          add_contacts(s_.contacts, ai, static_cast<std::int32_t>(n), k, 2, pts, count, st.restitution, st.friction,
                        shape_size(st.shape), 0.0);
       }
     }
@@ -873,7 +1039,7 @@ void Stepper::catch_outrunners() {
                                     st.position_m, s_.static_rot[static_cast<std::size_t>(k)], reach, pts);
       }
       if (count > 0)
-        add_contacts(ai, static_cast<std::int32_t>(n), k, 0, pts, count, st.restitution, st.friction,
+        add_contacts(s_.contacts, ai, static_cast<std::int32_t>(n), k, 0, pts, count, st.restitution, st.friction,
                      std::numeric_limits<double>::infinity(), 0.0);
     }
     // two runners may meet where neither was expected
@@ -883,7 +1049,7 @@ void Stepper::catch_outrunners() {
       const BodyModel& bj = model_.bodies[j];
       const int count = collide(pi, start_pose(j), reach + s_.moved_by[j], pts);
       if (count > 0)
-        add_contacts(ai, runners[q], -1, 1, pts, count, bj.restitution, bj.friction, s_.frames[j].size,
+        add_contacts(s_.contacts, ai, runners[q], -1, 1, pts, count, bj.restitution, bj.friction, s_.frames[j].size,
                      bj.shape.kind == ShapeKind::sphere ? bj.shape.radius_m : 0.0);
     }
   }
@@ -914,21 +1080,23 @@ void Stepper::project() {
   std::fill(s_.proj_lin.begin(), s_.proj_lin.end(), Vec3::Zero());
   std::fill(s_.proj_ang.begin(), s_.proj_ang.end(), Vec3::Zero());
   std::fill(s_.projected.begin(), s_.projected.end(), 0);
-  for (std::size_t k = 0; k < m; ++k) {
-    const Contact& c = contacts[k];
-    ProjRow& r = rows[k];
-    r.a = c.a;
-    r.b = c.b;
-    r.n = c.n;
-    r.ra = c.ra;
-    r.rb = c.rb;
-    r.sep = c.sep;
-    r.slop = c.slop;
-    r.radsum = c.round_pair ? c.rad_a + c.rad_b : 0.0;
-    const SolverBody& sa = s_.solver[static_cast<std::size_t>(c.a)];
-    const SolverBody& sb = s_.solver[static_cast<std::size_t>(c.b)];
-    r.k = c.round_pair ? 1.0 / (sa.inv_m + sb.inv_m) : c.kn;
-  }
+  parallel(m, [&](std::size_t begin, std::size_t end, int) {
+    for (std::size_t k = begin; k < end; ++k) {
+      const Contact& c = contacts[k];
+      ProjRow& r = rows[k];
+      r.a = c.a;
+      r.b = c.b;
+      r.n = c.n;
+      r.ra = c.ra;
+      r.rb = c.rb;
+      r.sep = c.sep;
+      r.slop = c.slop;
+      r.radsum = c.round_pair ? c.rad_a + c.rad_b : 0.0;
+      const SolverBody& sa = s_.solver[static_cast<std::size_t>(c.a)];
+      const SolverBody& sb = s_.solver[static_cast<std::size_t>(c.b)];
+      r.k = c.round_pair ? 1.0 / (sa.inv_m + sb.inv_m) : c.kn;
+    }
+  });
   // separation now, with this sub-step's motion and the projection so far
   auto separation = [&](const ProjRow& r, Vec3& nrm) {
     const auto a = static_cast<std::size_t>(r.a), b = static_cast<std::size_t>(r.b);
@@ -1033,6 +1201,24 @@ void Stepper::project() {
   if (report_) report_->max_penetration_m = std::max(report_->max_penetration_m, -deepest);
 }
 
+bool Stepper::all_finite() {
+  const std::size_t n = state_.bodies.size();
+  const int parts = parts_for(n);
+  if (parts <= 1) {
+    for (const BodyState& b : state_.bodies)
+      if (!finite(b)) return false;
+    return true;
+  }
+  parallel(n, [this](std::size_t begin, std::size_t end, int part) {
+    std::uint8_t ok = 1;
+    for (std::size_t i = begin; i < end && ok; ++i) ok = finite(state_.bodies[i]) ? 1 : 0;
+    s_.part_flag[static_cast<std::size_t>(part)] = ok;
+  });
+  for (int p = 0; p < parts; ++p)
+    if (!s_.part_flag[static_cast<std::size_t>(p)]) return false;
+  return true;
+}
+
 void Stepper::record_events() {
   for (const Contact& c : s_.contacts) {
     if (c.ln <= 0) continue;
@@ -1131,8 +1317,7 @@ StepStatus Stepper::run(double dt_s) {
     std::swap(s_.previous, s_.contacts);
     s_.previous_sorted = s_.sorted_contacts;
     s_.previous_h = h;
-    for (const BodyState& b : state_.bodies)
-      if (!finite(b)) return StepStatus::numerical_fault;
+    if (!all_finite()) return StepStatus::numerical_fault;
     ++substeps;
     remaining -= h;
     if (remaining < 1e-12 * dt_s) remaining = 0;

@@ -104,9 +104,12 @@ void add_tank(const ConfigNode& t, WorldModel& model) {
 // `base_dir`: the scenario file's folder, for files it names (terrain images)
 void parse_world(const ConfigNode& w, WorldModel& model, const std::string& base_dir) {
   if (!w.has("gravity_m_s2") && !w.yaml().IsDefined()) return;
-  if (!w.expect_map({"gravity_m_s2", "water", "tank", "statics", "terrain", "max_substep_s", "broad_phase"})) return;
+  if (!w.expect_map(
+          {"gravity_m_s2", "water", "tank", "statics", "terrain", "max_substep_s", "broad_phase", "physics_threads"}))
+    return;
   model.gravity_m_s2 = w.vec3_or("gravity_m_s2", model.gravity_m_s2);
   model.max_substep_s = w.number_or("max_substep_s", model.max_substep_s, Range::positive());
+  model.threads = static_cast<int>(w.integer_or("physics_threads", model.threads, 1, 256));
   if (w.has("broad_phase")) {
     const std::string kind = w.string("broad_phase");
     if (kind == "grid")
@@ -243,7 +246,7 @@ void parse_vehicles(const ConfigNode& vs, WorldModel& model, WorldState& state, 
 void parse_loop(const ConfigNode& l, LoopConfig& loop) {
   if (!l.yaml().IsDefined()) return;
   if (!l.expect_map({"period_ms", "real_time_factor", "steps", "duration_s", "seed", "history_steps", "plausibility",
-                     "realtime"}))
+                     "realtime", "profile_phases"}))
     return;
   const double period_ms = l.number_or("period_ms", 10.0, Range{0.01, 60'000, false});
   loop.period_ns = std::llround(period_ms * 1e6);
@@ -256,6 +259,7 @@ void parse_loop(const ConfigNode& l, LoopConfig& loop) {
     loop.steps = static_cast<std::uint64_t>(std::ceil(d * 1e9 / static_cast<double>(loop.period_ns) - 1e-9));
   }
   loop.seed = l.unsigned_or("seed", loop.seed);
+  loop.profile_phases = l.boolean_or("profile_phases", loop.profile_phases);
   loop.history_steps = static_cast<std::uint32_t>(l.integer_or("history_steps", loop.history_steps, 1, 1'000'000));
   const ConfigNode p = l["plausibility"];
   if (p.yaml().IsDefined() &&

@@ -22,6 +22,7 @@
 #include "tether/loop/faults.hpp"
 #include "tether/loop/feedback.hpp"
 #include "tether/loop/pacing.hpp"
+#include "tether/loop/phase_profile.hpp"
 #include "tether/loop/plausibility.hpp"
 #include "tether/recording/recording.hpp"
 #include "tether/scenario/scenario.hpp"
@@ -113,6 +114,8 @@ class Session {
   const std::string& abort_reason() const { return abort_reason_; }
   const std::vector<std::unique_ptr<Endpoint>>& endpoints() const { return endpoints_; }
   const Histogram& step_time_ns() const { return step_time_ns_; }
+  /// Wall time per phase, when the scenario's loop.profile_phases is on.
+  const PhaseProfile& phase_profile() const { return profile_; }
   /// The inputs the last completed step applied (after phase 4).
   const StepInputs& last_inputs() const { return held_inputs_; }
   std::uint64_t steps_done() const { return steps_done_; }
@@ -234,7 +237,13 @@ class Session {
   double wall_time_s_ = 0;
   Outcome outcome_ = Outcome::completed;
   const char* phase_ = nullptr;
+  PhaseProfile profile_;  // loop.profile_phases
   std::string abort_reason_;
+
+  void enter(Phase phase) {
+    phase_ = to_string(phase);
+    profile_.mark(phase);
+  }
 };
 
 }  // namespace tether::runtime

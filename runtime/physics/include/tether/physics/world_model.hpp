@@ -150,6 +150,9 @@ struct WorldModel {
   /// Largest physics sub-step inside one loop step; the integrator splits dt to stay below it.
   double max_substep_s = 0.002;
   ContactSettings contact;
+  /// Threads step() may use, the calling one included. The state it computes is bit-identical
+  /// for every count (docs/physics.md, "Threads"); worlds too small to gain stay on one.
+  int threads = 1;
 
   /// Index of a body by fully qualified name, or -1.
   int find_body(const std::string& name) const;

@@ -52,6 +52,7 @@ struct LoopConfig {
   std::uint32_t history_steps = 256;  // states the session keeps for rewind and state_at(t)
   PlausibilityConfig plausibility;
   RealtimeConfig realtime;
+  bool profile_phases = false;  // time every phase of every step (summary "phases")
 };
 
 /// The keys every endpoint has; type-specific keys stay in `node` for the endpoint's own parser.

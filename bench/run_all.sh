@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Every benchmark with the same settings, one after the other, then one table of their
+# headline figures (the `figure | what | value | goal` lines they print) with the machine's
+# description. Full outputs go to the results folder. Figures are ratios against a baseline
+# measured in the same run wherever one exists (docs/performance.md, "Method").
+#
+# Usage: bench/run_all.sh [--quick] [--build DIR] [--out DIR] [--only NAME[,NAME...]]
+#   --build DIR  a Release build with the benchmarks (default build/rel; configured and
+#                built there when missing)
+#   --out DIR    where the outputs and table.md go (default bench/results/<date>-<host>)
+#   --quick      short runs (checks the script and the benchmarks, figures mean little)
+#   --only       a comma-separated subset: world_step collisions loop_overhead record_replay
+#                serial_lockstep mqtt_lockstep
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=build/rel
+out=""
+quick=0
+only=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --build) build="$2"; shift ;;
+    --out) out="$2"; shift ;;
+    --only) only="$2"; shift ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_all: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+out="${out:-bench/results/$(date +%Y%m%d-%H%M%S)-$(hostname -s)}"
+
+all=(world_step collisions loop_overhead record_replay serial_lockstep mqtt_lockstep)
+selected=()
+for b in "${all[@]}"; do
+  if [[ -z "$only" || ",$only," == *",$b,"* ]]; then selected+=("$b"); fi
+done
+if [[ ${#selected[@]} -eq 0 ]]; then
+  echo "run_all: --only $only names none of: ${all[*]}" >&2
+  exit 2
+fi
+
+# a Release build of the benchmarks and what they drive (the host firmware, tether-vehicle)
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTETHER_BUILD_TESTS=OFF -DTETHER_BUILD_BENCH=ON
+fi
+if [[ -z "${RUN_ALL_NO_BUILD:-}" ]]; then
+  targets=()
+  for b in "${selected[@]}"; do targets+=("bench_$b"); done
+  cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" fw_depth_heading_hold tether tether-vehicle
+fi
+
+mkdir -p "$out"
+{
+  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(free -g | awk '/Mem:/{print $2}') GiB"
+  echo "system:  $(uname -sr); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+} | tee "$out/machine.txt"
+
+args_for() {
+  case "$1" in
+    collisions) if ((quick)); then echo "1000 0.5"; else echo "10000 1"; fi ;;
+    serial_lockstep) if ((quick)); then echo "--quick"; else echo "--duration 60"; fi ;;
+    *) if ((quick)); then echo "--quick"; fi ;;
+  esac
+}
+
+status=0
+for b in "${selected[@]}"; do
+  echo "== $b $(args_for "$b")"
+  start=$(date +%s)
+  # shellcheck disable=SC2046
+  rc=0
+  TETHER_BUILD_DIR="$PWD/$build" "$build/bench/$b" $(args_for "$b") >"$out/$b.txt" 2>&1 || rc=$?
+  if ((rc != 0)); then
+    echo "run_all: $b failed (exit $rc); its output is in $out/$b.txt" >&2
+    status=1
+  fi
+  echo "   $(($(date +%s) - start)) s, $(grep -c '^figure |' "$out/$b.txt" || true) figures"
+done
+
+{
+  echo
+  echo "| benchmark | figure | value | goal |"
+  echo "| --- | --- | --- | --- |"
+  for b in "${selected[@]}"; do
+    grep '^figure |' "$out/$b.txt" | sed "s/^figure |/| $b |/; s/\$/ |/" || true
+  done
+  echo
+  echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$out/table.md"
+echo "run_all: outputs in $out (table.md, machine.txt, one .txt per benchmark)"
+exit "$status"
