@@ -686,6 +686,7 @@ std::string* Recorder::keyframe_buffer() {
   };
   int i = free_buffer();
   if (i < 0 && wait_when_full_ && thread_.joinable()) {
+    wake_.notify_one();  // the writer may be sleeping out its poll interval
     room_.wait(lock, [&] { return (i = free_buffer()) >= 0; });
   }
   if (i < 0) {
@@ -713,7 +714,12 @@ void Recorder::push_keyframe(std::string* buffer, std::uint64_t step, std::int64
     slot->time_ns = time_ns;
     slot->keyframe = static_cast<int>(index);
     keyframe_queued_[index] = true;
-    if (count_ * 4 < ring_.size()) return;
+    // wake the writer when the ring is a quarter full, or when half the keyframe buffers
+    // wait for it: at rtf 0 keyframes can come faster than the writer's poll, and a loop
+    // that finds none free would wait out the rest of that poll (docs/performance.md)
+    int queued = 0;
+    for (bool q : keyframe_queued_) queued += q ? 1 : 0;
+    if (count_ * 4 < ring_.size() && queued * 2 < keyframe_buffers) return;
   }
   wake_.notify_one();
 }
