@@ -591,7 +591,10 @@ TEST_CASE("mqtt: under policy block a broker restart only delays the session") {
   const adapters::MqttCounters c = rec->mqtt().mqtt_counters();
   CHECK(c.applied == 150);
   CHECK(c.connects >= 2);
-  CHECK(c.republished >= 1);
+  // no check of c.republished: the step in flight when the broker died is either sent again
+  // by the endpoint after the reconnect or, when Paho delivers its unacknowledged QoS 1
+  // message itself and the answer comes first, never needs to be (seen once in a fresh-clone
+  // run on a loaded machine); either way no step was missed or applied twice (above)
   check_lock_step(*rec, sc.loop.period_ns);
 }
 
