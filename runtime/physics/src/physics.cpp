@@ -213,7 +213,8 @@ struct PhysicsScratch::Impl {
   std::vector<Event> events;
   // threads (docs/physics.md, "Threads"): per-part results, combined in part order
   std::unique_ptr<WorkerPool> pool;
-  std::vector<std::vector<Contact>> part_contacts;
+  std::vector<std::vector<Contact>> part_contacts;  // [0] unused: part 0 writes to contacts
+  std::vector<std::size_t> part_offset;
   std::vector<double> part_min;
   std::vector<std::uint64_t> part_solves;
   std::vector<std::uint32_t> part_sweeps;
@@ -504,17 +505,26 @@ void Stepper::detect() {
   if (parts <= 1) {
     narrow_phase(0, n, s_.contacts);
   } else {
-    // each part finds the contacts of its bodies; joined in part order they are the same
-    // list, in the same order, as one thread finds
+    // each part finds the contacts of its bodies (part 0 straight into the list, the others
+    // into their own); joined in part order they are the same list, in the same order, as
+    // one thread finds. The other parts' lists are then copied into place in parallel.
     parallel(n, [this](std::size_t begin, std::size_t end, int part) {
-      auto& out = s_.part_contacts[static_cast<std::size_t>(part)];
+      auto& out = part == 0 ? s_.contacts : s_.part_contacts[static_cast<std::size_t>(part)];
       out.clear();
       narrow_phase(begin, end, out);
     });
-    for (int p = 0; p < parts; ++p) {
-      const auto& part = s_.part_contacts[static_cast<std::size_t>(p)];
-      s_.contacts.insert(s_.contacts.end(), part.begin(), part.end());
-    }
+    auto& offset = s_.part_offset;
+    offset.assign(static_cast<std::size_t>(parts) + 1, s_.contacts.size());
+    for (int p = 1; p < parts; ++p)
+      offset[static_cast<std::size_t>(p) + 1] =
+          offset[static_cast<std::size_t>(p)] + s_.part_contacts[static_cast<std::size_t>(p)].size();
+    s_.contacts.resize(offset.back());
+    s_.pool->run(parts, [this, &offset](int part) {
+      if (part == 0) return;
+      const auto& from = s_.part_contacts[static_cast<std::size_t>(part)];
+      std::copy(from.begin(), from.end(),
+                s_.contacts.begin() + static_cast<std::ptrdiff_t>(offset[static_cast<std::size_t>(part)]));
+    });
   }
   if (report_) {
     report_->pairs_tested += s_.pairs.size();
