@@ -225,7 +225,9 @@ void print_summary_text(const nlohmann::json& s, std::ostream& out) {
   const auto& st = s["step_time_ns"];
   out << "  step time p50 " << us(st["p50"].get<double>()) << ", p99 " << us(st["p99"].get<double>()) << ", max "
       << us(st["max"].get<double>()) << "; overruns " << s["overruns"].get<std::uint64_t>() << "; physics sub-steps "
-      << s["physics_substeps"].get<std::uint64_t>() << '\n';
+      << s["physics_substeps"].get<std::uint64_t>();
+  if (s.value("physics_threads", 1) > 1) out << " on " << s["physics_threads"].get<int>() << " threads";
+  out << '\n';
   for (const auto& e : s["endpoints"]) {
     out << "  endpoint " << e["name"].get<std::string>() << " (" << e["type"].get<std::string>() << ", policy "
         << e["policy"].get<std::string>() << ", deadline " << e["deadline_ms"].get<double>() << " ms): replies "

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -528,7 +529,16 @@ TEST_CASE("the same scenario at 1, 2 and 4 physics threads ends in the same stat
     const std::string hash = summary["state_hash"];
     if (threads == 1) hash_one = hash;
     CHECK(hash == hash_one);
+    CHECK(summary["physics_threads"] == threads);
   }
+  // more threads than CPUs: said, and the run goes on
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const auto over = run(tether_exe + " run " + file + " --quiet --steps 5 --out " + dir +
+                        "/over --set world.physics_threads=" + std::to_string(cpus + 1));
+  CHECK_MESSAGE(over.exit_code == 0, over.out);
+  CHECK_MESSAGE(over.out.find("world.physics_threads is " + std::to_string(cpus + 1) + " but " + std::to_string(cpus) +
+                              " CPUs are online") != std::string::npos,
+                over.out);
   const auto replay = run(tether_exe + " replay " + dir + "/t4/recording.mcap --verify --quiet");
   CHECK_MESSAGE(replay.exit_code == 0, replay.out);
   CHECK_MESSAGE(replay.out.find("all 150 replayed states are bit-identical") != std::string::npos, replay.out);

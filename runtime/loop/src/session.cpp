@@ -7,6 +7,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "tether/loop/hal_bridge.hpp"
@@ -185,6 +187,11 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
     }
   }
   if (rtf_ > 0) Pacer::reduce_timer_slack();
+  if (const long cpus = sysconf(_SC_NPROCESSORS_ONLN); cpus > 0 && model_.threads > cpus)
+    spdlog::warn(
+        "world.physics_threads is {} but {} CPUs are online: the results are the same, the extra "
+        "threads only take turns",
+        model_.threads, cpus);
   // loop.realtime for this thread while the session runs (refusals are warnings)
   std::optional<RealtimeGuard> realtime;
   if (scenario_.loop.realtime.any()) {
@@ -768,6 +775,7 @@ nlohmann::json Session::summary() const {
   out["overruns"] = pacer_.overruns();
   out["reanchors"] = pacer_.reanchors();
   out["physics_substeps"] = substeps_total_;
+  out["physics_threads"] = model_.threads;
   if (devices_.size())
     out["devices"] = {{"count", devices_.size()},
                       {"samples", devices_.counters().samples},
