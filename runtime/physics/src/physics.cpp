@@ -285,6 +285,9 @@ class Stepper {
   // calls fn(begin, end, part) over contiguous parts of [0, count), in parallel when it pays
   template <class F>
   void parallel(std::size_t count, F&& fn);
+  // calls fn(part) for part in [0, parts): on the team when parts > 1
+  template <class F>
+  void run_parts(int parts, F&& fn);
   void warm_start(double h);
   void prepare(double h);
   void prepare_contacts(std::size_t begin, std::size_t end, double h);
@@ -320,13 +323,17 @@ int Stepper::parts_for(std::size_t count) const {
 }
 
 template <class F>
+void Stepper::run_parts(int parts, F&& fn) {
+  if (parts <= 1)
+    fn(0);
+  else
+    s_.pool->run(parts, fn);
+}
+
+template <class F>
 void Stepper::parallel(std::size_t count, F&& fn) {
   const int parts = parts_for(count);
-  if (parts <= 1) {
-    fn(std::size_t{0}, count, 0);
-    return;
-  }
-  s_.pool->run(parts, [&](int part) {
+  run_parts(parts, [&](int part) {
     std::size_t begin = 0, end = 0;
     part_range(count, parts, part, begin, end);
     fn(begin, end, part);
@@ -336,15 +343,13 @@ void Stepper::parallel(std::size_t count, F&& fn) {
 void Stepper::setup() {
   const std::size_t n = n_;
   threads_ = std::max(1, model_.threads);
-  if (threads_ > 1) {
-    if (!s_.pool || s_.pool->threads() != threads_) s_.pool = std::make_unique<WorkerPool>(threads_);
-    const auto t = static_cast<std::size_t>(threads_);
-    s_.part_contacts.resize(t);
-    s_.part_min.resize(t);
-    s_.part_solves.resize(t);
-    s_.part_sweeps.resize(t);
-    s_.part_flag.resize(t);
-  }
+  if (threads_ > 1 && (!s_.pool || s_.pool->threads() != threads_)) s_.pool = std::make_unique<WorkerPool>(threads_);
+  const auto t = static_cast<std::size_t>(threads_);
+  s_.part_contacts.resize(t);
+  s_.part_min.resize(t);
+  s_.part_solves.resize(t);
+  s_.part_sweeps.resize(t);
+  s_.part_flag.resize(t);
   s_.frames.resize(n);
   s_.solver.resize(n + 1);
   s_.solver[n] = SolverBody{};  // static geometry: never moves, infinite mass
@@ -431,16 +436,11 @@ double Stepper::choose_substep(double remaining) {
     }
     return limit;
   };
-  const int parts = parts_for(n_);
-  if (parts <= 1) {
-    h = shortest(0, n_, h);
-  } else {
-    // a minimum is exact, so the parts' minima give the same h in any split
-    parallel(n_, [&](std::size_t begin, std::size_t end, int part) {
-      s_.part_min[static_cast<std::size_t>(part)] = shortest(begin, end, h);
-    });
-    for (int p = 0; p < parts; ++p) h = std::min(h, s_.part_min[static_cast<std::size_t>(p)]);
-  }
+  // a minimum is exact, so the parts' minima give the same h in any split
+  parallel(n_, [&](std::size_t begin, std::size_t end, int part) {
+    s_.part_min[static_cast<std::size_t>(part)] = shortest(begin, end, h);
+  });
+  for (int p = 0; p < parts_for(n_); ++p) h = std::min(h, s_.part_min[static_cast<std::size_t>(p)]);
   h = std::min(std::max(h, cfg_.min_substep_s), remaining);
   // equal sub-steps over what is left, so the last one is not a sliver
   const double count = std::ceil(remaining / h - 1e-9);
@@ -501,31 +501,27 @@ void Stepper::detect() {
     boxes[n + k] = s_.static_boxes[static_cast<std::size_t>(s_.bounded_statics[k])];
   s_.broad.find_pairs(boxes, cfg_.broad_phase, s_.pairs);
   s_.contacts.clear();
+  // each part finds the contacts of its bodies (part 0 straight into the list, the others
+  // into their own); joined in part order they are the same list, in the same order, as one
+  // thread finds. The other parts' lists are then copied into place in parallel.
   const int parts = parts_for(n);
-  if (parts <= 1) {
-    narrow_phase(0, n, s_.contacts);
-  } else {
-    // each part finds the contacts of its bodies (part 0 straight into the list, the others
-    // into their own); joined in part order they are the same list, in the same order, as
-    // one thread finds. The other parts' lists are then copied into place in parallel.
-    parallel(n, [this](std::size_t begin, std::size_t end, int part) {
-      auto& out = part == 0 ? s_.contacts : s_.part_contacts[static_cast<std::size_t>(part)];
-      out.clear();
-      narrow_phase(begin, end, out);
-    });
-    auto& offset = s_.part_offset;
-    offset.assign(static_cast<std::size_t>(parts) + 1, s_.contacts.size());
-    for (int p = 1; p < parts; ++p)
-      offset[static_cast<std::size_t>(p) + 1] =
-          offset[static_cast<std::size_t>(p)] + s_.part_contacts[static_cast<std::size_t>(p)].size();
-    s_.contacts.resize(offset.back());
-    s_.pool->run(parts, [this, &offset](int part) {
-      if (part == 0) return;
-      const auto& from = s_.part_contacts[static_cast<std::size_t>(part)];
-      std::copy(from.begin(), from.end(),
-                s_.contacts.begin() + static_cast<std::ptrdiff_t>(offset[static_cast<std::size_t>(part)]));
-    });
-  }
+  parallel(n, [this](std::size_t begin, std::size_t end, int part) {
+    auto& out = part == 0 ? s_.contacts : s_.part_contacts[static_cast<std::size_t>(part)];
+    out.clear();
+    narrow_phase(begin, end, out);
+  });
+  auto& offset = s_.part_offset;
+  offset.assign(static_cast<std::size_t>(parts) + 1, s_.contacts.size());
+  for (int p = 1; p < parts; ++p)
+    offset[static_cast<std::size_t>(p) + 1] =
+        offset[static_cast<std::size_t>(p)] + s_.part_contacts[static_cast<std::size_t>(p)].size();
+  s_.contacts.resize(offset.back());
+  run_parts(parts, [this, &offset](int part) {
+    if (part == 0) return;
+    const auto& from = s_.part_contacts[static_cast<std::size_t>(part)];
+    std::copy(from.begin(), from.end(),
+              s_.contacts.begin() + static_cast<std::ptrdiff_t>(offset[static_cast<std::size_t>(part)]));
+  });
   if (report_) {
     report_->pairs_tested += s_.pairs.size();
     report_->contact_points += s_.contacts.size();
@@ -784,38 +780,28 @@ void Stepper::solve() {
   build_islands();
   const std::size_t islands = s_.island_start.size() - 1;
   const std::size_t rows = s_.rows.size();
+  // islands share no body, so each is solved alone, by whichever part holds it; the parts
+  // take runs of whole islands of about equal rows
   const int parts = parts_for(rows);
-  if (parts <= 1) {
-    std::uint64_t solves = 0;
-    std::uint32_t sweeps = 0;
-    solve_islands(0, islands, solves, sweeps);
-    if (report_) {
-      report_->contact_solves += solves;
-      report_->max_sweeps = std::max(report_->max_sweeps, sweeps);
+  const auto& start = s_.island_start;
+  auto first_island = [&](int part) {
+    std::size_t row_begin = 0, row_end = 0;
+    part_range(rows, parts, part, row_begin, row_end);
+    return static_cast<std::size_t>(std::lower_bound(start.begin(), start.end() - 1, row_begin) - start.begin());
+  };
+  run_parts(parts, [&](int part) {
+    const std::size_t first = first_island(part);
+    const std::size_t last = part + 1 == parts ? islands : first_island(part + 1);
+    auto p = static_cast<std::size_t>(part);
+    s_.part_solves[p] = 0;
+    s_.part_sweeps[p] = 0;
+    solve_islands(first, last, s_.part_solves[p], s_.part_sweeps[p]);
+  });
+  if (report_)
+    for (int p = 0; p < parts; ++p) {
+      report_->contact_solves += s_.part_solves[static_cast<std::size_t>(p)];
+      report_->max_sweeps = std::max(report_->max_sweeps, s_.part_sweeps[static_cast<std::size_t>(p)]);
     }
-  } else {
-    // islands share no body, so each is solved alone, by whichever part holds it; the parts
-    // take runs of whole islands of about equal rows
-    const auto& start = s_.island_start;
-    auto first_island = [&](int part) {
-      std::size_t row_begin = 0, row_end = 0;
-      part_range(rows, parts, part, row_begin, row_end);
-      return static_cast<std::size_t>(std::lower_bound(start.begin(), start.end() - 1, row_begin) - start.begin());
-    };
-    s_.pool->run(parts, [&](int part) {
-      const std::size_t first = first_island(part);
-      const std::size_t last = part + 1 == parts ? islands : first_island(part + 1);
-      auto p = static_cast<std::size_t>(part);
-      s_.part_solves[p] = 0;
-      s_.part_sweeps[p] = 0;
-      solve_islands(first, last, s_.part_solves[p], s_.part_sweeps[p]);
-    });
-    if (report_)
-      for (int p = 0; p < parts; ++p) {
-        report_->contact_solves += s_.part_solves[static_cast<std::size_t>(p)];
-        report_->max_sweeps = std::max(report_->max_sweeps, s_.part_sweeps[static_cast<std::size_t>(p)]);
-      }
-  }
   // impulses back to the contacts (integration, time of impact, events, warm start)
   parallel(rows, [this](std::size_t begin, std::size_t end, int) {
     for (std::size_t k = begin; k < end; ++k) {
@@ -1213,18 +1199,12 @@ void Stepper::project() {
 
 bool Stepper::all_finite() {
   const std::size_t n = state_.bodies.size();
-  const int parts = parts_for(n);
-  if (parts <= 1) {
-    for (const BodyState& b : state_.bodies)
-      if (!finite(b)) return false;
-    return true;
-  }
   parallel(n, [this](std::size_t begin, std::size_t end, int part) {
     std::uint8_t ok = 1;
     for (std::size_t i = begin; i < end && ok; ++i) ok = finite(state_.bodies[i]) ? 1 : 0;
     s_.part_flag[static_cast<std::size_t>(part)] = ok;
   });
-  for (int p = 0; p < parts; ++p)
+  for (int p = 0; p < parts_for(n); ++p)
     if (!s_.part_flag[static_cast<std::size_t>(p)]) return false;
   return true;
 }
