@@ -9,10 +9,18 @@
 #include "tether/physics/collision.hpp"
 #include "tether/physics/terrain.hpp"
 #include "tether/physics/workers.hpp"
+#include "joint_rows.hpp"
+#include "solver_body.hpp"
 
 namespace tether::runtime {
 
 namespace {
+
+using detail::mul;
+using detail::rotation_quat;
+using detail::rotation_vector;
+using detail::SolverBody;
+using detail::unit_perpendicular;
 
 // ---- free flight: RK4 over the full force model ------------------------------------------
 
@@ -82,28 +90,6 @@ bool finite(const BodyState& b) {
          b.angular_momentum.allFinite();
 }
 
-// rotation by the rotation vector th (axis * angle)
-Quat rotation_quat(const Vec3& th) {
-  const double a = th.norm();
-  if (a < 1e-9) return Quat(1.0, 0.5 * th.x(), 0.5 * th.y(), 0.5 * th.z()).normalized();
-  const double s = std::sin(0.5 * a) / a;
-  return Quat(std::cos(0.5 * a), s * th.x(), s * th.y(), s * th.z());
-}
-
-// rotation vector of a (small) rotation quaternion
-Vec3 rotation_vector(const Quat& dq) {
-  const double sgn = dq.w() < 0 ? -1.0 : 1.0;
-  const Vec3 v(sgn * dq.x(), sgn * dq.y(), sgn * dq.z());
-  const double s = v.norm();
-  if (s < 1e-12) return 2.0 * v;
-  return v * (2.0 * std::atan2(s, sgn * dq.w()) / s);
-}
-
-Vec3 unit_perpendicular(const Vec3& n) {
-  const Vec3 t = std::abs(n.x()) < 0.57 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
-  return n.cross(t).normalized();
-}
-
 // ---- per sub-step data -------------------------------------------------------------------
 
 struct BodyFrame {
@@ -118,19 +104,6 @@ struct BodyFrame {
   double accel = 0;   // bound on surface-point acceleration
   double motion = 0;  // bound on surface motion in this sub-step (+ skin): collision margin
 };
-
-struct SolverBody {
-  Vec3 v{0, 0, 0};
-  Vec3 w{0, 0, 0};
-  Mat3 inv_i = Mat3::Zero();
-  double inv_m = 0;
-};
-
-// 3x3 times 3-vector, written out: the solver's inner loop calls it millions of times
-inline Vec3 mul(const Mat3& m, const Vec3& v) {
-  return {m(0, 0) * v.x() + m(0, 1) * v.y() + m(0, 2) * v.z(), m(1, 0) * v.x() + m(1, 1) * v.y() + m(1, 2) * v.z(),
-          m(2, 0) * v.x() + m(2, 1) * v.y() + m(2, 2) * v.z()};
-}
 
 // the part of a contact the position projection reads
 struct ProjRow {
@@ -219,6 +192,13 @@ struct PhysicsScratch::Impl {
   std::vector<std::uint64_t> part_solves;
   std::vector<std::uint32_t> part_sweeps;
   std::vector<std::uint8_t> part_flag;
+  // joints (docs/physics.md, "Joints"): one solve per joint, grouped by island
+  std::vector<detail::JointSolve> joints;
+  std::vector<std::uint8_t> jointed;        // per body: held by a joint (symplectic path)
+  std::vector<std::uint64_t> joined_pairs;  // (lower << 32 | higher) body pairs: never collide
+  std::vector<std::int32_t> joint_island;   // per joint
+  std::vector<std::uint32_t> joint_start, joint_order, joint_cursor, island_weight;
+  detail::JointRows joint_scratch;
 };
 
 PhysicsScratch::PhysicsScratch() : impl(std::make_unique<Impl>()) {}
@@ -298,6 +278,13 @@ class Stepper {
   void integrate_bodies(std::size_t begin, std::size_t end, double h);
   void catch_outrunners();
   void project();
+  void setup_joints();
+  void joint_springs();
+  void prepare_joints(double h);
+  void correct_joints();
+  void move_by_impulse(std::size_t body, const Vec3& p, const Vec3& l);
+  bool joined(std::size_t a, std::size_t b) const;
+  detail::Pose pose(std::int32_t solver_index) const;
   void record_events();
   bool all_finite();
   void finish_events();
@@ -310,6 +297,8 @@ class Stepper {
   StepReport* report_;
   std::size_t n_;
   bool collect_events_ = false;
+  bool first_substep_ = true;
+  double h_ = 0;
   int threads_ = 1;
 };
 
@@ -396,6 +385,7 @@ void Stepper::setup() {
       s_.bounded_statics.push_back(static_cast<int>(k));
     }
   }
+  setup_joints();
   collect_events_ = report_ && report_->contacts.capacity() > 0;
   s_.events.clear();
   s_.previous.clear();
@@ -567,6 +557,7 @@ void Stepper::narrow_phase(std::size_t begin, std::size_t end, std::vector<Conta
     for (; cursor < pairs.size() && static_cast<std::size_t>(pairs[cursor].a) == i; ++cursor) {
       const auto j = static_cast<std::size_t>(pairs[cursor].b);
       if (j < n) {
+        if (joined(i, j)) continue;
         const BodyModel& bj = model_.bodies[j];
         const ShapePose pj{&bj.shape, state_.bodies[j].position_m, s_.frames[j].r};
         const int count = collide(pi, pj, mi + s_.frames[j].motion, pts);
@@ -599,6 +590,7 @@ void Stepper::prepare(double h) {
   });
   parallel(s_.contacts.size(), [this, h](std::size_t begin, std::size_t end, int) { prepare_contacts(begin, end, h); });
   warm_start(h);
+  prepare_joints(h);
 }
 
 void Stepper::prepare_contacts(std::size_t begin, std::size_t end, double h) {
@@ -722,11 +714,16 @@ void Stepper::build_islands() {
     }
     return x;
   };
+  auto join = [&](std::int32_t a, std::int32_t b) {
+    const std::int32_t ra = find(a), rb = find(b);
+    if (ra != rb) parent[static_cast<std::size_t>(std::max(ra, rb))] = std::min(ra, rb);
+  };
   for (const Contact& c : contacts) {
     if (c.far || static_cast<std::size_t>(c.b) >= n) continue;  // static geometry links nothing
-    const std::int32_t ra = find(c.a), rb = find(c.b);
-    if (ra != rb) parent[static_cast<std::size_t>(std::max(ra, rb))] = std::min(ra, rb);
+    join(c.a, c.b);
   }
+  for (const detail::JointSolve& j : s_.joints)
+    if (j.valid && j.b_moves) join(j.a, j.b);
   // number islands in order of their first contact; a counting sort keeps contact order
   // inside each; rows are packed in that order so the sweeps read memory front to back
   auto& label = s_.island_label;
@@ -743,6 +740,28 @@ void Stepper::build_islands() {
     if (label[root] < 0) label[root] = islands++;
     of[k] = label[root];
   }
+  // joints join the island of their bodies (islands of joints alone come after the others)
+  auto& joint_of = s_.joint_island;
+  joint_of.resize(s_.joints.size());
+  for (std::size_t k = 0; k < s_.joints.size(); ++k) {
+    if (!s_.joints[k].valid) {
+      joint_of[k] = -1;
+      continue;
+    }
+    const auto root = static_cast<std::size_t>(find(s_.joints[k].a));
+    if (label[root] < 0) label[root] = islands++;
+    joint_of[k] = label[root];
+  }
+  auto& jstart = s_.joint_start;
+  jstart.assign(static_cast<std::size_t>(islands) + 1, 0);
+  for (std::int32_t i : joint_of)
+    if (i >= 0) ++jstart[static_cast<std::size_t>(i) + 1];
+  for (std::size_t i = 0; i < static_cast<std::size_t>(islands); ++i) jstart[i + 1] += jstart[i];
+  s_.joint_cursor.assign(jstart.begin(), jstart.end() - 1);
+  s_.joint_order.resize(jstart.back());
+  for (std::size_t k = 0; k < joint_of.size(); ++k)
+    if (joint_of[k] >= 0)
+      s_.joint_order[s_.joint_cursor[static_cast<std::size_t>(joint_of[k])]++] = static_cast<std::uint32_t>(k);
   auto& start = s_.island_start;
   start.assign(static_cast<std::size_t>(islands) + 1, 0);
   for (std::int32_t i : of)
@@ -781,13 +800,16 @@ void Stepper::solve() {
   const std::size_t islands = s_.island_start.size() - 1;
   const std::size_t rows = s_.rows.size();
   // islands share no body, so each is solved alone, by whichever part holds it; the parts
-  // take runs of whole islands of about equal rows
-  const int parts = parts_for(rows);
-  const auto& start = s_.island_start;
+  // take runs of whole islands of about equal work (a joint weighs as four contact rows)
+  auto& weight = s_.island_weight;
+  weight.resize(islands + 1);
+  for (std::size_t i = 0; i <= islands; ++i) weight[i] = s_.island_start[i] + 4 * s_.joint_start[i];
+  const std::size_t total = weight.back();
+  const int parts = parts_for(total);
   auto first_island = [&](int part) {
-    std::size_t row_begin = 0, row_end = 0;
-    part_range(rows, parts, part, row_begin, row_end);
-    return static_cast<std::size_t>(std::lower_bound(start.begin(), start.end() - 1, row_begin) - start.begin());
+    std::size_t begin = 0, end = 0;
+    part_range(total, parts, part, begin, end);
+    return static_cast<std::size_t>(std::lower_bound(weight.begin(), weight.end() - 1, begin) - weight.begin());
   };
   run_parts(parts, [&](int part) {
     const std::size_t first = first_island(part);
@@ -821,7 +843,18 @@ void Stepper::solve_islands(std::size_t first_island, std::size_t last_island, s
   for (std::size_t isl = first_island; isl < last_island; ++isl) {
     Row* const first = s_.rows.data() + s_.island_start[isl];
     Row* const last = s_.rows.data() + s_.island_start[isl + 1];
-    const std::ptrdiff_t count = last - first;
+    const std::uint32_t* const joint_first = s_.joint_order.data() + s_.joint_start[isl];
+    const std::uint32_t* const joint_last = s_.joint_order.data() + s_.joint_start[isl + 1];
+    // a joint costs about one contact update per row
+    std::ptrdiff_t count = last - first;
+    for (const std::uint32_t* k = joint_first; k != joint_last; ++k) count += s_.joints[*k].rows.dims;
+    // joints start from what they ended the previous sub-step with (prepare_joints scaled it)
+    for (const std::uint32_t* k = joint_first; k != joint_last; ++k) {
+      const detail::JointSolve& j = s_.joints[*k];
+      if (j.lambda.isZero(0) && j.lambda_l == 0 && j.lambda_m == 0 && j.lambda_b == 0) continue;
+      detail::apply_joint_impulse(j, j.lambda, j.lambda_l, j.lambda_m + j.lambda_b, sol[static_cast<std::size_t>(j.a)],
+                                  sol[static_cast<std::size_t>(j.b)]);
+    }
     // warm start: apply what the contacts carried over from the previous sub-step
     for (const Row* r = first; r != last; ++r) {
       if (r->ln == 0 && r->lt1 == 0 && r->lt2 == 0) continue;
@@ -838,7 +871,9 @@ void Stepper::solve_islands(std::size_t first_island, std::size_t last_island, s
     // cold islands may sweep up to cold_velocity_iterations times within a budget of contact
     // updates, so a small stack converges and a big crowd costs no more than a warm one
     int iterations = std::max(1, cfg_.velocity_iterations);
-    if (cold) {
+    if (joint_first != joint_last) iterations = std::max(iterations, cfg_.joint_velocity_iterations);
+    // an island of joints alone is cold on the loop step's first sub-step only
+    if (first != last ? cold : first_substep_) {
       const double affordable = static_cast<double>(cfg_.cold_solve_budget) / static_cast<double>(count);
       iterations = std::max(iterations, static_cast<int>(std::min<double>(cfg_.cold_velocity_iterations, affordable)));
     }
@@ -851,9 +886,21 @@ void Stepper::solve_islands(std::size_t first_island, std::size_t last_island, s
       const double vn = (a.v + a.w.cross(r->ra) - b.v - b.w.cross(r->rb)).dot(r->n);
       scale = std::max(scale, std::abs(r->target) + std::abs(vn));
     }
+    for (const std::uint32_t* k = joint_first; k != joint_last; ++k) {
+      const detail::JointSolve& j = s_.joints[*k];
+      const SolverBody& a = sol[static_cast<std::size_t>(j.a)];
+      const SolverBody& b = sol[static_cast<std::size_t>(j.b)];
+      const detail::Vec6 rate = j.rows.lin * (a.v - b.v) + j.rows.ang_a * a.w + j.rows.ang_b * b.w;
+      scale = std::max(scale, rate.lpNorm<Eigen::Infinity>() + std::abs(j.target_l));
+    }
     const double tolerance = std::max(cfg_.velocity_tolerance_m_s, cfg_.velocity_tolerance_fraction * scale);
     for (int it = 0; it < iterations; ++it) {
       double largest = 0;  // largest velocity change this sweep
+      for (const std::uint32_t* k = joint_first; k != joint_last; ++k) {
+        detail::JointSolve& j = s_.joints[*k];
+        largest = std::max(
+            largest, detail::solve_joint(j, sol[static_cast<std::size_t>(j.a)], sol[static_cast<std::size_t>(j.b)]));
+      }
       for (Row* r = first; r != last; ++r) {
         SolverBody& a = sol[static_cast<std::size_t>(r->a)];
         SolverBody& b = sol[static_cast<std::size_t>(r->b)];
@@ -897,7 +944,8 @@ void Stepper::solve_islands(std::size_t first_island, std::size_t last_island, s
 
 void Stepper::integrate(double h) {
   const std::size_t n = n_;
-  std::fill(s_.in_contact.begin(), s_.in_contact.end(), 0);
+  // bodies held by a joint move like bodies in contact: with the solver's velocities
+  std::copy(s_.jointed.begin(), s_.jointed.end(), s_.in_contact.begin());
   std::fill(s_.corr_lin.begin(), s_.corr_lin.end(), Vec3::Zero());
   std::fill(s_.corr_ang.begin(), s_.corr_ang.end(), Vec3::Zero());
   for (const Contact& c : s_.contacts) {
@@ -1010,6 +1058,7 @@ void Stepper::catch_outrunners() {
       // them again too (a duplicate contact is harmless to the projection)
       if (j == ai) continue;
       if (jj < n) {
+        if (joined(i, jj)) continue;
         const BodyModel& bj = model_.bodies[jj];
         const int count = collide(pi, start_pose(jj), reach + std::max(s_.frames[jj].motion, s_.moved_by[jj]), pts);
         if (count > 0)
@@ -1041,7 +1090,7 @@ void Stepper::catch_outrunners() {
     // two runners may meet where neither was expected
     for (std::size_t q = r + 1; q < runners.size(); ++q) {
       const auto j = static_cast<std::size_t>(runners[q]);
-      if (!swept.overlaps(swept_boxes[q])) continue;
+      if (!swept.overlaps(swept_boxes[q]) || joined(i, j)) continue;
       const BodyModel& bj = model_.bodies[j];
       const int count = collide(pi, start_pose(j), reach + s_.moved_by[j], pts);
       if (count > 0)
@@ -1197,6 +1246,172 @@ void Stepper::project() {
   if (report_) report_->max_penetration_m = std::max(report_->max_penetration_m, -deepest);
 }
 
+// ---- joints (docs/physics.md, "Joints") --------------------------------------------------
+
+void Stepper::setup_joints() {
+  const std::size_t n = n_;
+  s_.jointed.assign(n, 0);
+  s_.joined_pairs.clear();
+  s_.joints.resize(model_.joints.size());
+  first_substep_ = true;
+  for (std::size_t k = 0; k < model_.joints.size(); ++k) {
+    const JointModel& jm = model_.joints[k];
+    detail::JointSolve& j = s_.joints[k];
+    j = detail::JointSolve{};
+    const bool a_ok = jm.body_a >= 0 && static_cast<std::size_t>(jm.body_a) < n;
+    const bool b_ok = jm.body_b < 0 || (static_cast<std::size_t>(jm.body_b) < n && jm.body_b != jm.body_a);
+    j.valid = a_ok && b_ok;
+    if (!j.valid) continue;
+    j.a = jm.body_a;
+    j.b_moves = jm.body_b >= 0;
+    j.b = j.b_moves ? jm.body_b : static_cast<std::int32_t>(n);
+    s_.jointed[static_cast<std::size_t>(j.a)] = 1;
+    if (j.b_moves) {
+      s_.jointed[static_cast<std::size_t>(j.b)] = 1;
+      const auto lo = static_cast<std::uint64_t>(std::min(j.a, j.b)),
+                 hi = static_cast<std::uint64_t>(std::max(j.a, j.b));
+      s_.joined_pairs.push_back(lo << 32 | hi);
+    }
+  }
+  std::sort(s_.joined_pairs.begin(), s_.joined_pairs.end());
+}
+
+// sliders with a spring or damper: the force along the axis, on both bodies at b's anchor,
+// added to the sub-step's forces (explicit, like the other forces)
+void Stepper::joint_springs() {
+  for (std::size_t k = 0; k < s_.joints.size(); ++k) {
+    const JointModel& jm = model_.joints[k];
+    const detail::JointSolve& j = s_.joints[k];
+    if (!j.valid || jm.kind != JointKind::slider || (jm.spring_n_m == 0 && jm.damper_n_s_m == 0)) continue;
+    const detail::Pose a = pose(j.a), b = pose(j.b);
+    const Vec3 axis = a.r * jm.axis_a;
+    const Vec3 pa = a.x + a.r * jm.anchor_a, pb = b.x + b.r * jm.anchor_b;
+    const Vec3 ra = pb - a.x, rb = pb - b.x;
+    BodyFrame& fa = s_.frames[static_cast<std::size_t>(j.a)];
+    Vec3 vb = Vec3::Zero();
+    if (j.b_moves) {
+      const BodyFrame& fb = s_.frames[static_cast<std::size_t>(j.b)];
+      vb = fb.v + fb.w.cross(rb);
+    }
+    const double travel = axis.dot(pb - pa);
+    const double rate = axis.dot(vb - fa.v - fa.w.cross(ra));
+    const Vec3 f = (-jm.spring_n_m * (travel - jm.spring_rest_m) - jm.damper_n_s_m * rate) * axis;  // on b
+    auto push = [this](std::size_t i, const Vec3& force, const Vec3& lever) {
+      BodyFrame& fr = s_.frames[i];
+      fr.force += force;
+      fr.torque += lever.cross(force);
+      fr.accel = fr.force.norm() * model_.bodies[i].inv_mass + (fr.inv_inertia * fr.torque).norm() * fr.turn_r;
+    };
+    push(static_cast<std::size_t>(j.a), -f, ra);
+    if (j.b_moves) push(static_cast<std::size_t>(j.b), f, rb);
+  }
+}
+
+bool Stepper::joined(std::size_t a, std::size_t b) const {
+  if (s_.joined_pairs.empty()) return false;
+  const std::uint64_t key =
+      static_cast<std::uint64_t>(std::min(a, b)) << 32 | static_cast<std::uint64_t>(std::max(a, b));
+  return std::binary_search(s_.joined_pairs.begin(), s_.joined_pairs.end(), key);
+}
+
+detail::Pose Stepper::pose(std::int32_t solver_index) const {
+  detail::Pose p;
+  const auto i = static_cast<std::size_t>(solver_index);
+  if (i >= n_) return p;  // the world
+  p.x = state_.bodies[i].position_m;
+  p.q = state_.bodies[i].orientation;
+  p.r = p.q.toRotationMatrix();
+  return p;
+}
+
+void Stepper::prepare_joints(double h) {
+  // rows at the sub-step's start; impulses start from the previous sub-step's, scaled to h
+  // (the first sub-step of a loop step starts cold: nothing carries between loop steps)
+  const double scale = s_.previous_h > 0 && !first_substep_ ? h / s_.previous_h : 0.0;
+  for (detail::JointSolve& j : s_.joints) {
+    if (!j.valid) continue;
+    const JointModel& jm = model_.joints[static_cast<std::size_t>(&j - s_.joints.data())];
+    detail::joint_rows(jm, pose(j.a), pose(j.b), j.rows);
+    detail::prepare_joint(j, jm, s_.solver[static_cast<std::size_t>(j.a)], s_.solver[static_cast<std::size_t>(j.b)], h);
+    j.lambda = scale * j.carry;
+    j.lambda_l = j.rows.limit && j.rows.limit_side == j.carry_side ? scale * j.carry_l : 0.0;
+    j.lambda_m = std::clamp(scale * j.carry_m, -j.bound_m, j.bound_m);
+    j.lambda_b = std::clamp(scale * j.carry_b, -j.bound_b, j.bound_b);
+  }
+}
+
+// a position correction by a (pseudo-)impulse p, angular l about the centre of mass; the
+// velocity takes the same impulse spread over the sub-step (what moved the body by that much),
+// so the correction also turns the velocity with the joint (RATTLE's position stage) instead of
+// the next sub-step projecting it away, which would drain energy at first order in h
+void Stepper::move_by_impulse(std::size_t i, const Vec3& p, const Vec3& l) {
+  const SolverBody& sb = s_.solver[i];
+  BodyState& st = state_.bodies[i];
+  const Vec3 dx = sb.inv_m * p, dth = mul(sb.inv_i, l);
+  st.position_m += dx;
+  st.orientation = (detail::small_rotation_quat(dth) * st.orientation).normalized();
+  st.linear_momentum += p / h_;
+  st.angular_momentum += l / h_;
+  s_.disp_lin[i] += dx;
+  s_.disp_ang[i] += dth;
+}
+
+void Stepper::correct_joints() {
+  if (s_.joints.empty()) return;
+  // keep what the solve ended with for the next sub-step's warm start
+  for (detail::JointSolve& j : s_.joints) {
+    j.carry = j.lambda;
+    j.carry_l = j.lambda_l;
+    j.carry_m = j.lambda_m;
+    j.carry_b = j.lambda_b;
+    j.carry_side = j.rows.limit_side;
+  }
+  // post-stabilisation: Gauss-Seidel over the joints, each moving its bodies (positions only,
+  // by the rows' effective masses of this sub-step) to cancel its error at the new poses
+  detail::JointRows& rows = s_.joint_scratch;
+  double worst_m = 0, worst_rad = 0;
+  const int sweeps = std::max(0, cfg_.joint_position_iterations);
+  for (int sweep = 0; sweep <= sweeps; ++sweep) {
+    worst_m = worst_rad = 0;
+    const bool measure_only = sweep == sweeps;
+    for (std::size_t k = 0; k < s_.joints.size(); ++k) {
+      const detail::JointSolve& j = s_.joints[k];
+      if (!j.valid) continue;
+      const detail::JointRows& dir = j.rows;
+      detail::joint_rows(model_.joints[k], pose(j.a), pose(j.b), rows, true);
+      for (int i = 0; i < rows.dims; ++i) {
+        const double e = std::abs(rows.c[i]);
+        if (dir.lin.row(i).squaredNorm() > 0)
+          worst_m = std::max(worst_m, e);
+        else
+          worst_rad = std::max(worst_rad, e);
+      }
+      const bool past_limit = rows.limit && (rows.c_l < 0 || rows.limit_both_ways);
+      if (past_limit) {
+        double& worst = dir.lin_l.squaredNorm() > 0 ? worst_m : worst_rad;
+        worst = std::max(worst, std::abs(rows.c_l));
+      }
+      if (measure_only) continue;
+      // the correction pushes along the rows the solve used (consistent with k_inv), against
+      // the error at the new poses: a body that turns cheaply is not turned by a mismatch
+      const detail::Vec6 dl = -(j.k_inv * rows.c);
+      double dll = 0;
+      if (past_limit && j.k_l > 0) dll = -rows.c_l * j.k_l;
+      if (dll != 0 && rows.limit_side != dir.limit_side) dll = -dll;
+      const Vec3 p = dir.lin.transpose() * dl + dll * dir.lin_l;
+      const Vec3 la = dir.ang_a.transpose() * dl + dll * dir.ang_a_l;
+      const auto a = static_cast<std::size_t>(j.a);
+      move_by_impulse(a, p, la);
+      if (j.b_moves) move_by_impulse(static_cast<std::size_t>(j.b), -p, dir.ang_b.transpose() * dl + dll * dir.ang_b_l);
+    }
+    if (worst_m <= cfg_.joint_tolerance && worst_rad <= cfg_.joint_tolerance) break;
+  }
+  if (report_) {
+    report_->max_joint_error_m = std::max(report_->max_joint_error_m, worst_m);
+    report_->max_joint_error_rad = std::max(report_->max_joint_error_rad, worst_rad);
+  }
+}
+
 bool Stepper::all_finite() {
   const std::size_t n = state_.bodies.size();
   parallel(n, [this](std::size_t begin, std::size_t end, int part) {
@@ -1278,6 +1493,7 @@ StepStatus Stepper::run(double dt_s) {
   std::uint32_t substeps = 0, cuts = 0;
   while (remaining > 0) {
     frames();
+    joint_springs();
     double h;
     if (substeps + 1 >= cfg_.max_substeps) {
       h = remaining;
@@ -1300,6 +1516,8 @@ StepStatus Stepper::run(double dt_s) {
     }
     solve();
     integrate(h);
+    h_ = h;
+    correct_joints();
     s_.sorted_contacts = s_.contacts.size();
     catch_outrunners();
     project();
@@ -1309,6 +1527,7 @@ StepStatus Stepper::run(double dt_s) {
     s_.previous_h = h;
     if (!all_finite()) return StepStatus::numerical_fault;
     ++substeps;
+    first_substep_ = false;
     remaining -= h;
     if (remaining < 1e-12 * dt_s) remaining = 0;
   }

@@ -101,6 +101,12 @@ int WorldModel::find_vehicle(const std::string& name) const {
   return -1;
 }
 
+int WorldModel::find_joint(const std::string& name) const {
+  for (std::size_t i = 0; i < joints.size(); ++i)
+    if (joints[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
 void finish_body_model(BodyModel& body, const Mat3* inertia_override, const double* volume_override) {
   body.inv_mass = 1.0 / body.mass_kg;
   body.inertia_body = inertia_override ? *inertia_override : shape_inertia(body.shape, body.mass_kg);

@@ -68,6 +68,8 @@ struct StepReport {
   std::uint32_t max_sweeps = 0;      // most solver sweeps any island needed in a sub-step
   double max_penetration_m = 0;      // deepest overlap left after any sub-step of the step
   bool substep_limit_hit = false;    // ContactSettings::max_substeps reached
+  double max_joint_error_m = 0;      // joints: largest anchor distance left after any sub-step
+  double max_joint_error_rad = 0;    // joints: largest orientation disagreement left
   /// Touching pairs, one per pair per loop step, ordered by (body_a, body_b, static_index).
   /// Filled only up to the capacity the caller reserved (no allocation in the step); the
   /// rest are counted in contacts_dropped. Leave the capacity at 0 to skip the work.

@@ -88,6 +88,43 @@ struct StaticBody {
   double friction = 0.5;
 };
 
+/// What a joint holds (docs/physics.md, "Joints").
+enum class JointKind : std::uint8_t {
+  fixed,   // no relative motion: the pair moves as one rigid body
+  hinge,   // turns about one axis (a door, a propeller shaft, an arm's elbow)
+  slider,  // slides along one axis without turning (prismatic)
+  ball,    // a shared point, free to turn (a tow hook, a cable's links)
+  lock,    // one body against the world: the world axes it may not move along or turn about
+};
+
+/// A joint between two bodies, or a body and the world (body_b = -1). Anchors and axes are
+/// held in each body's own frame (the world's for body_b = -1), so the joint moves with its
+/// bodies; make_joint() (joints.hpp) fills them from a world anchor and axis at a pose.
+struct JointModel {
+  std::string name;
+  JointKind kind = JointKind::ball;
+  int body_a = -1;
+  int body_b = -1;                            // -1: the world
+  Vec3 anchor_a{0, 0, 0}, anchor_b{0, 0, 0};  // the shared point (hinge, ball, fixed; slider: on the axis)
+  Vec3 axis_a{1, 0, 0}, axis_b{1, 0, 0};      // hinge / slider axis (unit)
+  Vec3 ref_a{0, 1, 0}, ref_b{0, 1, 0};        // perpendicular to the axis: the hinge's zero angle
+  Quat relative = Quat::Identity();           // orientation of b in a's frame (fixed, slider)
+  /// Limits: hinge angle of b relative to a about the axis (rad), slider travel of b along it
+  /// from where it was built (m); lower <= upper.
+  bool limited = false;
+  double lower = 0, upper = 0;
+  /// lock: which world axes body_a may not move along (bits 0..2: x, y, z) or turn about
+  /// (bits 3..5); the held pose is anchor_b (position) and relative (orientation)
+  std::uint8_t locked = 0;
+  /// hinge, slider: a motor drives the coordinate's rate (rad/s, m/s) toward motor_speed
+  /// with at most motor_max (N·m, N; 0: no motor); a brake resists any motion of the
+  /// coordinate with up to brake (N·m, N; 0: none)
+  double motor_speed = 0, motor_max = 0, brake = 0;
+  /// slider: a spring (N/m) and damper (N·s/m) along the axis pull the travel toward
+  /// spring_rest_m (a suspension); 0: none
+  double spring_n_m = 0, damper_n_s_m = 0, spring_rest_m = 0;
+};
+
 struct VehicleModel {
   std::string name;
   std::vector<int> bodies;  // indices into WorldModel::bodies
@@ -138,6 +175,14 @@ struct ContactSettings {
   /// impact (exact timing under forces too, at the cost of extra sub-steps in busy scenes).
   std::uint32_t max_toi_cuts = 0;
   BroadPhaseKind broad_phase = BroadPhaseKind::grid;
+  /// Islands with joints sweep at least this many times (a chain's tension travels one link
+  /// per sweep; too few sweeps leave an error the position correction turns into motion).
+  int joint_velocity_iterations = 16;
+  /// Joints: after each sub-step's integration, at most this many sweeps over the joints move
+  /// the bodies back onto what the joints hold (post-stabilisation, no velocity change); they
+  /// stop once every joint is within joint_tolerance (m, and rad for orientations).
+  int joint_position_iterations = 4;
+  double joint_tolerance = 1e-9;
 };
 
 struct WorldModel {
@@ -147,6 +192,7 @@ struct WorldModel {
   std::vector<StaticBody> statics;
   std::vector<HeightField> heightfields;  // terrain grids, referenced by heightfield statics
   std::vector<VehicleModel> vehicles;
+  std::vector<JointModel> joints;
   /// Largest physics sub-step inside one loop step; the integrator splits dt to stay below it.
   double max_substep_s = 0.002;
   ContactSettings contact;
@@ -158,6 +204,8 @@ struct WorldModel {
   int find_body(const std::string& name) const;
   /// Index of a vehicle by name, or -1.
   int find_vehicle(const std::string& name) const;
+  /// Index of a joint by name, or -1.
+  int find_joint(const std::string& name) const;
 };
 
 /// Fills inv_mass, inertia (from the shape unless `inertia_override` is set) and volume.
