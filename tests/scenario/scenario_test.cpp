@@ -4,9 +4,12 @@
 
 #include <string>
 
+#include "scenario_test_util.hpp"
 #include "tether/scenario/scenario.hpp"
 
 using namespace tether::runtime;
+using tether::runtime::test::errors_of;
+using tether::runtime::test::replace;
 
 namespace {
 
@@ -26,22 +29,6 @@ loop: {period_ms: 20, real_time_factor: 0, duration_s: 2, seed: 7}
 endpoints:
   - {name: c, type: in_process, vehicle: auv, controller: idle, deadline_ms: 3, timeout_policy: safe}
 )";
-
-// the errors parse_scenario reports for `text`, or an empty list if it parsed
-std::vector<std::string> errors_of(const std::string& text) {
-  try {
-    parse_scenario(text, "s.yaml");
-  } catch (const ConfigError& e) {
-    return e.errors();
-  }
-  return {};
-}
-
-std::string replace(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
 
 }  // namespace
 

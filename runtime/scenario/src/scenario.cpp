@@ -2,6 +2,8 @@
 #include "tether/scenario/scenario.hpp"
 #include "tether/scenario/goals.hpp"
 
+#include "tether/physics/joints.hpp"
+#include "tether/scenario/joints_config.hpp"
 #include "tether/scenario/scenario_devices.hpp"
 #include "tether/scenario/terrain_config.hpp"
 
@@ -152,7 +154,7 @@ void parse_world(const ConfigNode& w, WorldModel& model, const std::string& base
 void parse_body(const ConfigNode& b, const std::string& vehicle, int vehicle_index, WorldModel& model,
                 WorldState& state, std::vector<hal::DeviceSpec>& devices) {
   if (!b.expect_map({"name", "shape", "mass_kg", "inertia_kg_m2", "volume_m3", "centre_of_buoyancy_m", "damping",
-                     "restitution", "friction", "initial", "devices"}))
+                     "restitution", "friction", "initial", "devices", "locks"}))
     return;
   BodyModel body;
   body.name = vehicle + "." + b.string("name");
@@ -199,6 +201,14 @@ void parse_body(const ConfigNode& b, const std::string& vehicle, int vehicle_ind
   model.bodies.push_back(body);
   state.bodies.push_back(s);
   set_velocity(model, state, static_cast<int>(model.bodies.size() - 1), v, w);
+  if (const std::uint8_t locked = parse_locks(b["locks"])) {
+    JointSpec lock;
+    lock.name = body.name + ".locks";
+    lock.kind = JointKind::lock;
+    lock.body_a = body_index;
+    lock.locked = locked;
+    model.joints.push_back(make_joint(lock, state));
+  }
 }
 
 void parse_feedback(const ConfigNode& fs, int vehicle, std::vector<FeedbackConfig>& out) {
@@ -371,12 +381,14 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
     top.error("expected a scenario map (world, vehicles, loop, endpoints), got " + describe_value(top.yaml()));
     sc.throw_if_errors();
   }
-  top.expect_map({"name", "description", "world", "vehicles", "loop", "endpoints", "goals", "expect", "faults",
-                  "identify", "recording", "live"});
+  top.expect_map({"name", "description", "world", "vehicles", "joints", "cables", "loop", "endpoints", "goals",
+                  "expect", "faults", "identify", "recording", "live"});
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
   parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());
   parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback, sc.devices);
+  parse_cables(top["cables"], sc.model, sc.initial);
+  parse_joints(top["joints"], sc.model, sc.initial);
   parse_loop(top["loop"], sc.loop);
   parse_endpoints(top["endpoints"], sc);
   sc.goals = parse_goals(top["goals"], sc.model);

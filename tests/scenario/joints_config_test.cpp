@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+// The scenario keys joints[], a body's locks and cables[]: what they build and the positioned
+// message for each mistake.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "tether/physics/joints.hpp"
+#include "tether/physics/physics.hpp"
+#include "scenario_test_util.hpp"
+#include "tether/scenario/scenario.hpp"
+
+using namespace tether::runtime;
+using tether::runtime::test::errors_of;
+using tether::runtime::test::replace;
+
+namespace {
+
+// a two-part arm (a base and a link), and a float to tow
+const char* valid = R"(name: t
+world:
+  water: {density_kg_m3: 1025, surface_z_m: 0}
+  tank: {size_m: [40, 10, 8]}
+vehicles:
+  - name: arm
+    bodies:
+      - name: base
+        shape: {type: box, size_m: [0.4, 0.4, 0.2]}
+        mass_kg: 10
+        initial: {position_m: [0, 0, -2]}
+        locks: [x, y, z, roll, pitch, yaw]
+      - name: link
+        shape: {type: capsule, radius_m: 0.05, length_m: 0.5}
+        mass_kg: 1
+        initial: {position_m: [0.45, 0, -2]}
+  - name: float
+    bodies:
+      - name: body
+        shape: {type: sphere, radius_m: 0.2}
+        mass_kg: 20
+        initial: {position_m: [10, 0, -1]}
+joints:
+  - {name: elbow, type: hinge, body: arm.link, to: arm.base, anchor_m: [0.1, 0, -2], axis: [0, 0, 1], limits_deg: [-90, 45]}
+cables:
+  - {name: line, from: world, from_anchor_m: [0, 0, -0.5], to: float.body, to_anchor_m: [9.8, 0, -1], length_m: 12, segments: 12}
+loop: {period_ms: 10, real_time_factor: 0, steps: 10}
+endpoints:
+  - {name: c, type: in_process, vehicle: float, controller: idle, deadline_ms: 3, timeout_policy: safe}
+)";
+
+std::string joint_line =
+    "{name: elbow, type: hinge, body: arm.link, to: arm.base, anchor_m: [0.1, 0, -2], "
+    "axis: [0, 0, 1], limits_deg: [-90, 45]}";
+
+}  // namespace
+
+TEST_CASE("joints, locks and cables build what the file says") {
+  const Scenario sc = parse_scenario(valid, "s.yaml");
+  // the lock, the elbow, 13 cable joints
+  REQUIRE(sc.model.joints.size() == 15);
+  const JointModel& lock = sc.model.joints[static_cast<std::size_t>(sc.model.find_joint("arm.base.locks"))];
+  CHECK(lock.kind == JointKind::lock);
+  CHECK(lock.locked == 0b111111);
+  const JointModel& elbow = sc.model.joints[static_cast<std::size_t>(sc.model.find_joint("elbow"))];
+  CHECK(elbow.kind == JointKind::hinge);
+  CHECK(elbow.body_a == sc.model.find_body("arm.link"));
+  CHECK(elbow.body_b == sc.model.find_body("arm.base"));
+  CHECK(elbow.limited);
+  CHECK(elbow.lower == doctest::Approx(-std::numbers::pi / 2));
+  CHECK(elbow.upper == doctest::Approx(std::numbers::pi / 4));
+  // the anchor, in the link's frame: 0.35 m behind its centre
+  CHECK((elbow.anchor_a - Vec3(-0.35, 0, 0)).norm() < 1e-12);
+  // the cable: a vehicle of 12 segments, joined end to end, from the world to the float
+  const int line = sc.model.find_vehicle("line");
+  REQUIRE(line >= 0);
+  REQUIRE(sc.model.vehicles[static_cast<std::size_t>(line)].bodies.size() == 12);
+  double length = 0;
+  for (int b : sc.model.vehicles[static_cast<std::size_t>(line)].bodies) {
+    const BodyModel& seg = sc.model.bodies[static_cast<std::size_t>(b)];
+    CHECK(seg.shape.kind == ShapeKind::capsule);
+    length += 2 * (seg.shape.half_length_m + seg.shape.radius_m);
+  }
+  CHECK(length <= 12.0 + 1e-9);
+  CHECK(length > 11.9);  // the segment at the V's corner is a chord
+  const JointModel& first = sc.model.joints[static_cast<std::size_t>(sc.model.find_joint("line.j0"))];
+  CHECK(first.body_b == -1);
+  const JointModel& last = sc.model.joints[static_cast<std::size_t>(sc.model.find_joint("line.j12"))];
+  CHECK(last.body_a == sc.model.find_body("float.body"));
+  // every joint holds at the initial poses
+  for (const JointModel& j : sc.model.joints) {
+    CAPTURE(j.name);
+    CHECK(joint_error(j, sc.initial).linear_m < 1e-9);
+    CHECK(joint_error(j, sc.initial).angular_rad < 1e-9);
+  }
+}
+
+TEST_CASE("joints: positioned errors") {
+  struct Case {
+    std::string from, to, message;
+  };
+  const Case cases[] = {
+      {"type: hinge", "type: weld",
+       "s.yaml:24:25: joints[0].type: expected one of fixed, hinge, slider, ball, got \"weld\""},
+      {"body: arm.link", "body: arm.lnk",
+       "s.yaml:24:38: joints[0].body: no body named \"arm.lnk\" (bodies: arm.base, arm.link, float.body, line.s0, "
+       "line.s1, line.s2, line.s3, line.s4 and 7 more)"},
+      {"to: arm.base", "to: arm.link", "s.yaml:24:52: joints[0].to: a joint needs two different bodies"},
+      {", axis: [0, 0, 1]", "",
+       "s.yaml:24:5: joints[0].axis: missing; expected a direction [x, y, z] in the world frame at the initial poses"},
+      {"axis: [0, 0, 1]", "axis: [0, 0, 0]", "s.yaml:24:92: joints[0].axis: expected a non-zero direction"},
+      {"limits_deg: [-90, 45]", "limits_deg: [45, -90]",
+       "s.yaml:24:115: joints[0].limits_deg: expected [lower, upper] with lower <= upper"},
+      {"limits_deg: [-90, 45]", "limits_deg: [-190, 45]",
+       "s.yaml:24:115: joints[0].limits_deg: expected limits within [-180, 180]"},
+      {"limits_deg: [-90, 45]", "limits_m: [0, 1]",
+       "s.yaml:24:113: joints[0].limits_m: only a slider has limits in metres (a hinge: limits_deg)"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.to);
+    const auto e = errors_of(replace(valid, c.from, c.to));
+    REQUIRE(e.size() == 1);
+    CHECK(e[0] == c.message);
+  }
+  // motors, brakes and springs: where they belong, with their units
+  const Case more[] = {
+      {"limits_deg: [-90, 45]}", "limits_deg: [-90, 45], brake_n: 3}",
+       "s.yaml:24:135: joints[0].brake_n: a hinge's brake is brake_nm"},
+      {"limits_deg: [-90, 45]}", "limits_deg: [-90, 45], spring: {stiffness_n_m: 10}}",
+       "s.yaml:24:134: joints[0].spring: only a slider has a spring"},
+      {"limits_deg: [-90, 45]}", "limits_deg: [-90, 45], motor: {speed_m_s: 1, max_force_n: 3}}",
+       "s.yaml:24:134: joints[0].motor.speed_m_s: unknown key (allowed here: speed_rad_s, max_torque_nm)"},
+      {"limits_deg: [-90, 45]}", "limits_deg: [-90, 45], motor: {speed_rad_s: 1, max_torque_nm: 0}}",
+       "s.yaml:24:165: joints[0].motor.max_torque_nm: expected a number > 0, got \"0\""},
+  };
+  for (const Case& c : more) {
+    CAPTURE(c.to);
+    const auto e = errors_of(replace(valid, c.from, c.to));
+    REQUIRE(!e.empty());  // the first says it (a motor in the wrong units also misses its keys)
+    CHECK(e[0] == c.message);
+  }
+  const Scenario driven =
+      parse_scenario(replace(valid, "limits_deg: [-90, 45]}",
+                             "limits_deg: [-90, 45], brake_nm: 4, motor: {speed_rad_s: -2, max_torque_nm: 7}}"),
+                     "s.yaml");
+  const JointModel& elbow = driven.model.joints[static_cast<std::size_t>(driven.model.find_joint("elbow"))];
+  CHECK(elbow.brake == 4);
+  CHECK(elbow.motor_speed == -2);
+  CHECK(elbow.motor_max == 7);
+  // a ball has no axis
+  const auto ball = errors_of(
+      replace(valid, joint_line, "{name: j, type: ball, body: arm.link, anchor_m: [0, 0, -2], axis: [1, 0, 0]}"));
+  REQUIRE(ball.size() == 1);
+  CHECK(ball[0] == "s.yaml:24:71: joints[0].axis: only a hinge or a slider has an axis");
+}
+
+TEST_CASE("locks and cables: positioned errors") {
+  auto one_error = [](const std::string& text) {
+    const auto e = errors_of(text);
+    REQUIRE(e.size() == 1);
+    return e[0];
+  };
+  CHECK(one_error(replace(valid, "locks: [x, y, z, roll, pitch, yaw]", "locks: [x, up]")) ==
+        "s.yaml:12:20: vehicles[0].bodies[0].locks[1]: expected one of x, y, z, roll, pitch, yaw, got \"up\"");
+  CHECK(one_error(replace(valid, "locks: [x, y, z, roll, pitch, yaw]", "locks: [x, x]")) ==
+        "s.yaml:12:20: vehicles[0].bodies[0].locks[1]: \"x\" is listed twice");
+  CHECK(one_error(replace(valid, "length_m: 12,", "length_m: 9,")) ==
+        "s.yaml:26:113: cables[0].length_m: the ends are 9.812747 m apart: longer than the cable");
+  CHECK(one_error(replace(valid, "to: float.body", "to: world")) ==
+        "s.yaml:26:64: cables[0].to: no body named \"world\" (bodies: arm.base, arm.link, float.body)");
+  CHECK(one_error(replace(valid, "segments: 12}", "segments: 12, radius_m: 0.6}")) ==
+        "s.yaml:26:141: cables[0].radius_m: expected a radius under half a segment (0.500000 m); use fewer segments");
+  CHECK(one_error(replace(valid, "name: line,", "name: float,")) ==
+        "s.yaml:26:12: cables[0].name: \"float\" is already a vehicle's or a cable's name");
+}
+
+namespace {
+
+// a cable alone between two fixed points (and a float to tow), in still water
+Scenario cable_world(const std::string& cable, const std::string& float_at = "[6, 0, -5]") {
+  return parse_scenario(std::string(R"(name: c
+world:
+  water: {density_kg_m3: 1000, surface_z_m: 0}
+vehicles:
+  - name: float
+    bodies:
+      - name: body
+        shape: {type: sphere, radius_m: 0.2}
+        mass_kg: 33.51
+        damping: {linear: [20, 20, 20]}
+        initial: {position_m: )") +
+                            float_at + R"(}
+cables:
+  - )" + cable + std::string(R"(
+loop: {period_ms: 10, real_time_factor: 0, steps: 10}
+endpoints:
+  - {name: c, type: in_process, vehicle: float, controller: idle, deadline_ms: 3, timeout_policy: safe}
+)"),
+                        "c.yaml");
+}
+
+double run_physics(Scenario& sc, WorldState& state, double seconds, const StepInputs& inputs) {
+  double worst = 0;
+  StepReport report;
+  for (int k = 0; k < static_cast<int>(seconds / 0.01); ++k) {
+    REQUIRE(step(sc.model, state, inputs, 0.01, &report) == StepStatus::ok);
+    worst = std::max(worst, report.max_joint_error_m);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("a hanging cable settles into the catenary") {
+  // 10 m of cable between two points 8 m apart at the same height; its weight in water is the
+  // same per metre everywhere, so the shape is y = a cosh(x / a) with 10 = 2 a sinh(4 / a)
+  Scenario sc = cable_world(
+      "{name: line, from: world, from_anchor_m: [0, 0, -1], to: float.body, to_anchor_m: [8, 0, -1], length_m: 10, "
+      "segments: 20, radius_m: 0.02, mass_per_m_kg: 2.0, drag_normal: 1.2}",
+      "[8.2, 0, -1]");
+  // the float's end held still: a fixed joint to the world
+  JointSpec hold;
+  hold.name = "hold";
+  hold.kind = JointKind::fixed;
+  hold.body_a = sc.model.find_body("float.body");
+  WorldState state = sc.initial;
+  sc.model.joints.push_back(make_joint(hold, state));
+  StepInputs inputs;
+  inputs.resize(sc.model.bodies.size());
+  // 60 s: quadratic drag damps the last swings slowly
+  const double worst = run_physics(sc, state, 60.0, inputs);
+  // a = 1.6954 solves 10 = 2 a sinh(4 / a): sag = a (cosh(4 / a) - 1)
+  double a = 2;
+  for (int i = 0; i < 100; ++i)
+    a -= (2 * a * std::sinh(4 / a) - 10) / (2 * std::sinh(4 / a) - 8 / a * std::cosh(4 / a));
+  const double sag = a * (std::cosh(4 / a) - 1);
+  // the lowest joint point: the middle of the cable (between segments 9 and 10)
+  const BodyState& s9 = state.bodies[static_cast<std::size_t>(sc.model.find_body("line.s9"))];
+  const BodyModel& m9 = sc.model.bodies[static_cast<std::size_t>(sc.model.find_body("line.s9"))];
+  const Vec3 middle = s9.position_m + s9.orientation * Vec3(m9.shape.half_length_m + m9.shape.radius_m, 0, 0);
+  CAPTURE(sag);
+  CAPTURE(middle.transpose());
+  CHECK(std::abs((-1 - middle.z()) / sag - 1) < 0.02);
+  CHECK(std::abs(middle.x() - 4) < 0.02);
+  CHECK(worst < 1e-3);
+  // at rest (an unconverged joint solve would keep it jittering: 0.2 kg m/s with 8 sweeps)
+  for (const BodyState& b : state.bodies) CHECK(b.linear_momentum.norm() < 2e-2);
+}
+
+TEST_CASE("a taut tether stops a pushed vehicle at the cable's length") {
+  Scenario sc = cable_world(
+      "{name: line, from: world, from_anchor_m: [0, 0, -5], to: float.body, to_anchor_m: [5.8, 0, -5], length_m: 8, "
+      "segments: 16, radius_m: 0.01, mass_per_m_kg: 0.32}");
+  WorldState state = sc.initial;
+  StepInputs inputs;
+  inputs.resize(sc.model.bodies.size());
+  const int fl = sc.model.find_body("float.body");
+  // the float is neutral (33.51 kg, 0.2 m sphere in fresh water); 20 N pushes it away
+  inputs.wrenches[static_cast<std::size_t>(fl)].force_world_n = Vec3(20, 0, 0);
+  double farthest = 0;
+  StepReport report;
+  for (int k = 0; k < 2000; ++k) {
+    REQUIRE(step(sc.model, state, inputs, 0.01, &report) == StepStatus::ok);
+    farthest = std::max(farthest, state.bodies[static_cast<std::size_t>(fl)].position_m.x());
+  }
+  // without the cable it would reach 5.8 + (20 N / 20 N s/m) * 20 s = 26 m; the cable holds
+  // its near side at 8 m from the anchor: the centre at 8.2 m at most
+  CAPTURE(farthest);
+  CHECK(farthest <= 8.2 + 1e-3);
+  CHECK(state.bodies[static_cast<std::size_t>(fl)].position_m.x() > 8.2 - 0.05);
+}
