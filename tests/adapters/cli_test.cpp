@@ -544,3 +544,51 @@ TEST_CASE("the same scenario at 1, 2 and 4 physics threads ends in the same stat
   CHECK_MESSAGE(replay.out.find("all 150 replayed states are bit-identical") != std::string::npos, replay.out);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("tethered_rov: firmware holds depth while a 30 m cable holds the AUV back, and replay is bit for bit") {
+  const std::string dir = temp_dir("tethered-rov");
+  const auto r = run(tether_fw +
+                     " run " TETHER_SOURCE_DIR
+                     "/config/scenarios/tethered_rov.yaml --rtf 0 --steps 800 "
+                     "--quiet --json --out " +
+                     dir + " 2>/dev/null");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.out);
+  const auto summary = nlohmann::json::parse(r.out);
+  CHECK(summary["outcome"] == "completed");
+  // the AUV cruised east until the slack cable went taut (without it: x = -6.5 m at 8 s)
+  bool found = false;
+  for (const auto& v : summary["vehicles"]) {
+    if (v["name"] != "auv") continue;
+    found = true;
+    const double x = v["position_m"][0];
+    CHECK(x > -9.2);
+    CHECK(x < -8.0);
+  }
+  CHECK(found);
+  const auto replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify --quiet");
+  CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  CHECK_MESSAGE(replay.out.find("all 800 replayed states are bit-identical") != std::string::npos, replay.out);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("rover: sprung, motor-driven wheels carry it over terrain, a stopped wheel turns it, replay is bit for bit") {
+  const std::string dir = temp_dir("rover");
+  const std::string file = TETHER_SOURCE_DIR "/config/scenarios/rover.yaml";
+  const auto r = run(tether_exe + " run " + file + " --rtf 0 --quiet --json --out " + dir + " 2>/dev/null");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.out);
+  const auto summary = nlohmann::json::parse(r.out);
+  const auto& rover = summary["vehicles"][0];
+  // 4 rad/s on 12 cm wheels for 20 s: 9.6 m at most
+  CHECK(double(rover["position_m"][0]) > 8.5);
+  CHECK(double(rover["position_m"][0]) < 9.7);
+  CHECK(std::abs(double(rover["position_m"][1])) < 0.3);
+  const auto replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify --quiet");
+  CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  CHECK_MESSAGE(replay.out.find("all 2000 replayed states are bit-identical") != std::string::npos, replay.out);
+  // the front left wheel's motor off: the right side pushes, the rover turns left (north)
+  const auto turned = run(tether_exe + " run " + file + " --rtf 0 --quiet --json --out " + dir +
+                          "/turned --set 'joints[1].motor.speed_rad_s=0' 2>/dev/null");
+  const auto t = nlohmann::json::parse(turned.out);
+  CHECK(double(t["vehicles"][0]["position_m"][1]) > 1.0);
+  std::filesystem::remove_all(dir);
+}

@@ -112,7 +112,9 @@ TEST_CASE("every example scenario's recording opens in Foxglove without an error
       CHECK(topics.contains("/devices/auv/hull/psd_front"));
       CHECK(topics.contains("/devices/auv/hull/psd_right"));
     }
-    CHECK_MESSAGE(topics.contains("/vehicles/auv/state"), name);
+    // every vehicle's state on its own topic (the AUV's, the rover's, a cable's)
+    CHECK_MESSAGE(topics.contains(name == "rover" ? "/vehicles/rover/state" : "/vehicles/auv/state"), name);
+    if (name == "tethered_rov") CHECK(topics.contains("/vehicles/tether/state"));
     if (name == "default" || name == "qemu_depth_hold" || name == "in_process_depth_hold") {
       // the thruster commands, all together and each on its own topic
       CHECK_MESSAGE(topics.contains("/tether/actuators"), name);
