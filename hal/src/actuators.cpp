@@ -154,6 +154,19 @@ void actuate_device(const DeviceSpec& spec, const double* u, ActuatorState& stat
     }
     case TETHER_KIND_DC_MOTOR: {
       const auto& p = std::get<DcMotorParams>(spec.params);
+      if (p.driven_body >= 0 && static_cast<std::size_t>(p.driven_body) < view.bodies.size()) {
+        // the shaft turns another body: its speed is the relative turning about the shaft;
+        // x[1] keeps the torque for DeviceBank to put on the driven body
+        const Vec3 shaft = b.orientation * axis;
+        const double speed =
+            (view.bodies[static_cast<std::size_t>(p.driven_body)].angular_velocity_rad_s - b.angular_velocity_rad_s)
+                .dot(shaft);
+        const double torque = dc_motor_torque(p, finite_or_zero(u[0]), speed);
+        state.x[0] = speed;
+        state.x[1] = torque;
+        out.torque_body_nm -= torque * axis;  // the stator's reaction
+        break;
+      }
       double torque = 0, thrust = 0;
       state.x[0] = dc_motor_advance(p, state.x[0], u[0], dt_s, torque, thrust);
       out.torque_body_nm -= torque * axis;  // the stator's reaction

@@ -387,6 +387,7 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
   top.string_or("description", "");
   parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());
   parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback, sc.devices);
+  resolve_motor_drives(top["vehicles"], sc.model, sc.devices);
   parse_cables(top["cables"], sc.model, sc.initial);
   parse_joints(top["joints"], sc.model, sc.initial);
   parse_loop(top["loop"], sc.loop);

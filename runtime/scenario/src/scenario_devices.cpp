@@ -92,8 +92,9 @@ void parse_params(const ConfigNode& n, hal::DeviceKind kind, hal::DeviceParams& 
     p->reverse_ratio = n.number_or("reverse_ratio", p->reverse_ratio, Range::non_negative());
     p->reaction_torque_nm_per_n = n.number_or("reaction_torque_nm_per_n", p->reaction_torque_nm_per_n);
   } else if (auto* p = std::get_if<hal::DcMotorParams>(&params)) {
+    // `drives` (the body the shaft turns) is read once every body is known (resolve_motor_drives)
     if (!present || !n.expect_map({"kt_nm_per_a", "ke_v_s_per_rad", "resistance_ohm", "inertia_kg_m2",
-                                   "damping_nm_s_per_rad", "supply_v", "ct", "cq"}))
+                                   "damping_nm_s_per_rad", "supply_v", "ct", "cq", "drives"}))
       return;
     p->kt_nm_per_a = n.number_or("kt_nm_per_a", p->kt_nm_per_a, Range::positive());
     p->ke_v_s_per_rad = n.number_or("ke_v_s_per_rad", p->ke_v_s_per_rad, Range::non_negative());
@@ -226,6 +227,43 @@ bool parse_utc_seconds(const std::string& text, std::int64_t& out) {
   if (check.day != day || check.month != month) return false;  // 31 February
   out = hal::days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
   return true;
+}
+
+void resolve_motor_drives(const ConfigNode& vehicles, const WorldModel& model, std::vector<hal::DeviceSpec>& devices) {
+  if (!vehicles.is_sequence()) return;
+  auto name_of = [](const ConfigNode& n) {
+    if (!n.has("name")) return std::string();  // (reading a missing key of a YAML node throws)
+    const YAML::Node v = n.yaml()["name"];
+    return v.IsScalar() ? v.as<std::string>() : std::string();
+  };
+  for (std::size_t i = 0; i < vehicles.size(); ++i) {
+    const ConfigNode v = vehicles.at(i);
+    if (!v.is_map() || !v["bodies"].is_sequence()) continue;
+    for (std::size_t j = 0; j < v["bodies"].size(); ++j) {
+      const ConfigNode b = v["bodies"].at(j);
+      if (!b.is_map() || !b["devices"].is_sequence()) continue;
+      const int body = model.find_body(name_of(v) + "." + name_of(b));
+      for (std::size_t k = 0; k < b["devices"].size(); ++k) {
+        const ConfigNode d = b["devices"].at(k);
+        if (!d.is_map() || !d["params"].is_map() || !d["params"].has("drives")) continue;
+        const ConfigNode drives = d["params"]["drives"];
+        for (hal::DeviceSpec& spec : devices) {
+          if (spec.body != body || spec.name.device != name_of(d)) continue;
+          auto* p = std::get_if<hal::DcMotorParams>(&spec.params);
+          if (!p) {
+            drives.error("only a dc_motor drives another body");
+            continue;
+          }
+          const std::string target = drives.yaml().IsScalar() ? drives.yaml().as<std::string>() : std::string();
+          p->driven_body = model.find_body(target);
+          if (p->driven_body < 0)
+            drives.error("expected a body (\"vehicle.part\") the shaft turns, got " + describe_value(drives.yaml()));
+          else if (p->driven_body == body)
+            drives.error("a motor cannot drive its own body");
+        }
+      }
+    }
+  }
 }
 
 void parse_devices(const ConfigNode& devices_node, const std::string& vehicle, const std::string& part, int body_index,

@@ -96,6 +96,11 @@ struct DcMotorParams {
   double supply_v = 12;
   double ct = 0;  // N/(rad/s)^2, 0: no propeller
   double cq = 0;  // N m/(rad/s)^2, propeller load torque
+  /// The body the shaft turns (a wheel or an arm on a hinge about the mount's +x), or -1: the
+  /// rotor is the motor's own (a propeller). With a driven body, the rotor speed is that body's
+  /// turning relative to the motor's about the shaft, and the armature torque acts on it (the
+  /// motor's body feels the reaction); inertia, damping, ct and cq are then not used.
+  int driven_body = -1;
 };
 
 /// fin / rudder: a plate hinged about +z, chord along +x at zero deflection. Lift and drag

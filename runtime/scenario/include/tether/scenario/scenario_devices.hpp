@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tether/physics/world_model.hpp"
+
 #include "tether/hal/device_spec.hpp"
 #include "tether/scenario/config.hpp"
 
@@ -22,6 +24,10 @@ namespace tether::runtime {
 /// Appends the devices of one body (vehicles[i].bodies[j].devices) to `out`. Records every
 /// problem against the node (unknown keys, wrong types, numbers out of range, a name used
 /// twice in `out`); an absent node is an empty list.
+/// Sets each dc_motor's driven body from its `params.drives: vehicle.part`, once every vehicle
+/// of `vehicles` (the scenario's list) is in `model`; positioned errors for unknown bodies.
+void resolve_motor_drives(const ConfigNode& vehicles, const WorldModel& model, std::vector<hal::DeviceSpec>& devices);
+
 void parse_devices(const ConfigNode& devices_node, const std::string& vehicle, const std::string& part, int body_index,
                    std::vector<hal::DeviceSpec>& out);
 
