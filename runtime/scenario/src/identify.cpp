@@ -55,7 +55,11 @@ IdentifyPlan parse_identify(const ConfigNode& node, const std::vector<EndpointCo
     }
     out.hold_s = m.number("hold_s", Range::positive());
     for (const auto& kv : m.yaml()) {
-      const std::string key = kv.first.as<std::string>();
+      if (!kv.first.IsScalar()) {  // a list or a map as a key (`{a: 1}: 2`)
+        m.error("expected setpoint names as keys, got " + describe_value(kv.first));
+        continue;
+      }
+      const std::string key = kv.first.Scalar();
       if (key == "hold_s") continue;
       out.setpoints.emplace_back(key, m.number(key.c_str()));
     }
