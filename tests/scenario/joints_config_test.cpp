@@ -269,3 +269,13 @@ TEST_CASE("a taut tether stops a pushed vehicle at the cable's length") {
   CHECK(farthest <= 8.2 + 1e-3);
   CHECK(state.bodies[static_cast<std::size_t>(fl)].position_m.x() > 8.2 - 0.05);
 }
+
+TEST_CASE("a slack cable whose V would reach through the tank floor is refused") {
+  // 20 m of cable between points 2 m apart hangs 9.9 m deep: through the 8 m tank's floor
+  const auto e =
+      errors_of(replace(valid, "to_anchor_m: [9.8, 0, -1], length_m: 12,", "to_anchor_m: [2, 0, -0.5], length_m: 20,"));
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] ==
+        "s.yaml:26:113: cables[0].length_m: laid out slack, the cable hangs in a V whose corner (1, 0, "
+        "-10.4499) lies inside \"tank.floor\": bring the ends further apart or shorten the cable");
+}

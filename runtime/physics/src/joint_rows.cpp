@@ -177,7 +177,13 @@ void prepare_joint(JointSolve& j, const JointModel& model, const SolverBody& a, 
       const double v = m * r.lin.row(i).dot(r.lin.row(c)) + r.ang_a.row(c).dot(ia[i]) + r.ang_b.row(c).dot(ib[i]);
       k(i, c) = k(c, i) = v;
     }
-  j.k_inv = k.ldlt().solve(Mat6::Identity());
+  if (n <= 3) {
+    // a ball joint (or fewer rows): the closed-form 3 x 3 inverse, the rest stays identity
+    j.k_inv.setIdentity();
+    j.k_inv.topLeftCorner<3, 3>() = k.topLeftCorner<3, 3>().inverse();
+  } else {
+    j.k_inv = k.ldlt().solve(Mat6::Identity());
+  }
   j.bound_m = j.bound_b = 0;
   if (r.coordinate && (model.motor_max > 0 || model.brake > 0)) {
     j.k_d = row_mass(r.lin_d, r.ang_a_d, r.ang_b_d, a, b);

@@ -197,6 +197,21 @@ void parse_cables(const ConfigNode& list, WorldModel& model, WorldState& initial
     sag_dir.normalize();
     const double half = 0.5 * length, half_span = 0.5 * span;
     const Vec3 corner = mid + std::sqrt(std::max(0.0, half * half - half_span * half_span)) * sag_dir;
+    // the V must start inside the world: not through a plane (the tank's floor and walls)
+    bool outside = false;
+    for (const StaticBody& st : model.statics) {
+      if (st.shape.kind != ShapeKind::plane) continue;
+      const Vec3 n = st.orientation * st.shape.normal;
+      const double offset = n.dot(st.position_m) + st.shape.offset_m;
+      if (n.dot(corner) >= offset + radius) continue;  // clear of the solid n·p <= offset
+      std::ostringstream m;
+      m << "laid out slack, the cable hangs in a V whose corner (" << corner.x() << ", " << corner.y() << ", "
+        << corner.z() << ") lies inside \"" << st.name << "\": bring the ends further apart or shorten the cable";
+      c["length_m"].error(m.str());
+      outside = true;
+      break;
+    }
+    if (outside) continue;
     auto on_v = [&](double s) {  // the point at arc length s along p0 -> corner -> p1
       const double leg0 = (corner - p0).norm();
       if (s <= leg0) return Vec3(leg0 > 0 ? Vec3(p0 + (corner - p0) * (s / leg0)) : p0);
