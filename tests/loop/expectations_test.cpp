@@ -98,6 +98,22 @@ TEST_CASE("expect: all passing gives verdict pass") {
   CHECK(s["verdict"] == "pass");
 }
 
+TEST_CASE("expect: a run stopped before its first step judges nothing (all skipped, none passed)") {
+  const Scenario sc = parse_scenario(coasting(R"(  - {value: auv.x_m, that: "< 5"}
+  - {value: auv.x_m, that: "> -1", when: at end}
+)"),
+                                     "coast.yaml");
+  Session session(sc, {});
+  std::atomic<bool> stop{true};  // asked to stop before the first step
+  REQUIRE(session.run(stop) == Outcome::stopped);
+  const nlohmann::json s = session.summary();
+  REQUIRE(s["expectations"].size() == 2);
+  for (const auto& e : s["expectations"]) {
+    CHECK(e["verdict"] == "SKIPPED");
+    CHECK(e["reason"] == "the run ended before its first step");
+  }
+}
+
 TEST_CASE("expect: bad entries are positioned config errors") {
   const std::string text = coasting(R"(  - {value: auv.x_m, that: "about 3"}
   - {value: rov.x_m, that: "< 1"}

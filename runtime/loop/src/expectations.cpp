@@ -297,6 +297,14 @@ void Expectations::finish(const ExpectationStep& last) {
   }
 }
 
+void Expectations::not_run() {
+  for (Item& it : items_) {
+    if (it.failed) continue;
+    it.skipped = true;
+    it.why = "the run ended before its first step";
+  }
+}
+
 bool Expectations::passed() const {
   for (const Item& it : items_)
     if (it.failed) return false;

@@ -260,6 +260,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
     outcome_ = Outcome::stopped;
   if (faults_) faults_->finish(state_.step);
   if (expectations_ && steps_done_ > 0) evaluate_expectations(StepContext{state_.step - 1, state_.time_ns, 0}, true);
+  if (expectations_ && steps_done_ == 0) expectations_->not_run();
   // every step ran, but not with every endpoint: say so (policy hold/safe carried it on)
   if (outcome_ == Outcome::completed)
     for (const auto& e : endpoints_)

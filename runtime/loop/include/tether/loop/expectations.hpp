@@ -47,6 +47,9 @@ class Expectations {
   /// The end of the run: `at end` expectations on `last`; `eventually` ones that never held
   /// fail, and so do windows without a reading; a window after the run's end is SKIPPED.
   void finish(const ExpectationStep& last);
+  /// The run stopped before its first step (a fault in the first projection, a stop at once):
+  /// nothing can be judged; every expectation is skipped, none passes by default.
+  void not_run();
   /// True if expectation i's condition holds on this step's data (its `when` is not
   /// consulted, nothing is recorded): a fault's `if:` trigger.
   bool holds_now(std::size_t i, const ExpectationStep& s);
