@@ -7,6 +7,7 @@
 
 #include "solver_body.hpp"
 #include "tether/physics/world_model.hpp"
+#include "tether/physics/world_state.hpp"
 
 namespace tether::runtime::detail {
 
@@ -20,6 +21,16 @@ struct Pose {
   Quat q = Quat::Identity();
   Mat3 r = Mat3::Identity();
 };
+
+/// The pose of a body's state, or the world's for nullptr.
+inline Pose pose_of(const BodyState* body) {
+  Pose p;
+  if (!body) return p;
+  p.x = body->position_m;
+  p.q = body->orientation;
+  p.r = p.q.toRotationMatrix();
+  return p;
+}
 
 /// The joint's equality rows at a pose: row i holds when lin_i·(va + wa×ra − vb − wb×rb)
 /// (written as lin_i·(va − vb) + ang_a_i·wa + ang_b_i·wb) is zero; c_i is the row's position
@@ -41,6 +52,9 @@ struct JointRows {
   bool coordinate = false;
   Vec3 lin_d{0, 0, 0}, ang_a_d{0, 0, 0}, ang_b_d{0, 0, 0};
   bool errors_only = false;  // only dims, c, the limit side and c_l were filled
+
+  /// Row i holds a point (its error is a distance); otherwise an orientation (an angle).
+  bool linear(int i) const { return lin.row(i).squaredNorm() > 0; }
 };
 
 /// Fills `out` for the joint with its sides at poses a and b; with errors_only, only the

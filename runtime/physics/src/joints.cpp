@@ -9,14 +9,10 @@ namespace tether::runtime {
 
 namespace {
 
+// a body's pose in `state`, or the world's for -1
 detail::Pose pose_of(const WorldState& state, int body) {
-  detail::Pose p;
-  if (body < 0 || static_cast<std::size_t>(body) >= state.bodies.size()) return p;
-  const BodyState& b = state.bodies[static_cast<std::size_t>(body)];
-  p.x = b.position_m;
-  p.q = b.orientation;
-  p.r = b.orientation.toRotationMatrix();
-  return p;
+  const bool known = body >= 0 && static_cast<std::size_t>(body) < state.bodies.size();
+  return detail::pose_of(known ? &state.bodies[static_cast<std::size_t>(body)] : nullptr);
 }
 
 }  // namespace
@@ -78,7 +74,7 @@ JointError joint_error(const JointModel& joint, const WorldState& state) {
   double lin2 = 0, ang2 = 0;
   for (int i = 0; i < rows.dims; ++i) {
     const double c2 = rows.c[i] * rows.c[i];
-    if (rows.lin.row(i).squaredNorm() > 0)
+    if (rows.linear(i))
       lin2 += c2;
     else
       ang2 += c2;

@@ -103,6 +103,8 @@ struct BodyFrame {
   double speed = 0;   // fastest surface point
   double accel = 0;   // bound on surface-point acceleration
   double motion = 0;  // bound on surface motion in this sub-step (+ skin): collision margin
+
+  void bound_accel(double inv_mass) { accel = force.norm() * inv_mass + (inv_inertia * torque).norm() * turn_r; }
 };
 
 // the part of a contact the position projection reads
@@ -409,7 +411,7 @@ void Stepper::frames() {
       // a spinning sphere occupies the same space: only its centre's motion counts
       f.turn_r = b.shape.kind == ShapeKind::sphere ? 0.0 : f.bound_r;
       f.speed = f.v.norm() + f.w.norm() * f.turn_r;
-      f.accel = f.force.norm() * b.inv_mass + (f.inv_inertia * f.torque).norm() * f.turn_r;
+      f.bound_accel(b.inv_mass);
     }
   });
 }
@@ -1300,7 +1302,7 @@ void Stepper::joint_springs() {
       BodyFrame& fr = s_.frames[i];
       fr.force += force;
       fr.torque += lever.cross(force);
-      fr.accel = fr.force.norm() * model_.bodies[i].inv_mass + (fr.inv_inertia * fr.torque).norm() * fr.turn_r;
+      fr.bound_accel(model_.bodies[i].inv_mass);
     };
     push(static_cast<std::size_t>(j.a), -f, ra);
     if (j.b_moves) push(static_cast<std::size_t>(j.b), f, rb);
@@ -1315,13 +1317,8 @@ bool Stepper::joined(std::size_t a, std::size_t b) const {
 }
 
 detail::Pose Stepper::pose(std::int32_t solver_index) const {
-  detail::Pose p;
   const auto i = static_cast<std::size_t>(solver_index);
-  if (i >= n_) return p;  // the world
-  p.x = state_.bodies[i].position_m;
-  p.q = state_.bodies[i].orientation;
-  p.r = p.q.toRotationMatrix();
-  return p;
+  return detail::pose_of(i < n_ ? &state_.bodies[i] : nullptr);  // the static slot: the world
 }
 
 void Stepper::prepare_joints(double h) {
@@ -1381,7 +1378,7 @@ void Stepper::correct_joints() {
       detail::joint_rows(model_.joints[k], pose(j.a), pose(j.b), rows, true);
       for (int i = 0; i < rows.dims; ++i) {
         const double e = std::abs(rows.c[i]);
-        if (dir.lin.row(i).squaredNorm() > 0)
+        if (dir.linear(i))
           worst_m = std::max(worst_m, e);
         else
           worst_rad = std::max(worst_rad, e);
