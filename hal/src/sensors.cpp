@@ -172,6 +172,22 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
       if (count > 0 && force >= p.min_force_n) out.flags = TETHER_CONTACT_FLAG_CONTACT;
       break;
     }
+    case TETHER_KIND_TENSION: {
+      const auto& p = std::get<TensionParams>(spec.params);
+      if (p.joint < 0 || static_cast<std::size_t>(p.joint) >= view.joint_loads.size()) {
+        out.valid = false;  // the step reported no joint loads
+        break;
+      }
+      const JointLoad& load = view.joint_loads[static_cast<std::size_t>(p.joint)];
+      // the force on the device's own side of the joint (the scenario mounts it on one)
+      const Vec3 f = load.body_b == spec.body ? Vec3(-load.force_n) : load.force_n;
+      const Vec3 w = to_wire(r.transpose() * f);
+      out.ch[0] = f.norm();
+      out.ch[1] = w.x();
+      out.ch[2] = w.y();
+      out.ch[3] = w.z();
+      break;
+    }
     default: out.valid = false; break;
   }
 }
@@ -194,6 +210,7 @@ void finish_sample(const DeviceSpec& spec, Sample& s) {
       break;
     }
     case TETHER_KIND_CONTACT: s.ch[0] = (s.flags & TETHER_CONTACT_FLAG_CONTACT) ? std::max(0.0, s.ch[0]) : 0.0; break;
+    case TETHER_KIND_TENSION: s.ch[0] = std::max(0.0, s.ch[0]); break;
     default: break;
   }
 }
@@ -266,6 +283,12 @@ void encode_sample(const DeviceSpec& spec, const Sample& s, std::uint8_t* out) {
     case TETHER_KIND_CONTACT:
       out[TETHER_CONTACT_OFFSET_FLAGS] = s.flags;
       f32(TETHER_CONTACT_OFFSET_FORCE_N, s.ch[0]);
+      break;
+    case TETHER_KIND_TENSION:
+      f32(TETHER_TENSION_OFFSET_TENSION_N, s.ch[0]);
+      f32(TETHER_TENSION_OFFSET_FX, s.ch[1]);
+      f32(TETHER_TENSION_OFFSET_FY, s.ch[2]);
+      f32(TETHER_TENSION_OFFSET_FZ, s.ch[3]);
       break;
     case TETHER_KIND_CLOCK:
       tether_put_u64le(out + TETHER_CLOCK_OFFSET_TIME_US,

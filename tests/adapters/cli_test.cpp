@@ -333,7 +333,7 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
         std::vector<std::string>{"direct", "blend", "vector_adjust", "kalman", "estimate"});
   CHECK(names_of("endpoint_types") == std::vector<std::string>{"in_process", "serial", "mqtt", "stand_in"});
   CHECK(names_of("controllers") == std::vector<std::string>{"idle", "depth_pid", "depth_heading_hold"});
-  CHECK(names_of("device_kinds").size() == 18);
+  CHECK(names_of("device_kinds").size() == 19);
 
   // and `tether --help` points to it
   CHECK(run(tether_exe + " --help").out.find("kinds") != std::string::npos);
@@ -565,6 +565,14 @@ TEST_CASE("tethered_rov: firmware holds depth while a 30 m cable holds the AUV b
     CHECK(x < -8.0);
   }
   CHECK(found);
+  // the load cell at the AUV's tail feels the taut cable pull it back (x forward on the wire)
+  bool pulled = false;
+  for (const auto& e : summary["expectations"])
+    if (e["name"] == "the cable pulls it back") {
+      pulled = e["verdict"] == "PASS";
+      CHECK(double(e["worst"]) < -8.0);
+    }
+  CHECK(pulled);
   const auto replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify --quiet");
   CHECK_MESSAGE(replay.exit_code == 0, replay.out);
   CHECK_MESSAGE(replay.out.find("all 800 replayed states are bit-identical") != std::string::npos, replay.out);

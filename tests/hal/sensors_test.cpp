@@ -273,6 +273,50 @@ TEST_CASE("contact: fires on contacts that involve the body") {
   }
 }
 
+TEST_CASE("tension: the force a joint pulls the device's body with, in the sensor frame") {
+  SimpleWorld w = make_world(2);
+  DeviceSpec s = make_spec(TETHER_KIND_TENSION, "load");
+  CHECK_FALSE(read(s, w).valid);  // no joint named: no data
+  std::get<TensionParams>(s.params).joint = 1;
+  CHECK_FALSE(read(s, w).valid);  // the step reported no joint loads
+  w.joint_loads.push_back({1, -1, Vec3(0, 0, 5)});
+  w.joint_loads.push_back({0, 1, Vec3(-30, 0, 40)});  // on body 0 (side a): 50 N back and up
+  Sample r = read(s, w);
+  REQUIRE(r.valid);
+  CHECK(r.ch[0] == doctest::Approx(50));
+  // the wire frame: x forward, y right, z down
+  CHECK(r.ch[1] == doctest::Approx(-30));
+  CHECK(r.ch[2] == doctest::Approx(0));
+  CHECK(r.ch[3] == doctest::Approx(-40));
+  SUBCASE("on the other side of the joint: the opposite force") {
+    s.body = 1;
+    r = read(s, w);
+    CHECK(r.ch[0] == doctest::Approx(50));
+    CHECK(r.ch[1] == doctest::Approx(30));
+    CHECK(r.ch[3] == doctest::Approx(40));
+  }
+  SUBCASE("a body turned 90 degrees left: the pull toward world -x is to the sensor's left") {
+    w.bodies[0].orientation = Quat(Eigen::AngleAxisd(std::acos(-1.0) / 2, Vec3::UnitZ()));
+    r = read(s, w);
+    CHECK(r.ch[0] == doctest::Approx(50));
+    CHECK(r.ch[1] == doctest::Approx(0).epsilon(1e-12));
+    CHECK(r.ch[2] == doctest::Approx(-30));  // world -x is the body's +y (left): wire y (right) < 0
+  }
+  SUBCASE("the payload") {
+    std::uint8_t p[TETHER_TENSION_SIZE];
+    encode_sample(s, r, p);
+    CHECK(f32_at(p, TETHER_TENSION_OFFSET_TENSION_N) == doctest::Approx(50));
+    CHECK(f32_at(p, TETHER_TENSION_OFFSET_FX) == doctest::Approx(-30));
+    CHECK(f32_at(p, TETHER_TENSION_OFFSET_FZ) == doctest::Approx(-40));
+  }
+  SUBCASE("noise below zero never gives a negative tension") {
+    Sample n = r;
+    n.ch[0] = -0.2;
+    finish_sample(s, n);
+    CHECK(n.ch[0] == 0);
+  }
+}
+
 TEST_CASE("clock: the sample time in microseconds") {
   SimpleWorld w = make_world();
   DeviceSpec s = make_spec(TETHER_KIND_CLOCK, "clock");

@@ -413,3 +413,53 @@ TEST_CASE("motors on the axles drive a car at the wheels' speed") {
   CHECK(std::abs(std::abs(v.x()) - 0.5) < 0.02);
   CHECK(std::abs(v.y()) < 0.01);
 }
+
+TEST_CASE("joint loads: a swinging pendulum's hinge gives exactly the momentum gravity does not") {
+  World w = pendulum(1.0, 0.05, 0.6);
+  const double dt = 0.01, m = 1.0;
+  // not reserved: nothing is filled (and nothing allocated)
+  w.run(dt);
+  CHECK(w.report.joint_loads.empty());
+  w.report.reserve_joint_loads(w.model.joints.size());
+  for (int k = 0; k < 200; ++k) {
+    const Vec3 p0 = w.state.bodies[0].linear_momentum, l0 = w.state.bodies[0].angular_momentum;
+    w.run(dt);
+    REQUIRE(w.report.joint_loads.size() == 1);
+    const JointLoad& load = w.report.joint_loads[0];
+    const Vec3 dp = w.state.bodies[0].linear_momentum - p0, dl = w.state.bodies[0].angular_momentum - l0;
+    // gravity is the only other force, and it has no torque about the centre of mass
+    CHECK((dp - (m * w.model.gravity_m_s2 * dt + load.impulse_n_s)).norm() < 1e-12);
+    CHECK((dl - load.angular_impulse_a_n_m_s).norm() < 1e-12);
+    CHECK(load.angular_impulse_b_n_m_s.norm() == 0);  // the world's side
+  }
+  // the rod's tension along the swing: m g cos(theta) + m v^2 / L (energy: v^2 = 2 g L (cos theta - cos theta0))
+  World swing = pendulum(1.0, 0.05, 0.6);
+  swing.report.reserve_joint_loads(1);
+  const double h = 0.001, len = 1.0;
+  for (int k = 0; k < 400; ++k) {
+    swing.run(h);
+    const Vec3 arm = Vec3(0, 0, 2) - swing.state.bodies[0].position_m;  // bob -> pivot
+    const double cos_t = arm.normalized().z();
+    const double v2 = linear_velocity(swing.model, swing.state, 0).squaredNorm();
+    const Vec3 f = swing.report.joint_loads[0].impulse_n_s / h;
+    if (k < 5) continue;  // the first steps start from a state at rest (half a step's turn)
+    CAPTURE(k);
+    CHECK(f.norm() == doctest::Approx(m * 9.81 * cos_t + m * v2 / len).epsilon(0.01));
+    CHECK(f.normalized().dot(arm.normalized()) > 0.999);  // along the rod, toward the pivot
+  }
+}
+
+TEST_CASE("joint loads: a body at rest on a sprung slider is held by spring and joint together") {
+  World w;
+  w.add(sphere(0.1), 3.0, Vec3(0, 0, 1));
+  const int j = w.join(JointKind::slider, 0, -1, Vec3(0, 0, 1), Vec3::UnitZ());
+  w.model.joints[static_cast<std::size_t>(j)].spring_n_m = 500;
+  w.model.joints[static_cast<std::size_t>(j)].damper_n_s_m = 60;
+  w.report.reserve_joint_loads(1);
+  for (int k = 0; k < 400; ++k) w.run(0.01);
+  // settled: the spring holds the weight along the axis (travel m g / k), the rows nothing else
+  CHECK(std::abs(joint_position(w.model.joints[0], w.state)) == doctest::Approx(3.0 * 9.81 / 500).epsilon(0.01));
+  const Vec3 f = w.report.joint_loads[0].impulse_n_s / 0.01;
+  CHECK(f.z() == doctest::Approx(3.0 * 9.81).epsilon(1e-3));
+  CHECK(Vec3(f.x(), f.y(), 0).norm() < 1e-6);
+}

@@ -279,3 +279,55 @@ TEST_CASE("a slack cable whose V would reach through the tank floor is refused")
         "s.yaml:26:113: cables[0].length_m: laid out slack, the cable hangs in a V whose corner (1, 0, "
         "-10.4499) lies inside \"tank.floor\": bring the ends further apart or shorten the cable");
 }
+
+TEST_CASE("tension sensors: the joint they read, by name or by cable end, and positioned errors") {
+  // a load cell on the float (the cable's far end), one on the link (the elbow), and one in
+  // the cable's own devices (on its first segment: the anchor end)
+  const std::string with = replace(replace(replace(valid, "        initial: {position_m: [10, 0, -1]}\n",
+                                                   "        initial: {position_m: [10, 0, -1]}\n"
+                                                   "        devices:\n"
+                                                   "          - {name: pull, kind: tension, params: {cable: line}}\n"),
+                                           "        initial: {position_m: [0.45, 0, -2]}\n",
+                                           "        initial: {position_m: [0.45, 0, -2]}\n"
+                                           "        devices:\n"
+                                           "          - {name: elbow_load, kind: tension, params: {joint: elbow}}\n"),
+                                   "length_m: 12, segments: 12}",
+                                   "length_m: 12, segments: 12,\n"
+                                   "     devices: [{name: winch, kind: tension, params: {cable: line}}]}");
+  const Scenario sc = parse_scenario(with, "s.yaml");
+  auto joint_of = [&](const std::string& device) {
+    for (const auto& d : sc.devices)
+      if (d.name.full() == device) return std::get<tether::hal::TensionParams>(d.params).joint;
+    FAIL("no device " << device);
+    return -2;
+  };
+  CHECK(joint_of("float.body.pull") == sc.model.find_joint("line.j12"));
+  CHECK(joint_of("arm.link.elbow_load") == sc.model.find_joint("elbow"));
+  CHECK(joint_of("line.s0.winch") == sc.model.find_joint("line.j0"));
+
+  auto one_error = [](const std::string& text) {
+    const auto e = errors_of(text);
+    REQUIRE(e.size() == 1);
+    return e[0];
+  };
+  const std::string pull = "{name: pull, kind: tension, params: {cable: line}}";
+  CHECK(one_error(replace(with, pull, "{name: pull, kind: tension}")) ==
+        "s.yaml:26:13: vehicles[1].bodies[0].devices[0]: a tension sensor needs `params.joint` (a joint of this "
+        "body) or `params.cable` (a cable with an end on this body)");
+  CHECK(one_error(replace(with, pull, "{name: pull, kind: tension, params: {joint: elbow, cable: line}}")) ==
+        "s.yaml:26:49: vehicles[1].bodies[0].devices[0].params: give `joint` or `cable`, not both");
+  CHECK(one_error(replace(with, pull, "{name: pull, kind: tension, params: {joint: knee}}")) ==
+        "s.yaml:26:57: vehicles[1].bodies[0].devices[0].params.joint: no joint named \"knee\" (joints: arm.base.locks, "
+        "line.j0, line.j1, line.j2, line.j3, line.j4, line.j5, line.j6, ...)");
+  CHECK(one_error(replace(with, pull, "{name: pull, kind: tension, params: {joint: elbow}}")) ==
+        "s.yaml:26:57: vehicles[1].bodies[0].devices[0].params.joint: joint \"elbow\" joins arm.link and arm.base, not "
+        "float.body: a load cell reads a joint of the body it is mounted on");
+  CHECK(one_error(replace(with, pull, "{name: pull, kind: tension, params: {cable: rope}}")) ==
+        "s.yaml:26:57: vehicles[1].bodies[0].devices[0].params.cable: no cable named \"rope\"");
+  CHECK(one_error(replace(with, "{name: elbow_load, kind: tension, params: {joint: elbow}}",
+                          "{name: elbow_load, kind: tension, params: {cable: line}}")) ==
+        "s.yaml:18:63: vehicles[0].bodies[1].devices[0].params.cable: cable \"line\" ends at world and float.body, not "
+        "at arm.link: mount the load cell on an end's body (or in the cable's own `devices`)");
+  CHECK(one_error(replace(with, pull, "{name: pull, kind: tension, params: {joint: line.j12, range_m: 3}}"))
+            .find("params.range_m") != std::string::npos);
+}

@@ -30,4 +30,17 @@ void to_hal_contacts(const std::vector<ContactEvent>& events, double dt_s, std::
   }
 }
 
+void to_hal_joint_loads(const WorldModel& model, const std::vector<JointLoad>& loads, double dt_s,
+                        std::vector<hal::JointLoad>& out) {
+  out.clear();
+  if (loads.size() != model.joints.size()) return;
+  for (std::size_t k = 0; k < loads.size(); ++k) {
+    hal::JointLoad l;
+    l.body_a = model.joints[k].body_a;
+    l.body_b = model.joints[k].body_b;
+    l.force_n = dt_s > 0 ? Vec3(loads[k].impulse_n_s / dt_s) : Vec3::Zero();
+    out.push_back(l);
+  }
+}
+
 }  // namespace tether::runtime

@@ -201,6 +201,8 @@ struct PhysicsScratch::Impl {
   std::vector<std::int32_t> joint_island;   // per joint
   std::vector<std::uint32_t> joint_start, joint_order, joint_cursor, island_weight;
   detail::JointRows joint_scratch;
+  // per joint: the spring's force on body a and torques on a and b this sub-step (joint loads)
+  std::vector<Vec3> spring_force_a, spring_torque_a, spring_torque_b;
 };
 
 PhysicsScratch::PhysicsScratch() : impl(std::make_unique<Impl>()) {}
@@ -285,6 +287,7 @@ class Stepper {
   void prepare_joints(double h);
   void correct_joints();
   void move_by_impulse(std::size_t body, const Vec3& p, const Vec3& l);
+  void add_solve_loads();
   bool joined(std::size_t a, std::size_t b) const;
   detail::Pose pose(std::int32_t solver_index) const;
   void record_events();
@@ -299,6 +302,7 @@ class Stepper {
   StepReport* report_;
   std::size_t n_;
   bool collect_events_ = false;
+  bool collect_loads_ = false;  // report_->joint_loads is filled
   bool first_substep_ = true;
   double h_ = 0;
   int threads_ = 1;
@@ -1256,6 +1260,13 @@ void Stepper::setup_joints() {
   s_.joined_pairs.clear();
   s_.joints.resize(model_.joints.size());
   first_substep_ = true;
+  collect_loads_ = report_ && !model_.joints.empty() && report_->joint_loads.capacity() >= model_.joints.size();
+  if (collect_loads_) {
+    report_->joint_loads.assign(model_.joints.size(), JointLoad{});
+    s_.spring_force_a.assign(model_.joints.size(), Vec3::Zero());
+    s_.spring_torque_a.assign(model_.joints.size(), Vec3::Zero());
+    s_.spring_torque_b.assign(model_.joints.size(), Vec3::Zero());
+  }
   for (std::size_t k = 0; k < model_.joints.size(); ++k) {
     const JointModel& jm = model_.joints[k];
     detail::JointSolve& j = s_.joints[k];
@@ -1306,6 +1317,11 @@ void Stepper::joint_springs() {
     };
     push(static_cast<std::size_t>(j.a), -f, ra);
     if (j.b_moves) push(static_cast<std::size_t>(j.b), f, rb);
+    if (collect_loads_) {
+      s_.spring_force_a[k] = -f;
+      s_.spring_torque_a[k] = ra.cross(-f);
+      s_.spring_torque_b[k] = j.b_moves ? Vec3(rb.cross(f)) : Vec3::Zero();
+    }
   }
 }
 
@@ -1341,6 +1357,27 @@ void Stepper::prepare_joints(double h) {
 // velocity takes the same impulse spread over the sub-step (what moved the body by that much),
 // so the correction also turns the velocity with the joint (RATTLE's position stage) instead of
 // the next sub-step projecting it away, which would drain energy at first order in h
+// the impulses this sub-step's solve and springs gave each joint's bodies, into the report
+void Stepper::add_solve_loads() {
+  for (std::size_t k = 0; k < s_.joints.size(); ++k) {
+    const detail::JointSolve& j = s_.joints[k];
+    if (!j.valid) continue;
+    const detail::JointRows& r = j.rows;
+    const double drive = j.lambda_m + j.lambda_b;
+    Vec3 p = j.lambda_l * r.lin_l + drive * r.lin_d, ta = j.lambda_l * r.ang_a_l + drive * r.ang_a_d,
+         tb = j.lambda_l * r.ang_b_l + drive * r.ang_b_d;
+    for (int i = 0; i < r.dims; ++i) {
+      p += j.lambda[i] * r.lin.row(i).transpose();
+      ta += j.lambda[i] * r.ang_a.row(i).transpose();
+      tb += j.lambda[i] * r.ang_b.row(i).transpose();
+    }
+    JointLoad& load = report_->joint_loads[k];
+    load.impulse_n_s += p + h_ * s_.spring_force_a[k];
+    load.angular_impulse_a_n_m_s += ta + h_ * s_.spring_torque_a[k];
+    if (j.b_moves) load.angular_impulse_b_n_m_s += tb + h_ * s_.spring_torque_b[k];
+  }
+}
+
 void Stepper::move_by_impulse(std::size_t i, const Vec3& p, const Vec3& l) {
   const SolverBody& sb = s_.solver[i];
   BodyState& st = state_.bodies[i];
@@ -1363,6 +1400,7 @@ void Stepper::correct_joints() {
     j.carry_b = j.lambda_b;
     j.carry_side = j.rows.limit_side;
   }
+  if (collect_loads_) add_solve_loads();
   // post-stabilisation: Gauss-Seidel over the joints, each moving its bodies (positions only,
   // by the rows' effective masses of this sub-step) to cancel its error at the new poses
   detail::JointRows& rows = s_.joint_scratch;
@@ -1398,8 +1436,15 @@ void Stepper::correct_joints() {
       const Vec3 p = dir.lin.transpose() * dl + dll * dir.lin_l;
       const Vec3 la = dir.ang_a.transpose() * dl + dll * dir.ang_a_l;
       const auto a = static_cast<std::size_t>(j.a);
+      const Vec3 lb = dir.ang_b.transpose() * dl + dll * dir.ang_b_l;
       move_by_impulse(a, p, la);
-      if (j.b_moves) move_by_impulse(static_cast<std::size_t>(j.b), -p, dir.ang_b.transpose() * dl + dll * dir.ang_b_l);
+      if (j.b_moves) move_by_impulse(static_cast<std::size_t>(j.b), -p, lb);
+      if (collect_loads_) {  // the correction's momentum (move_by_impulse) is the joint's too
+        JointLoad& load = report_->joint_loads[k];
+        load.impulse_n_s += p / h_;
+        load.angular_impulse_a_n_m_s += la / h_;
+        if (j.b_moves) load.angular_impulse_b_n_m_s += lb / h_;
+      }
     }
     if (worst_m <= cfg_.joint_tolerance && worst_rad <= cfg_.joint_tolerance) break;
   }
@@ -1479,13 +1524,16 @@ void Stepper::finish_events() {
 }
 
 StepStatus Stepper::run(double dt_s) {
-  setup();
-  if (report_) {
+  if (report_) {  // a fresh report that keeps its lists' capacity (setup reads it)
     auto keep = std::move(report_->contacts);
+    auto keep_loads = std::move(report_->joint_loads);
     *report_ = StepReport{};
     report_->contacts = std::move(keep);
     report_->contacts.clear();
+    report_->joint_loads = std::move(keep_loads);
+    report_->joint_loads.clear();
   }
+  setup();
   double remaining = dt_s;
   std::uint32_t substeps = 0, cuts = 0;
   while (remaining > 0) {

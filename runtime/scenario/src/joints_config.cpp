@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tether/physics/joints.hpp"
+#include "tether/scenario/scenario_devices.hpp"
 
 namespace tether::runtime {
 
@@ -152,12 +153,13 @@ std::uint8_t parse_locks(const ConfigNode& list) {
   return mask;
 }
 
-void parse_cables(const ConfigNode& list, WorldModel& model, WorldState& initial) {
+void parse_cables(const ConfigNode& list, WorldModel& model, WorldState& initial,
+                  std::vector<hal::DeviceSpec>& devices) {
   if (!list.expect_sequence()) return;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const ConfigNode c = list.at(i);
     if (!c.expect_map({"name", "from", "from_anchor_m", "to", "to_anchor_m", "length_m", "segments", "radius_m",
-                       "mass_per_m_kg", "drag_normal", "drag_tangential", "restitution", "friction"}))
+                       "mass_per_m_kg", "drag_normal", "drag_tangential", "restitution", "friction", "devices"}))
       continue;
     const std::string name = c.string("name");
     if (name.find('.') != std::string::npos) c["name"].error("a cable name cannot contain '.'");
@@ -261,6 +263,8 @@ void parse_cables(const ConfigNode& list, WorldModel& model, WorldState& initial
       s.orientation = len > 0 ? Quat::FromTwoVectors(Vec3::UnitX(), chord / len) : Quat::Identity();
       initial.bodies.push_back(s);
       link(k, index, previous, start);
+      // the cable's own devices (a winch's load cell) ride on its first segment
+      if (k == 0) parse_devices(c["devices"], name, "s0", index, devices);
       previous = index;
       start = end;
     }

@@ -387,9 +387,9 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
   top.string_or("description", "");
   parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());
   parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback, sc.devices);
-  resolve_motor_drives(top["vehicles"], sc.model, sc.devices);
-  parse_cables(top["cables"], sc.model, sc.initial);
+  parse_cables(top["cables"], sc.model, sc.initial, sc.devices);
   parse_joints(top["joints"], sc.model, sc.initial);
+  resolve_device_links(top["vehicles"], top["cables"], sc.model, sc.devices);
   parse_loop(top["loop"], sc.loop);
   parse_endpoints(top["endpoints"], sc);
   sc.goals = parse_goals(top["goals"], sc.model);

@@ -74,6 +74,9 @@ void parse_params(const ConfigNode& n, hal::DeviceKind kind, hal::DeviceParams& 
     if (!present || !n.expect_map({"radius_m", "min_force_n"})) return;
     p->radius_m = n.number_or("radius_m", p->radius_m, Range::non_negative());
     p->min_force_n = n.number_or("min_force_n", p->min_force_n, Range::non_negative());
+  } else if (std::get_if<hal::TensionParams>(&params)) {
+    // which joint it reads is resolved once every joint is known (resolve_device_links)
+    if (present) n.expect_map({"joint", "cable"});
   } else if (auto* p = std::get_if<hal::ThrusterParams>(&params)) {
     if (!present || !n.expect_map({"model", "max_thrust_n", "max_speed_rad_s", "time_constant_s", "ct", "alpha", "beta",
                                    "dead_band", "reverse_ratio", "reaction_torque_nm_per_n"}))
@@ -92,7 +95,7 @@ void parse_params(const ConfigNode& n, hal::DeviceKind kind, hal::DeviceParams& 
     p->reverse_ratio = n.number_or("reverse_ratio", p->reverse_ratio, Range::non_negative());
     p->reaction_torque_nm_per_n = n.number_or("reaction_torque_nm_per_n", p->reaction_torque_nm_per_n);
   } else if (auto* p = std::get_if<hal::DcMotorParams>(&params)) {
-    // `drives` (the body the shaft turns) is read once every body is known (resolve_motor_drives)
+    // `drives` (the body the shaft turns) is read once every body is known (resolve_device_links)
     if (!present || !n.expect_map({"kt_nm_per_a", "ke_v_s_per_rad", "resistance_ohm", "inertia_kg_m2",
                                    "damping_nm_s_per_rad", "supply_v", "ct", "cq", "drives"}))
       return;
@@ -229,38 +232,128 @@ bool parse_utc_seconds(const std::string& text, std::int64_t& out) {
   return true;
 }
 
-void resolve_motor_drives(const ConfigNode& vehicles, const WorldModel& model, std::vector<hal::DeviceSpec>& devices) {
-  if (!vehicles.is_sequence()) return;
-  auto name_of = [](const ConfigNode& n) {
-    if (!n.has("name")) return std::string();  // (reading a missing key of a YAML node throws)
-    const YAML::Node v = n.yaml()["name"];
-    return v.IsScalar() ? v.as<std::string>() : std::string();
-  };
-  for (std::size_t i = 0; i < vehicles.size(); ++i) {
-    const ConfigNode v = vehicles.at(i);
-    if (!v.is_map() || !v["bodies"].is_sequence()) continue;
-    for (std::size_t j = 0; j < v["bodies"].size(); ++j) {
-      const ConfigNode b = v["bodies"].at(j);
-      if (!b.is_map() || !b["devices"].is_sequence()) continue;
-      const int body = model.find_body(name_of(v) + "." + name_of(b));
-      for (std::size_t k = 0; k < b["devices"].size(); ++k) {
-        const ConfigNode d = b["devices"].at(k);
-        if (!d.is_map() || !d["params"].is_map() || !d["params"].has("drives")) continue;
-        const ConfigNode drives = d["params"]["drives"];
-        for (hal::DeviceSpec& spec : devices) {
-          if (spec.body != body || spec.name.device != name_of(d)) continue;
-          auto* p = std::get_if<hal::DcMotorParams>(&spec.params);
-          if (!p) {
-            drives.error("only a dc_motor drives another body");
-            continue;
-          }
-          const std::string target = drives.yaml().IsScalar() ? drives.yaml().as<std::string>() : std::string();
-          p->driven_body = model.find_body(target);
-          if (p->driven_body < 0)
-            drives.error("expected a body (\"vehicle.part\") the shaft turns, got " + describe_value(drives.yaml()));
-          else if (p->driven_body == body)
-            drives.error("a motor cannot drive its own body");
-        }
+namespace {
+
+// a scalar's text, or "" for anything else (reading a missing key of a YAML node throws)
+std::string scalar_of(const ConfigNode& n) {
+  const YAML::Node& y = n.yaml();
+  return y.IsDefined() && y.IsScalar() ? y.as<std::string>() : std::string();
+}
+
+std::string body_name(const WorldModel& model, int body) {
+  return body < 0 ? "world" : model.bodies[static_cast<std::size_t>(body)].name;
+}
+
+// a dc_motor's `params.drives: vehicle.part`
+void resolve_drives(const ConfigNode& drives, int body, const WorldModel& model, hal::DeviceSpec& spec) {
+  auto* p = std::get_if<hal::DcMotorParams>(&spec.params);
+  if (!p) {
+    drives.error("only a dc_motor drives another body");
+    return;
+  }
+  p->driven_body = model.find_body(scalar_of(drives));
+  if (p->driven_body < 0)
+    drives.error("expected a body (\"vehicle.part\") the shaft turns, got " + describe_value(drives.yaml()));
+  else if (p->driven_body == body)
+    drives.error("a motor cannot drive its own body");
+}
+
+// a tension sensor's `params.joint: NAME` or `params.cable: NAME` (the cable's end on its body)
+void resolve_tension(const ConfigNode& d, int body, const WorldModel& model, hal::TensionParams& p) {
+  const ConfigNode params = d["params"];
+  const bool by_joint = params.is_map() && params.has("joint"), by_cable = params.is_map() && params.has("cable");
+  if (by_joint == by_cable) {
+    (by_joint ? params : d)
+        .error(by_joint ? "give `joint` or `cable`, not both"
+                        : "a tension sensor needs `params.joint` (a joint of this body) or `params.cable` (a cable "
+                          "with an end on this body)");
+    return;
+  }
+  const std::string here = body_name(model, body);
+  if (by_joint) {
+    const ConfigNode n = params["joint"];
+    const std::string name = scalar_of(n);
+    const int k = model.find_joint(name);
+    if (k < 0) {
+      std::string known;
+      for (std::size_t i = 0; i < model.joints.size() && i < 8; ++i) known += (i ? ", " : "") + model.joints[i].name;
+      n.error("no joint named " + describe_value(n.yaml()) + " (joints: " + (known.empty() ? "none" : known) +
+              (model.joints.size() > 8 ? ", ..." : "") + ")");
+      return;
+    }
+    const JointModel& j = model.joints[static_cast<std::size_t>(k)];
+    if (j.body_a != body && j.body_b != body) {
+      n.error("joint \"" + name + "\" joins " + body_name(model, j.body_a) + " and " + body_name(model, j.body_b) +
+              ", not " + here + ": a load cell reads a joint of the body it is mounted on");
+      return;
+    }
+    p.joint = k;
+    p.joint_name = name;
+    return;
+  }
+  const ConfigNode n = params["cable"];
+  const std::string name = scalar_of(n);
+  const int vehicle = model.find_vehicle(name);
+  const int first = model.find_joint(name + ".j0");
+  if (vehicle < 0 || first < 0) {
+    n.error("no cable named " + describe_value(n.yaml()));
+    return;
+  }
+  // joint 0 holds the first segment to the `from` end, joint `segments` the `to` body to the last
+  const auto segments = model.vehicles[static_cast<std::size_t>(vehicle)].bodies.size();
+  const std::string last_name = name + ".j" + std::to_string(segments);
+  const int last = model.find_joint(last_name);
+  for (const int k : {first, last}) {
+    if (k < 0) continue;
+    const JointModel& j = model.joints[static_cast<std::size_t>(k)];
+    if (j.body_a == body || j.body_b == body) {
+      p.joint = k;
+      p.joint_name = j.name;
+      return;
+    }
+  }
+  const JointModel& j0 = model.joints[static_cast<std::size_t>(first)];
+  n.error("cable \"" + name + "\" ends at " + body_name(model, j0.body_b) + " and " +
+          (last >= 0 ? body_name(model, model.joints[static_cast<std::size_t>(last)].body_a) : std::string("?")) +
+          ", not at " + here + ": mount the load cell on an end's body (or in the cable's own `devices`)");
+}
+
+// what a device's params name elsewhere in the scenario, for the devices of one body
+void resolve_links(const ConfigNode& devices_node, int body, const WorldModel& model,
+                   std::vector<hal::DeviceSpec>& devices) {
+  if (!devices_node.is_sequence()) return;
+  for (std::size_t k = 0; k < devices_node.size(); ++k) {
+    const ConfigNode d = devices_node.at(k);
+    if (!d.is_map()) continue;
+    const std::string device = d.has("name") ? scalar_of(d["name"]) : std::string();
+    for (hal::DeviceSpec& spec : devices) {
+      if (spec.body != body || spec.name.device != device) continue;
+      if (d["params"].is_map() && d["params"].has("drives")) resolve_drives(d["params"]["drives"], body, model, spec);
+      if (auto* p = std::get_if<hal::TensionParams>(&spec.params)) resolve_tension(d, body, model, *p);
+    }
+  }
+}
+
+}  // namespace
+
+void resolve_device_links(const ConfigNode& vehicles, const ConfigNode& cables, const WorldModel& model,
+                          std::vector<hal::DeviceSpec>& devices) {
+  for (const ConfigNode* list : {&vehicles, &cables}) {
+    if (!list->is_sequence()) continue;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const ConfigNode v = list->at(i);
+      if (!v.is_map()) continue;
+      const std::string name = v.has("name") ? scalar_of(v["name"]) : std::string();
+      if (list == &cables) {  // a cable's own devices sit on its first segment
+        resolve_links(v["devices"], model.find_body(name + ".s0"), model, devices);
+        continue;
+      }
+      if (!v["bodies"].is_sequence()) continue;
+      for (std::size_t j = 0; j < v["bodies"].size(); ++j) {
+        const ConfigNode b = v["bodies"].at(j);
+        if (!b.is_map()) continue;
+        const std::string part = b.has("name") ? scalar_of(b["name"]) : std::string();
+        resolve_links(b["devices"], model.find_body(name + "." + part), model, devices);
       }
     }
   }

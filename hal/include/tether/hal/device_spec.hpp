@@ -65,6 +65,14 @@ struct ContactParams {
   double min_force_n = 0;
 };
 
+/// tension: a load cell on one joint of the device's body (a cable's end is a joint): the
+/// force that joint pulls the body with. `joint` indexes WorldView::joint_loads (the runtime's
+/// joint order; -1 or past the list: no data); the scenario resolves it from the joint's name.
+struct TensionParams {
+  int joint = -1;
+  std::string joint_name;  // for messages and `tether devices`
+};
+
 enum class RotorModel : std::uint8_t { first_order, yoerger };
 
 /// thruster: command u in [-1, 1] -> rotor speed Omega -> thrust Ct * Omega * |Omega| along +x.
@@ -136,8 +144,9 @@ struct WheelDriveParams {
   double slip_speed_m_s = 0.1;  // slip at which the force reaches friction * load
 };
 
-using DeviceParams = std::variant<std::monostate, RayParams, DepthParams, CompassParams, GpsParams, ContactParams,
-                                  ThrusterParams, DcMotorParams, FinParams, ServoParams, WheelDriveParams>;
+using DeviceParams =
+    std::variant<std::monostate, RayParams, DepthParams, CompassParams, GpsParams, ContactParams, ThrusterParams,
+                 DcMotorParams, FinParams, ServoParams, WheelDriveParams, TensionParams>;
 
 /// One device of a scenario.
 struct DeviceSpec {

@@ -12,6 +12,7 @@
 //   dvl           [vx, vy, vz, altitude_m]     flags: velocity valid, altitude valid
 //   gps           [east_m, north_m, up_m, v_east_m_s, v_north_m_s (no noise)]
 //   contact       [force_n]                   flags: contact
+//   tension       [tension_n, fx, fy, fz]     (the force on the device's body, sensor frame)
 //   clock         []                           (the sample time is the reading)
 #pragma once
 
@@ -55,7 +56,7 @@ void sonar_directions(const RayParams& p, Vec3* out);
 void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns, Sample& out,
              const Vec3* beam = nullptr);
 /// Restores what noise must not break: ranges inside [min, max] and at max without a hit,
-/// velocities zero without bottom lock, headings in [0, 2 pi), depth and force >= 0.
+/// velocities zero without bottom lock, headings in [0, 2 pi), depth, force and tension >= 0.
 void finish_sample(const DeviceSpec& spec, Sample& s);
 /// Writes a valid sample's payload (kind_payload_size bytes of `spec.kind`) into `out`.
 void encode_sample(const DeviceSpec& spec, const Sample& s, std::uint8_t* out);

@@ -59,6 +59,13 @@ struct Contact {
   double force_n = 0;    // magnitude of the contact force (impulse over the step)
 };
 
+/// What one joint carried during the last physics step (load cells: the tension sensor).
+struct JointLoad {
+  int body_a = -1;
+  int body_b = -1;        // -1: the world
+  Vec3 force_n{0, 0, 0};  // on body_a, world frame, mean over the step (body_b got -force_n)
+};
+
 /// The world as devices see it at one instant. Implementations fill the data members and
 /// answer ray casts; every vector is sized at configure time and refilled each step.
 class WorldView {
@@ -73,7 +80,8 @@ class WorldView {
   std::vector<BodyKinematics> bodies;  // indexed like the runtime's bodies
   Vec3 gravity_m_s2{0, 0, -9.81};
   WaterView water;
-  std::vector<Contact> contacts;  // contacts of the step that produced this state
+  std::vector<Contact> contacts;       // contacts of the step that produced this state
+  std::vector<JointLoad> joint_loads;  // per joint of the runtime, that step's loads (may be empty)
 };
 
 /// A simulated world for tests and benches: analytic half-spaces and spheres.

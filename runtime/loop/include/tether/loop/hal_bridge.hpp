@@ -21,4 +21,9 @@ hal::RayHit hal_ray_cast(const WorldModel& model, const WorldState& state, const
 /// magnitude / dt_s; static geometry becomes body -1). Reuses out's capacity.
 void to_hal_contacts(const std::vector<ContactEvent>& events, double dt_s, std::vector<hal::Contact>& out);
 
+/// Replaces `out` with the joints' loads of a step of length dt_s (force = impulse / dt_s),
+/// one per joint of `model`; empty when the step reported none. Reuses out's capacity.
+void to_hal_joint_loads(const WorldModel& model, const std::vector<JointLoad>& loads, double dt_s,
+                        std::vector<hal::JointLoad>& out);
+
 }  // namespace tether::runtime

@@ -56,6 +56,16 @@ struct ContactEvent {
   Vec3 impulse_n_s{0, 0, 0};       // on a, summed over the loop step (b got the opposite)
 };
 
+/// What one joint did during a loop step: the impulses it gave its bodies, summed over the
+/// sub-steps (the velocity solve, motor, brake, limit, spring and the position correction's
+/// momentum). Divided by the step's length they are the mean force and torques it carried:
+/// what a load cell (the `tension` sensor) reads.
+struct JointLoad {
+  Vec3 impulse_n_s{0, 0, 0};              // on body_a, world frame (body_b got the opposite)
+  Vec3 angular_impulse_a_n_m_s{0, 0, 0};  // on body_a about its centre of mass, world frame
+  Vec3 angular_impulse_b_n_m_s{0, 0, 0};  // on body_b about its centre of mass (0 for the world)
+};
+
 /// Counters a step reports (deterministic; part of what replay compares).
 struct StepReport {
   std::uint32_t substeps = 0;
@@ -76,7 +86,12 @@ struct StepReport {
   std::vector<ContactEvent> contacts;
   std::uint32_t contacts_dropped = 0;
 
+  /// One per joint of the model, in its order; filled only when the caller reserved at least
+  /// that many (no allocation in the step), otherwise left empty.
+  std::vector<JointLoad> joint_loads;
+
   void reserve_contacts(std::size_t n) { contacts.reserve(n); }
+  void reserve_joint_loads(std::size_t n) { joint_loads.reserve(n); }
 };
 
 /// Buffers step() reuses between calls so that, once warmed up, it does not allocate.

@@ -8,6 +8,7 @@
 
 #include "tether/physics/world_model.hpp"
 #include "tether/physics/world_state.hpp"
+#include "tether/hal/device_spec.hpp"
 #include "tether/scenario/config.hpp"
 
 namespace tether::runtime {
@@ -22,7 +23,9 @@ std::uint8_t parse_locks(const ConfigNode& list);
 
 /// Reads the top-level `cables:` list: each cable becomes a vehicle of capsule segments joined
 /// by ball joints, hung between a fixed point (or a body) and a body. Appends bodies, their
-/// initial states and the joints.
-void parse_cables(const ConfigNode& list, WorldModel& model, WorldState& initial);
+/// initial states and the joints, and the devices of the cable's own `devices` list (on its
+/// first segment, the `from` end: a winch's load cell) to `devices`.
+void parse_cables(const ConfigNode& list, WorldModel& model, WorldState& initial,
+                  std::vector<hal::DeviceSpec>& devices);
 
 }  // namespace tether::runtime

@@ -24,9 +24,12 @@ namespace tether::runtime {
 /// Appends the devices of one body (vehicles[i].bodies[j].devices) to `out`. Records every
 /// problem against the node (unknown keys, wrong types, numbers out of range, a name used
 /// twice in `out`); an absent node is an empty list.
-/// Sets each dc_motor's driven body from its `params.drives: vehicle.part`, once every vehicle
-/// of `vehicles` (the scenario's list) is in `model`; positioned errors for unknown bodies.
-void resolve_motor_drives(const ConfigNode& vehicles, const WorldModel& model, std::vector<hal::DeviceSpec>& devices);
+/// What devices' params name elsewhere, once every body and joint is in `model`: a dc_motor's
+/// driven body (`params.drives: vehicle.part`), a tension sensor's joint (`params.joint` or
+/// `params.cable`). Walks the scenario's `vehicles` and `cables` lists (a cable's `devices` sit
+/// on its first segment); positioned errors for names that do not resolve.
+void resolve_device_links(const ConfigNode& vehicles, const ConfigNode& cables, const WorldModel& model,
+                          std::vector<hal::DeviceSpec>& devices);
 
 void parse_devices(const ConfigNode& devices_node, const std::string& vehicle, const std::string& part, int body_index,
                    std::vector<hal::DeviceSpec>& out);
