@@ -112,9 +112,15 @@ TEST_CASE("every example scenario's recording opens in Foxglove without an error
       CHECK(topics.contains("/devices/auv/hull/psd_front"));
       CHECK(topics.contains("/devices/auv/hull/psd_right"));
     }
-    // every vehicle's state on its own topic (the AUV's, the rover's, a cable's)
-    CHECK_MESSAGE(topics.contains(name == "rover" ? "/vehicles/rover/state" : "/vehicles/auv/state"), name);
-    if (name == "tethered_rov") CHECK(topics.contains("/vehicles/tether/state"));
+    // every vehicle's state on its own topic (the AUV's, the rover's, the car's, a cable's)
+    const std::string vehicle = name == "rover" || name == "car" ? name : "auv";
+    CHECK_MESSAGE(topics.contains("/vehicles/" + vehicle + "/state"), name);
+    if (name == "tethered_rov") {
+      CHECK(topics.contains("/vehicles/tether/state"));
+      // what the load cells at the cable's two ends read
+      CHECK(topics.contains("/devices/auv/hull/tether_load"));
+      CHECK(topics.contains("/devices/tether/s0/winch_load"));
+    }
     if (name == "default" || name == "qemu_depth_hold" || name == "in_process_depth_hold") {
       // the thruster commands, all together and each on its own topic
       CHECK_MESSAGE(topics.contains("/tether/actuators"), name);

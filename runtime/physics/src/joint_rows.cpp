@@ -215,9 +215,9 @@ void apply_joint_impulse(const JointSolve& j, const Vec6& rows, double limit, do
   }
 }
 
-double solve_joint(JointSolve& j, SolverBody& a, SolverBody& b) {
+double solve_joint(JointSolve& j, SolverBody& a, SolverBody& b, bool block) {
   const JointRows& r = j.rows;
-  const int n = r.dims;
+  const int n = block ? r.dims : 0;
   const Vec3 dv = a.v - b.v;
   double rate[6];
   double largest = 0;
@@ -231,8 +231,10 @@ double solve_joint(JointSolve& j, SolverBody& a, SolverBody& b) {
     for (int c = 0; c < n; ++c) v -= j.k_inv(i, c) * rate[c];
     dl[i] = v;
   }
-  j.lambda += dl;
-  apply_joint_impulse(j, dl, 0.0, 0.0, a, b);
+  if (n > 0) {
+    j.lambda += dl;
+    apply_joint_impulse(j, dl, 0.0, 0.0, a, b);
+  }
   if (r.limit) {
     const double rate_l = row_rate(r.lin_l, r.ang_a_l, r.ang_b_l, a, b);
     double l = j.lambda_l + j.k_l * (j.target_l - rate_l);

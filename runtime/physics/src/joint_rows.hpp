@@ -95,9 +95,9 @@ void prepare_joint(JointSolve& j, const JointModel& model, const SolverBody& a, 
 /// when it moves.
 void apply_joint_impulse(const JointSolve& j, const Vec6& rows, double limit, double drive, SolverBody& a,
                          SolverBody& b);
-/// One Gauss-Seidel visit: the rows as one exact block, then the limit, the motor and the
-/// brake. Returns the largest
+/// One Gauss-Seidel visit: the rows as one exact block (unless `block` is false: a joint tree
+/// solves them), then the limit, the motor and the brake. Returns the largest
 /// constraint velocity it removed (m/s or rad/s, for convergence).
-double solve_joint(JointSolve& j, SolverBody& a, SolverBody& b);
+double solve_joint(JointSolve& j, SolverBody& a, SolverBody& b, bool block = true);
 
 }  // namespace tether::runtime::detail

@@ -10,6 +10,7 @@
 #include "tether/physics/terrain.hpp"
 #include "tether/physics/workers.hpp"
 #include "joint_rows.hpp"
+#include "joint_tree.hpp"
 #include "solver_body.hpp"
 
 namespace tether::runtime {
@@ -201,6 +202,9 @@ struct PhysicsScratch::Impl {
   std::vector<std::int32_t> joint_island;   // per joint
   std::vector<std::uint32_t> joint_start, joint_order, joint_cursor, island_weight;
   detail::JointRows joint_scratch;
+  detail::JointForest forest;                   // joints whose bodies form trees: solved exactly
+  std::vector<detail::Vec6> joint_c, joint_dl;  // per joint: position errors and corrections
+  std::vector<double> joint_dll;                // per joint: the limit row's correction
   // per joint: the spring's force on body a and torques on a and b this sub-step (joint loads)
   std::vector<Vec3> spring_force_a, spring_torque_a, spring_torque_b;
 };
@@ -307,6 +311,10 @@ class Stepper {
   double h_ = 0;
   int threads_ = 1;
 };
+
+// passes over an island's joints per sweep when a joint tree in it keeps limit, motor or
+// brake rows beside it (more than fit its Schur complement; solve_islands)
+constexpr int tree_passes_with_rows = 4;
 
 // below this many items per part a hand-off costs more than it saves
 constexpr std::size_t min_items_per_part = 64;
@@ -900,13 +908,36 @@ void Stepper::solve_islands(std::size_t first_island, std::size_t last_island, s
       scale = std::max(scale, rate.lpNorm<Eigen::Infinity>() + std::abs(j.target_l));
     }
     const double tolerance = std::max(cfg_.velocity_tolerance_m_s, cfg_.velocity_tolerance_fraction * scale);
+    // a tree's limits, motors and brakes are solved in it (its Schur complement) unless it has
+    // too many: then they are rows of their own beside its exact solve, and a few passes over
+    // the joints per sweep let the two agree
+    int joint_passes = 1;
+    bool exact = first == last;  // no contacts, and every joint in a tree with all its rows
+    for (const std::uint32_t* k = joint_first; k != joint_last; ++k) {
+      const std::int32_t t = s_.forest.tree_of[*k];
+      const detail::JointSolve& j = s_.joints[*k];
+      const bool in_tree = t >= 0 && s_.forest.usable[static_cast<std::size_t>(t)];
+      const bool rows = j.rows.limit || j.bound_m > 0 || j.bound_b > 0;
+      const bool beside = rows && !(in_tree && s_.forest.rows_inside[static_cast<std::size_t>(t)]);
+      if (in_tree && beside) joint_passes = tree_passes_with_rows;
+      if (!in_tree || beside) exact = false;
+    }
+    // then one sweep solves the island exactly (a second would only confirm it)
+    if (exact) iterations = 1;
     for (int it = 0; it < iterations; ++it) {
       double largest = 0;  // largest velocity change this sweep
-      for (const std::uint32_t* k = joint_first; k != joint_last; ++k) {
-        detail::JointSolve& j = s_.joints[*k];
-        largest = std::max(
-            largest, detail::solve_joint(j, sol[static_cast<std::size_t>(j.a)], sol[static_cast<std::size_t>(j.b)]));
-      }
+      for (int pass = 0; pass < joint_passes; ++pass)
+        for (const std::uint32_t* k = joint_first; k != joint_last; ++k) {
+          detail::JointSolve& j = s_.joints[*k];
+          // a joint of a tree: the tree's rows exactly, when its lowest joint comes up
+          const std::int32_t t = s_.forest.tree_of[*k];
+          const bool in_tree = t >= 0 && s_.forest.usable[static_cast<std::size_t>(t)];
+          if (in_tree && s_.forest.lead_joint[static_cast<std::size_t>(t)] == static_cast<std::int32_t>(*k))
+            largest = std::max(largest, detail::solve_tree(s_.forest, static_cast<std::size_t>(t), s_.joints, sol));
+          if (in_tree && s_.forest.rows_inside[static_cast<std::size_t>(t)]) continue;  // all solved in it
+          largest = std::max(largest, detail::solve_joint(j, sol[static_cast<std::size_t>(j.a)],
+                                                          sol[static_cast<std::size_t>(j.b)], !in_tree));
+        }
       for (Row* r = first; r != last; ++r) {
         SolverBody& a = sol[static_cast<std::size_t>(r->a)];
         SolverBody& b = sol[static_cast<std::size_t>(r->b)];
@@ -1287,6 +1318,10 @@ void Stepper::setup_joints() {
     }
   }
   std::sort(s_.joined_pairs.begin(), s_.joined_pairs.end());
+  detail::build_forest(s_.joints, n, s_.forest);
+  s_.joint_c.resize(s_.joints.size());
+  s_.joint_dl.resize(s_.joints.size());
+  s_.joint_dll.resize(s_.joints.size());
 }
 
 // sliders with a spring or damper: the force along the axis, on both bodies at b's anchor,
@@ -1351,6 +1386,7 @@ void Stepper::prepare_joints(double h) {
     j.lambda_m = std::clamp(scale * j.carry_m, -j.bound_m, j.bound_m);
     j.lambda_b = std::clamp(scale * j.carry_b, -j.bound_b, j.bound_b);
   }
+  detail::factor_forest(s_.forest, s_.joints, s_.solver);
 }
 
 // a position correction by a (pseudo-)impulse p, angular l about the centre of mass; the
@@ -1401,50 +1437,84 @@ void Stepper::correct_joints() {
     j.carry_side = j.rows.limit_side;
   }
   if (collect_loads_) add_solve_loads();
-  // post-stabilisation: Gauss-Seidel over the joints, each moving its bodies (positions only,
-  // by the rows' effective masses of this sub-step) to cancel its error at the new poses
+  // post-stabilisation: each sweep moves the bodies (positions only, by the rows' effective
+  // masses of this sub-step) to cancel the joints' errors at the new poses: a joint tree by its
+  // exact solve, every other joint Gauss-Seidel
   detail::JointRows& rows = s_.joint_scratch;
   double worst_m = 0, worst_rad = 0;
   const int sweeps = std::max(0, cfg_.joint_position_iterations);
+  const bool trees = !s_.forest.lead_joint.empty();
+  // a joint's error at the current poses (into `rows`), counted in worst_m / worst_rad
+  auto measure = [&](std::size_t k) {
+    const detail::JointSolve& j = s_.joints[k];
+    detail::joint_rows(model_.joints[k], pose(j.a), pose(j.b), rows, true);
+    for (int i = 0; i < rows.dims; ++i) {
+      const double e = std::abs(rows.c[i]);
+      if (j.rows.linear(i))
+        worst_m = std::max(worst_m, e);
+      else
+        worst_rad = std::max(worst_rad, e);
+    }
+    const bool past_limit = rows.limit && (rows.c_l < 0 || rows.limit_both_ways);
+    if (past_limit) {
+      double& worst = j.rows.lin_l.squaredNorm() > 0 ? worst_m : worst_rad;
+      worst = std::max(worst, std::abs(rows.c_l));
+    }
+    return past_limit;
+  };
+  // moves joint k's bodies by the rows' pseudo-impulses dl and the limit row's dll
+  auto correct = [&](std::size_t k, const detail::Vec6& dl, double dll) {
+    const detail::JointSolve& j = s_.joints[k];
+    const detail::JointRows& dir = j.rows;
+    const Vec3 p = dir.lin.transpose() * dl + dll * dir.lin_l;
+    const Vec3 la = dir.ang_a.transpose() * dl + dll * dir.ang_a_l;
+    const Vec3 lb = dir.ang_b.transpose() * dl + dll * dir.ang_b_l;
+    move_by_impulse(static_cast<std::size_t>(j.a), p, la);
+    if (j.b_moves) move_by_impulse(static_cast<std::size_t>(j.b), -p, lb);
+    if (collect_loads_) {  // the correction's momentum (move_by_impulse) is the joint's too
+      JointLoad& load = report_->joint_loads[k];
+      load.impulse_n_s += p / h_;
+      load.angular_impulse_a_n_m_s += la / h_;
+      if (j.b_moves) load.angular_impulse_b_n_m_s += lb / h_;
+    }
+  };
+  // the limit row's pseudo-impulse for the error in `rows` (0 when within the limits)
+  auto limit_push = [&](const detail::JointSolve& j, bool past_limit) {
+    double dll = 0;
+    if (past_limit && j.k_l > 0) dll = -rows.c_l * j.k_l;
+    if (dll != 0 && rows.limit_side != j.rows.limit_side) dll = -dll;
+    return dll;
+  };
+  auto in_tree = [&](std::size_t k) {
+    const std::int32_t t = trees ? s_.forest.tree_of[k] : -1;
+    return t >= 0 && s_.forest.usable[static_cast<std::size_t>(t)];
+  };
   for (int sweep = 0; sweep <= sweeps; ++sweep) {
     worst_m = worst_rad = 0;
     const bool measure_only = sweep == sweeps;
+    if (trees) {
+      // the trees' joints: every error at the poses this sweep starts from, then one solve each
+      for (std::size_t k = 0; k < s_.joints.size(); ++k) {
+        if (!s_.joints[k].valid || !in_tree(k)) continue;
+        const bool past_limit = measure(k);
+        s_.joint_c[k] = rows.c;
+        s_.joint_dll[k] = limit_push(s_.joints[k], past_limit);
+      }
+      if (!measure_only) {
+        for (std::size_t t = 0; t < s_.forest.lead_joint.size(); ++t)
+          if (s_.forest.usable[t]) detail::tree_correction(s_.forest, t, s_.joints, s_.joint_c, s_.joint_dl);
+        for (std::size_t k = 0; k < s_.joints.size(); ++k)
+          if (s_.joints[k].valid && in_tree(k)) correct(k, s_.joint_dl[k], s_.joint_dll[k]);
+      }
+    }
     for (std::size_t k = 0; k < s_.joints.size(); ++k) {
       const detail::JointSolve& j = s_.joints[k];
-      if (!j.valid) continue;
-      const detail::JointRows& dir = j.rows;
-      detail::joint_rows(model_.joints[k], pose(j.a), pose(j.b), rows, true);
-      for (int i = 0; i < rows.dims; ++i) {
-        const double e = std::abs(rows.c[i]);
-        if (dir.linear(i))
-          worst_m = std::max(worst_m, e);
-        else
-          worst_rad = std::max(worst_rad, e);
-      }
-      const bool past_limit = rows.limit && (rows.c_l < 0 || rows.limit_both_ways);
-      if (past_limit) {
-        double& worst = dir.lin_l.squaredNorm() > 0 ? worst_m : worst_rad;
-        worst = std::max(worst, std::abs(rows.c_l));
-      }
+      if (!j.valid || in_tree(k)) continue;
+      const bool past_limit = measure(k);
       if (measure_only) continue;
       // the correction pushes along the rows the solve used (consistent with k_inv), against
       // the error at the new poses: a body that turns cheaply is not turned by a mismatch
-      const detail::Vec6 dl = -(j.k_inv * rows.c);
-      double dll = 0;
-      if (past_limit && j.k_l > 0) dll = -rows.c_l * j.k_l;
-      if (dll != 0 && rows.limit_side != dir.limit_side) dll = -dll;
-      const Vec3 p = dir.lin.transpose() * dl + dll * dir.lin_l;
-      const Vec3 la = dir.ang_a.transpose() * dl + dll * dir.ang_a_l;
-      const auto a = static_cast<std::size_t>(j.a);
-      const Vec3 lb = dir.ang_b.transpose() * dl + dll * dir.ang_b_l;
-      move_by_impulse(a, p, la);
-      if (j.b_moves) move_by_impulse(static_cast<std::size_t>(j.b), -p, lb);
-      if (collect_loads_) {  // the correction's momentum (move_by_impulse) is the joint's too
-        JointLoad& load = report_->joint_loads[k];
-        load.impulse_n_s += p / h_;
-        load.angular_impulse_a_n_m_s += la / h_;
-        if (j.b_moves) load.angular_impulse_b_n_m_s += lb / h_;
-      }
+      correct(k, -(j.k_inv * rows.c), limit_push(j, past_limit));
     }
     if (worst_m <= cfg_.joint_tolerance && worst_rad <= cfg_.joint_tolerance) break;
   }

@@ -175,12 +175,14 @@ struct ContactSettings {
   /// impact (exact timing under forces too, at the cost of extra sub-steps in busy scenes).
   std::uint32_t max_toi_cuts = 0;
   BroadPhaseKind broad_phase = BroadPhaseKind::grid;
-  /// Islands with joints sweep at least this many times (a chain's tension travels one link
-  /// per sweep; too few sweeps leave an error the position correction turns into motion).
+  /// Islands with joints sweep at least this many times, unless they hold nothing but joint
+  /// trees (solved exactly in one sweep, docs/physics.md): with contacts, limits, motors or
+  /// joints swept one by one, the tension travels one joint per sweep and too few sweeps leave
+  /// an error the position correction turns into motion.
   int joint_velocity_iterations = 16;
-  /// Joints: after each sub-step's integration, at most this many sweeps over the joints move
-  /// the bodies back onto what the joints hold (post-stabilisation, no velocity change); they
-  /// stop once every joint is within joint_tolerance (m, and rad for orientations).
+  /// Joints: after each sub-step's integration, at most this many sweeps move the bodies back
+  /// onto what the joints hold (post-stabilisation: a joint tree by its exact solve, other
+  /// joints one by one); they stop once every joint is within joint_tolerance (m, and rad).
   int joint_position_iterations = 4;
   double joint_tolerance = 1e-9;
 };
