@@ -233,9 +233,13 @@ int main(int argc, char** argv) {
     std::printf("%-22s %14.2f %14s %12s %14.2e %14s%s\n", s.name.c_str(), t_ms,
                 b_ms >= 0 ? format("%.2f", b_ms).c_str() : "-", b_ms > 0 ? format("%.2f", t_ms / b_ms).c_str() : "-",
                 t.worst_m, b_ms >= 0 ? format("%.2e", b.worst_m).c_str() : "-", t.ok ? "" : "  (numerical fault)");
-    std::printf("%-22s Tether: %.0f row updates per sub-step, at most %u sweeps in one\n", "",
-                static_cast<double>(t.solves) / static_cast<double>(std::max<std::uint64_t>(1, t.substeps)),
-                t.max_sweeps);
+    // Bullet takes a fixed period / sub-step sub-steps; Tether may take more (a body moves at
+    // most half its size per sub-step: no tunnelling)
+    std::printf(
+        "%-22s Tether: %.1f sub-steps per loop step (Bullet %.0f), %.0f row updates per sub-step, at most %u "
+        "sweeps in one\n",
+        "", static_cast<double>(t.substeps) / std::round(seconds / period_s), std::round(period_s / substep_s),
+        static_cast<double>(t.solves) / static_cast<double>(std::max<std::uint64_t>(1, t.substeps)), t.max_sweeps);
     figure(s.name + ": Tether CPU ms per simulated s", format("%.2f", t_ms), "-");
     figure(s.name + ": Tether largest joint error m", format("%.1e", t.worst_m), "<= Bullet's");
     if (b_ms > 0) {
