@@ -331,3 +331,104 @@ TEST_CASE("tension sensors: the joint they read, by name or by cable end, and po
   CHECK(one_error(replace(with, pull, "{name: pull, kind: tension, params: {joint: line.j12, range_m: 3}}"))
             .find("params.range_m") != std::string::npos);
 }
+
+namespace {
+
+// a 20 kg cart on four sprung wheels (k = 2000 N/m) on a floor
+std::string cart(const std::string& extra_wheel_keys = "") {
+  std::string text = R"(name: cart
+world:
+  statics:
+    - {name: floor, shape: {type: plane, normal: [0, 0, 1], offset_m: 0}, friction: 0.9}
+vehicles:
+  - name: cart
+    bodies:
+      - name: chassis
+        shape: {type: box, size_m: [0.8, 0.4, 0.1]}
+        mass_kg: 20
+        initial: {position_m: [0, 0, 0.4]}
+wheels:
+)";
+  for (const char* w : {"fl: [0.3, 0.3", "fr: [0.3, -0.3", "rl: [-0.3, 0.3", "rr: [-0.3, -0.3"}) {
+    const std::string s = w;
+    text += "  - {name: " + s.substr(0, 2) + ", on: cart.chassis, hub_m" + s.substr(2) +
+            ", 0.1], radius_m: 0.1, mass_kg: 1, suspension: {stiffness_n_m: 2000, damping_n_s_m: 150}" +
+            extra_wheel_keys + "}\n";
+  }
+  text += "loop: {period_ms: 10, real_time_factor: 0, steps: 10}\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("wheels: each becomes a wheel on an axle under a sprung upright, and settles at m g / 4k") {
+  Scenario sc = parse_scenario(cart(), "w.yaml");
+  const int wheel = sc.model.find_body("cart.fl"), upright = sc.model.find_body("cart.fl_upright");
+  REQUIRE(wheel >= 0);
+  REQUIRE(upright >= 0);
+  CHECK(sc.model.vehicles[0].bodies.size() == 9);
+  const int axle = sc.model.find_joint("cart.fl.axle"), spring = sc.model.find_joint("cart.fl.suspension");
+  REQUIRE(axle >= 0);
+  REQUIRE(spring >= 0);
+  CHECK(sc.model.joints[static_cast<std::size_t>(axle)].kind == JointKind::hinge);
+  CHECK(sc.model.joints[static_cast<std::size_t>(spring)].kind == JointKind::slider);
+  // the wheel's axis (its cylinder's x) along the default axle, +y
+  const Vec3 x = sc.initial.bodies[static_cast<std::size_t>(wheel)].orientation * Vec3::UnitX();
+  CHECK((x - Vec3::UnitY()).norm() < 1e-12);
+  // the upright clears the wheel's top
+  CHECK(sc.initial.bodies[static_cast<std::size_t>(upright)].position_m.z() - 0.03 > 0.1 + 0.1);
+  // on the floor for 3 s: the chassis' weight on four springs, 20 * 9.81 / 4 / 2000 = 24.5 mm
+  // each (the travel of the chassis relative to the upright, rest 0)
+  WorldState state = sc.initial;
+  StepInputs inputs;
+  inputs.resize(sc.model.bodies.size());
+  for (int k = 0; k < 300; ++k) REQUIRE(step(sc.model, state, inputs, 0.01) == StepStatus::ok);
+  for (const char* w : {"cart.fl.suspension", "cart.fr.suspension", "cart.rl.suspension", "cart.rr.suspension"}) {
+    const double travel = joint_position(sc.model.joints[static_cast<std::size_t>(sc.model.find_joint(w))], state);
+    CAPTURE(w);
+    CHECK(travel == doctest::Approx(-20 * 9.81 / 4 / 2000).epsilon(0.01));
+  }
+  SUBCASE("steered 15 degrees: the axle turns left about up") {
+    Scenario steered = parse_scenario(cart(", steer_deg: 15"), "w.yaml");
+    const Vec3 a = steered.initial.bodies[static_cast<std::size_t>(steered.model.find_body("cart.fl"))].orientation *
+                   Vec3::UnitX();
+    CHECK(a.x() == doctest::Approx(-std::sin(15 * std::numbers::pi / 180)));
+  }
+}
+
+TEST_CASE("wheels: positioned errors") {
+  const std::string first = "{name: fl, on: cart.chassis, hub_m: [0.3, 0.3, 0.1]";
+  struct Case {
+    const char* to;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"{name: fl, on: cart.body, hub_m: [0.3, 0.3, 0.1]",
+       "s.yaml:13:20: wheels[0].on: no body named \"cart.body\" (bodies: cart.chassis)"},
+      {"{name: fl, on: cart.chassis, hub_m: [0.3, 0.3, 0.1], axle: [0, 0, 0]",
+       "s.yaml:13:64: wheels[0].axle: expected a direction, not zero"},
+      {"{name: chassis, on: cart.chassis, hub_m: [0.3, 0.3, 0.1]",
+       "s.yaml:13:12: wheels[0].name: \"cart.chassis\" is already a body's name"},
+      {"{name: f.l, on: cart.chassis, hub_m: [0.3, 0.3, 0.1]",
+       "s.yaml:13:12: wheels[0].name: \"f.l\" is not a valid part name (letters, digits, _ and -, starting with a "
+       "letter or _)"},
+      {"{name: fl, on: cart.chassis",
+       "s.yaml:13:5: wheels[0].hub_m: missing; expected the wheel's centre [x, y, z], world frame at the initial "
+       "poses"},
+      {"{name: fl, on: cart.chassis, hub_m: [0.3, 0.3, 0.1], steer_deg: 120",
+       "s.yaml:13:69: wheels[0].steer_deg: expected a number from -90 to 90, got \"120\""},
+      {"{name: fl, on: cart.chassis, hub_m: [0.3, 0.3, 0.1], motor: {speed_rad_s: 3}",
+       "s.yaml:13:65: wheels[0].motor.max_torque_nm: missing; expected a number > 0"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.to);
+    const auto e = errors_of(replace(cart(), first, c.to));
+    REQUIRE(e.size() == 1);
+    CHECK(e[0] == c.message);
+  }
+  const auto e = errors_of(replace(cart(), "damping_n_s_m: 150}", "damping_n_s_m: 150, spring: 3}"));
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] ==
+        "s.yaml:13:139: wheels[0].suspension.spring: unknown key (allowed here: stiffness_n_m, damping_n_s_m, rest_m, "
+        "travel_m)");
+}

@@ -5,6 +5,7 @@
 #include <numbers>
 #include <sstream>
 
+#include "tether/hal/device_name.hpp"
 #include "tether/physics/joints.hpp"
 #include "tether/scenario/scenario_devices.hpp"
 
@@ -269,6 +270,116 @@ void parse_cables(const ConfigNode& list, WorldModel& model, WorldState& initial
       start = end;
     }
     link(segments, to, previous, p1);
+  }
+}
+
+void parse_wheels(const ConfigNode& list, WorldModel& model, WorldState& initial) {
+  if (!list.expect_sequence()) return;
+  Vec3 up = -model.gravity_m_s2;
+  up = up.norm() > 0 ? Vec3(up.normalized()) : Vec3::UnitZ();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const ConfigNode w = list.at(i);
+    if (!w.expect_map({"name", "on", "hub_m", "axle", "steer_deg", "radius_m", "width_m", "mass_kg", "friction",
+                       "restitution", "suspension", "motor", "brake_nm"}))
+      continue;
+    const std::string name = w.string("name");
+    if (w.has("name") && !hal::valid_name_segment(name))
+      w["name"].error("\"" + name +
+                      "\" is not a valid part name (letters, digits, _ and -, starting with a letter or _)");
+    const int chassis = body_or_world(w, "on", model, false);
+    if (!w.has("hub_m")) w.expected("hub_m", "the wheel's centre [x, y, z], world frame at the initial poses");
+    const Vec3 hub = w.vec3_or("hub_m", Vec3::Zero());
+    Vec3 axle = w.vec3_or("axle", Vec3(0, 1, 0));
+    if (!(axle.norm() > 1e-9)) w["axle"].error("expected a direction, not zero");
+    const double steer = w.number_or("steer_deg", 0.0, Range::between(-90, 90));
+    const double radius = w.number_or("radius_m", 0.1, Range::positive());
+    const double width = w.number_or("width_m", 0.05, Range::positive());
+    const double mass = w.number_or("mass_kg", 1.0, Range::positive());
+    const double friction = w.number_or("friction", 0.9, Range::non_negative());
+    const double restitution = w.number_or("restitution", 0.1, Range::between(0, 1));
+    const double brake = w.number_or("brake_nm", 0.0, Range::non_negative());
+    double motor_speed = 0, motor_max = 0;
+    if (w.has("motor") && w["motor"].expect_map({"speed_rad_s", "max_torque_nm"})) {
+      motor_speed = w["motor"].number("speed_rad_s");
+      motor_max = w["motor"].number("max_torque_nm", Range::positive());
+    }
+    const bool sprung = w.has("suspension");
+    double stiffness = 0, damping = 0, rest = 0, travel = 0.05;
+    if (sprung && w["suspension"].expect_map({"stiffness_n_m", "damping_n_s_m", "rest_m", "travel_m"})) {
+      const ConfigNode sp = w["suspension"];
+      stiffness = sp.number("stiffness_n_m", Range::positive());
+      damping = sp.number_or("damping_n_s_m", 0.0, Range::non_negative());
+      rest = sp.number_or("rest_m", 0.0);
+      travel = sp.number_or("travel_m", travel, Range::positive());
+    }
+    if (chassis < 0 || !(axle.norm() > 1e-9) || !hal::valid_name_segment(name)) continue;
+    const BodyModel& on = model.bodies[static_cast<std::size_t>(chassis)];
+    const int vehicle = on.vehicle;
+    const std::string prefix = on.name.substr(0, on.name.find('.') + 1);  // "vehicle."
+    if (model.find_body(prefix + name) >= 0 || (sprung && model.find_body(prefix + name + "_upright") >= 0)) {
+      w["name"].error("\"" + prefix + name + "\" is already a body's name");
+      continue;
+    }
+    // steering turns the axle about the up direction (left for positive angles)
+    axle = Eigen::AngleAxisd(steer * deg, up) * axle.normalized();
+    auto add_body = [&](const std::string& part, const Shape& shape, double kg, const Vec3& at, const Quat& q) {
+      BodyModel b;
+      b.name = prefix + part;
+      b.vehicle = vehicle;
+      b.shape = shape;
+      b.mass_kg = kg;
+      b.friction = friction;
+      b.restitution = restitution;
+      finish_body_model(b, nullptr, nullptr);
+      const int index = static_cast<int>(model.bodies.size());
+      if (vehicle >= 0) model.vehicles[static_cast<std::size_t>(vehicle)].bodies.push_back(index);
+      model.bodies.push_back(b);
+      BodyState st;
+      st.position_m = at;
+      st.orientation = q;
+      initial.bodies.push_back(st);
+      return index;
+    };
+    // sprung: an upright above the wheel's top (clear of it: only bodies joined directly never
+    // collide) on a slider along the up direction, the wheel on a hinge under it
+    int holder = chassis;
+    if (sprung) {
+      Shape box;
+      box.kind = ShapeKind::box;
+      box.half_extents_m = Vec3::Constant(0.03);
+      const Vec3 at = hub + (radius + 0.06) * up;
+      holder = add_body(name + "_upright", box, 0.25 * mass, at, Quat::Identity());
+      JointSpec slider;
+      slider.name = prefix + name + ".suspension";
+      slider.kind = JointKind::slider;
+      slider.body_a = holder;
+      slider.body_b = chassis;
+      slider.anchor_world_m = at;
+      slider.axis_world = up;
+      slider.limited = true;
+      slider.lower = -travel;
+      slider.upper = travel;
+      slider.spring_n_m = stiffness;
+      slider.damper_n_s_m = damping;
+      slider.spring_rest_m = rest;
+      model.joints.push_back(make_joint(slider, initial));
+    }
+    Shape tyre;
+    tyre.kind = ShapeKind::cylinder;
+    tyre.radius_m = radius;
+    tyre.half_length_m = 0.5 * width;
+    const int wheel = add_body(name, tyre, mass, hub, Quat::FromTwoVectors(Vec3::UnitX(), axle));
+    JointSpec hinge;
+    hinge.name = prefix + name + ".axle";
+    hinge.kind = JointKind::hinge;
+    hinge.body_a = holder;
+    hinge.body_b = wheel;
+    hinge.anchor_world_m = hub;
+    hinge.axis_world = axle;
+    hinge.motor_speed = motor_speed;
+    hinge.motor_max = motor_max;
+    hinge.brake = brake;
+    model.joints.push_back(make_joint(hinge, initial));
   }
 }
 

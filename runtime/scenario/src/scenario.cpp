@@ -381,12 +381,13 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
     top.error("expected a scenario map (world, vehicles, loop, endpoints), got " + describe_value(top.yaml()));
     sc.throw_if_errors();
   }
-  top.expect_map({"name", "description", "world", "vehicles", "joints", "cables", "loop", "endpoints", "goals",
-                  "expect", "faults", "identify", "recording", "live"});
+  top.expect_map({"name", "description", "world", "vehicles", "wheels", "joints", "cables", "loop", "endpoints",
+                  "goals", "expect", "faults", "identify", "recording", "live"});
   sc.name = top.string_or("name", std::filesystem::path(label).stem().string());
   top.string_or("description", "");
   parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());
   parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback, sc.devices);
+  parse_wheels(top["wheels"], sc.model, sc.initial);
   parse_cables(top["cables"], sc.model, sc.initial, sc.devices);
   parse_joints(top["joints"], sc.model, sc.initial);
   resolve_device_links(top["vehicles"], top["cables"], sc.model, sc.devices);

@@ -21,6 +21,12 @@ void parse_joints(const ConfigNode& list, WorldModel& model, const WorldState& i
 /// along or turn about) into a JointModel lock mask (0: none).
 std::uint8_t parse_locks(const ConfigNode& list);
 
+/// Reads the top-level `wheels:` list: each wheel becomes a body of the vehicle it is `on`
+/// (a cylinder on a hinge about its axle, with an optional motor and brake) and, with a
+/// `suspension`, an upright above it on a sprung slider to that body. Appends bodies, their
+/// initial states and joints ("vehicle.NAME.axle", "vehicle.NAME.suspension").
+void parse_wheels(const ConfigNode& list, WorldModel& model, WorldState& initial);
+
 /// Reads the top-level `cables:` list: each cable becomes a vehicle of capsule segments joined
 /// by ball joints, hung between a fixed point (or a body) and a body. Appends bodies, their
 /// initial states and the joints, and the devices of the cable's own `devices` list (on its
