@@ -340,6 +340,17 @@ void parse_wheels(const ConfigNode& list, WorldModel& model, WorldState& initial
       initial.bodies.push_back(st);
       return index;
     };
+    // a joint of this wheel, named VEHICLE.NAME.WHAT, between a and b at `at` along `axis`
+    auto joint = [&](const char* what, JointKind kind, int a, int b, const Vec3& at, const Vec3& axis) {
+      JointSpec spec;
+      spec.name = prefix + name + "." + what;
+      spec.kind = kind;
+      spec.body_a = a;
+      spec.body_b = b;
+      spec.anchor_world_m = at;
+      spec.axis_world = axis;
+      return spec;
+    };
     // sprung: an upright above the wheel's top (clear of it: only bodies joined directly never
     // collide) on a slider along the up direction, the wheel on a hinge under it
     int holder = chassis;
@@ -349,13 +360,7 @@ void parse_wheels(const ConfigNode& list, WorldModel& model, WorldState& initial
       box.half_extents_m = Vec3::Constant(0.03);
       const Vec3 at = hub + (radius + 0.06) * up;
       holder = add_body(name + "_upright", box, 0.25 * mass, at, Quat::Identity());
-      JointSpec slider;
-      slider.name = prefix + name + ".suspension";
-      slider.kind = JointKind::slider;
-      slider.body_a = holder;
-      slider.body_b = chassis;
-      slider.anchor_world_m = at;
-      slider.axis_world = up;
+      JointSpec slider = joint("suspension", JointKind::slider, holder, chassis, at, up);
       slider.limited = true;
       slider.lower = -travel;
       slider.upper = travel;
@@ -369,13 +374,7 @@ void parse_wheels(const ConfigNode& list, WorldModel& model, WorldState& initial
     tyre.radius_m = radius;
     tyre.half_length_m = 0.5 * width;
     const int wheel = add_body(name, tyre, mass, hub, Quat::FromTwoVectors(Vec3::UnitX(), axle));
-    JointSpec hinge;
-    hinge.name = prefix + name + ".axle";
-    hinge.kind = JointKind::hinge;
-    hinge.body_a = holder;
-    hinge.body_b = wheel;
-    hinge.anchor_world_m = hub;
-    hinge.axis_world = axle;
+    JointSpec hinge = joint("axle", JointKind::hinge, holder, wheel, hub, axle);
     hinge.motor_speed = motor_speed;
     hinge.motor_max = motor_max;
     hinge.brake = brake;
