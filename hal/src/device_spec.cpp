@@ -34,6 +34,9 @@ constexpr KindInfo row(DeviceKind kind) {
     case TETHER_KIND_CLOCK: return {"clock", false, 0, 0, 0, "us", nullptr, "simulation clock"};
     case TETHER_KIND_TENSION:
       return {"tension", false, 4, 4, 4, "N", nullptr, "load cell on a joint or cable end: force and its direction"};
+    case TETHER_KIND_ENCODER:
+      return {
+          "encoder", false, 2, 2, 2, "rad or m, per s", nullptr, "a hinge's angle or a slider's travel, and its rate"};
     case TETHER_KIND_THRUSTER:
       return {"thruster", true, 1, 1, 1, "fraction -1..1", nullptr, "propeller: command to rotor speed to thrust"};
     case TETHER_KIND_DC_MOTOR: return {"dc_motor", true, 1, 1, 1, "V", nullptr, "DC motor driven by armature voltage"};
@@ -136,6 +139,7 @@ DeviceParams default_params(DeviceKind kind) {
     case TETHER_KIND_GPS: return GpsParams{};
     case TETHER_KIND_CONTACT: return ContactParams{};
     case TETHER_KIND_TENSION: return TensionParams{};
+    case TETHER_KIND_ENCODER: return EncoderParams{};
     case TETHER_KIND_THRUSTER: return ThrusterParams{};
     case TETHER_KIND_DC_MOTOR: return DcMotorParams{};
     case TETHER_KIND_FIN: return FinParams{};

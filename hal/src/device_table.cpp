@@ -85,6 +85,8 @@ nlohmann::json params_json(const DeviceSpec& spec) {
     j = {{"radius_m", p->radius_m}, {"min_force_n", p->min_force_n}};
   } else if (const auto* p = std::get_if<TensionParams>(&spec.params)) {
     j = {{"joint", p->joint_name}, {"joint_index", p->joint}};
+  } else if (const auto* p = std::get_if<EncoderParams>(&spec.params)) {
+    j = {{"joint", p->joint_name}, {"joint_index", p->joint}};
   } else if (const auto* p = std::get_if<ThrusterParams>(&spec.params)) {
     j = {{"model", p->model == RotorModel::yoerger ? "yoerger" : "first_order"},
          {"max_thrust_n", p->max_thrust_n},

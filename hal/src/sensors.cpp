@@ -172,6 +172,17 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
       if (count > 0 && force >= p.min_force_n) out.flags = TETHER_CONTACT_FLAG_CONTACT;
       break;
     }
+    case TETHER_KIND_ENCODER: {
+      const auto& p = std::get<EncoderParams>(spec.params);
+      if (p.joint < 0 || static_cast<std::size_t>(p.joint) >= view.joint_motion.size()) {
+        out.valid = false;  // the runtime reported no joint motion
+        break;
+      }
+      const JointMotion& m = view.joint_motion[static_cast<std::size_t>(p.joint)];
+      out.ch[0] = m.position;
+      out.ch[1] = m.rate;
+      break;
+    }
     case TETHER_KIND_TENSION: {
       const auto& p = std::get<TensionParams>(spec.params);
       if (p.joint < 0 || static_cast<std::size_t>(p.joint) >= view.joint_loads.size()) {
@@ -283,6 +294,10 @@ void encode_sample(const DeviceSpec& spec, const Sample& s, std::uint8_t* out) {
     case TETHER_KIND_CONTACT:
       out[TETHER_CONTACT_OFFSET_FLAGS] = s.flags;
       f32(TETHER_CONTACT_OFFSET_FORCE_N, s.ch[0]);
+      break;
+    case TETHER_KIND_ENCODER:
+      f32(TETHER_ENCODER_OFFSET_POSITION, s.ch[0]);
+      f32(TETHER_ENCODER_OFFSET_RATE, s.ch[1]);
       break;
     case TETHER_KIND_TENSION:
       f32(TETHER_TENSION_OFFSET_TENSION_N, s.ch[0]);

@@ -333,7 +333,7 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
         std::vector<std::string>{"direct", "blend", "vector_adjust", "kalman", "estimate"});
   CHECK(names_of("endpoint_types") == std::vector<std::string>{"in_process", "serial", "mqtt", "stand_in"});
   CHECK(names_of("controllers") == std::vector<std::string>{"idle", "depth_pid", "depth_heading_hold"});
-  CHECK(names_of("device_kinds").size() == 19);
+  CHECK(names_of("device_kinds").size() == 20);
 
   // and `tether --help` points to it
   CHECK(run(tether_exe + " --help").out.find("kinds") != std::string::npos);

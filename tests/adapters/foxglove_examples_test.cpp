@@ -115,6 +115,7 @@ TEST_CASE("every example scenario's recording opens in Foxglove without an error
     // every vehicle's state on its own topic (the AUV's, the rover's, the car's, a cable's)
     const std::string vehicle = name == "rover" || name == "car" ? name : "auv";
     CHECK_MESSAGE(topics.contains("/vehicles/" + vehicle + "/state"), name);
+    if (name == "rover") CHECK(topics.contains("/devices/rover/chassis/odometer_left"));  // wheel odometry
     if (name == "tethered_rov") {
       CHECK(topics.contains("/vehicles/tether/state"));
       // what the load cells at the cable's two ends read

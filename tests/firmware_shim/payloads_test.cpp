@@ -72,6 +72,7 @@ TEST_CASE("every kind has a size, a direction and a name") {
       {TETHER_KIND_CONTACT, 5, TETHER_DIRECTION_SENSOR, "contact"},
       {TETHER_KIND_CLOCK, 8, TETHER_DIRECTION_SENSOR, "clock"},
       {TETHER_KIND_TENSION, 16, TETHER_DIRECTION_SENSOR, "tension"},
+      {TETHER_KIND_ENCODER, 8, TETHER_DIRECTION_SENSOR, "encoder"},
       {TETHER_KIND_THRUSTER, 4, TETHER_DIRECTION_ACTUATOR, "thruster"},
       {TETHER_KIND_DC_MOTOR, 4, TETHER_DIRECTION_ACTUATOR, "dc_motor"},
       {TETHER_KIND_FIN, 4, TETHER_DIRECTION_ACTUATOR, "fin"},
@@ -86,7 +87,7 @@ TEST_CASE("every kind has a size, a direction and a name") {
     CHECK(k.size <= TETHER_KIND_MAX_SIZE);
   }
   CHECK(tether_kind_payload_size(TETHER_KIND_NONE) == 0);
-  CHECK(tether_kind_direction(15) == 0);
+  CHECK(tether_kind_direction(16) == 0);
   CHECK(std::string(tether_kind_name(200)) == "unknown");
 }
 

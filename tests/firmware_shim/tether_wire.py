@@ -21,7 +21,7 @@ HEADER = struct.Struct("<BBIH")
 KINDS = {
     "range": (1, 5), "sonar": (2, 5), "altimeter": (3, 5), "depth": (4, 8), "gyro": (5, 12),
     "accel": (6, 12), "imu": (7, 24), "inclinometer": (8, 8), "compass": (9, 4), "dvl": (10, 17),
-    "gps": (11, 92), "contact": (12, 5), "clock": (13, 8), "tension": (14, 16),
+    "gps": (11, 92), "contact": (12, 5), "clock": (13, 8), "tension": (14, 16), "encoder": (15, 8),
     "thruster": (64, 4), "dc_motor": (65, 4), "fin": (66, 4), "servo": (67, 4), "wheel_drive": (68, 8),
 }
 ERROR_VERSION_MISMATCH, ERROR_TOO_LARGE, ERROR_UNKNOWN_INDEX, ERROR_UNEXPECTED = 1, 2, 3, 4

@@ -317,6 +317,24 @@ TEST_CASE("tension: the force a joint pulls the device's body with, in the senso
   }
 }
 
+TEST_CASE("encoder: a joint's coordinate and rate, as the runtime reports them") {
+  SimpleWorld w = make_world(1);
+  DeviceSpec s = make_spec(TETHER_KIND_ENCODER, "odometer");
+  CHECK_FALSE(read(s, w).valid);  // no joint named
+  std::get<EncoderParams>(s.params).joint = 1;
+  CHECK_FALSE(read(s, w).valid);  // no joint motion reported
+  w.joint_motion.push_back({0.1, 0.2});
+  w.joint_motion.push_back({-2.5, 4.0});
+  const Sample r = read(s, w);
+  REQUIRE(r.valid);
+  CHECK(r.ch[0] == -2.5);
+  CHECK(r.ch[1] == 4.0);
+  std::uint8_t p[TETHER_ENCODER_SIZE];
+  encode_sample(s, r, p);
+  CHECK(f32_at(p, TETHER_ENCODER_OFFSET_POSITION) == doctest::Approx(-2.5));
+  CHECK(f32_at(p, TETHER_ENCODER_OFFSET_RATE) == doctest::Approx(4.0));
+}
+
 TEST_CASE("clock: the sample time in microseconds") {
   SimpleWorld w = make_world();
   DeviceSpec s = make_spec(TETHER_KIND_CLOCK, "clock");

@@ -10,6 +10,7 @@
 #include "tether/hal/device_bank.hpp"
 #include "tether/loop/in_process.hpp"
 #include "tether/loop/session.hpp"
+#include "tether/physics/joints.hpp"
 
 using namespace tether::runtime;
 namespace hal = tether::hal;
@@ -51,6 +52,7 @@ vehicles:
           - name: motor
             kind: dc_motor
             params: {kt_nm_per_a: 0.05, ke_v_s_per_rad: 0.05, resistance_ohm: 1, drives: rig.wheel}
+          - {name: shaft_encoder, kind: encoder, params: {joint: shaft}}
       - name: wheel
         shape: {type: cylinder, radius_m: 0.1, length_m: 0.04}
         mass_kg: 1
@@ -96,6 +98,15 @@ TEST_CASE("a dc_motor that drives a hinged wheel spins it up along its law, and 
     CAPTURE(expected);
     CHECK(w == doctest::Approx(expected).epsilon(0.01));
     CHECK(angular_velocity(sc.model, s->state(), 0).norm() < 1e-6);
+    // the encoder on the stator read the shaft's rate and angle in the last step's projection
+    // (the same commands: what the step then became, to rounding of the held inputs)
+    const int enc = s->devices().find("rig.stator.shaft_encoder");
+    REQUIRE(enc >= 0);
+    const hal::Sample& e = s->devices().sample(static_cast<std::size_t>(enc));
+    REQUIRE(e.valid);
+    const JointModel& shaft = sc.model.joints[static_cast<std::size_t>(sc.model.find_joint("shaft"))];
+    CHECK(e.ch[1] == doctest::Approx(w).epsilon(1e-4));
+    CHECK(std::abs(e.ch[0] - joint_position(shaft, s->state())) < 1e-4);
   }
   SUBCASE("stator free: the pair's angular momentum stays zero, the stator turns the other way") {
     Scenario sc = parse_scenario(rig(""), "m.yaml");

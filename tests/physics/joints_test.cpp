@@ -557,3 +557,24 @@ TEST_CASE("joint trees: a chain, a cable held at both ends and a closed loop are
     CHECK((p - p_total).norm() < 1e-9);
   }
 }
+
+TEST_CASE("joint_rate is the rate of joint_position (a hinge swinging, a slider sliding)") {
+  World w = pendulum(1.0, 0.05, 0.6);
+  const int slider_body = w.add(sphere(0.1), 2.0, Vec3(3, 0, 1));
+  w.join(JointKind::slider, slider_body, -1, Vec3(3, 0, 1), Vec3(1, 0, -1).normalized());
+  const double h = 0.001;
+  for (int k = 0; k < 300; ++k) {
+    const double a0 = joint_position(w.model.joints[0], w.state), s0 = joint_position(w.model.joints[1], w.state);
+    const double ra = joint_rate(w.model.joints[0], w.model, w.state),
+                 rs = joint_rate(w.model.joints[1], w.model, w.state);
+    w.run(h);
+    const double ra1 = joint_rate(w.model.joints[0], w.model, w.state),
+                 rs1 = joint_rate(w.model.joints[1], w.model, w.state);
+    // the change over the step against the mean of the rates at its ends (second order in h)
+    CHECK(joint_position(w.model.joints[0], w.state) - a0 == doctest::Approx(0.5 * (ra + ra1) * h).epsilon(1e-3));
+    if (k > 0)
+      CHECK(joint_position(w.model.joints[1], w.state) - s0 == doctest::Approx(0.5 * (rs + rs1) * h).epsilon(1e-3));
+  }
+  // sliding down its 45 degree rail (the travel counts the world's side relative to the ball's)
+  CHECK(joint_rate(w.model.joints[1], w.model, w.state) < -0.5);
+}

@@ -432,3 +432,42 @@ TEST_CASE("wheels: positioned errors") {
         "s.yaml:13:139: wheels[0].suspension.spring: unknown key (allowed here: stiffness_n_m, damping_n_s_m, rest_m, "
         "travel_m)");
 }
+
+TEST_CASE("encoders: a hinge or slider of the device's vehicle, wheels' axles read from the chassis") {
+  // a motor-driven wheel on each corner, an encoder on the chassis reading the front left axle
+  const std::string text = replace(
+      replace(cart(", motor: {speed_rad_s: 4, max_torque_nm: 8}"), "        initial: {position_m: [0, 0, 0.4]}\n",
+              "        initial: {position_m: [0, 0, 0.4]}\n"
+              "        devices:\n"
+              "          - {name: odo_fl, kind: encoder, params: {joint: cart.fl.axle}}\n"),
+      "steps: 10", "steps: 200");
+  Scenario sc = parse_scenario(text, "w.yaml");
+  REQUIRE(sc.devices.size() == 1);
+  CHECK(std::get<tether::hal::EncoderParams>(sc.devices[0].params).joint == sc.model.find_joint("cart.fl.axle"));
+
+  auto one_error = [](const std::string& t) {
+    const auto e = errors_of(t);
+    REQUIRE(e.size() == 1);
+    return e[0];
+  };
+  const std::string odo = "{name: odo_fl, kind: encoder, params: {joint: cart.fl.axle}}";
+  CHECK(one_error(replace(text, odo, "{name: odo_fl, kind: encoder}")) ==
+        "s.yaml:13:13: vehicles[0].bodies[0].devices[0]: an encoder needs `params.joint` (a hinge or a slider of this "
+        "vehicle)");
+  CHECK(one_error(replace(text, odo, "{name: odo_fl, kind: encoder, params: {joint: cart.fl.axel}}"))
+            .find("params.joint: no joint named \"cart.fl.axel\"") != std::string::npos);
+  // a ball joint (a cable's) reads no coordinate
+  CHECK(one_error(replace(valid, "        initial: {position_m: [10, 0, -1]}\n",
+                          "        initial: {position_m: [10, 0, -1]}\n"
+                          "        devices:\n"
+                          "          - {name: odo, kind: encoder, params: {joint: line.j12}}\n")) ==
+        "s.yaml:24:56: vehicles[1].bodies[0].devices[0].params.joint: joint \"line.j12\" is neither a hinge nor a "
+        "slider: an encoder reads an angle or a travel");
+  // another vehicle's joint
+  CHECK(one_error(replace(valid, "        initial: {position_m: [10, 0, -1]}\n",
+                          "        initial: {position_m: [10, 0, -1]}\n"
+                          "        devices:\n"
+                          "          - {name: odo, kind: encoder, params: {joint: elbow}}\n")) ==
+        "s.yaml:24:56: vehicles[1].bodies[0].devices[0].params.joint: joint \"elbow\" joins arm.link and arm.base: "
+        "not a joint of float.body's vehicle");
+}

@@ -174,6 +174,7 @@ DeviceWorld::DeviceWorld(const WorldModel& model, RayCastFn ray_cast_fn)
   bodies.resize(model.bodies.size());
   contacts.reserve(64);
   joint_loads.reserve(model.joints.size());
+  joint_motion.reserve(model.joints.size());
   gravity_m_s2 = model.gravity_m_s2;
   water.present = model.water.present;
   water.density_kg_m3 = model.water.density_kg_m3;

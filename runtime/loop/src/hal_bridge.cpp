@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/loop/hal_bridge.hpp"
 
+#include "tether/physics/joints.hpp"
 #include "tether/physics/raycast.hpp"
 
 namespace tether::runtime {
@@ -41,6 +42,11 @@ void to_hal_joint_loads(const WorldModel& model, const std::vector<JointLoad>& l
     l.force_n = dt_s > 0 ? Vec3(loads[k].impulse_n_s / dt_s) : Vec3::Zero();
     out.push_back(l);
   }
+}
+
+void to_hal_joint_motion(const WorldModel& model, const WorldState& state, std::vector<hal::JointMotion>& out) {
+  out.clear();
+  for (const JointModel& j : model.joints) out.push_back({joint_position(j, state), joint_rate(j, model, state)});
 }
 
 }  // namespace tether::runtime

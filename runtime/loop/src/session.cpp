@@ -113,8 +113,10 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   // touching pairs for contact sensors: a few per body is plenty (more are counted, dropped)
   if (!scenario_.devices.empty()) projection_report_.reserve_contacts(8 * bodies + 16);
   // the joints' loads for load cells (only then: the physics skips the work otherwise)
-  for (const auto& d : scenario_.devices)
+  for (const auto& d : scenario_.devices) {
     if (d.kind == TETHER_KIND_TENSION) projection_report_.reserve_joint_loads(model_.joints.size());
+    if (d.kind == TETHER_KIND_ENCODER) encoders_ = true;
+  }
   slots_.resize(endpoints_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     // a firmware's log lines are moved in whole (their text is built off the loop thread)
@@ -490,6 +492,8 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
     to_hal_contacts(projection_report_.contacts, dt, device_view_.contacts);
     // load cells (tension sensors) read the joints' loads of it
     to_hal_joint_loads(model_, projection_report_.joint_loads, dt, device_view_.joint_loads);
+    // encoders read the joints' coordinates in the projected state
+    if (encoders_) to_hal_joint_motion(model_, projected_, device_view_.joint_motion);
     device_view_.update(projected_, &state_, dt);
     devices_.sense(device_view_, projected_.time_ns);
     if (faults_) faults_->apply_devices(devices_, ctx.step);

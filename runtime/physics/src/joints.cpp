@@ -66,6 +66,30 @@ double joint_position(const JointModel& joint, const WorldState& state) {
   return axa.dot((b.x + b.r * joint.anchor_b) - (a.x + a.r * joint.anchor_a));
 }
 
+double joint_rate(const JointModel& joint, const WorldModel& model, const WorldState& state) {
+  if (joint.kind != JointKind::hinge && joint.kind != JointKind::slider) return 0;
+  const detail::Pose a = pose_of(state, joint.body_a), b = pose_of(state, joint.body_b);
+  const Vec3 axa = a.r * joint.axis_a;
+  auto velocity = [&](int body, const Vec3& at, Vec3& v, Vec3& w) {  // the world's: at rest
+    v = w = Vec3::Zero();
+    if (body < 0 || static_cast<std::size_t>(body) >= state.bodies.size()) return;
+    w = angular_velocity(model, state, body);
+    v = linear_velocity(model, state, body) + w.cross(at - state.bodies[static_cast<std::size_t>(body)].position_m);
+  };
+  Vec3 va, wa, vb, wb;
+  if (joint.kind == JointKind::hinge) {
+    velocity(joint.body_a, a.x, va, wa);
+    velocity(joint.body_b, b.x, vb, wb);
+    return (wb - wa).dot(axa);
+  }
+  // slider: b's anchor point moving along a's axis, as a sees it
+  const Vec3 pb = b.x + b.r * joint.anchor_b;
+  velocity(joint.body_a, pb, va, wa);
+  velocity(joint.body_b, pb, vb, wb);
+  const Vec3 pa = a.x + a.r * joint.anchor_a;
+  return axa.dot(vb - va) + wa.cross(axa).dot(pb - pa);
+}
+
 JointError joint_error(const JointModel& joint, const WorldState& state) {
   const detail::Pose a = pose_of(state, joint.body_a), b = pose_of(state, joint.body_b);
   detail::JointRows rows;

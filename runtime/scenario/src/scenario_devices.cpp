@@ -77,6 +77,8 @@ void parse_params(const ConfigNode& n, hal::DeviceKind kind, hal::DeviceParams& 
   } else if (std::get_if<hal::TensionParams>(&params)) {
     // which joint it reads is resolved once every joint is known (resolve_device_links)
     if (present) n.expect_map({"joint", "cable"});
+  } else if (std::get_if<hal::EncoderParams>(&params)) {
+    if (present) n.expect_map({"joint"});
   } else if (auto* p = std::get_if<hal::ThrusterParams>(&params)) {
     if (!present || !n.expect_map({"model", "max_thrust_n", "max_speed_rad_s", "time_constant_s", "ct", "alpha", "beta",
                                    "dead_band", "reverse_ratio", "reaction_torque_nm_per_n"}))
@@ -258,6 +260,44 @@ void resolve_drives(const ConfigNode& drives, int body, const WorldModel& model,
     drives.error("a motor cannot drive its own body");
 }
 
+// the joint `n` names, or -1 with a positioned error listing some joints
+int joint_named(const ConfigNode& n, const WorldModel& model) {
+  const int k = model.find_joint(scalar_of(n));
+  if (k >= 0) return k;
+  std::string known;
+  for (std::size_t i = 0; i < model.joints.size() && i < 8; ++i) known += (i ? ", " : "") + model.joints[i].name;
+  n.error("no joint named " + describe_value(n.yaml()) + " (joints: " + (known.empty() ? "none" : known) +
+          (model.joints.size() > 8 ? ", ..." : "") + ")");
+  return -1;
+}
+
+// an encoder's `params.joint: NAME`: a hinge or a slider with a body of the device's vehicle
+// (a wheel from wheels[] has no device list of its own: its encoder sits on the chassis)
+void resolve_encoder(const ConfigNode& d, int body, const WorldModel& model, hal::EncoderParams& p) {
+  const ConfigNode params = d["params"];
+  if (!params.is_map() || !params.has("joint")) {
+    d.error("an encoder needs `params.joint` (a hinge or a slider of this vehicle)");
+    return;
+  }
+  const ConfigNode n = params["joint"];
+  const int k = joint_named(n, model);
+  if (k < 0) return;
+  const JointModel& j = model.joints[static_cast<std::size_t>(k)];
+  if (j.kind != JointKind::hinge && j.kind != JointKind::slider) {
+    n.error("joint \"" + j.name + "\" is neither a hinge nor a slider: an encoder reads an angle or a travel");
+    return;
+  }
+  const int vehicle = model.bodies[static_cast<std::size_t>(body)].vehicle;
+  auto of = [&](int b) { return b >= 0 ? model.bodies[static_cast<std::size_t>(b)].vehicle : -2; };
+  if (of(j.body_a) != vehicle && of(j.body_b) != vehicle) {
+    n.error("joint \"" + j.name + "\" joins " + body_name(model, j.body_a) + " and " + body_name(model, j.body_b) +
+            ": not a joint of " + body_name(model, body) + "'s vehicle");
+    return;
+  }
+  p.joint = k;
+  p.joint_name = j.name;
+}
+
 // a tension sensor's `params.joint: NAME` or `params.cable: NAME` (the cable's end on its body)
 void resolve_tension(const ConfigNode& d, int body, const WorldModel& model, hal::TensionParams& p) {
   const ConfigNode params = d["params"];
@@ -273,14 +313,8 @@ void resolve_tension(const ConfigNode& d, int body, const WorldModel& model, hal
   if (by_joint) {
     const ConfigNode n = params["joint"];
     const std::string name = scalar_of(n);
-    const int k = model.find_joint(name);
-    if (k < 0) {
-      std::string known;
-      for (std::size_t i = 0; i < model.joints.size() && i < 8; ++i) known += (i ? ", " : "") + model.joints[i].name;
-      n.error("no joint named " + describe_value(n.yaml()) + " (joints: " + (known.empty() ? "none" : known) +
-              (model.joints.size() > 8 ? ", ..." : "") + ")");
-      return;
-    }
+    const int k = joint_named(n, model);
+    if (k < 0) return;
     const JointModel& j = model.joints[static_cast<std::size_t>(k)];
     if (j.body_a != body && j.body_b != body) {
       n.error("joint \"" + name + "\" joins " + body_name(model, j.body_a) + " and " + body_name(model, j.body_b) +
@@ -330,6 +364,7 @@ void resolve_links(const ConfigNode& devices_node, int body, const WorldModel& m
       if (spec.body != body || spec.name.device != device) continue;
       if (d["params"].is_map() && d["params"].has("drives")) resolve_drives(d["params"]["drives"], body, model, spec);
       if (auto* p = std::get_if<hal::TensionParams>(&spec.params)) resolve_tension(d, body, model, *p);
+      if (auto* p = std::get_if<hal::EncoderParams>(&spec.params)) resolve_encoder(d, body, model, *p);
     }
   }
 }

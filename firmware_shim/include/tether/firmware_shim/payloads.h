@@ -40,6 +40,7 @@ typedef enum {
   TETHER_KIND_CONTACT = 12,      ///< bump / contact switch with force
   TETHER_KIND_CLOCK = 13,        ///< simulation clock
   TETHER_KIND_TENSION = 14,      ///< load cell on a joint or cable end: force magnitude and direction
+  TETHER_KIND_ENCODER = 15,      ///< a hinge's angle or a slider's travel, and its rate
   TETHER_KIND_THRUSTER = 64,     ///< thruster / propeller command
   TETHER_KIND_DC_MOTOR = 65,     ///< DC motor armature voltage
   TETHER_KIND_FIN = 66,          ///< fin / rudder angle
@@ -137,6 +138,12 @@ typedef enum {
 #define TETHER_TENSION_OFFSET_FY 8u
 #define TETHER_TENSION_OFFSET_FZ 12u
 
+/// ENCODER: position f32 @0 (a hinge's angle in (-pi, pi] rad, or a slider's travel in m, 0
+/// where the joint was built), rate f32 @4 (rad/s or m/s).
+#define TETHER_ENCODER_SIZE 8u
+#define TETHER_ENCODER_OFFSET_POSITION 0u
+#define TETHER_ENCODER_OFFSET_RATE 4u
+
 /* ---- actuators ---------------------------------------------------------------- */
 
 /// THRUSTER: command f32 @0 in [-1, 1] (fraction of full thrust; + pushes forward
@@ -177,6 +184,7 @@ TETHER_STATIC_ASSERT(TETHER_DVL_OFFSET_FLAGS + 1u == TETHER_DVL_SIZE, "dvl layou
 TETHER_STATIC_ASSERT(TETHER_GPS_OFFSET_NMEA + TETHER_GPS_NMEA_CAPACITY == TETHER_GPS_SIZE, "gps layout");
 TETHER_STATIC_ASSERT(TETHER_CONTACT_OFFSET_FORCE_N + 4u == TETHER_CONTACT_SIZE, "contact layout");
 TETHER_STATIC_ASSERT(TETHER_TENSION_OFFSET_FZ + 4u == TETHER_TENSION_SIZE, "tension layout");
+TETHER_STATIC_ASSERT(TETHER_ENCODER_OFFSET_RATE + 4u == TETHER_ENCODER_SIZE, "encoder layout");
 TETHER_STATIC_ASSERT(TETHER_WHEEL_DRIVE_OFFSET_RIGHT + 4u == TETHER_WHEEL_DRIVE_SIZE, "wheel drive layout");
 TETHER_STATIC_ASSERT(TETHER_KIND_MAX_SIZE <= TETHER_MAX_DEVICE_PAYLOAD, "payloads fit a device entry");
 
@@ -276,6 +284,7 @@ static inline uint16_t tether_kind_payload_size(uint8_t kind) {
     case TETHER_KIND_CONTACT: return TETHER_CONTACT_SIZE;
     case TETHER_KIND_CLOCK: return TETHER_CLOCK_SIZE;
     case TETHER_KIND_TENSION: return TETHER_TENSION_SIZE;
+    case TETHER_KIND_ENCODER: return TETHER_ENCODER_SIZE;
     case TETHER_KIND_THRUSTER: return TETHER_THRUSTER_SIZE;
     case TETHER_KIND_DC_MOTOR: return TETHER_DC_MOTOR_SIZE;
     case TETHER_KIND_FIN: return TETHER_FIN_SIZE;
@@ -310,6 +319,7 @@ static inline const char* tether_kind_name(uint8_t kind) {
     case TETHER_KIND_CONTACT: return "contact";
     case TETHER_KIND_CLOCK: return "clock";
     case TETHER_KIND_TENSION: return "tension";
+    case TETHER_KIND_ENCODER: return "encoder";
     case TETHER_KIND_THRUSTER: return "thruster";
     case TETHER_KIND_DC_MOTOR: return "dc_motor";
     case TETHER_KIND_FIN: return "fin";

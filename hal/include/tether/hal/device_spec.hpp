@@ -73,6 +73,13 @@ struct TensionParams {
   std::string joint_name;  // for messages and `tether devices`
 };
 
+/// encoder: a hinge's angle or a slider's travel and its rate; `joint` indexes
+/// WorldView::joint_motion (-1 or past the list: no data), resolved by the scenario.
+struct EncoderParams {
+  int joint = -1;
+  std::string joint_name;  // for messages and `tether devices`
+};
+
 enum class RotorModel : std::uint8_t { first_order, yoerger };
 
 /// thruster: command u in [-1, 1] -> rotor speed Omega -> thrust Ct * Omega * |Omega| along +x.
@@ -146,7 +153,7 @@ struct WheelDriveParams {
 
 using DeviceParams =
     std::variant<std::monostate, RayParams, DepthParams, CompassParams, GpsParams, ContactParams, ThrusterParams,
-                 DcMotorParams, FinParams, ServoParams, WheelDriveParams, TensionParams>;
+                 DcMotorParams, FinParams, ServoParams, WheelDriveParams, TensionParams, EncoderParams>;
 
 /// One device of a scenario.
 struct DeviceSpec {

@@ -13,6 +13,7 @@
 //   gps           [east_m, north_m, up_m, v_east_m_s, v_north_m_s (no noise)]
 //   contact       [force_n]                   flags: contact
 //   tension       [tension_n, fx, fy, fz]     (the force on the device's body, sensor frame)
+//   encoder       [position (rad or m), rate]
 //   clock         []                           (the sample time is the reading)
 #pragma once
 

@@ -66,6 +66,12 @@ struct JointLoad {
   Vec3 force_n{0, 0, 0};  // on body_a, world frame, mean over the step (body_b got -force_n)
 };
 
+/// A hinge's angle or a slider's travel and its rate (encoders); 0 for other joints.
+struct JointMotion {
+  double position = 0;
+  double rate = 0;
+};
+
 /// The world as devices see it at one instant. Implementations fill the data members and
 /// answer ray casts; every vector is sized at configure time and refilled each step.
 class WorldView {
@@ -80,8 +86,9 @@ class WorldView {
   std::vector<BodyKinematics> bodies;  // indexed like the runtime's bodies
   Vec3 gravity_m_s2{0, 0, -9.81};
   WaterView water;
-  std::vector<Contact> contacts;       // contacts of the step that produced this state
-  std::vector<JointLoad> joint_loads;  // per joint of the runtime, that step's loads (may be empty)
+  std::vector<Contact> contacts;          // contacts of the step that produced this state
+  std::vector<JointLoad> joint_loads;     // per joint of the runtime, that step's loads (may be empty)
+  std::vector<JointMotion> joint_motion;  // per joint, at this instant (may be empty)
 };
 
 /// A simulated world for tests and benches: analytic half-spaces and spheres.

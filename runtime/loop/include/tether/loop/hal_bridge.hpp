@@ -26,4 +26,8 @@ void to_hal_contacts(const std::vector<ContactEvent>& events, double dt_s, std::
 void to_hal_joint_loads(const WorldModel& model, const std::vector<JointLoad>& loads, double dt_s,
                         std::vector<hal::JointLoad>& out);
 
+/// Replaces `out` with every joint's coordinate and its rate in `state` (encoders). Reuses
+/// out's capacity.
+void to_hal_joint_motion(const WorldModel& model, const WorldState& state, std::vector<hal::JointMotion>& out);
+
 }  // namespace tether::runtime

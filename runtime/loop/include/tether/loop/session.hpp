@@ -199,6 +199,7 @@ class Session {
   StepInputs held_inputs_;  // applied in the previous step; used for the projection
   StepReport step_report_;
   StepReport projection_report_;  // the projection's contacts feed contact sensors
+  bool encoders_ = false;         // a device reads the joints' coordinates
   Recorder* recorder_ = nullptr;
   StepRecord record_;                    // this step's record, buffers reused
   Keyframe keyframe_;                    // the keyframe written every K steps, buffers reused

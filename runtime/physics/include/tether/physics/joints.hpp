@@ -32,6 +32,9 @@ JointModel make_joint(const JointSpec& spec, const WorldState& state);
 /// slider travel (m, b along the axis from where it was built); 0 for the other kinds.
 double joint_position(const JointModel& joint, const WorldState& state);
 
+/// The rate of joint_position (rad/s, m/s) from the bodies' velocities; 0 for other kinds.
+double joint_rate(const JointModel& joint, const WorldModel& model, const WorldState& state);
+
 /// How far the bodies are from what the joint holds: the anchors' distance (slider: off the
 /// axis; lock: off the held position) and the angle by which the orientations disagree
 /// (hinge: the axes; fixed, slider, lock: the whole relative orientation; ball: 0).
