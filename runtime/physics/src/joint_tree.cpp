@@ -472,11 +472,11 @@ double solve_tree(JointForest& f, std::size_t t, std::vector<JointSolve>& joints
     node.x.setZero();
     if (node.body >= 0) continue;
     const JointSolve& j = joints[static_cast<std::size_t>(node.joint)];
-    for (int k = 0; k < node.dims; ++k) {
-      const double rate = rate_of(j, {node.joint, TreeRow::equality, static_cast<std::int8_t>(k)}, solver);
-      largest = std::max(largest, std::abs(rate));
-      node.x[k] = -rate;
-    }
+    const SolverBody& a = solver[static_cast<std::size_t>(j.a)];
+    const SolverBody& b = solver[static_cast<std::size_t>(j.b)];
+    const Vec6 rate = j.rows.lin * (a.v - b.v) + j.rows.ang_a * a.w + j.rows.ang_b * b.w;  // rows past dims: 0
+    largest = std::max(largest, rate.lpNorm<Eigen::Infinity>());
+    node.x = -rate;
   }
   substitute(f, first, last);
   // the rows through the Schur complement, at the rates the tree's solve leaves them

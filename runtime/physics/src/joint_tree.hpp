@@ -66,7 +66,13 @@ struct JointForest {
   std::vector<MatRows> eq_inv;             // per tree: inverse of w's equality block
   std::vector<Vec6> extra_y;               // per node, max_tree_rows columns: the tree's response
   std::vector<std::int32_t> node_of_body;  // per body: its node, or -1
-  std::vector<std::int64_t> topology;      // what the forest was built from (rebuilt when it changes)
+
+  /// The tree that solves joint k this sub-step (factorised), or -1: the joint is swept.
+  std::int32_t solving(std::size_t k) const {
+    const std::int32_t t = k < tree_of.size() ? tree_of[k] : -1;
+    return t >= 0 && usable[static_cast<std::size_t>(t)] ? t : -1;
+  }
+  std::vector<std::int64_t> topology;  // what the forest was built from (rebuilt when it changes)
   // building scratch
   std::vector<std::int32_t> group, adjacency_start, adjacency, cursor, members, queue;
   std::vector<std::uint8_t> seen;

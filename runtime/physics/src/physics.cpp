@@ -914,9 +914,9 @@ void Stepper::solve_islands(std::size_t first_island, std::size_t last_island, s
     int joint_passes = 1;
     bool exact = first == last;  // no contacts, and every joint in a tree with all its rows
     for (const std::uint32_t* k = joint_first; k != joint_last; ++k) {
-      const std::int32_t t = s_.forest.tree_of[*k];
+      const std::int32_t t = s_.forest.solving(*k);
       const detail::JointSolve& j = s_.joints[*k];
-      const bool in_tree = t >= 0 && s_.forest.usable[static_cast<std::size_t>(t)];
+      const bool in_tree = t >= 0;
       const bool rows = j.rows.limit || j.bound_m > 0 || j.bound_b > 0;
       const bool beside = rows && !(in_tree && s_.forest.rows_inside[static_cast<std::size_t>(t)]);
       if (in_tree && beside) joint_passes = tree_passes_with_rows;
@@ -930,8 +930,8 @@ void Stepper::solve_islands(std::size_t first_island, std::size_t last_island, s
         for (const std::uint32_t* k = joint_first; k != joint_last; ++k) {
           detail::JointSolve& j = s_.joints[*k];
           // a joint of a tree: the tree's rows exactly, when its lowest joint comes up
-          const std::int32_t t = s_.forest.tree_of[*k];
-          const bool in_tree = t >= 0 && s_.forest.usable[static_cast<std::size_t>(t)];
+          const std::int32_t t = s_.forest.solving(*k);
+          const bool in_tree = t >= 0;
           if (in_tree && s_.forest.lead_joint[static_cast<std::size_t>(t)] == static_cast<std::int32_t>(*k))
             largest = std::max(largest, detail::solve_tree(s_.forest, static_cast<std::size_t>(t), s_.joints, sol));
           if (in_tree && s_.forest.rows_inside[static_cast<std::size_t>(t)]) continue;  // all solved in it
@@ -1485,10 +1485,7 @@ void Stepper::correct_joints() {
     if (dll != 0 && rows.limit_side != j.rows.limit_side) dll = -dll;
     return dll;
   };
-  auto in_tree = [&](std::size_t k) {
-    const std::int32_t t = trees ? s_.forest.tree_of[k] : -1;
-    return t >= 0 && s_.forest.usable[static_cast<std::size_t>(t)];
-  };
+  auto in_tree = [&](std::size_t k) { return s_.forest.solving(k) >= 0; };
   for (int sweep = 0; sweep <= sweeps; ++sweep) {
     worst_m = worst_rad = 0;
     const bool measure_only = sweep == sweeps;
