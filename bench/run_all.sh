@@ -9,8 +9,10 @@
 #                built there when missing)
 #   --out DIR    where the outputs and table.md go (default bench/results/<date>-<host>)
 #   --quick      short runs (checks the script and the benchmarks, figures mean little)
-#   --only       a comma-separated subset: world_step collisions collisions_10k loop_overhead
-#                record_replay serial_lockstep mqtt_lockstep
+#   --only       a comma-separated subset: world_step collisions collisions_10k joints
+#                loop_overhead record_replay serial_lockstep mqtt_lockstep
+# Environment: RUN_ALL_NO_BUILD=1 neither configures nor builds (a build copied to another
+#   machine with the libraries it loads has the programs but no CMake: docs/performance.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,14 +26,15 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift ;;
     --out) out="$2"; shift ;;
     --only) only="$2"; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_all: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 out="${out:-bench/results/$(date +%Y%m%d-%H%M%S)-$(hostname -s)}"
 
-all=(world_step collisions collisions_10k loop_overhead record_replay serial_lockstep mqtt_lockstep)
+# the lock-step and recording figures first, the long physics scenes last
+all=(loop_overhead record_replay mqtt_lockstep serial_lockstep joints world_step collisions collisions_10k)
 selected=()
 for b in "${all[@]}"; do
   if [[ -z "$only" || ",$only," == *",$b,"* ]]; then selected+=("$b"); fi
@@ -42,7 +45,7 @@ if [[ ${#selected[@]} -eq 0 ]]; then
 fi
 
 # a Release build of the benchmarks and what they drive (the host firmware, tether-vehicle)
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
+if [[ -z "${RUN_ALL_NO_BUILD:-}" && ! -f "$build/CMakeCache.txt" ]]; then
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTETHER_BUILD_TESTS=OFF -DTETHER_BUILD_BENCH=ON
 fi

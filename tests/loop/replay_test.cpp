@@ -158,6 +158,8 @@ Recorded record(const Scenario& sc, const std::string& name, std::uint64_t steps
   std::vector<std::string> names;
   for (const auto& e : session.endpoints()) names.push_back(e->name());
   Recorder recorder(sc, names, {});
+  // as `tether run` at real-time factor 0: a loop faster than the writer waits, nothing is dropped
+  recorder.set_wait_when_full(sc.loop.real_time_factor == 0);
   std::vector<Reply> safe(session.endpoints().size());
   for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
   recorder.set_safe_replies(safe);

@@ -135,7 +135,12 @@ std::string write_synthetic(const std::string& name, std::uint64_t steps, bool w
     r.slots = {ctl, tank};
     feedback = {0.05 * std::sin(k * 1.7), 0.5 + 0.4 * std::exp(-t), 10 + 5 * std::exp(-t * 0.2),
                 2 * std::exp(-t * 0.3)};
-    Recorder::encode_step_item(r, actual, projected, feedback, rec.staging());
+    Recorder::StepItem& item = rec.step_staging();
+    item.record = r;
+    item.actual = actual;
+    item.projected = projected;
+    item.values = feedback;
+    item.sensors.clear();
     rec.push(Recorder::ItemKind::step, k, r.time_ns);
     if (k == 500) rec.event(k, r.time_ns, 3, "tank", "first missed deadline (policy safe)");
     if (k == 1400) rec.event(k, r.time_ns, 4, "tank", "faulted: <broker> went away & did not return (policy safe)");
@@ -744,7 +749,10 @@ TEST_CASE("names with quotes and control characters are escaped in the JSON chan
     REQUIRE(rec.open(path, &error));
     StepRecord r;
     r.slots.resize(1);
-    Recorder::encode_step_item(r, sc.initial, sc.initial, {}, rec.staging());
+    Recorder::StepItem& item = rec.step_staging();
+    item.record = r;
+    item.actual = sc.initial;
+    item.projected = sc.initial;
     rec.push(Recorder::ItemKind::step, 0, 0);
     REQUIRE(rec.close(nlohmann::json::object(), &error));
   }

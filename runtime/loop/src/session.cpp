@@ -101,11 +101,6 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
     fault_logged_.assign(scenario_.faults.size(), 0);
   }
   const std::size_t bodies = scenario_.model.bodies.size();
-  record_.slots.resize(endpoints_.size());
-  for (auto& r : record_.slots) r.reply.wrenches.reserve(bodies);
-  std::size_t fields = 0;
-  for (const auto& p : processors_) fields += p->record_fields().size();
-  feedback_values_.reserve(fields);
   measurements_.resize(model_.vehicles.size());
   for (auto& m : measurements_) m.reserve(8);
   inputs_.resize(bodies);
@@ -656,13 +651,17 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t_begin).count());
   step_time_ns_.record(step_ns);
   if (recorder_) {
+    // copies only: the writer thread hashes and encodes them (Recorder::StepItem)
     enter(Phase::record);
-    record_.step = ctx.step;
-    record_.time_ns = ctx.time_ns;
-    record_.state_hash = hash_state(state_);
-    record_.step_time_ns = step_ns;
+    Recorder::StepItem& item = recorder_->step_staging();
+    StepRecord& rec = item.record;
+    rec.step = ctx.step;
+    rec.time_ns = ctx.time_ns;
+    rec.state_hash = 0;  // the writer's: hash_state(item.actual)
+    rec.step_time_ns = step_ns;
+    rec.slots.resize(slots_.size());
     for (std::size_t i = 0; i < slots_.size(); ++i) {
-      SlotRecord& r = record_.slots[i];
+      SlotRecord& r = rec.slots[i];
       r.outcome = slots_[i].outcome;
       r.round_trip_ns = slots_[i].round_trip_ns;
       if (r.outcome == SlotOutcome::fresh) {
@@ -672,11 +671,15 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
         r.reply.measurements.assign(slots_[i].last.measurements.begin(), slots_[i].last.measurements.end());
       }
     }
-    feedback_values_.clear();
+    item.actual = state_;
+    item.projected = projected_;
+    item.values.clear();
     for (std::size_t i = 0; i < processors_.size(); ++i)
-      if (!guarded_processor(i, ctx, [&] { processors_[i]->record(feedback_values_); })) return false;
-    Recorder::encode_step_item(record_, state_, projected_, feedback_values_, recorder_->staging(),
-                               devices_.size() ? &devices_ : nullptr);
+      if (!guarded_processor(i, ctx, [&] { processors_[i]->record(item.values); })) return false;
+    if (devices_.size())
+      item.take_sensors(devices_);
+    else
+      item.sensors.clear();
     recorder_->push(Recorder::ItemKind::step, ctx.step, ctx.time_ns);
   }
   enter(Phase::after_step);

@@ -24,11 +24,9 @@ Mat6 joint_block(const JointSolve& j, std::int32_t body) {
   return out;
 }
 
-// the inverse of the leading n x n block of a symmetric definite matrix (negative definite:
-// sign -1) by Cholesky, written out for these small sizes; the rest of `out` is -1 on the
-// diagonal (a joint's unused rows). False when a pivot is not clearly positive (redundant rows).
-bool invert_definite(const Mat6& m, double sign, int n, Mat6& out) {
-  double l[6][6] = {};
+template <int n>
+bool invert_definite_n(const Mat6& m, double sign, Mat6& out) {
+  double l[n][n] = {};
   double largest = 0;
   for (int i = 0; i < n; ++i) largest = std::max(largest, sign * m(i, i));
   if (!(largest > 0)) return false;
@@ -45,7 +43,7 @@ bool invert_definite(const Mat6& m, double sign, int n, Mat6& out) {
     }
   }
   // L^-1 (lower), then (L^-1)^T L^-1
-  double inv[6][6] = {};
+  double inv[n][n] = {};
   for (int j = 0; j < n; ++j) {
     inv[j][j] = 1.0 / l[j][j];
     for (int i = j + 1; i < n; ++i) {
@@ -54,7 +52,7 @@ bool invert_definite(const Mat6& m, double sign, int n, Mat6& out) {
       inv[i][j] = v / l[i][i];
     }
   }
-  out.setZero();
+  if constexpr (n < 6) out.setZero();
   for (int i = 0; i < n; ++i)
     for (int j = 0; j <= i; ++j) {
       double v = 0;
@@ -63,6 +61,22 @@ bool invert_definite(const Mat6& m, double sign, int n, Mat6& out) {
     }
   for (int k = n; k < 6; ++k) out(k, k) = -1;
   return out.allFinite();
+}
+
+// the inverse of the leading n x n block of a symmetric definite matrix (negative definite:
+// sign -1) by Cholesky, written out for these small sizes (one instance per size, so the
+// loops have fixed bounds); the rest of `out` is -1 on the diagonal (a joint's unused rows).
+// False when a pivot is not clearly positive (redundant rows).
+bool invert_definite(const Mat6& m, double sign, int n, Mat6& out) {
+  switch (n) {
+    case 1: return invert_definite_n<1>(m, sign, out);
+    case 2: return invert_definite_n<2>(m, sign, out);
+    case 3: return invert_definite_n<3>(m, sign, out);
+    case 4: return invert_definite_n<4>(m, sign, out);
+    case 5: return invert_definite_n<5>(m, sign, out);
+    case 6: return invert_definite_n<6>(m, sign, out);
+    default: return false;
+  }
 }
 
 }  // namespace

@@ -383,20 +383,36 @@ Recorder::Recorder(const Scenario& scenario, std::vector<std::string> endpoint_n
     : scenario_(scenario), endpoint_names_(std::move(endpoint_names)), processor_fields_(std::move(processor_fields)),
       writer_(std::make_unique<mcap::Writer>()) {
   ring_.resize(scenario.recording.queue_slots);
-  // the buffers the loop fills are grown here, not in the loop's first lap through the ring:
-  // a step item is three length-prefixed parts (step record, two states) and the values
-  // (protobuf: a body's state is 13 tagged doubles in four nested messages, 127 bytes; a
-  // wrench 120 bytes)
-  const std::size_t state_bytes = 24 + scenario.model.bodies.size() * (state_doubles_per_body * 9 + 10);
-  const std::size_t step_bytes = 48 + scenario.endpoints.size() * (32 + 130 * scenario.model.bodies.size());
-  std::size_t values = 0;
-  for (const auto& p : processor_fields_) values += p.second.size();
-  // and each sensor's new sample (u16 device, u8 valid, u8 channels, the channels)
-  const std::size_t sensor_bytes = 4 + scenario.devices.size() * (4 + 8 * hal::max_channels);
-  const std::size_t item_bytes = 16 + step_bytes + 2 * state_bytes + 8 * values + sensor_bytes;
-  staging_.reserve(item_bytes);
-  for (Slot& slot : ring_) slot.bytes.reserve(item_bytes);
-  item_bytes_ = item_bytes;
+  const std::size_t keyframes_in_ring =
+      scenario.recording.queue_slots / std::max<std::uint64_t>(1, scenario.recording.keyframe_every_steps) + 2;
+  keyframes_.resize(std::clamp<std::size_t>(keyframes_in_ring, 4, 64));
+  keyframe_queued_.assign(keyframes_.size(), 0);
+  // the buffers the loop fills are grown here, not in the loop's first lap through the ring
+  reserve(step_staging_);
+  for (Slot& slot : ring_) reserve(slot.step_item);
+  // the writer's own scratch too: it is swapped into the ring's items, and reaches the loop
+  reserve(record_, actual_, projected_, values_, sensors_);
+}
+
+void Recorder::reserve(StepItem& item) const {
+  reserve(item.record, item.actual, item.projected, item.values, item.sensors);
+}
+
+void Recorder::reserve(StepRecord& record, WorldState& actual, WorldState& projected, std::vector<double>& values,
+                       std::vector<SensorReading>& sensors) const {
+  const std::size_t bodies = scenario_.model.bodies.size();
+  record.slots.resize(endpoint_names_.size());
+  for (SlotRecord& s : record.slots) {
+    s.reply.wrenches.reserve(bodies);
+    s.reply.commands.reserve(scenario_.devices.size());
+    s.reply.measurements.reserve(bodies);
+  }
+  actual.bodies.reserve(bodies);
+  projected.bodies.reserve(bodies);
+  std::size_t fields = 0;
+  for (const auto& p : processor_fields_) fields += p.second.size();
+  values.reserve(fields);
+  sensors.reserve(scenario_.devices.size());
 }
 
 Recorder::~Recorder() {
@@ -604,47 +620,21 @@ void Recorder::write_scene() {
   out(ch_scene_, 0, json_text(update));
 }
 
-void Recorder::encode_step_item(const StepRecord& record, const WorldState& actual, const WorldState& projected,
-                                const std::vector<double>& feedback_values, std::string& out,
-                                const hal::DeviceBank* sensors) {
-  out.clear();
-  ByteWriter w(out);
-  // length-prefixed parts; the lengths are patched in after each part is appended
-  auto part = [&](auto&& fill) {
-    const std::size_t at = out.size();
-    w.u32(0);
-    fill();
-    const auto len = static_cast<std::uint32_t>(out.size() - at - 4);
-    std::memcpy(out.data() + at, &len, 4);
-  };
-  part([&] { encode_step(record, out); });
-  part([&] { encode_state(actual, out); });
-  part([&] { encode_state(projected, out); });
-  w.u32(static_cast<std::uint32_t>(feedback_values.size()));
-  for (double v : feedback_values) w.f64(v);
-  // the sensors' new samples: u32 count, then per sample u16 device, u8 valid, u8 channels,
-  // f64 per channel (after noise, delay, dropout and faults: what the endpoints were sent)
-  const std::size_t count_at = out.size();
-  w.u32(0);
-  if (!sensors) return;
-  std::uint32_t count = 0;
-  for (std::size_t d = 0; d < sensors->size() && d <= 0xFFFF; ++d) {
-    const hal::KindInfo& info = hal::kind_info(sensors->spec(d).kind);
-    if (info.actuator || !sensors->fresh(d)) continue;
-    const hal::Sample& s = sensors->sample(d);
-    w.u16(static_cast<std::uint16_t>(d));
-    w.u8(s.valid ? 1 : 0);
-    w.u8(static_cast<std::uint8_t>(info.channels));
-    for (int c = 0; c < info.channels; ++c) {
-      double v = s.ch[static_cast<std::size_t>(c)];
-      // the depth sensor carries density * |g| and the wire the absolute pressure from it
-      if (sensors->spec(d).kind == TETHER_KIND_DEPTH && c == 1)
-        v = std::get<hal::DepthParams>(sensors->spec(d).params).atmospheric_pa + v * s.ch[0];
-      w.f64(v);
-    }
-    ++count;
+void Recorder::StepItem::take_sensors(const hal::DeviceBank& bank) {
+  sensors.clear();
+  for (std::size_t d = 0; d < bank.size() && d <= 0xFFFF; ++d) {
+    const hal::KindInfo& info = hal::kind_info(bank.spec(d).kind);
+    if (info.actuator || !bank.fresh(d)) continue;
+    const hal::Sample& s = bank.sample(d);
+    SensorReading& r = sensors.emplace_back();
+    r.device = static_cast<std::uint16_t>(d);
+    r.valid = s.valid;
+    r.channels = static_cast<std::uint8_t>(info.channels);
+    r.ch = s.ch;
+    // the depth sensor carries density * |g| and the wire the absolute pressure from it
+    if (bank.spec(d).kind == TETHER_KIND_DEPTH)
+      r.ch[1] = std::get<hal::DepthParams>(bank.spec(d).params).atmospheric_pa + s.ch[1] * s.ch[0];
   }
-  std::memcpy(out.data() + count_at, &count, 4);
 }
 
 // under the lock: the next ring slot to fill, or nullptr when the ring is full (the item is
@@ -671,7 +661,10 @@ void Recorder::push(ItemKind kind, std::uint64_t step, std::int64_t time_ns) {
     slot->step = step;
     slot->time_ns = time_ns;
     slot->keyframe = -1;
-    slot->bytes.swap(staging_);
+    if (kind == ItemKind::step)
+      std::swap(slot->step_item, step_staging_);
+    else
+      slot->bytes.swap(staging_);
     // the writer polls every few milliseconds; waking it for every step would cost the
     // loop a system call and a context switch per step
     if (count_ * 4 < ring_.size()) return;
@@ -682,8 +675,8 @@ void Recorder::push(ItemKind kind, std::uint64_t step, std::int64_t time_ns) {
 std::string* Recorder::keyframe_buffer() {
   std::unique_lock lock(mutex_);
   auto free_buffer = [this] {
-    for (int i = 0; i < keyframe_buffers; ++i)
-      if (!keyframe_queued_[static_cast<std::size_t>(i)]) return i;
+    for (std::size_t i = 0; i < keyframes_.size(); ++i)
+      if (!keyframe_queued_[i]) return static_cast<int>(i);
     return -1;
   };
   int i = free_buffer();
@@ -715,13 +708,13 @@ void Recorder::push_keyframe(std::string* buffer, std::uint64_t step, std::int64
     slot->step = step;
     slot->time_ns = time_ns;
     slot->keyframe = static_cast<int>(index);
-    keyframe_queued_[index] = true;
+    keyframe_queued_[index] = 1;
     // wake the writer when the ring is a quarter full, or when half the keyframe buffers
     // wait for it: at rtf 0 keyframes can come faster than the writer's poll, and a loop
     // that finds none free would wait out the rest of that poll (docs/performance.md)
-    int queued = 0;
-    for (bool q : keyframe_queued_) queued += q ? 1 : 0;
-    if (count_ * 4 < ring_.size() && queued * 2 < keyframe_buffers) return;
+    std::size_t queued = 0;
+    for (char q : keyframe_queued_) queued += q ? 1 : 0;
+    if (count_ * 4 < ring_.size() && queued * 2 < keyframes_.size()) return;
   }
   wake_.notify_one();
 }
@@ -741,8 +734,9 @@ void Recorder::writer_loop() {
   // this buffer joins the ring at the first swap and reaches the loop later: size it like
   // the ring's, or the loop would grow it
   Slot item;
-  item.bytes.reserve(item_bytes_);
+  reserve(item.step_item);
   for (;;) {
+    bool took = false;
     {
       std::unique_lock lock(mutex_);
       wake_.wait_until(lock, std::min(next_flush, std::chrono::steady_clock::now() + poll),
@@ -753,23 +747,24 @@ void Recorder::writer_loop() {
         std::swap(item, slot);
         tail_ = (tail_ + 1) % ring_.size();
         --count_;
-      } else {
-        item.bytes.clear();
+        took = true;
       }
     }
-    if (wait_when_full_) room_.notify_one();
-    if (item.keyframe >= 0) {
+    if (took && wait_when_full_) room_.notify_one();
+    if (!took) {
+      // nothing queued: the poll ran out (the flush below still runs)
+    } else if (item.keyframe >= 0) {
       // a keyframe's bytes stay in their own buffer; give it back once written
       write_item(item);
       written_.fetch_add(1, std::memory_order_relaxed);
       {
         std::lock_guard lock(mutex_);
-        keyframe_queued_[static_cast<std::size_t>(item.keyframe)] = false;
+        keyframe_queued_[static_cast<std::size_t>(item.keyframe)] = 0;
       }
       item.keyframe = -1;
       item.bytes.clear();
       if (wait_when_full_) room_.notify_one();
-    } else if (!item.bytes.empty()) {
+    } else if (item.kind == ItemKind::step || !item.bytes.empty()) {
       write_item(item);
       written_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -781,7 +776,7 @@ void Recorder::writer_loop() {
   }
 }
 
-void Recorder::write_item(const Slot& item) {
+void Recorder::write_item(Slot& item) {
   const auto log_time = static_cast<std::uint64_t>(item.time_ns);
   switch (item.kind) {
     case ItemKind::keyframe:
@@ -806,28 +801,27 @@ void Recorder::write_item(const Slot& item) {
     case ItemKind::step: break;
   }
 
-  // a step item: the binary record for replay, then the derived views
-  ByteReader r(item.bytes);
-  std::string_view record_bytes, actual_bytes, projected_bytes;
-  if (!r.bytes(record_bytes) || !r.bytes(actual_bytes) || !r.bytes(projected_bytes)) return;
-  std::uint32_t nvalues = 0;
-  values_.clear();
-  if (r.u32(nvalues))
-    for (std::uint32_t i = 0; i < nvalues; ++i) {
-      double v;
-      if (!r.f64(v)) break;
-      values_.push_back(v);
-    }
-  sensor_bytes_ = std::string_view(item.bytes).substr(std::min(item.bytes.size(), r.offset()));
+  // a step item: the binary record for replay, then the derived views. The item's
+  // buffers are swapped with this thread's scratch, which goes back round the ring.
+  StepItem& step = item.step_item;
+  std::swap(record_, step.record);
+  std::swap(actual_, step.actual);
+  std::swap(projected_, step.projected);
+  std::swap(values_, step.values);
+  std::swap(sensors_, step.sensors);
+  record_.state_hash = hash_state(actual_);  // S_{k+1}, hashed here rather than on the loop
   // log time of step k's record: t_{k+1}, when its result exists
   const std::uint64_t t = log_time + static_cast<std::uint64_t>(scenario_.loop.period_ns);
-  out(ch_step_, t, record_bytes);
+  step_bytes_.clear();
+  encode_step(record_, step_bytes_);
+  out(ch_step_, t, step_bytes_);
   const WorldModel& m = scenario_.model;
-  if (m.bodies.size() <= scenario_.recording.state_every_step_max_bodies) out(ch_state_, t, actual_bytes);
-  if (!decode_step(record_bytes, record_, nullptr) || !decode_state(actual_bytes, actual_, nullptr) ||
-      !decode_state(projected_bytes, projected_, nullptr) || actual_.bodies.size() != m.bodies.size() ||
-      projected_.bodies.size() != m.bodies.size())
-    return;
+  if (m.bodies.size() <= scenario_.recording.state_every_step_max_bodies) {
+    state_bytes_.clear();
+    encode_state(actual_, state_bytes_);
+    out(ch_state_, t, state_bytes_);
+  }
+  if (actual_.bodies.size() != m.bodies.size() || projected_.bodies.size() != m.bodies.size()) return;
   write_views(t);
   if (ch_actuators_) write_actuators(t);
   write_sensors(t);
@@ -838,26 +832,19 @@ void Recorder::write_item(const Slot& item) {
 // made the writer slower than the loop it records.
 // each sensor's new sample, as the endpoints got it, on the device's own channel
 void Recorder::write_sensors(std::uint64_t t) {
-  ByteReader r(sensor_bytes_);
-  std::uint32_t count = 0;
-  if (!r.u32(count)) return;
-  for (std::uint32_t i = 0; i < count; ++i) {
-    std::uint16_t d = 0;
-    std::uint8_t valid = 0, channels = 0;
-    if (!r.u16(d) || !r.u8(valid) || !r.u8(channels) || channels > hal::max_channels) return;
-    double v[hal::max_channels] = {};
-    for (int c = 0; c < channels; ++c)
-      if (!r.f64(v[c])) return;
+  for (const SensorReading& r : sensors_) {
+    const std::size_t d = r.device;
     if (d >= ch_sensor_.size() || ch_sensor_[d] == 0) continue;
+    const int channels = std::min<int>(r.channels, hal::max_channels);
     text_.clear();
     JsonText j{text_};
     j.raw("{\"step\":");
     j.num(record_.step);
-    j.raw(valid ? ",\"valid\":true" : ",\"valid\":false");
-    j.values(v, channels);
+    j.raw(r.valid ? ",\"valid\":true" : ",\"valid\":false");
+    j.values(r.ch.data(), channels);
     j.close();
     out(ch_sensor_[d], t, text_);
-    if (ch_fix_[d] && valid && channels >= 3) write_fix(t, d, v);
+    if (ch_fix_[d] && r.valid && channels >= 3) write_fix(t, d, r.ch.data());
   }
 }
 

@@ -201,10 +201,8 @@ class Session {
   StepReport projection_report_;  // the projection's contacts feed contact sensors
   bool encoders_ = false;         // a device reads the joints' coordinates
   Recorder* recorder_ = nullptr;
-  StepRecord record_;                    // this step's record, buffers reused
   Keyframe keyframe_;                    // the keyframe written every K steps, buffers reused
   PhysicsScratch scratch_;               // the physics' buffers, reused by every step() call
-  std::vector<double> feedback_values_;  // processors' recorded values, reserved
   std::int64_t start_time_ns_ = 0;
 
   Pacer pacer_;

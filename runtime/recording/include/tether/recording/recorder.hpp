@@ -18,6 +18,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "tether/hal/sensors.hpp"
 #include "tether/recording/recording.hpp"
 #include "tether/scenario/scenario.hpp"
 
@@ -94,8 +95,8 @@ class Recorder {
   /// Loop thread: a buffer for the next keyframe (cleared), or nullptr when every keyframe
   /// buffer is still queued for the writer (the keyframe is then dropped and counted; with
   /// set_wait_when_full it waits instead). Keyframes are far larger than step items, so
-  /// they travel in a few buffers of their own that are reused: once each has held a
-  /// keyframe, writing keyframes allocates nothing.
+  /// they travel in buffers of their own that are reused (as many as keyframes fit in the
+  /// ring's span, 4 to 64): once each has held a keyframe, writing keyframes allocates nothing.
   std::string* keyframe_buffer();
   /// Loop thread: queues the keyframe written into `buffer` (from keyframe_buffer()).
   void push_keyframe(std::string* buffer, std::uint64_t step, std::int64_t time_ns);
@@ -110,25 +111,46 @@ class Recorder {
   const std::string& path() const { return path_; }
   std::uint64_t bytes_written() const;
 
-  /// Encodes one step's blob into `out` (used by the session; decoded by the writer thread).
-  /// `sensors`: the device bank after the step's sensing (the readings the endpoints got);
-  /// each sensor with a new sample this step goes to its `/devices/...` channel.
-  static void encode_step_item(const StepRecord& record, const WorldState& actual, const WorldState& projected,
-                               const std::vector<double>& feedback_values, std::string& out,
-                               const hal::DeviceBank* sensors = nullptr);
+  /// A sensor's new sample as the endpoints were sent it (after noise, delay, dropout and
+  /// faults; a depth sensor's second channel as the absolute pressure on the wire).
+  struct SensorReading {
+    std::uint16_t device = 0;
+    bool valid = false;
+    std::uint8_t channels = 0;
+    std::array<double, hal::max_channels> ch{};
+  };
+  /// One step as the loop hands it over: plain copies of what the step consumed and
+  /// produced. The writer thread hashes, encodes and derives the views from it, so the
+  /// loop's share of recording is a few copies (docs/performance.md). The items' buffers
+  /// travel round the ring and are reused: once the ring has gone round, the loop's copies
+  /// allocate nothing.
+  struct StepItem {
+    StepRecord record;  // state_hash is computed by the writer: hash_state(actual)
+    WorldState actual, projected;
+    std::vector<double> values;  // the feedback processors' record fields, in order
+    std::vector<SensorReading> sensors;
+    /// Copies each sensor's new sample of this step from the bank (after sensing).
+    void take_sensors(const hal::DeviceBank& bank);
+  };
+  /// Loop thread: the next step item to fill, then push(ItemKind::step, ...).
+  StepItem& step_staging() { return step_staging_; }
 
  private:
   struct Slot {
     ItemKind kind = ItemKind::step;
     std::uint64_t step = 0;
     std::int64_t time_ns = 0;
-    std::string bytes;
+    std::string bytes;  // every kind but a step
+    StepItem step_item;  // a step
     int keyframe = -1;  // a keyframe item's buffer in keyframes_ (its bytes stay there)
   };
-  static constexpr int keyframe_buffers = 4;
+  // sizes a step item's buffers for this scenario (the loop's copies then allocate nothing)
+  void reserve(StepItem& item) const;
+  void reserve(StepRecord& record, WorldState& actual, WorldState& projected, std::vector<double>& values,
+               std::vector<SensorReading>& sensors) const;
   Slot* claim_slot(std::unique_lock<std::mutex>& lock);
   void writer_loop();
-  void write_item(const Slot& item);
+  void write_item(Slot& item);
   void write_views(std::uint64_t log_time_ns);
   void write_scene();
   std::uint16_t schema(const std::string& name, const std::string& encoding, const std::string& text);
@@ -157,9 +179,11 @@ class Recorder {
   bool closing_ = false;
   std::thread thread_;
   std::string staging_;
-  std::size_t item_bytes_ = 0;  // what each ring buffer is sized for
-  std::array<std::string, keyframe_buffers> keyframes_;
-  std::array<bool, keyframe_buffers> keyframe_queued_{};  // guarded by mutex_
+  StepItem step_staging_;
+  // as many keyframe buffers as keyframes fit in the ring's span (4 to 64): a writer busy
+  // compressing a chunk must not make the loop wait for one while the ring has room
+  std::vector<std::string> keyframes_;
+  std::vector<char> keyframe_queued_;  // guarded by mutex_
 
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> written_{0};
@@ -188,9 +212,9 @@ class Recorder {
   // and a GPS's `.../fix` (foxglove.LocationFix; 0: not a GPS)
   std::vector<std::uint16_t> ch_sensor_, ch_fix_;
   void write_fix(std::uint64_t t, std::size_t device, const double* enu);
-  std::string_view sensor_bytes_;  // this step item's readings (write_item)
+  std::vector<SensorReading> sensors_;  // this step item's readings (write_item)
   void write_sensors(std::uint64_t t);
-  std::string text_, vehicles_text_, item_text_;
+  std::string text_, vehicles_text_, item_text_, step_bytes_, state_bytes_;
 };
 
 }  // namespace tether::runtime
