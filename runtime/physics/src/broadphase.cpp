@@ -43,7 +43,10 @@ void BroadPhase::find_pairs(const std::vector<Aabb>& boxes, BroadPhaseKind kind,
   pairs.clear();
   grid_built_ = false;
   if (boxes.size() < 2) return;
-  if (boxes.size() <= 8) kind = BroadPhaseKind::brute_force;
+  // few boxes: testing every pair is quicker than any set-up (at 100 boxes brute force
+  // took 5.8 µs against the grid's 10 µs: docs/physics.md); the same pairs in the same order
+  if (boxes.size() <= 8 || (kind == BroadPhaseKind::grid && boxes.size() < grid_from_boxes))
+    kind = BroadPhaseKind::brute_force;
   switch (kind) {
     case BroadPhaseKind::grid: grid(boxes, pairs); break;
     case BroadPhaseKind::sweep_and_prune: sweep(boxes, pairs); break;

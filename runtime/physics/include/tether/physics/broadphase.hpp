@@ -3,6 +3,7 @@
 // same pairs in the same order (ascending (a, b)), so the choice changes speed, never results.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct BoxPair {
 /// the first call with a given count it does not allocate.
 class BroadPhase {
  public:
+  /// `grid` tests every pair below this many boxes (quicker than building a grid there).
+  static constexpr std::size_t grid_from_boxes = 65;
   /// Replaces `pairs` with every overlapping pair (a < b), sorted by (a, b).
   void find_pairs(const std::vector<Aabb>& boxes, BroadPhaseKind kind, std::vector<BoxPair>& pairs);
   /// Replaces `out` with the indices (ascending) of the boxes that overlap `box`, using what
