@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <numbers>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include <sys/wait.h>
@@ -738,6 +740,74 @@ endpoints: []
   // 30 m east and 40 m south of the datum: north of the datum is a larger latitude
   CHECK(fixes[0]["latitude"].get<double>() < 43.07);
   CHECK(fixes[0]["longitude"].get<double>() > -70.71);
+}
+
+TEST_CASE("a writer held up by one message does not cost the loop a keyframe while the ring has room") {
+  // a tap that holds the writer thread inside its first message once armed: the writer is
+  // busy (as with a chunk to compress) while the loop goes on pushing steps and keyframes
+  struct Gate final : RecorderTap {
+    std::mutex m;
+    std::condition_variable cv;
+    bool armed = false, held = false, released = false;
+    bool wants(std::uint16_t) const override { return true; }
+    void message(std::uint16_t, std::uint64_t, std::string_view) override {
+      std::unique_lock lock(m);
+      if (!armed || released) return;
+      held = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return released; });
+    }
+  } gate;
+  Scenario sc = parse_scenario(scenario_text, "circles.yaml");
+  Recorder rec(sc, {"ctl"}, {});
+  rec.set_tap(&gate);
+  std::string error;
+  REQUIRE(rec.open_without_file(&error));
+  const auto push_step = [&](std::uint64_t k) {
+    Recorder::StepItem& item = rec.step_staging();
+    item.record.step = k;
+    item.record.time_ns = static_cast<std::int64_t>(k) * sc.loop.period_ns;
+    item.actual = sc.initial;
+    item.projected = sc.initial;
+    item.values.clear();
+    item.sensors.clear();
+    rec.push(Recorder::ItemKind::step, k, item.record.time_ns);
+  };
+  {
+    std::lock_guard lock(gate.m);
+    gate.armed = true;
+  }
+  push_step(0);
+  {
+    std::unique_lock lock(gate.m);
+    gate.cv.wait(lock, [&] { return gate.held; });
+  }
+  // a paced loop (no waiting when full): a keyframe that finds no free buffer is dropped.
+  // 20 keyframes 100 steps apart fit the default ring (4096 items); they used to have 4
+  // buffers between them, so the fifth was dropped while the writer was busy
+  const std::uint64_t every = sc.recording.keyframe_every_steps;
+  REQUIRE(20 * (every + 1) < sc.recording.queue_slots);
+  int keyframes = 0;
+  for (std::uint64_t k = 1; k <= 20 * every; ++k) {
+    push_step(k);
+    if (k % every != 0) continue;
+    std::string* buffer = rec.keyframe_buffer();
+    CHECK(buffer != nullptr);
+    if (!buffer) continue;
+    buffer->assign("keyframe");
+    rec.push_keyframe(buffer, k, static_cast<std::int64_t>(k) * sc.loop.period_ns);
+    ++keyframes;
+  }
+  CHECK(keyframes == 20);
+  CHECK(rec.dropped() == 0);
+  {
+    std::lock_guard lock(gate.m);
+    gate.released = true;
+  }
+  gate.cv.notify_all();
+  REQUIRE(rec.close(nlohmann::json::object(), &error));
+  CHECK(rec.dropped() == 0);
+  CHECK(rec.items_written() >= 20 * every + 1 + 20);
 }
 
 TEST_CASE("names with quotes and control characters are escaped in the JSON channels") {
