@@ -405,7 +405,8 @@ void Recorder::reserve(StepRecord& record, WorldState& actual, WorldState& proje
   for (SlotRecord& s : record.slots) {
     s.reply.wrenches.reserve(bodies);
     s.reply.commands.reserve(scenario_.devices.size());
-    s.reply.measurements.reserve(bodies);
+    // a pose per vehicle is the usual reply; more grow the buffer once, on first use
+    s.reply.measurements.reserve(scenario_.model.vehicles.size());
   }
   actual.bodies.reserve(bodies);
   projected.bodies.reserve(bodies);
