@@ -180,8 +180,8 @@ class Recorder {
   std::thread thread_;
   std::string staging_;
   StepItem step_staging_;
-  // as many keyframe buffers as keyframes fit in the ring's span (4 to 64): a writer busy
-  // compressing a chunk must not make the loop wait for one while the ring has room
+  // as many keyframe buffers as keyframes fit in the ring's span (4 to 64): a busy writer
+  // must not make the loop wait for one while the ring has room
   std::vector<std::string> keyframes_;
   std::vector<char> keyframe_queued_;  // guarded by mutex_
 
