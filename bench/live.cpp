@@ -87,7 +87,6 @@ Run run_once(const Scenario& sc, std::uint64_t steps, Setup setup) {
   std::vector<Reply> safe(names.size());
   for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
   recorder.set_safe_replies(std::move(safe));
-  recorder.set_wait_when_full(true);  // as tether run does at rtf 0
   if (server) recorder.set_tap(server.get());
   std::string error;
   if (!recorder.open_without_file(&error)) fail(error);

@@ -64,7 +64,6 @@ Run run_once(const Scenario& sc, std::uint64_t steps, const std::string& path) {
     std::vector<Reply> safe(names.size());
     for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
     recorder->set_safe_replies(std::move(safe));
-    recorder->set_wait_when_full(true);  // as tether run does at rtf 0: every step recorded
     std::string error;
     if (!recorder->open(path, &error)) {
       std::fprintf(stderr, "record_replay: %s\n", error.c_str());

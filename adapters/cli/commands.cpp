@@ -583,9 +583,7 @@ int run_command(const RunOptions& options) {
     std::vector<runtime::Reply> safe(session.endpoints().size());
     for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
     recorder->set_safe_replies(std::move(safe));
-    // unpaced: nothing real-time is lost by waiting for the disk, and a step dropped
-    // from the recording would end its replay there
-    recorder->set_wait_when_full(options.real_time_factor.value_or(scenario.loop.real_time_factor) == 0);
+    // (unpaced, the session makes the recorder wait rather than drop: Session::set_recorder)
     if (server) recorder->set_tap(server.get());
     std::string error;
     const bool opened =

@@ -109,7 +109,6 @@ TEST_CASE("a recorded session allocates nothing per step after a 300-step warm-u
   Session session(sc, std::move(eps), counting(count, session_ptr, sc.initial.step));
   session_ptr = &session;
   Recorder recorder(sc, {"pid"}, {});
-  recorder.set_wait_when_full(true);
   std::string error;
   REQUIRE(recorder.open(path, &error));
   session.set_recorder(&recorder);

@@ -158,8 +158,6 @@ Recorded record(const Scenario& sc, const std::string& name, std::uint64_t steps
   std::vector<std::string> names;
   for (const auto& e : session.endpoints()) names.push_back(e->name());
   Recorder recorder(sc, names, {});
-  // as `tether run` at real-time factor 0: a loop faster than the writer waits, nothing is dropped
-  recorder.set_wait_when_full(sc.loop.real_time_factor == 0);
   std::vector<Reply> safe(session.endpoints().size());
   for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
   recorder.set_safe_replies(safe);
@@ -261,6 +259,44 @@ TEST_CASE("a recorded session replays bit-identically, misses and faults include
   // the summary writes it as 16 hex digits
   CHECK(p.final_hash == std::stoull(r.summary["state_hash"].get<std::string>(), nullptr, 16));
   CHECK(r.summary["state_hash"].get<std::string>().size() == 16);
+}
+
+TEST_CASE("the recorder waits when full only while the session is unpaced, live changes of the factor included") {
+  const Scenario sc = parse_scenario(scenario_text, "replay.yaml");
+  SessionControl control;
+  std::vector<bool> waiting;  // the recorder's policy after each step
+  std::unique_ptr<Recorder> recorder;
+  SessionOptions options;
+  options.steps = 40;
+  options.control = &control;
+  options.after_step = [&](const WorldState& s) {
+    waiting.push_back(recorder->wait_when_full());
+    ControlRequest r;
+    r.kind = ControlRequest::Kind::set_rtf;
+    // paced (fast enough for a test) from step 10, unpaced again from step 20
+    if (s.step == 10) r.value = 1000;
+    if (s.step == 20) r.value = 0;
+    if (s.step == 10 || s.step == 20) REQUIRE(control.submit(std::move(r)));
+    return true;
+  };
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  eps.push_back(std::make_unique<ScriptedEndpoint>(sc.endpoints[0], 0, 40.0));
+  eps.push_back(std::make_unique<ScriptedEndpoint>(sc.endpoints[1], 1, 25.0));
+  Session session(sc, std::move(eps), options);
+  recorder = std::make_unique<Recorder>(sc, std::vector<std::string>{"ctl", "rig"},
+                                        std::vector<std::pair<std::string, std::vector<std::string>>>{});
+  std::string error;
+  REQUIRE(recorder->open_without_file(&error));
+  recorder->set_wait_when_full(false);  // whatever the caller set: the session decides
+  session.set_recorder(recorder.get());
+  CHECK(recorder->wait_when_full());  // the scenario's factor is 0
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  REQUIRE(recorder->close(session.summary(), &error));
+  REQUIRE(waiting.size() == 40);
+  CHECK(waiting[5]);
+  CHECK_FALSE(waiting[15]);
+  CHECK(waiting[30]);
 }
 
 TEST_CASE("replay from a keyframe equals the original run from that step on") {

@@ -676,10 +676,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
     item.values.clear();
     for (std::size_t i = 0; i < processors_.size(); ++i)
       if (!guarded_processor(i, ctx, [&] { processors_[i]->record(item.values); })) return false;
-    if (devices_.size())
-      item.take_sensors(devices_);
-    else
-      item.sensors.clear();
+    item.take_sensors(devices_);
     recorder_->push(Recorder::ItemKind::step, ctx.step, ctx.time_ns);
   }
   enter(Phase::after_step);
@@ -689,6 +686,11 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
     return false;
   }
   return true;
+}
+
+void Session::set_recorder(Recorder* recorder) {
+  recorder_ = recorder;
+  if (recorder_) recorder_->set_wait_when_full(rtf_ == 0);
 }
 
 Keyframe Session::keyframe() const {

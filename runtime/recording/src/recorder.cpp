@@ -390,30 +390,23 @@ Recorder::Recorder(const Scenario& scenario, std::vector<std::string> endpoint_n
   // the buffers the loop fills are grown here, not in the loop's first lap through the ring
   reserve(step_staging_);
   for (Slot& slot : ring_) reserve(slot.step_item);
-  // the writer's own scratch too: it is swapped into the ring's items, and reaches the loop
-  reserve(record_, actual_, projected_, values_, sensors_);
 }
 
 void Recorder::reserve(StepItem& item) const {
-  reserve(item.record, item.actual, item.projected, item.values, item.sensors);
-}
-
-void Recorder::reserve(StepRecord& record, WorldState& actual, WorldState& projected, std::vector<double>& values,
-                       std::vector<SensorReading>& sensors) const {
   const std::size_t bodies = scenario_.model.bodies.size();
-  record.slots.resize(endpoint_names_.size());
-  for (SlotRecord& s : record.slots) {
+  item.record.slots.resize(endpoint_names_.size());
+  for (SlotRecord& s : item.record.slots) {
     s.reply.wrenches.reserve(bodies);
     s.reply.commands.reserve(scenario_.devices.size());
     // a pose per vehicle is the usual reply; more grow the buffer once, on first use
     s.reply.measurements.reserve(scenario_.model.vehicles.size());
   }
-  actual.bodies.reserve(bodies);
-  projected.bodies.reserve(bodies);
+  item.actual.bodies.reserve(bodies);
+  item.projected.bodies.reserve(bodies);
   std::size_t fields = 0;
   for (const auto& p : processor_fields_) fields += p.second.size();
-  values.reserve(fields);
-  sensors.reserve(scenario_.devices.size());
+  item.values.reserve(fields);
+  item.sensors.reserve(scenario_.devices.size());
 }
 
 Recorder::~Recorder() {
@@ -752,9 +745,8 @@ void Recorder::writer_loop() {
       }
     }
     if (took && wait_when_full_) room_.notify_one();
-    if (!took) {
-      // nothing queued: the poll ran out (the flush below still runs)
-    } else if (item.keyframe >= 0) {
+    // (nothing taken: the poll ran out; the flush below still runs)
+    if (took && item.keyframe >= 0) {
       // a keyframe's bytes stay in their own buffer; give it back once written
       write_item(item);
       written_.fetch_add(1, std::memory_order_relaxed);
@@ -765,7 +757,7 @@ void Recorder::writer_loop() {
       item.keyframe = -1;
       item.bytes.clear();
       if (wait_when_full_) room_.notify_one();
-    } else if (item.kind == ItemKind::step || !item.bytes.empty()) {
+    } else if (took && (item.kind == ItemKind::step || !item.bytes.empty())) {
       write_item(item);
       written_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -802,45 +794,40 @@ void Recorder::write_item(Slot& item) {
     case ItemKind::step: break;
   }
 
-  // a step item: the binary record for replay, then the derived views. The item's
-  // buffers are swapped with this thread's scratch, which goes back round the ring.
+  // a step item: the binary record for replay, then the derived views (the item stays this
+  // thread's until its next swap with the ring)
   StepItem& step = item.step_item;
-  std::swap(record_, step.record);
-  std::swap(actual_, step.actual);
-  std::swap(projected_, step.projected);
-  std::swap(values_, step.values);
-  std::swap(sensors_, step.sensors);
-  record_.state_hash = hash_state(actual_);  // S_{k+1}, hashed here rather than on the loop
+  step.record.state_hash = hash_state(step.actual);  // S_{k+1}, hashed here rather than on the loop
   // log time of step k's record: t_{k+1}, when its result exists
   const std::uint64_t t = log_time + static_cast<std::uint64_t>(scenario_.loop.period_ns);
   step_bytes_.clear();
-  encode_step(record_, step_bytes_);
+  encode_step(step.record, step_bytes_);
   out(ch_step_, t, step_bytes_);
   const WorldModel& m = scenario_.model;
   if (m.bodies.size() <= scenario_.recording.state_every_step_max_bodies) {
     state_bytes_.clear();
-    encode_state(actual_, state_bytes_);
+    encode_state(step.actual, state_bytes_);
     out(ch_state_, t, state_bytes_);
   }
-  if (actual_.bodies.size() != m.bodies.size() || projected_.bodies.size() != m.bodies.size()) return;
-  write_views(t);
-  if (ch_actuators_) write_actuators(t);
-  write_sensors(t);
+  if (step.actual.bodies.size() != m.bodies.size() || step.projected.bodies.size() != m.bodies.size()) return;
+  write_views(t, step);
+  if (ch_actuators_) write_actuators(t, step.record);
+  write_sensors(t, step);
 }
 
 // The derived per-step channels, written as text into reused buffers: this is the writer
 // thread's hot path, and building a JSON document per message (one allocation per node)
 // made the writer slower than the loop it records.
 // each sensor's new sample, as the endpoints got it, on the device's own channel
-void Recorder::write_sensors(std::uint64_t t) {
-  for (const SensorReading& r : sensors_) {
+void Recorder::write_sensors(std::uint64_t t, const StepItem& step) {
+  for (const SensorReading& r : step.sensors) {
     const std::size_t d = r.device;
     if (d >= ch_sensor_.size() || ch_sensor_[d] == 0) continue;
     const int channels = std::min<int>(r.channels, hal::max_channels);
     text_.clear();
     JsonText j{text_};
     j.raw("{\"step\":");
-    j.num(record_.step);
+    j.num(step.record.step);
     j.raw(r.valid ? ",\"valid\":true" : ",\"valid\":false");
     j.values(r.ch.data(), channels);
     j.close();
@@ -873,10 +860,10 @@ void Recorder::write_fix(std::uint64_t t, std::size_t device, const double* enu)
 }
 
 // the actuators' last commands: what the firmware (or controller) asked for, to plot
-void Recorder::write_actuators(std::uint64_t t) {
+void Recorder::write_actuators(std::uint64_t t, const StepRecord& record) {
   JsonText j{text_};
-  for (std::size_t e = 0; e < record_.slots.size(); ++e) {
-    const SlotRecord& slot = record_.slots[e];
+  for (std::size_t e = 0; e < record.slots.size(); ++e) {
+    const SlotRecord& slot = record.slots[e];
     if (slot.outcome != SlotOutcome::fresh) continue;
     for (const DeviceCommand& c : slot.reply.commands) {
       if (c.device >= scenario_.devices.size()) continue;
@@ -891,7 +878,7 @@ void Recorder::write_actuators(std::uint64_t t) {
       if (!ch_sensor_[c.device]) continue;
       text_.clear();
       j.raw("{\"step\":");
-      j.num(record_.step);
+      j.num(record.step);
       j.raw(",\"endpoint\":");
       j.str(e < endpoint_names_.size() ? std::string_view(endpoint_names_[e]) : std::string_view("?"));
       j.values(v, n);
@@ -901,7 +888,7 @@ void Recorder::write_actuators(std::uint64_t t) {
   }
   text_.clear();
   j.raw("{\"step\":");
-  j.num(record_.step);
+  j.num(record.step);
   j.raw(",\"actuators\":[");
   bool first = true;
   for (std::size_t d = 0; d < actuator_channels_.size(); ++d) {
@@ -918,7 +905,7 @@ void Recorder::write_actuators(std::uint64_t t) {
   out(ch_actuators_, t, text_);
 }
 
-void Recorder::write_views(std::uint64_t t) {
+void Recorder::write_views(std::uint64_t t, const StepItem& step) {
   const WorldModel& m = scenario_.model;
   JsonText j{text_};
   const auto stamp_at = [&] {
@@ -927,7 +914,7 @@ void Recorder::write_views(std::uint64_t t) {
   };
   // which vehicles a measurement came for this step (the last one counts, as before)
   measured_.assign(m.vehicles.size(), nullptr);
-  for (const SlotRecord& slot : record_.slots) {
+  for (const SlotRecord& slot : step.record.slots) {
     if (slot.outcome != SlotOutcome::fresh) continue;
     for (const Measurement& meas : slot.reply.measurements) {
       if (!meas.has_pose || meas.body >= m.bodies.size()) continue;
@@ -947,13 +934,13 @@ void Recorder::write_views(std::uint64_t t) {
   vehicles_text_.clear();
   JsonText vj{vehicles_text_};
   vj.raw("{\"step\":");
-  vj.num(record_.step);
+  vj.num(step.record.step);
   vj.raw(",\"vehicles\":[");
   for (std::size_t vi = 0; vi < m.vehicles.size(); ++vi) {
     const VehicleModel& v = m.vehicles[vi];
     const int b = v.bodies.front();
-    const BodyState& s = actual_.bodies[static_cast<std::size_t>(b)];
-    const BodyState& p = projected_.bodies[static_cast<std::size_t>(b)];
+    const BodyState& s = step.actual.bodies[static_cast<std::size_t>(b)];
+    const BodyState& p = step.projected.bodies[static_cast<std::size_t>(b)];
     text_.clear();
     j.open();
     stamp_at();
@@ -974,7 +961,7 @@ void Recorder::write_views(std::uint64_t t) {
       j.close();
       out(channel, t, text_);
     }
-    const Vec3 vel = linear_velocity(m, actual_, b);
+    const Vec3 vel = linear_velocity(m, step.actual, b);
     const Vec3 rpy = rpy_from_quat(s.orientation) * (180 / std::numbers::pi);
     // the vehicle's fields once: in /tether/vehicles' array and on its own /vehicles/V/state
     item_text_.clear();
@@ -1004,7 +991,7 @@ void Recorder::write_views(std::uint64_t t) {
     vj.raw("}");
     text_.clear();
     j.raw("{\"step\":");
-    j.num(record_.step);
+    j.num(step.record.step);
     j.raw(",");
     j.raw(item_text_);
     j.raw("}");
@@ -1015,12 +1002,12 @@ void Recorder::write_views(std::uint64_t t) {
 
   text_.clear();
   j.raw("{\"step\":");
-  j.num(record_.step);
+  j.num(step.record.step);
   j.raw(",\"step_time_ns\":");
-  j.num(record_.step_time_ns);
+  j.num(step.record.step_time_ns);
   j.raw(",\"endpoints\":[");
-  for (std::size_t i = 0; i < record_.slots.size(); ++i) {
-    const SlotRecord& slot = record_.slots[i];
+  for (std::size_t i = 0; i < step.record.slots.size(); ++i) {
+    const SlotRecord& slot = step.record.slots[i];
     if (i) j.comma();
     j.raw("{\"name\":");
     j.str(i < endpoint_names_.size() ? std::string_view(endpoint_names_[i]) : std::string_view("?"));
@@ -1034,11 +1021,11 @@ void Recorder::write_views(std::uint64_t t) {
   out(ch_timing_, t, text_);
 
   // each endpoint on its own topic, with what the loop applied for it
-  for (std::size_t i = 0; i < record_.slots.size() && i < ch_endpoint_.size(); ++i) {
-    const SlotRecord& slot = record_.slots[i];
+  for (std::size_t i = 0; i < step.record.slots.size() && i < ch_endpoint_.size(); ++i) {
+    const SlotRecord& slot = step.record.slots[i];
     text_.clear();
     j.raw("{\"step\":");
-    j.num(record_.step);
+    j.num(step.record.step);
     j.raw(slot.outcome == SlotOutcome::fresh     ? ",\"outcome\":\"fresh\""
           : slot.outcome == SlotOutcome::timeout ? ",\"outcome\":\"timeout\""
                                                  : ",\"outcome\":\"fault\"");
@@ -1053,7 +1040,7 @@ void Recorder::write_views(std::uint64_t t) {
   if (!processor_fields_.empty()) {
     text_.clear();
     j.raw("{\"step\":");
-    j.num(record_.step);
+    j.num(step.record.step);
     j.raw(",\"processors\":{");
     std::size_t at = 0;
     for (std::size_t pi = 0; pi < processor_fields_.size(); ++pi) {
@@ -1065,7 +1052,7 @@ void Recorder::write_views(std::uint64_t t) {
         if (fi) j.comma();
         j.str(fields[fi]);
         j.raw(":");
-        j.num(at < values_.size() ? values_[at++] : 0.0);
+        j.num(at < step.values.size() ? step.values[at++] : 0.0);
       }
       j.raw("}");
     }
@@ -1077,12 +1064,12 @@ void Recorder::write_views(std::uint64_t t) {
       const auto& fields = processor_fields_[pi].second;
       text_.clear();
       j.raw("{\"step\":");
-      j.num(record_.step);
+      j.num(step.record.step);
       for (const std::string& f : fields) {
         j.raw(",");
         j.str(f);
         j.raw(":");
-        j.num(from < values_.size() ? values_[from++] : 0.0);
+        j.num(from < step.values.size() ? step.values[from++] : 0.0);
       }
       j.raw("}");
       out(ch_processor_[pi], t, text_);

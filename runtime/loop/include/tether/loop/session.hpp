@@ -85,8 +85,11 @@ class Session {
   /// stops the endpoints. Throws std::runtime_error if an endpoint cannot start.
   Outcome run(const std::atomic<bool>& stop_requested);
 
-  /// Records every step to `recorder` (owned by the caller; opened before run()).
-  void set_recorder(Recorder* recorder) { recorder_ = recorder; }
+  /// Records every step to `recorder` (owned by the caller; opened before run()). While the
+  /// real-time factor is 0 the loop waits for a full recorder (nothing is lost); paced, it
+  /// never waits for the disk (a full queue drops and counts): the session keeps the
+  /// recorder's set_wait_when_full() in step with its factor, live changes included.
+  void set_recorder(Recorder* recorder);
   /// A snapshot to continue from: S_k and everything else the next step depends on.
   Keyframe keyframe() const;
   /// Same, into `out`, reusing its buffers (the step writes keyframes this way).

@@ -87,8 +87,10 @@ class Recorder {
   /// For sessions that are not paced (real-time factor 0): when the queue is full, push()
   /// waits for the writer instead of dropping the item, so the recording stays complete
   /// and the loop runs as fast as the recorder allows. Off by default: a paced loop must
-  /// never wait for the disk.
-  void set_wait_when_full(bool wait) { wait_when_full_ = wait; }
+  /// never wait for the disk. The session sets it from its real-time factor, also when an
+  /// operator changes that factor during the run (Session::set_recorder).
+  void set_wait_when_full(bool wait) { wait_when_full_.store(wait, std::memory_order_relaxed); }
+  bool wait_when_full() const { return wait_when_full_.load(std::memory_order_relaxed); }
   /// Loop thread: hands the staging buffer over (O(1) swap). Drops and counts if full
   /// (or waits, see set_wait_when_full).
   void push(ItemKind kind, std::uint64_t step, std::int64_t time_ns);
@@ -146,12 +148,10 @@ class Recorder {
   };
   // sizes a step item's buffers for this scenario (the loop's copies then allocate nothing)
   void reserve(StepItem& item) const;
-  void reserve(StepRecord& record, WorldState& actual, WorldState& projected, std::vector<double>& values,
-               std::vector<SensorReading>& sensors) const;
   Slot* claim_slot(std::unique_lock<std::mutex>& lock);
   void writer_loop();
   void write_item(Slot& item);
-  void write_views(std::uint64_t log_time_ns);
+  void write_views(std::uint64_t log_time_ns, const StepItem& step);
   void write_scene();
   std::uint16_t schema(const std::string& name, const std::string& encoding, const std::string& text);
   std::uint16_t channel(std::uint16_t schema, const std::string& topic, const std::string& encoding);
@@ -175,7 +175,7 @@ class Recorder {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable room_;  // the writer took an item (set_wait_when_full)
-  bool wait_when_full_ = false;
+  std::atomic<bool> wait_when_full_{false};  // set by the loop thread, read by both
   bool closing_ = false;
   std::thread thread_;
   std::string staging_;
@@ -199,21 +199,17 @@ class Recorder {
   std::vector<std::uint16_t> ch_processor_;                          // per processor: `/feedback/NAME`
 
   // writer-thread scratch, reused from step to step
-  StepRecord record_;
-  WorldState actual_, projected_;
-  std::vector<double> values_;
   std::vector<const Measurement*> measured_;  // per vehicle, this step
   // per device: the channels of its last command from a fresh reply (actuators; -1: none yet)
   std::vector<std::array<double, 6>> actuator_values_;
   std::vector<int> actuator_channels_;
   std::vector<std::string> actuator_names_;  // per device, "vehicle.part.device" (built once)
-  void write_actuators(std::uint64_t t);
+  void write_actuators(std::uint64_t t, const StepRecord& record);
   // per device: its `/devices/VEHICLE/PART/DEVICE` channel (sensors and actuators; 0: none),
   // and a GPS's `.../fix` (foxglove.LocationFix; 0: not a GPS)
   std::vector<std::uint16_t> ch_sensor_, ch_fix_;
   void write_fix(std::uint64_t t, std::size_t device, const double* enu);
-  std::vector<SensorReading> sensors_;  // this step item's readings (write_item)
-  void write_sensors(std::uint64_t t);
+  void write_sensors(std::uint64_t t, const StepItem& step);
   std::string text_, vehicles_text_, item_text_, step_bytes_, state_bytes_;
 };
 
