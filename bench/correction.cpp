@@ -417,9 +417,9 @@ Scenario stand_in_scenario(const std::string& text, const std::string& path, con
   return with_feedback(out.c_str(), path, types);
 }
 
-// the twin's model `model` (thrust gain `thrust`) predicting from the truth's state with the
-// truth's commands, no feedback: the position error after the span
-double open_loop(const Scenario& sc, const WorldModel& model, double thrust, const WorldModel& truth_model,
+// the twin's model `model` (thrust gain `thrust`, its thrusters `lag_s` slower) predicting from
+// the truth's state with the truth's commands, no feedback: the position error after the span
+double open_loop(const Scenario& sc, const WorldModel& model, double thrust, double lag_s, const WorldModel& truth_model,
                  const WorldState& truth_at_off,
                  const std::vector<std::vector<std::pair<std::size_t, std::string>>>& cmds,
                  const std::vector<Vec3>& truth_path) {
@@ -427,6 +427,8 @@ double open_loop(const Scenario& sc, const WorldModel& model, double thrust, con
   s2.model = model;
   HiddenParams h;
   h.thrust_scale = thrust;
+  const double tau = thruster_time_constant_s(sc.model, sc.devices, 0);
+  if (tau > 0) h.thruster_time_constant_scale = (tau + lag_s) / tau;
   StandInVehicle pred(s2, 0, h, 1);
   // the truth's velocities, as momenta of the model's (lighter: no added mass) bodies
   WorldState start = truth_at_off;
@@ -460,11 +462,11 @@ StandInRun run_stand_in(const std::string& text, const std::string& path, const 
   if (!truth) throw std::runtime_error(path + ": no mqtt endpoint to stand in for");
   StandInRun r;
   r.label = label;
-  r.truth = hidden_truth(sc.model, 0, truth->truth().hidden());
+  r.truth = hidden_truth(sc.model, 0, truth->truth().hidden(), thruster_time_constant_s(sc.model, sc.devices, 0));
   const auto off_ns = sc.initial.time_ns + static_cast<std::int64_t>(std::llround(trial_s * 1e9));
   WorldModel model_at_off = sc.model;
   WorldState truth_at_off;
-  double thrust = 1, sum_sq = 0;
+  double thrust = 1, lag_s = 0, sum_sq = 0;
   std::size_t n = 0;
   std::vector<std::vector<std::pair<std::size_t, std::string>>> cmds;
   std::vector<Vec3> truth_path;
@@ -488,6 +490,7 @@ StandInRun run_stand_in(const std::string& text, const std::string& path, const 
           if (proc->type() == "estimate") {
             proc->summarize(r.estimate);
             thrust = r.estimate["estimates"].value("thrust_coefficient", 1.0);
+            lag_s = r.estimate["estimates"].value("thruster_lag_s", 0.0);
           }
       }
       // the commands the truth takes at its next step, as the session's bank holds them now
@@ -507,8 +510,8 @@ StandInRun run_stand_in(const std::string& text, const std::string& path, const 
   r.seconds = run_timed(session, label);
   r.rms_m = std::sqrt(sum_sq / static_cast<double>(std::max<std::size_t>(n, 1)));
   const WorldModel& truth_model = truth->truth().model();
-  r.open_m = open_loop(sc, model_at_off, thrust, truth_model, truth_at_off, cmds, truth_path);
-  r.open_base_m = open_loop(sc, sc.model, 1.0, truth_model, truth_at_off, cmds, truth_path);
+  r.open_m = open_loop(sc, model_at_off, thrust, lag_s, truth_model, truth_at_off, cmds, truth_path);
+  r.open_base_m = open_loop(sc, sc.model, 1.0, 0.0, truth_model, truth_at_off, cmds, truth_path);
   return r;
 }
 
@@ -557,7 +560,7 @@ void mqtt_row(const std::string& path, const std::string& text, double trial_s) 
   const double seconds = run_timed(session, "over MQTT");
   StandInRun mqtt;
   mqtt.label = "estimate+kalman over MQTT";
-  mqtt.truth = hidden_truth(sc.model, 0, default_hidden_params());
+  mqtt.truth = hidden_truth(sc.model, 0, default_hidden_params(), thruster_time_constant_s(sc.model, sc.devices, 0));
   for (const auto& proc : session.processors())
     if (proc->type() == "estimate") proc->summarize(mqtt.estimate);
   std::uint64_t misses = 0;
@@ -627,6 +630,7 @@ void stand_in_section(const std::string& path, bool quick, int seeds) {
   int all_pairs = 0, all_covered = 0, misfit_seeds = 0;
   double open_ratio_min = 1e300;
   std::map<std::string, std::pair<int, int>> per_param;  // covered, identified
+  std::vector<std::string> misses;  // identified, and the truth beyond 2 sigma
   for (int k = 0; k < seeds; ++k) {
     const StandInRun r = run_stand_in(text, path, "estimate+kalman", {"estimate", "kalman"},
                                       seed0 + static_cast<std::uint64_t>(k), trial_s, open_s);
@@ -644,6 +648,8 @@ void stand_in_section(const std::string& path, bool quick, int seeds) {
       ++identified_total;
       const double est = r.estimate["estimates"][name].get<double>(), sd = r.estimate["stddev"][name].get<double>();
       const bool in = std::abs(est - value) <= 2 * sd;
+      if (!in) misses.push_back(name + " (seed " + std::to_string(seed0 + static_cast<std::uint64_t>(k)) + ", z " +
+                                std::to_string((est - value) / sd).substr(0, 5) + ")");
       const double goal = (name == "thrust_coefficient" || name == "buoyancy_offset_n") ? 0.05 : 0.10;
       ++pairs;
       covered += in;
@@ -668,6 +674,7 @@ void stand_in_section(const std::string& path, bool quick, int seeds) {
               open_ratio_min);
   for (const auto& [name, c] : per_param)
     std::printf("    %-20s covered %2d of %2d identified\n", name.c_str(), c.first, c.second);
+  for (const std::string& m : misses) std::printf("    missed: %s\n", m.c_str());
   if (!quick) mqtt_row(path, text, trial_s);
 }
 

@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
     const int body = sc.model.vehicles[static_cast<std::size_t>(r.vehicle)].bodies.front();
     std::printf("tether-vehicle: hidden truth of %s:", sc.model.bodies[static_cast<std::size_t>(body)].name.c_str());
     const char* separator = " ";
-    for (const auto& [name, value] : rt::hidden_truth(sc.model, body, r.hidden)) {
+    for (const auto& [name, value] : rt::hidden_truth(sc.model, body, r.hidden, rt::thruster_time_constant_s(sc.model, sc.devices, body))) {
       std::printf("%s%s %.4g", separator, name.c_str(), value);
       separator = ", ";
     }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <random>
 
 #include <unistd.h>
 #include <string>
@@ -332,6 +333,100 @@ TEST_CASE("feedback: estimate recovers known parameters from synthetic data with
   // the model copy carries them
   CHECK(model.bodies[0].damping.linear.x() == doctest::Approx(static_cast<double>(e["linear_drag_x"])));
   CHECK(model.water.current_m_s.x() == doctest::Approx(static_cast<double>(e["current_x_m_s"])));
+}
+
+namespace {
+
+// a truth whose thrusters lag the commands by `lag_s` (a first-order lag integrated in 1 ms
+// sub-steps, its mean over each step applied) and whose hull carries `added` of its mass as
+// added mass (weightless in water); 30 s of estimate `processor` on its measurements, with
+// 2 mm and 5 mm/s of white noise
+nlohmann::json estimate_with_structure(const std::string& processor, double lag_s, double added) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> gauss;
+  const auto noise = [&](double sd) -> Vec3 { return Vec3(gauss(rng), gauss(rng), gauss(rng)) * sd; };
+  const Scenario sc = parse_scenario(auv_scenario(processor), "fb.yaml");
+  auto ps = make_feedback_processors(sc);
+  Truth truth(sc);
+  BodyModel& b = truth.model.bodies[0];
+  b.mass_kg *= 1 + added;
+  b.inv_mass = 1 / b.mass_kg;
+  b.inertia_body *= 1 + added;
+  b.inv_inertia_body = b.inertia_body.inverse();
+  b.volume_m3 += added * sc.model.bodies[0].mass_kg / 1025;
+  WorldModel model = sc.model;
+  StepInputs cmd, applied;
+  cmd.resize(1);
+  applied.resize(1);
+  Vec3 force = Truth::command(0).force_body_n, torque = Truth::command(0).torque_body_nm;
+  for (std::uint64_t k = 0; k < 3000; ++k) {
+    const double t = static_cast<double>(k) * 0.01;
+    cmd.wrenches[0] = Truth::command(t);
+    Vec3 mean_f = Vec3::Zero(), mean_t = Vec3::Zero();
+    for (int i = 0; i < 10; ++i) {
+      const double a = lag_s > 0 ? 1 - std::exp(-0.001 / lag_s) : 1.0;
+      const Vec3 f0 = force, t0 = torque;
+      force += a * (cmd.wrenches[0].force_body_n - force);
+      torque += a * (cmd.wrenches[0].torque_body_nm - torque);
+      mean_f += 0.05 * (f0 + force);
+      mean_t += 0.05 * (t0 + torque);
+    }
+    applied.wrenches[0] = BodyWrench{};
+    applied.wrenches[0].force_body_n = truth.thrust * mean_f;
+    applied.wrenches[0].torque_body_nm = truth.thrust * mean_t;
+    const WorldState before = truth.state;
+    REQUIRE(step(truth.model, truth.state, applied, 0.01) == StepStatus::ok);
+    Measurement m = pose_of(truth.state.bodies[0]);
+    m.position_m += noise(0.002);
+    m.has_velocity = true;
+    m.velocity_m_s = linear_velocity(truth.model, truth.state, 0) + noise(0.005);
+    m.angular_velocity_rad_s = angular_velocity(truth.model, truth.state, 0);
+    StepInputs in = cmd;
+    ps[0]->update_model(context(k, &m), model, before, in);
+  }
+  nlohmann::json j;
+  ps[0]->summarize(j);
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("feedback: estimate finds a thruster lag the model does not have, and the thrust behind it") {
+  const std::string all =
+      "position_stddev_m: 0.002, velocity_stddev_m_s: 0.005, parameters: [thrust, linear_drag, quadratic_drag, "
+      "buoyancy, current";
+  const auto with_lag = estimate_with_structure(
+      "[{type: estimate, model_structure: exact, " + all + ", thruster_lag]}]", 0.08, 0);
+  INFO(with_lag.dump());
+  const auto& e = with_lag["estimates"];
+  CHECK(std::abs(e["thruster_lag_s"].get<double>() - 0.08) <= 0.15 * 0.08);  // 0.070 after 30 s
+  CHECK(std::abs(e["thrust_coefficient"].get<double>() - 0.8) <= 0.05 * 0.8);
+  CHECK(with_lag["identified"]["thruster_lag_s"].get<bool>());
+  // without the lag the same data give a worse fit of the thrust
+  const auto without = estimate_with_structure(
+      "[{type: estimate, model_structure: exact, " + all + "]}]", 0.08, 0);
+  INFO(without.dump());
+  CHECK(std::abs(without["estimates"]["thrust_coefficient"].get<double>() - 0.8) >
+        std::abs(e["thrust_coefficient"].get<double>() - 0.8));
+}
+
+TEST_CASE("feedback: added mass is considered, never estimated: it stays at 0, flagged, and widens the thrust's sigma") {
+  const std::string all =
+      "position_stddev_m: 0.002, velocity_stddev_m_s: 0.005, parameters: [thrust, linear_drag, quadratic_drag, "
+      "buoyancy, current";
+  const auto considered = estimate_with_structure("[{type: estimate, " + all + ", added_mass]}]", 0, 0.15);
+  const auto ignored = estimate_with_structure("[{type: estimate, " + all + "]}]", 0, 0.15);
+  INFO(considered.dump());
+  INFO(ignored.dump());
+  CHECK(considered["estimates"]["added_mass_fraction"].get<double>() == 0.0);
+  CHECK_FALSE(considered["identified"]["added_mass_fraction"].get<bool>());
+  CHECK(considered["stddev"]["added_mass_fraction"].get<double>() == doctest::Approx(0.1));
+  CHECK_FALSE(ignored["estimates"].contains("added_mass_fraction"));
+  CHECK(considered["stddev"]["thrust_coefficient"].get<double>() >
+        1.2 * ignored["stddev"]["thrust_coefficient"].get<double>());
+  // a bad key is positioned
+  const Scenario bad = parse_scenario(auv_scenario("[{type: estimate, added_mass_stddev: -1}]"), "fb.yaml");
+  CHECK_THROWS_WITH_AS(make_feedback_processors(bad), doctest::Contains("added_mass_stddev"), ConfigError);
 }
 
 namespace {

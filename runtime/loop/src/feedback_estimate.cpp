@@ -5,7 +5,10 @@
 // processor: it changes the session's model copy before the advance, so the twin runs on the learned parameters.
 //
 // Parameters theta: thrust coefficient (a gain on the commanded wrench), linear and quadratic
-// drag per body axis, buoyancy offset (N, up), water current (x, y). Each update takes a
+// drag per body axis, buoyancy offset (N, up), water current (x, y); on request a thruster
+// lag (an extra first-order lag on the actuators' wrench: thrusters that spin up slower than
+// the model's), and an added mass that is never estimated, only *considered*: its prior
+// uncertainty counts in the others' (the data of a trial rarely tell it from the thrust gain). Each update takes a
 // window of `horizon_steps` recorded steps: it starts the real step() from the measured state
 // at the window's start, replays the inputs with theta, and compares the landing with the
 // measured position and velocity at the end. The Jacobian d(landing)/d(theta) comes from
@@ -40,7 +43,7 @@ namespace tether::runtime::feedback_detail {
 
 namespace {
 
-constexpr int n_params = 10;
+constexpr int n_params = 12;
 using VecP = Eigen::Matrix<double, n_params, 1>;
 using MatP = Eigen::Matrix<double, n_params, n_params>;
 using Mat6 = Eigen::Matrix<double, 6, 6>;
@@ -49,15 +52,25 @@ using Mat15 = Eigen::Matrix<double, 15, 15>;
 
 const std::array<const char*, n_params> param_names = {
     "thrust_coefficient", "linear_drag_x",    "linear_drag_y",     "linear_drag_z", "quadratic_drag_x",
-    "quadratic_drag_y",   "quadratic_drag_z", "buoyancy_offset_n", "current_x_m_s", "current_y_m_s"};
+    "quadratic_drag_y",   "quadratic_drag_z", "buoyancy_offset_n", "current_x_m_s", "current_y_m_s", "thruster_lag_s", "added_mass_fraction"};
 
 // parameter groups as the scenario names them
 struct Group {
   const char* name;
   int first, count;
 };
-constexpr std::array<Group, 5> groups = {
-    {{"thrust", 0, 1}, {"linear_drag", 1, 3}, {"quadratic_drag", 4, 3}, {"buoyancy", 7, 1}, {"current", 8, 2}}};
+constexpr std::array<Group, 7> groups = {{{"thrust", 0, 1},
+                                          {"linear_drag", 1, 3},
+                                          {"quadratic_drag", 4, 3},
+                                          {"buoyancy", 7, 1},
+                                          {"current", 8, 2},
+                                          {"thruster_lag", 10, 1},
+                                          {"added_mass", 11, 1}}};
+constexpr int default_groups = 5;  // without `parameters`: the first five
+constexpr int i_lag = 10, i_added = 11;
+// the filter of a thruster lag starts this many steps before a window (its state is the
+// inputs' history, not measured)
+constexpr int lag_warmup_steps = 100;
 
 class EstimateProcessor final : public FeedbackProcessor {
  public:
@@ -76,6 +89,8 @@ class EstimateProcessor final : public FeedbackProcessor {
                      "drag_range_factor",
                      "max_buoyancy_offset_n",
                      "max_current_m_s",
+                     "max_thruster_lag_s",
+                     "added_mass_stddev",
                      "max_step_fraction",
                      "initial_stddev",
                      "identify_weak_share",
@@ -101,10 +116,13 @@ class EstimateProcessor final : public FeedbackProcessor {
             }
           if (!known)
             ps.at(i).error("unknown parameter group \"" + g +
-                           "\" (known: thrust, linear_drag, quadratic_drag, buoyancy, current)");
+                           "\" (known: thrust, linear_drag, quadratic_drag, buoyancy, current, "
+                           "thruster_lag, added_mass)");
         }
     } else {
-      active_.fill(true);
+      for (int g = 0; g < default_groups; ++g)
+        for (int j = 0; j < groups[static_cast<std::size_t>(g)].count; ++j)
+          active_[static_cast<std::size_t>(groups[static_cast<std::size_t>(g)].first + j)] = true;
     }
     horizon_ = static_cast<int>(node.integer_or("horizon_steps", 50, 1, 1000));
     every_ = static_cast<int>(node.integer_or("update_every_steps", 5, 1, 1000));
@@ -117,6 +135,8 @@ class EstimateProcessor final : public FeedbackProcessor {
     const double weight_n = b.mass_kg * model.gravity_m_s2.norm();
     const double max_buoy = node.number_or("max_buoyancy_offset_n", 0.25 * weight_n, Range::positive());
     const double max_current = node.number_or("max_current_m_s", 1.0, Range::positive());
+    const double max_lag = node.number_or("max_thruster_lag_s", 0.3, Range::positive());
+    const double added_sd = node.number_or("added_mass_stddev", 0.1, Range::positive());
     step_fraction_ = node.number_or("max_step_fraction", 0.05, Range{0, 1, true});
     const double sd_scale = node.number_or("initial_stddev", 1.0, Range::positive());
     // a direction of the information is weak when the data shrink the prior's sigma along it
@@ -142,6 +162,8 @@ class EstimateProcessor final : public FeedbackProcessor {
     theta_[7] = 0;
     theta_[8] = model.water.current_m_s.x();
     theta_[9] = model.water.current_m_s.y();
+    theta_[i_lag] = 0;
+    theta_[i_added] = 0;
     nominal_ = theta_;
     lo_[0] = std::min(thrust_range[0], thrust_range[1]);
     hi_[0] = std::max(thrust_range[0], thrust_range[1]);
@@ -151,13 +173,17 @@ class EstimateProcessor final : public FeedbackProcessor {
     }
     lo_[7] = -max_buoy, hi_[7] = max_buoy;
     lo_[8] = lo_[9] = -max_current, hi_[8] = hi_[9] = max_current;
+    lo_[i_lag] = 0, hi_[i_lag] = max_lag;
+    lo_[i_added] = 0, hi_[i_added] = 0;  // considered, never moved
     // prior: about a third of the range, so the data decide; zero for what is not estimated
     p0_.setZero();
     for (int i = 0; i < n_params; ++i) {
-      const double sd = sd_scale * (i == 0   ? 0.3
-                                    : i < 7  ? std::max(0.5 * theta_[i], 5.0)
-                                    : i == 7 ? 0.1 * max_buoy
-                                             : 0.2);
+      const double sd = sd_scale * (i == 0              ? 0.3
+                                    : i < 7             ? std::max(0.5 * theta_[i], 5.0)
+                                    : i == 7            ? 0.1 * max_buoy
+                                    : i == i_lag        ? 0.3 * max_lag
+                                    : i == i_added      ? added_sd / sd_scale
+                                                        : 0.2);
       if (active_[static_cast<std::size_t>(i)]) p0_(i, i) = sd * sd;
       step_max_[i] = step_fraction_ * (hi_[i] - lo_[i]);
     }
@@ -165,7 +191,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     // the estimated parameters, and the identifiability workspace sized for them
     n_active_ = 0;
     for (int i = 0; i < n_params; ++i)
-      if (active_[static_cast<std::size_t>(i)]) index_[static_cast<std::size_t>(n_active_++)] = i;
+      if (active_[static_cast<std::size_t>(i)] && i != i_added) index_[static_cast<std::size_t>(n_active_++)] = i;
     scaled_.resize(n_active_, n_active_);
     mu_.resize(n_active_);
     eig_.emplace(n_active_);  // built in place: the solver's status is unset until compute()
@@ -173,9 +199,14 @@ class EstimateProcessor final : public FeedbackProcessor {
     identified_.fill(false);
     weak_share_.fill(1.0);
     volume0_m3_ = b.volume_m3;
-    buoyancy_per_m3_ = std::max(model.water.density_kg_m3 * model.gravity_m_s2.norm(), 1e-9);
+    mass0_kg_ = b.mass_kg;
+    inertia0_ = b.inertia_body;
+    inv_inertia0_ = b.inv_inertia_body;
+    gravity_ = model.gravity_m_s2.norm();
+    buoyancy_per_m3_ = std::max(model.water.density_kg_m3 * gravity_, 1e-9);
+    warmup_ = active_[i_lag] ? lag_warmup_steps : 0;
     // pre-sized: the step never allocates
-    ring_.assign(static_cast<std::size_t>(horizon_ + 2), Entry{});
+    ring_.assign(static_cast<std::size_t>(horizon_ + warmup_ + 2), Entry{});
     trial_.bodies.resize(model.bodies.size());
     trial_inputs_.resize(model.bodies.size());
   }
@@ -188,8 +219,8 @@ class EstimateProcessor final : public FeedbackProcessor {
     // S_k's entry: its velocities from the twin when the measurement had none
     Entry& now = entry(k);
     if (now.time_index == k && now.valid && !now.has_velocity) {
-      now.state.linear_momentum = state.bodies[static_cast<std::size_t>(body_)].linear_momentum;
-      now.state.angular_momentum = state.bodies[static_cast<std::size_t>(body_)].angular_momentum;
+      now.velocity = linear_velocity(model, state, body_);
+      now.angular_velocity = angular_velocity(model, state, body_);
     }
     if (now.time_index != k) now = fresh_entry(k);
     now.input = inputs.wrenches[static_cast<std::size_t>(body_)];  // as commanded, before the gain
@@ -204,20 +235,17 @@ class EstimateProcessor final : public FeedbackProcessor {
       next.state.orientation = m->orientation;
       next.has_velocity = m->has_velocity;
       if (m->has_velocity) {
-        const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
-        next.state.linear_momentum = b.mass_kg * m->velocity_m_s;
-        const Mat3 r = m->orientation.toRotationMatrix();
-        next.state.angular_momentum = r * b.inertia_body * r.transpose() * m->angular_velocity_rad_s;
+        next.velocity = m->velocity_m_s;
+        next.angular_velocity = m->angular_velocity_rad_s;
       }
       // a window from S_{k+1-N} to S_{k+1}, every `every_` steps
       if ((k + 1) % every_ == 0) update_from_window(ctx, model, state, k + 1 - horizon_, k + 1);
     }
     apply(model);
+    // the twin's thrusters as learned: lagged, then scaled
     BodyWrench& w = inputs.wrenches[static_cast<std::size_t>(body_)];
-    w.force_world_n *= theta_[0];
-    w.torque_world_nm *= theta_[0];
-    w.force_body_n *= theta_[0];
-    w.torque_body_nm *= theta_[0];
+    w = lag_step(live_lag_, w, theta_[i_lag], ctx.dt_s);
+    scale(w, theta_[0]);
   }
 
   // the reported sigma: the covariance's, widened by the misfit for an identified parameter;
@@ -296,6 +324,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     put_bytes(out, rbar_);
     put_bytes(out, last_rows_);
     put_bytes(out, last_nu_);
+    put_wrench(out, live_lag_);
     for (const Entry& e : ring_) put_entry(out, e);
   }
   bool restore(std::string_view b) override {
@@ -312,7 +341,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     std::uint8_t misfit = 0;
     if (!get_bytes(b, systematic_) || !get_bytes(b, misfit_widening_) || !get_bytes(b, misfit) ||
         !get_bytes(b, slow_noise_scale_) || !get_bytes(b, r2_) || !get_bytes(b, rbar_) || !get_bytes(b, last_rows_) ||
-        !get_bytes(b, last_nu_))
+        !get_bytes(b, last_nu_) || !get_wrench(b, live_lag_))
       return false;
     misfit_ = misfit != 0;
     for (Entry& e : ring_)
@@ -327,7 +356,8 @@ class EstimateProcessor final : public FeedbackProcessor {
     bool valid = false;         // state measured
     bool has_velocity = false;  // its momenta measured (else taken from the twin)
     bool has_input = false;
-    BodyState state;
+    BodyState state;  // position and orientation
+    Vec3 velocity{0, 0, 0}, angular_velocity{0, 0, 0};
     BodyWrench input;
   };
   static Entry fresh_entry(std::int64_t t) {
@@ -341,21 +371,26 @@ class EstimateProcessor final : public FeedbackProcessor {
     put_bytes(out, static_cast<std::uint8_t>(e.valid | e.has_velocity << 1 | e.has_input << 2));
     put_bytes(out, e.state.position_m);
     put_bytes(out, e.state.orientation.coeffs());
-    put_bytes(out, e.state.linear_momentum);
-    put_bytes(out, e.state.angular_momentum);
-    put_bytes(out, e.input.force_world_n);
-    put_bytes(out, e.input.torque_world_nm);
-    put_bytes(out, e.input.force_body_n);
-    put_bytes(out, e.input.torque_body_nm);
+    put_bytes(out, e.velocity);
+    put_bytes(out, e.angular_velocity);
+    put_wrench(out, e.input);
+  }
+  static void put_wrench(std::string& out, const BodyWrench& w) {
+    put_bytes(out, w.force_world_n);
+    put_bytes(out, w.torque_world_nm);
+    put_bytes(out, w.force_body_n);
+    put_bytes(out, w.torque_body_nm);
+  }
+  static bool get_wrench(std::string_view& in, BodyWrench& w) {
+    return get_bytes(in, w.force_world_n) && get_bytes(in, w.torque_world_nm) && get_bytes(in, w.force_body_n) &&
+           get_bytes(in, w.torque_body_nm);
   }
   static bool get_entry(std::string_view& in, Entry& e) {
     std::uint8_t flags = 0;
     Eigen::Vector4d q;
     const bool ok = get_bytes(in, e.time_index) && get_bytes(in, flags) && get_bytes(in, e.state.position_m) &&
-                    get_bytes(in, q) && get_bytes(in, e.state.linear_momentum) &&
-                    get_bytes(in, e.state.angular_momentum) && get_bytes(in, e.input.force_world_n) &&
-                    get_bytes(in, e.input.torque_world_nm) && get_bytes(in, e.input.force_body_n) &&
-                    get_bytes(in, e.input.torque_body_nm);
+                    get_bytes(in, q) && get_bytes(in, e.velocity) && get_bytes(in, e.angular_velocity) &&
+                    get_wrench(in, e.input);
     e.state.orientation.coeffs() = q;
     e.valid = flags & 1, e.has_velocity = flags & 2, e.has_input = flags & 4;
     return ok;
@@ -367,7 +402,18 @@ class EstimateProcessor final : public FeedbackProcessor {
     BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
     b.damping.linear = th.segment<3>(1);
     b.damping.quadratic = th.segment<3>(4);
-    b.volume_m3 = std::max(volume0_m3_ + th[7] / buoyancy_per_m3_, 0.0);
+    // added mass (considered: the model's own, 0, except while the Jacobian probes it): heavier
+    // to accelerate, matched by as much more displaced water, since it weighs nothing in water
+    double added_weight = 0;
+    if (active_[i_added]) {
+      const double f = 1 + th[i_added];
+      b.mass_kg = mass0_kg_ * f;
+      b.inv_mass = 1 / b.mass_kg;
+      b.inertia_body = inertia0_ * f;
+      b.inv_inertia_body = inv_inertia0_ / f;
+      added_weight = th[i_added] * mass0_kg_ * gravity_;
+    }
+    b.volume_m3 = std::max(volume0_m3_ + (th[7] + added_weight) / buoyancy_per_m3_, 0.0);
     model.water.current_m_s.x() = th[8];
     model.water.current_m_s.y() = th[9];
   }
@@ -380,17 +426,22 @@ class EstimateProcessor final : public FeedbackProcessor {
     apply(model, th);
     trial_.bodies.assign(twin.bodies.begin(), twin.bodies.end());
     BodyState& start = trial_.bodies[static_cast<std::size_t>(body_)];
-    start = entry(t0).state;
-    start.linear_momentum += model.bodies[static_cast<std::size_t>(body_)].mass_kg * dv;
+    const Entry& e0 = entry(t0);
+    const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
+    start = e0.state;
+    start.linear_momentum = b.mass_kg * (e0.velocity + dv);
+    const Mat3 r0 = e0.state.orientation.toRotationMatrix();
+    start.angular_momentum = r0 * b.inertia_body * r0.transpose() * e0.angular_velocity;
     for (auto& w : trial_inputs_.wrenches) w = BodyWrench{};
+    // the thruster lag's filter, from the inputs before the window
+    BodyWrench lag = lag_start(t0);
+    for (std::int64_t t = std::max<std::int64_t>(t0 - warmup_, 0); t < t0; ++t)
+      if (entry(t).time_index == t && entry(t).has_input) (void)lag_step(lag, entry(t).input, th[i_lag], dt);
     int next_checkpoint = 0;
     for (std::int64_t t = t0; t < t1; ++t) {
       BodyWrench& w = trial_inputs_.wrenches[static_cast<std::size_t>(body_)];
-      w = entry(t).input;
-      w.force_world_n *= th[0];
-      w.torque_world_nm *= th[0];
-      w.force_body_n *= th[0];
-      w.torque_body_nm *= th[0];
+      w = lag_step(lag, entry(t).input, th[i_lag], dt);
+      scale(w, th[0]);
       if (step(model, trial_, trial_inputs_, dt, nullptr, scratch_) != StepStatus::ok) return false;
       if (track && next_checkpoint < checkpoints && t + 1 == checkpoint(t0, t1, next_checkpoint))
         track->segment<3>(3 * next_checkpoint++) = trial_.bodies[static_cast<std::size_t>(body_)].position_m;
@@ -399,6 +450,38 @@ class EstimateProcessor final : public FeedbackProcessor {
     landing.head<3>() = s.position_m;
     landing.tail<3>() = s.linear_momentum * model.bodies[static_cast<std::size_t>(body_)].inv_mass;
     return true;
+  }
+
+  static void scale(BodyWrench& w, double c) {
+    w.force_world_n *= c;
+    w.torque_world_nm *= c;
+    w.force_body_n *= c;
+    w.torque_body_nm *= c;
+  }
+  // a first-order lag with time constant tau on the wrench, its state y the filtered wrench at
+  // the step's start; returns the filter's mean over the step (the input held for dt), as a
+  // thruster's rotor gives its mean thrust over the step. tau = 0: the input itself
+  static BodyWrench lag_step(BodyWrench& y, const BodyWrench& in, double tau, double dt) {
+    if (!(tau > 0) || !(dt > 0)) return y = in;
+    const double decay = std::exp(-dt / tau);
+    const double mean_share = tau / dt * (1 - decay);  // of (y - in) in the step's mean
+    BodyWrench mean;
+    const auto go = [&](Vec3& yv, const Vec3& u, Vec3& m) {
+      m = u + (yv - u) * mean_share;
+      yv = u + (yv - u) * decay;
+    };
+    go(y.force_world_n, in.force_world_n, mean.force_world_n);
+    go(y.torque_world_nm, in.torque_world_nm, mean.torque_world_nm);
+    go(y.force_body_n, in.force_body_n, mean.force_body_n);
+    go(y.torque_body_nm, in.torque_body_nm, mean.torque_body_nm);
+    return mean;
+  }
+  // the lag filter's state before the warm-up of a window starting at t0: the earliest input
+  // kept (settled on it)
+  BodyWrench lag_start(std::int64_t t0) {
+    for (std::int64_t t = std::max<std::int64_t>(t0 - warmup_, 0); t < t0; ++t)
+      if (entry(t).time_index == t && entry(t).has_input) return entry(t).input;
+    return entry(t0).input;
   }
 
   void update_from_window(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin, std::int64_t t0,
@@ -410,10 +493,9 @@ class EstimateProcessor final : public FeedbackProcessor {
       if (entry(t).time_index != t || !entry(t).has_input) return;
     if (!start.has_velocity) return update_from_positions(ctx, model, twin, t0, t1);
     const Entry& end = entry(t1);
-    const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
     Vec6 measured;
     measured.head<3>() = end.state.position_m;
-    measured.tail<3>() = end.state.linear_momentum * b.inv_mass;
+    measured.tail<3>() = end.velocity;
 
     Vec6 base;
     if (!replay(model, twin, t0, t1, ctx.dt_s, theta_, base)) return fault(model);
@@ -421,7 +503,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     for (int i = 0; i < n_params; ++i) {
       if (!active_[static_cast<std::size_t>(i)]) continue;
       VecP th = theta_;
-      const double h = i == 0 ? 1e-4 : i < 7 ? 1e-4 * std::max(std::abs(theta_[i]), 1.0) : i == 7 ? 1e-3 : 1e-5;
+      const double h = probe_step(i);
       th[i] += h;
       Vec6 probe;
       if (!replay(model, twin, t0, t1, ctx.dt_s, th, probe)) return fault(model);
@@ -461,7 +543,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     for (int i = 0; i < n_params; ++i) {
       if (!active_[static_cast<std::size_t>(i)]) continue;
       VecP th = theta_;
-      const double h = i == 0 ? 1e-4 : i < 7 ? 1e-4 * std::max(std::abs(theta_[i]), 1.0) : i == 7 ? 1e-3 : 1e-5;
+      const double h = probe_step(i);
       th[i] += h;
       if (!replay(model, twin, t0, t1, ctx.dt_s, th, landing, Vec3::Zero(), &probe)) return fault(model);
       jac.col(i) = (probe - base) / h;
@@ -481,6 +563,15 @@ class EstimateProcessor final : public FeedbackProcessor {
     const Eigen::Matrix<double, 15, n_params> jq = q * jac;
     const Mat15 r = Mat15::Identity() * (sigma_p_ * sigma_p_);
     rls<15>(nu, jq, r, model);
+  }
+
+  // the forward-difference step of parameter i
+  double probe_step(int i) const {
+    return i == 0                       ? 1e-4
+           : i < 7                      ? 1e-4 * std::max(std::abs(theta_[i]), 1.0)
+           : i == 7                     ? 1e-3
+           : i == i_lag || i == i_added ? 1e-4
+                                        : 1e-5;
   }
 
   static constexpr int checkpoints = 5;
@@ -553,6 +644,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     if (!structure_exact_)
       for (int i = 0; i < n_params; ++i)
         if (!identified_[static_cast<std::size_t>(i)]) k.row(i).setZero();
+    k.row(i_added).setZero();  // considered only
     VecP d = k * nu;
     for (int i = 0; i < n_params; ++i) {
       d[i] = std::clamp(d[i], -step_max_[i], step_max_[i]);
@@ -611,7 +703,10 @@ class EstimateProcessor final : public FeedbackProcessor {
   double lambda_ = 0.9995, sigma_p_ = 0.005, sigma_v_ = 0.01, gate_ = 50, step_fraction_ = 0.05;
   VecP theta_ = VecP::Zero(), nominal_ = VecP::Zero(), lo_ = VecP::Zero(), hi_ = VecP::Zero(), step_max_ = VecP::Zero();
   MatP p_ = MatP::Zero(), p0_ = MatP::Zero();
-  double volume0_m3_ = 0, buoyancy_per_m3_ = 1;
+  double volume0_m3_ = 0, buoyancy_per_m3_ = 1, mass0_kg_ = 1, gravity_ = 9.81;
+  Mat3 inertia0_ = Mat3::Identity(), inv_inertia0_ = Mat3::Identity();
+  int warmup_ = 0;         // steps of inputs kept before a window for the lag's filter
+  BodyWrench live_lag_{};  // the twin's thruster-lag filter
   std::vector<Entry> ring_;
   WorldState trial_;
   StepInputs trial_inputs_;

@@ -38,7 +38,22 @@ HiddenParams default_hidden_params() {
   return h;
 }
 
-std::vector<std::pair<std::string, double>> hidden_truth(const WorldModel& model, int body, const HiddenParams& h) {
+double thruster_time_constant_s(const WorldModel& model, const std::vector<hal::DeviceSpec>& devices, int body) {
+  if (body < 0 || static_cast<std::size_t>(body) >= model.bodies.size()) return 0;
+  const int vehicle = model.bodies[static_cast<std::size_t>(body)].vehicle;
+  double sum = 0;
+  int n = 0;
+  for (const hal::DeviceSpec& d : devices)
+    if (const auto* p = std::get_if<hal::ThrusterParams>(&d.params))
+      if (d.body >= 0 &&
+          static_cast<std::size_t>(d.body) < model.bodies.size() &&
+          model.bodies[static_cast<std::size_t>(d.body)].vehicle == vehicle)
+        sum += p->time_constant_s, ++n;
+  return n ? sum / n : 0.0;
+}
+
+std::vector<std::pair<std::string, double>> hidden_truth(const WorldModel& model, int body, const HiddenParams& h,
+                                                         double thruster_time_constant) {
   std::vector<std::pair<std::string, double>> out;
   if (body < 0 || static_cast<std::size_t>(body) >= model.bodies.size()) return out;
   const Damping& d = model.bodies[static_cast<std::size_t>(body)].damping;
@@ -55,6 +70,9 @@ std::vector<std::pair<std::string, double>> hidden_truth(const WorldModel& model
   out.emplace_back("buoyancy_offset_n", h.buoyancy_offset_n / std::max(bodies, 1));
   out.emplace_back("current_x_m_s", model.water.current_m_s.x() + h.current_m_s.x());
   out.emplace_back("current_y_m_s", model.water.current_m_s.y() + h.current_m_s.y());
+  out.emplace_back("added_mass_fraction", h.added_mass_fraction);
+  if (thruster_time_constant > 0)
+    out.emplace_back("thruster_lag_s", thruster_time_constant * (h.thruster_time_constant_scale - 1));
   return out;
 }
 
@@ -312,7 +330,7 @@ HiddenParams stand_in_hidden(const EndpointConfig& c) {
 }  // namespace
 
 StandInEndpoint::StandInEndpoint(const EndpointConfig& config, const Scenario& scenario)
-    : Endpoint(config), model_(&scenario.model),
+    : Endpoint(config), model_(&scenario.model), specs_(&scenario.devices),
       truth_(scenario, std::max(config.vehicle_index, 0), stand_in_hidden(config),
              config.node.unsigned_or("seed", scenario.loop.seed)) {}
 
@@ -354,7 +372,9 @@ void StandInEndpoint::summarize(nlohmann::json& out) const {
   auto& truth = out["hidden_truth"] = nlohmann::json::object();
   for (int b : truth_.model().vehicles[static_cast<std::size_t>(truth_.vehicle())].bodies) {
     auto& body = truth[truth_.model().bodies[static_cast<std::size_t>(b)].name] = nlohmann::json::object();
-    for (const auto& [name, value] : hidden_truth(*model_, b, truth_.hidden())) body[name] = value;
+    for (const auto& [name, value] :
+         hidden_truth(*model_, b, truth_.hidden(), thruster_time_constant_s(*model_, *specs_, b)))
+      body[name] = value;
   }
 }
 

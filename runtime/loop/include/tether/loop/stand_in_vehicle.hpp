@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "tether/hal/device_spec.hpp"
 #include "tether/loop/endpoint.hpp"
 #include "tether/loop/feedback.hpp"
 #include "tether/physics/physics.hpp"
@@ -52,17 +53,24 @@ struct HiddenParams {
 };
 
 /// A plausible "real" vehicle for demos, tests and benchmarks (what `tether-vehicle` is
-/// without --exact): 15 % more drag (shaped per axis), 10 % less thrust, thrusters half
-/// again as slow with a 0.04 dead band, 10 % added mass, 2 N heavier, a 5 cm/s current
+/// without --exact): 15 % more drag (shaped per axis), 10 % less thrust, thrusters 20 %
+/// slower with a 0.03 dead band, 10 % added mass, 2 N heavier, a 5 cm/s current
 /// along +y that swings by 1 cm/s over a minute, millimetre noise and a 1 mm/s velocity bias.
 HiddenParams default_hidden_params();
 
 /// The values the `estimate` feedback processor should find for body `body` of `model`
 /// when the vehicle is `hidden` (its parameter names: thrust_coefficient, linear_drag_x,
-/// ..., buoyancy_offset_n, current_x_m_s, current_y_m_s; the current's steady part). What
-/// the model has no parameter for (lag, dead band, added mass, swing) has no entry: it is
+/// ..., buoyancy_offset_n, current_x_m_s, current_y_m_s, the current's steady part;
+/// added_mass_fraction; and thruster_lag_s, the extra lag of thrusters whose rotor time
+/// constant `thruster_time_constant_s` is scaled, its first-order equivalent, when that is
+/// above 0). What the model has no parameter for (dead band, swing, bias) has no entry: it is
 /// the structure the estimator must cope with.
-std::vector<std::pair<std::string, double>> hidden_truth(const WorldModel& model, int body, const HiddenParams& hidden);
+std::vector<std::pair<std::string, double>> hidden_truth(const WorldModel& model, int body, const HiddenParams& hidden,
+                                                         double thruster_time_constant_s = 0);
+
+/// The mean rotor time constant of the thrusters (a yoerger rotor's at full speed) on the vehicle of body `body`
+/// (0 when it has none): what a thruster lag is measured against.
+double thruster_time_constant_s(const WorldModel& model, const std::vector<hal::DeviceSpec>& devices, int body);
 
 class StandInVehicle {
  public:
@@ -131,6 +139,7 @@ class StandInEndpoint final : public Endpoint {
 
  private:
   const WorldModel* model_;  // the scenario's: what the hidden differences differ from
+  const std::vector<hal::DeviceSpec>* specs_;  // the scenario's devices (their thrusters' lag)
   StandInVehicle truth_;
   std::vector<std::size_t> actuators_;  // the vehicle's actuators, found on the first publish
   bool bound_ = false;
