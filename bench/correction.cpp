@@ -62,22 +62,36 @@ struct Hidden {
 
 double wrap(double a) { return std::remainder(a, 2 * pi); }
 
-// the stand-in vehicle: a truth simulation with its own autopilot that surveys the tank
-// (a rectangle of waypoints at changing depths and speeds, with a sway excitation), replying
-// each step with its commands (for the twin) and its noisy measurement of its own pose
+// the experiment's hidden differences as the stand-in library takes them: per-axis scales of
+// the scenario's drags, the buoyancy offset, the current against the scenario's, the noise; no
+// lag, dead band, added mass, bias or delay (the model's structure is the vehicle's). The
+// thrust gain is applied by the caller: the autopilot's commands are wrenches, not actuators.
+HiddenParams stand_in_params(const WorldModel& model, const Hidden& h) {
+  const BodyModel& b = model.bodies[0];
+  HiddenParams p;
+  p.linear_drag_axis_scale = h.linear.cwiseQuotient(b.damping.linear);
+  p.quadratic_drag_axis_scale = h.quadratic.cwiseQuotient(b.damping.quadratic);
+  p.buoyancy_offset_n = h.buoyancy_n;
+  p.current_m_s = h.current - model.water.current_m_s;
+  p.position_noise_m = h.position_noise_m;
+  p.orientation_noise_rad = h.orientation_noise_rad;
+  p.velocity_noise_m_s = h.velocity_noise_m_s;
+  p.angular_velocity_noise_rad_s = h.angular_velocity_noise_rad_s;
+  return p;
+}
+
+// the vehicle: the stand-in library's truth (runtime::StandInVehicle, as tether-vehicle runs
+// it) flown by the experiment's own autopilot, which surveys the tank (a rectangle of
+// waypoints at changing depths and speeds, with a sway excitation); it replies each step with
+// its commands (for the twin) and its noisy measurement of its own pose
 class TruthVehicle final : public Endpoint {
  public:
   TruthVehicle(const EndpointConfig& config, const Scenario& sc, const Hidden& h, std::uint64_t seed,
                std::int64_t t_off_ns, bool pose_only = false)
-      : Endpoint(config), truth_(sc.model), state_(sc.initial), hidden_(h), rng_(seed), t_off_ns_(t_off_ns),
+      : Endpoint(config), truth_(sc, 0, stand_in_params(sc.model, h), seed), hidden_(h), t_off_ns_(t_off_ns),
         pose_only_(pose_only) {
-    BodyModel& b = truth_.bodies[0];
-    b.damping.linear = h.linear;
-    b.damping.quadratic = h.quadratic;
-    b.volume_m3 += h.buoyancy_n / (truth_.water.density_kg_m3 * truth_.gravity_m_s2.norm());
-    truth_.water.current_m_s = h.current;
-    inputs_.resize(truth_.bodies.size());
-    positions_.push_back(state_.bodies[0].position_m);
+    inputs_.resize(sc.model.bodies.size());
+    positions_.push_back(truth_.state().bodies[0].position_m);
   }
 
   bool publish(const StepContext& ctx, const WorldState&) override {
@@ -87,16 +101,18 @@ class TruthVehicle final : public Endpoint {
     inputs_.wrenches[0] = cmd;
     inputs_.wrenches[0].force_body_n *= hidden_.thrust;
     inputs_.wrenches[0].torque_body_nm *= hidden_.thrust;
-    if (step(truth_, state_, inputs_, static_cast<double>(ctx.period_ns) * 1e-9) != StepStatus::ok) {
+    if (truth_.advance(inputs_, static_cast<double>(ctx.period_ns) * 1e-9) != StepStatus::ok) {
       fault_message_ = "the stand-in's truth simulation faulted";
       return false;
     }
-    positions_.push_back(state_.bodies[0].position_m);
-    if (state_.time_ns == t_off_ns_) state_at_off_ = state_;
+    positions_.push_back(truth_.state().bodies[0].position_m);
+    if (truth_.state().time_ns == t_off_ns_) state_at_off_ = truth_.state();
     reply_.clear();
     reply_.step = ctx.step;
     reply_.wrenches.emplace_back(0, cmd);
-    reply_.measurements.push_back(measure(ctx.time_ns + ctx.period_ns));
+    Measurement m = truth_.measure();
+    m.has_velocity = !pose_only_;
+    reply_.measurements.push_back(m);
     return true;
   }
   GatherStatus gather(const StepContext&, SteadyClock::time_point, Reply& reply) override {
@@ -104,53 +120,31 @@ class TruthVehicle final : public Endpoint {
     return GatherStatus::ready;
   }
 
-  const WorldState& state() const { return state_; }
-  const WorldModel& truth() const { return truth_; }
+  const WorldState& state() const { return truth_.state(); }
+  const WorldModel& truth() const { return truth_.model(); }
   const WorldState& state_at_off() const { return state_at_off_; }
   const std::vector<Vec3>& positions() const { return positions_; }  // index = step
   const std::vector<BodyWrench>& commands() const { return commands_; }
 
  private:
-  Measurement measure(std::int64_t t_ns) {
-    std::normal_distribution<double> n(0, 1);
-    auto noise = [&](double sd) {  // drawn in order: argument evaluation order is unspecified
-      Vec3 v;
-      for (int i = 0; i < 3; ++i) v[i] = n(rng_) * sd;
-      return v;
-    };
-    const BodyState& b = state_.bodies[0];
-    Measurement m;
-    m.body = 0;
-    m.measured_time_ns = t_ns;
-    m.has_pose = m.has_covariance = true;
-    m.has_velocity = !pose_only_;
-    m.position_m = b.position_m + noise(hidden_.position_noise_m);
-    const Vec3 r = noise(hidden_.orientation_noise_rad);
-    m.orientation = (Quat(Eigen::AngleAxisd(r.norm(), r.normalized())) * b.orientation).normalized();
-    m.velocity_m_s = linear_velocity(truth_, state_, 0) + noise(hidden_.velocity_noise_m_s);
-    m.angular_velocity_rad_s = angular_velocity(truth_, state_, 0) + noise(hidden_.angular_velocity_noise_rad_s);
-    m.pose_covariance.setZero();
-    m.pose_covariance.diagonal().head<3>().setConstant(hidden_.position_noise_m * hidden_.position_noise_m);
-    m.pose_covariance.diagonal().tail<3>().setConstant(hidden_.orientation_noise_rad * hidden_.orientation_noise_rad);
-    return m;
-  }
-
   BodyWrench autopilot(double t) {
     static const double wp[4][4] = {// x, y, depth, speed
                                     {6, -2.5, 1.5, 0.5},
                                     {6, 2.5, 4.0, 1.0},
                                     {-6, 2.5, 1.5, 0.7},
                                     {-6, -2.5, 4.0, 1.2}};
-    const BodyState& b = state_.bodies[0];
+    const WorldModel& truth = truth_.model();
+    const WorldState& state = truth_.state();
+    const BodyState& b = state.bodies[0];
     const double* w = wp[leg_ % 4];
     const Vec3 d(w[0] - b.position_m.x(), w[1] - b.position_m.y(), 0);
     if (d.norm() < 1.0) ++leg_;
-    const Vec3 v_world = linear_velocity(truth_, state_, 0);
+    const Vec3 v_world = linear_velocity(truth, state, 0);
     const Mat3 r = b.orientation.toRotationMatrix();
     const Vec3 v = r.transpose() * v_world;
     const double yaw = rpy_from_quat(b.orientation).z();
     const double e_yaw = wrap(std::atan2(d.y(), d.x()) - yaw);
-    const double yaw_rate = angular_velocity(truth_, state_, 0).z();
+    const double yaw_rate = angular_velocity(truth, state, 0).z();
     BodyWrench c;
     c.torque_body_nm.z() = std::clamp(8 * e_yaw - 6 * yaw_rate, -6.0, 6.0);
     const double u_target = w[3] * std::max(0.0, std::cos(e_yaw));
@@ -163,11 +157,9 @@ class TruthVehicle final : public Endpoint {
     return c;
   }
 
-  WorldModel truth_;
-  WorldState state_;
+  StandInVehicle truth_;
   WorldState state_at_off_;
   Hidden hidden_;
-  std::mt19937_64 rng_;
   std::int64_t t_off_ns_;
   bool pose_only_;
   StepInputs inputs_;

@@ -156,7 +156,7 @@ struct StandInVehicle::Impl {
     if (rot.norm() > 0)
       m.orientation = (Quat(Eigen::AngleAxisd(rot.norm(), rot.normalized())) * b.orientation).normalized();
     m.velocity_m_s = linear_velocity(model, s, body) + hidden.velocity_bias_m_s + noise3(hidden.velocity_noise_m_s);
-    m.angular_velocity_rad_s = angular_velocity(model, s, body);
+    m.angular_velocity_rad_s = angular_velocity(model, s, body) + noise3(hidden.angular_velocity_noise_rad_s);
     if (hidden.position_noise_m > 0 || hidden.orientation_noise_rad > 0) {
       m.has_covariance = true;
       m.pose_covariance.setZero();
@@ -293,7 +293,8 @@ HiddenParams parse_hidden_params(const ConfigNode& n, HiddenParams h) {
   if (!n.expect_map({"drag_scale", "linear_drag_axis_scale", "quadratic_drag_axis_scale", "thrust_scale",
                      "thruster_time_constant_scale", "thruster_dead_band", "added_mass_fraction", "buoyancy_offset_n",
                      "current_m_s", "current_swing_m_s", "current_period_s", "current_shear_per_m", "position_noise_m",
-                     "orientation_noise_rad", "velocity_noise_m_s", "velocity_bias_m_s", "delay_steps"}))
+                     "orientation_noise_rad", "velocity_noise_m_s", "angular_velocity_noise_rad_s", "velocity_bias_m_s",
+                     "delay_steps"}))
     return h;
   const Range scale = Range::positive();
   h.drag_scale = n.number_or("drag_scale", h.drag_scale, scale);
@@ -311,6 +312,8 @@ HiddenParams parse_hidden_params(const ConfigNode& n, HiddenParams h) {
   h.position_noise_m = n.number_or("position_noise_m", h.position_noise_m, Range::non_negative());
   h.orientation_noise_rad = n.number_or("orientation_noise_rad", h.orientation_noise_rad, Range::non_negative());
   h.velocity_noise_m_s = n.number_or("velocity_noise_m_s", h.velocity_noise_m_s, Range::non_negative());
+  h.angular_velocity_noise_rad_s =
+      n.number_or("angular_velocity_noise_rad_s", h.angular_velocity_noise_rad_s, Range::non_negative());
   h.velocity_bias_m_s = n.vec3_or("velocity_bias_m_s", h.velocity_bias_m_s);
   h.delay_steps = static_cast<std::uint32_t>(n.integer_or("delay_steps", h.delay_steps, 0, 1000));
   return h;

@@ -48,6 +48,7 @@ struct HiddenParams {
   double position_noise_m = 0.0;              // stddev of each measured position axis
   double orientation_noise_rad = 0.0;         // stddev of each axis of a small rotation error
   double velocity_noise_m_s = 0.0;            // stddev of each measured velocity axis
+  double angular_velocity_noise_rad_s = 0.0;  // stddev of each measured angular velocity axis
   Vec3 velocity_bias_m_s{0, 0, 0};            // a fixed error of the measured velocity (world frame)
   std::uint32_t delay_steps = 0;              // measurements describe the state this many steps ago
 };
