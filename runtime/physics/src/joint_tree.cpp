@@ -278,6 +278,49 @@ void substitute(JointForest& f, std::size_t first, std::size_t last) {
   }
 }
 
+// H X = B for tree t and C right-hand sides at once: columns r0 .. r0 + C - 1 of each node's
+// responses in extra_y (a node's max_tree_rows Vec6 are the columns of a 6 x max_tree_rows
+// matrix), replaced by the solution; the same passes as substitute(), one walk for C columns
+template <int C>
+void substitute_columns(JointForest& f, std::size_t first, std::size_t last, int r0) {
+  using Block = Eigen::Map<Eigen::Matrix<double, 6, C>>;
+  const auto cols = [&](std::size_t i) {
+    return Block(f.extra_y[i * max_tree_rows + static_cast<std::size_t>(r0)].data());
+  };
+  for (std::size_t i = first; i < last; ++i) {
+    const TreeNode& node = f.nodes[i];
+    if (node.parent < 0) continue;
+    Block up = cols(static_cast<std::size_t>(node.parent));
+    const Block x = cols(i);
+    if (node.edge == 3 && node.body < 0)
+      up.noalias() -= node.j_up.topRows<3>().transpose() * x.template topRows<3>();
+    else if (node.edge == 3)
+      up.template topRows<3>().noalias() -= node.j_up.leftCols<3>().transpose() * x;
+    else
+      up.noalias() -= node.j_up.transpose() * x;
+  }
+  for (std::size_t i = first; i < last; ++i) {
+    const TreeNode& node = f.nodes[i];
+    Block x = cols(i);
+    if (node.dims == 3)
+      x.template topRows<3>() = (node.d_inv.topLeftCorner<3, 3>() * x.template topRows<3>()).eval();
+    else
+      x = (node.d_inv * x).eval();
+  }
+  for (std::size_t i = last; i-- > first;) {
+    const TreeNode& node = f.nodes[i];
+    if (node.parent < 0) continue;
+    const Block up = cols(static_cast<std::size_t>(node.parent));
+    Block x = cols(i);
+    if (node.edge == 3 && node.body < 0)
+      x.template topRows<3>().noalias() -= node.j_up.topRows<3>() * up;
+    else if (node.edge == 3)
+      x.noalias() -= node.j_up.leftCols<3>() * up.template topRows<3>();
+    else
+      x.noalias() -= node.j_up * up;
+  }
+}
+
 // a row's three vectors (its rate: lin·(va − vb) + ang_a·wa + ang_b·wb)
 void row_vectors(const JointSolve& j, const TreeRow& row, Vec3& lin, Vec3& ang_a, Vec3& ang_b) {
   const JointRows& r = j.rows;
@@ -376,13 +419,19 @@ bool factor_rows(JointForest& f, std::size_t t, const std::vector<JointSolve>& j
   f.eq_count[t] = eq;
   f.rows_inside[t] = inside ? 1 : 0;
   if (n == 0) return true;
-  for (int r = 0; r < n; ++r) {
-    for (std::size_t i = first; i < last; ++i) f.nodes[i].x.setZero();
-    row_sides(f, joints[static_cast<std::size_t>(rows[r].joint)], rows[r],
-              [&](std::int32_t node, const Vec6& side) { f.nodes[static_cast<std::size_t>(node)].x += side; });
-    substitute(f, first, last);
-    for (std::size_t i = first; i < last; ++i)
-      f.extra_y[i * max_tree_rows + static_cast<std::size_t>(r)] = f.nodes[i].x;
+  // the responses to a unit impulse on each row, three rows a walk through the tree
+  for (std::size_t i = first; i < last; ++i)
+    for (int r = 0; r < n; ++r) f.extra_y[i * max_tree_rows + static_cast<std::size_t>(r)].setZero();
+  for (int r = 0; r < n; ++r)
+    row_sides(f, joints[static_cast<std::size_t>(rows[r].joint)], rows[r], [&](std::int32_t node, const Vec6& side) {
+      f.extra_y[static_cast<std::size_t>(node) * max_tree_rows + static_cast<std::size_t>(r)] += side;
+    });
+  for (int r0 = 0; r0 < n; r0 += 3) {
+    switch (std::min(3, n - r0)) {
+      case 1: substitute_columns<1>(f, first, last, r0); break;
+      case 2: substitute_columns<2>(f, first, last, r0); break;
+      default: substitute_columns<3>(f, first, last, r0); break;
+    }
   }
   MatRows& w = f.w[t];
   w.setZero(n, n);

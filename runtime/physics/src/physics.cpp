@@ -1486,6 +1486,11 @@ void Stepper::correct_joints() {
     return dll;
   };
   auto in_tree = [&](std::size_t k) { return s_.forest.solving(k) >= 0; };
+  // every joint in a tree: the measure pass sees them all before anything moves, so a sweep
+  // whose errors are all within tolerance moves nothing
+  bool trees_only = trees;
+  for (std::size_t k = 0; k < s_.joints.size() && trees_only; ++k)
+    trees_only = !s_.joints[k].valid || in_tree(k);
   for (int sweep = 0; sweep <= sweeps; ++sweep) {
     worst_m = worst_rad = 0;
     const bool measure_only = sweep == sweeps;
@@ -1497,6 +1502,7 @@ void Stepper::correct_joints() {
         s_.joint_c[k] = rows.c;
         s_.joint_dll[k] = limit_push(s_.joints[k], past_limit);
       }
+      if (trees_only && worst_m <= cfg_.joint_tolerance && worst_rad <= cfg_.joint_tolerance) break;
       if (!measure_only) {
         for (std::size_t t = 0; t < s_.forest.lead_joint.size(); ++t)
           if (s_.forest.usable[t]) detail::tree_correction(s_.forest, t, s_.joints, s_.joint_c, s_.joint_dl);
