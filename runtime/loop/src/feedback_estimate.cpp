@@ -178,12 +178,13 @@ class EstimateProcessor final : public FeedbackProcessor {
     // prior: about a third of the range, so the data decide; zero for what is not estimated
     p0_.setZero();
     for (int i = 0; i < n_params; ++i) {
-      const double sd = sd_scale * (i == 0              ? 0.3
-                                    : i < 7             ? std::max(0.5 * theta_[i], 5.0)
-                                    : i == 7            ? 0.1 * max_buoy
-                                    : i == i_lag        ? 0.3 * max_lag
-                                    : i == i_added      ? added_sd / sd_scale
-                                                        : 0.2);
+      // the considered added mass has its own prior, not scaled by initial_stddev
+      const double sd = i == i_added ? added_sd
+                                     : sd_scale * (i == 0       ? 0.3
+                                                   : i < 7      ? std::max(0.5 * theta_[i], 5.0)
+                                                   : i == 7     ? 0.1 * max_buoy
+                                                   : i == i_lag ? 0.3 * max_lag
+                                                                : 0.2);
       if (active_[static_cast<std::size_t>(i)]) p0_(i, i) = sd * sd;
       step_max_[i] = step_fraction_ * (hi_[i] - lo_[i]);
     }
@@ -354,7 +355,7 @@ class EstimateProcessor final : public FeedbackProcessor {
   struct Entry {
     std::int64_t time_index = -1;
     bool valid = false;         // state measured
-    bool has_velocity = false;  // its momenta measured (else taken from the twin)
+    bool has_velocity = false;  // its velocities measured (else taken from the twin)
     bool has_input = false;
     BodyState state;  // position and orientation
     Vec3 velocity{0, 0, 0}, angular_velocity{0, 0, 0};
@@ -433,10 +434,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     const Mat3 r0 = e0.state.orientation.toRotationMatrix();
     start.angular_momentum = r0 * b.inertia_body * r0.transpose() * e0.angular_velocity;
     for (auto& w : trial_inputs_.wrenches) w = BodyWrench{};
-    // the thruster lag's filter, from the inputs before the window
-    BodyWrench lag = lag_start(t0);
-    for (std::int64_t t = std::max<std::int64_t>(t0 - warmup_, 0); t < t0; ++t)
-      if (entry(t).time_index == t && entry(t).has_input) (void)lag_step(lag, entry(t).input, th[i_lag], dt);
+    BodyWrench lag = lag_before(t0, th[i_lag], dt);
     int next_checkpoint = 0;
     for (std::int64_t t = t0; t < t1; ++t) {
       BodyWrench& w = trial_inputs_.wrenches[static_cast<std::size_t>(body_)];
@@ -476,12 +474,18 @@ class EstimateProcessor final : public FeedbackProcessor {
     go(y.torque_body_nm, in.torque_body_nm, mean.torque_body_nm);
     return mean;
   }
-  // the lag filter's state before the warm-up of a window starting at t0: the earliest input
-  // kept (settled on it)
-  BodyWrench lag_start(std::int64_t t0) {
-    for (std::int64_t t = std::max<std::int64_t>(t0 - warmup_, 0); t < t0; ++t)
-      if (entry(t).time_index == t && entry(t).has_input) return entry(t).input;
-    return entry(t0).input;
+  // the lag filter's state at the start of a window at t0: settled on the earliest input the
+  // warm-up keeps, then run over the inputs up to t0
+  BodyWrench lag_before(std::int64_t t0, double tau, double dt) {
+    BodyWrench y = entry(t0).input;
+    bool settled = false;
+    for (std::int64_t t = std::max<std::int64_t>(t0 - warmup_, 0); t < t0; ++t) {
+      const Entry& e = entry(t);
+      if (e.time_index != t || !e.has_input) continue;
+      if (!settled) y = e.input, settled = true;
+      (void)lag_step(y, e.input, tau, dt);
+    }
+    return y;
   }
 
   void update_from_window(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin, std::int64_t t0,

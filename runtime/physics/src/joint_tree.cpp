@@ -245,53 +245,15 @@ void build_forest(const std::vector<JointSolve>& joints, std::size_t bodies, Joi
 
 namespace {
 
-// H x = b for tree t, b given in the nodes' x and replaced by the solution
-void substitute(JointForest& f, std::size_t first, std::size_t last) {
+// H X = B for tree t with one or more right-hand sides at once, node i's columns given by cols(i) (an
+// Eigen map) and replaced by the solution: leaves to root, the blocks' inverses, root to leaves
+template <class Cols>
+void substitute_with(JointForest& f, std::size_t first, std::size_t last, Cols cols) {
   for (std::size_t i = first; i < last; ++i) {
     const TreeNode& node = f.nodes[i];
     if (node.parent < 0) continue;
-    Vec6& up = f.nodes[static_cast<std::size_t>(node.parent)].x;
-    if (node.edge == 3 && node.body < 0)
-      up.noalias() -= node.j_up.topRows<3>().transpose() * node.x.head<3>();
-    else if (node.edge == 3)
-      up.head<3>().noalias() -= node.j_up.leftCols<3>().transpose() * node.x;
-    else
-      up.noalias() -= node.j_up.transpose() * node.x;
-  }
-  for (std::size_t i = first; i < last; ++i) {
-    TreeNode& node = f.nodes[i];
-    if (node.dims == 3)
-      node.x.head<3>() = node.d_inv.topLeftCorner<3, 3>() * node.x.head<3>();
-    else
-      node.x = node.d_inv * node.x;
-  }
-  for (std::size_t i = last; i-- > first;) {
-    TreeNode& node = f.nodes[i];
-    if (node.parent < 0) continue;
-    const Vec6& up = f.nodes[static_cast<std::size_t>(node.parent)].x;
-    if (node.edge == 3 && node.body < 0)
-      node.x.head<3>().noalias() -= node.j_up.topRows<3>() * up;
-    else if (node.edge == 3)
-      node.x.noalias() -= node.j_up.leftCols<3>() * up.head<3>();
-    else
-      node.x.noalias() -= node.j_up * up;
-  }
-}
-
-// H X = B for tree t and C right-hand sides at once: columns r0 .. r0 + C - 1 of each node's
-// responses in extra_y (a node's max_tree_rows Vec6 are the columns of a 6 x max_tree_rows
-// matrix), replaced by the solution; the same passes as substitute(), one walk for C columns
-template <int C>
-void substitute_columns(JointForest& f, std::size_t first, std::size_t last, int r0) {
-  using Block = Eigen::Map<Eigen::Matrix<double, 6, C>>;
-  const auto cols = [&](std::size_t i) {
-    return Block(f.extra_y[i * max_tree_rows + static_cast<std::size_t>(r0)].data());
-  };
-  for (std::size_t i = first; i < last; ++i) {
-    const TreeNode& node = f.nodes[i];
-    if (node.parent < 0) continue;
-    Block up = cols(static_cast<std::size_t>(node.parent));
-    const Block x = cols(i);
+    auto up = cols(static_cast<std::size_t>(node.parent));
+    const auto x = cols(i);
     if (node.edge == 3 && node.body < 0)
       up.noalias() -= node.j_up.topRows<3>().transpose() * x.template topRows<3>();
     else if (node.edge == 3)
@@ -301,7 +263,7 @@ void substitute_columns(JointForest& f, std::size_t first, std::size_t last, int
   }
   for (std::size_t i = first; i < last; ++i) {
     const TreeNode& node = f.nodes[i];
-    Block x = cols(i);
+    auto x = cols(i);
     if (node.dims == 3)
       x.template topRows<3>() = (node.d_inv.topLeftCorner<3, 3>() * x.template topRows<3>()).eval();
     else
@@ -310,8 +272,8 @@ void substitute_columns(JointForest& f, std::size_t first, std::size_t last, int
   for (std::size_t i = last; i-- > first;) {
     const TreeNode& node = f.nodes[i];
     if (node.parent < 0) continue;
-    const Block up = cols(static_cast<std::size_t>(node.parent));
-    Block x = cols(i);
+    const auto up = cols(static_cast<std::size_t>(node.parent));
+    auto x = cols(i);
     if (node.edge == 3 && node.body < 0)
       x.template topRows<3>().noalias() -= node.j_up.topRows<3>() * up;
     else if (node.edge == 3)
@@ -319,6 +281,21 @@ void substitute_columns(JointForest& f, std::size_t first, std::size_t last, int
     else
       x.noalias() -= node.j_up * up;
   }
+}
+
+// H x = b for tree t, b given in the nodes' x and replaced by the solution
+void substitute(JointForest& f, std::size_t first, std::size_t last) {
+  substitute_with(f, first, last, [&](std::size_t i) { return Eigen::Map<Vec6>(f.nodes[i].x.data()); });
+}
+
+// the same for C of the rows' responses: columns r0 .. r0 + C - 1 of extra_y (a node's
+// max_tree_rows Vec6 are the columns of a 6 x max_tree_rows matrix), one walk for all C
+template <int C>
+void substitute_columns(JointForest& f, std::size_t first, std::size_t last, int r0) {
+  substitute_with(f, first, last, [&](std::size_t i) {
+    return Eigen::Map<Eigen::Matrix<double, 6, C>>(
+        f.extra_y[i * max_tree_rows + static_cast<std::size_t>(r0)].data());
+  });
 }
 
 // a row's three vectors (its rate: lin·(va − vb) + ang_a·wa + ang_b·wb)

@@ -67,7 +67,7 @@ HiddenParams default_hidden_params();
 /// above 0). What the model has no parameter for (dead band, swing, bias) has no entry: it is
 /// the structure the estimator must cope with.
 std::vector<std::pair<std::string, double>> hidden_truth(const WorldModel& model, int body, const HiddenParams& hidden,
-                                                         double thruster_time_constant_s = 0);
+                                                         double thruster_time_constant_s);
 
 /// The mean rotor time constant of the thrusters (a yoerger rotor's at full speed) on the vehicle of body `body`
 /// (0 when it has none): what a thruster lag is measured against.
