@@ -79,6 +79,7 @@ struct Result {
   bool ok = true;
   std::uint32_t max_sweeps = 0;  // Tether: most solver sweeps in any sub-step
   std::uint64_t solves = 0, substeps = 0;
+  std::uint64_t state_hash = 0;  // Tether: hash_state at the end (same bits: same hash)
 };
 
 Result run_tether(const Scene& s, double seconds) {
@@ -127,6 +128,7 @@ Result run_tether(const Scene& s, double seconds) {
     r.substeps += report.substeps;
     for (const JointModel& j : model.joints) r.worst_m = std::max(r.worst_m, joint_error(j, state).linear_m);
   }
+  r.state_hash = hash_state(state);
   return r;
 }
 
@@ -246,9 +248,10 @@ int main(int argc, char** argv) {
     // most half its size per sub-step: no tunnelling)
     std::printf(
         "%-22s Tether: %.1f sub-steps per loop step (Bullet %.0f), %.0f row updates per sub-step, at most %u "
-        "sweeps in one\n",
+        "sweeps in one; state hash %016llx\n",
         "", static_cast<double>(t.substeps) / std::round(seconds / period_s), std::round(period_s / substep_s),
-        static_cast<double>(t.solves) / static_cast<double>(std::max<std::uint64_t>(1, t.substeps)), t.max_sweeps);
+        static_cast<double>(t.solves) / static_cast<double>(std::max<std::uint64_t>(1, t.substeps)), t.max_sweeps,
+        static_cast<unsigned long long>(t.state_hash));
     figure(s.name + ": Tether CPU ms per simulated s", format("%.2f", t_ms), "-");
     figure(s.name + ": Tether largest joint error m", format("%.1e", t.worst_m), "<= Bullet's");
     if (b_ms > 0) {

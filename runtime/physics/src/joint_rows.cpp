@@ -163,6 +163,21 @@ void joint_rows(const JointModel& j, const Pose& a, const Pose& b, JointRows& o,
 
 void prepare_joint(JointSolve& j, const JointModel& model, const SolverBody& a, const SolverBody& b, double h) {
   const JointRows& r = j.rows;
+  j.bound_m = j.bound_b = 0;
+  if (r.coordinate && (model.motor_max > 0 || model.brake > 0)) {
+    j.k_d = row_mass(r.lin_d, r.ang_a_d, r.ang_b_d, a, b);
+    j.bound_m = model.motor_max * h;
+    j.bound_b = model.brake * h;
+    j.motor_speed = model.motor_speed;
+  }
+  if (r.limit) {
+    j.k_l = row_mass(r.lin_l, r.ang_a_l, r.ang_b_l, a, b);
+    j.target_l = r.limit_both_ways ? -r.c_l / h : -std::max(r.c_l, 0.0) / h;
+  }
+}
+
+void prepare_joint_block(JointSolve& j, const SolverBody& a, const SolverBody& b) {
+  const JointRows& r = j.rows;
   const int n = r.dims;
   // K = J_a M_a^-1 J_a^T + J_b M_b^-1 J_b^T over the used rows; the rest stay identity
   Vec3 ia[6], ib[6];  // inverse inertia times each row's angular parts
@@ -183,17 +198,6 @@ void prepare_joint(JointSolve& j, const JointModel& model, const SolverBody& a, 
     j.k_inv.topLeftCorner<3, 3>() = k.topLeftCorner<3, 3>().inverse();
   } else {
     j.k_inv = k.ldlt().solve(Mat6::Identity());
-  }
-  j.bound_m = j.bound_b = 0;
-  if (r.coordinate && (model.motor_max > 0 || model.brake > 0)) {
-    j.k_d = row_mass(r.lin_d, r.ang_a_d, r.ang_b_d, a, b);
-    j.bound_m = model.motor_max * h;
-    j.bound_b = model.brake * h;
-    j.motor_speed = model.motor_speed;
-  }
-  if (r.limit) {
-    j.k_l = row_mass(r.lin_l, r.ang_a_l, r.ang_b_l, a, b);
-    j.target_l = r.limit_both_ways ? -r.c_l / h : -std::max(r.c_l, 0.0) / h;
   }
 }
 

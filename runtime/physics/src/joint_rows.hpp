@@ -89,8 +89,12 @@ struct JointSolve {
   bool valid = false;  // both bodies exist and differ
 };
 
-/// Effective masses of the rows (bodies' inverse mass and world inverse inertia) and the limit's target.
+/// The limit's and the coordinate row's effective masses (bodies' inverse mass and world
+/// inverse inertia), the limit's target and the motor's and brake's bounds for a sub-step of h.
 void prepare_joint(JointSolve& j, const JointModel& model, const SolverBody& a, const SolverBody& b, double h);
+/// k_inv, the inverse of the equality rows' effective-mass matrix: needed only by a joint
+/// solved on its own (Gauss-Seidel), not by one its tree solves.
+void prepare_joint_block(JointSolve& j, const SolverBody& a, const SolverBody& b);
 /// Applies impulses (the rows', the limit's and the coordinate row's) to the bodies; b only
 /// when it moves.
 void apply_joint_impulse(const JointSolve& j, const Vec6& rows, double limit, double drive, SolverBody& a,

@@ -11,29 +11,34 @@ namespace tether::runtime::detail {
 
 namespace {
 
-// H's block of joint j's rows against one of its bodies: [lin, ang_a] for side a,
-// [-lin, ang_b] for side b; rows past the joint's are zero
-Mat6 joint_block(const JointSolve& j, std::int32_t body) {
+// H's block of joint j's rows against one of its bodies, into `out`: [lin, ang_a] for side a,
+// [-lin, ang_b] for side b; rows past the joint's are zero. `transposed`: the block's transpose
+// (a body's columns against its parent joint)
+void joint_block(const JointSolve& j, std::int32_t body, bool transposed, Mat6& out) {
   const JointRows& r = j.rows;
-  Mat6 out = Mat6::Zero();
+  out.setZero();
   const bool side_a = body == j.a;
-  for (int i = 0; i < r.dims; ++i) {
-    out.block<1, 3>(i, 0) = side_a ? r.lin.row(i) : Eigen::RowVector3d(-r.lin.row(i));
-    out.block<1, 3>(i, 3) = side_a ? r.ang_a.row(i) : r.ang_b.row(i);
-  }
-  return out;
+  const Mat63& ang = side_a ? r.ang_a : r.ang_b;
+  const double s = side_a ? 1.0 : -1.0;
+  for (int i = 0; i < r.dims; ++i)
+    for (int c = 0; c < 3; ++c) {
+      double& l = transposed ? out(c, i) : out(i, c);
+      double& w = transposed ? out(c + 3, i) : out(i, c + 3);
+      l = s * r.lin(i, c);
+      w = ang(i, c);
+    }
 }
 
 template <int n>
-bool invert_definite_n(const Mat6& m, double sign, Mat6& out) {
-  double l[n][n] = {};
+bool invert_definite_n(const Mat6& m, double sign, double min_pivot, Mat6& out) {
+  double l[n][n];  // lower triangle only: every entry read is written first
   double largest = 0;
   for (int i = 0; i < n; ++i) largest = std::max(largest, sign * m(i, i));
   if (!(largest > 0)) return false;
   for (int j = 0; j < n; ++j) {
     double d = sign * m(j, j);
     for (int k = 0; k < j; ++k) d -= l[j][k] * l[j][k];
-    if (!(d > 1e-12 * largest)) return false;
+    if (!(d > min_pivot * largest)) return false;
     const double s = std::sqrt(d);
     l[j][j] = s;
     for (int i = j + 1; i < n; ++i) {
@@ -43,7 +48,7 @@ bool invert_definite_n(const Mat6& m, double sign, Mat6& out) {
     }
   }
   // L^-1 (lower), then (L^-1)^T L^-1
-  double inv[n][n] = {};
+  double inv[n][n];  // lower triangle only, as l
   for (int j = 0; j < n; ++j) {
     inv[j][j] = 1.0 / l[j][j];
     for (int i = j + 1; i < n; ++i) {
@@ -66,17 +71,31 @@ bool invert_definite_n(const Mat6& m, double sign, Mat6& out) {
 // the inverse of the leading n x n block of a symmetric definite matrix (negative definite:
 // sign -1) by Cholesky, written out for these small sizes (one instance per size, so the
 // loops have fixed bounds); the rest of `out` is -1 on the diagonal (a joint's unused rows).
-// False when a pivot is not clearly positive (redundant rows).
-bool invert_definite(const Mat6& m, double sign, int n, Mat6& out) {
+// False when a pivot is not clearly positive (redundant rows): at most min_pivot of the largest
+// diagonal entry. m and out may be one matrix (m is read in full before out is written).
+bool invert_definite(const Mat6& m, double sign, int n, Mat6& out, double min_pivot = 1e-12) {
   switch (n) {
-    case 1: return invert_definite_n<1>(m, sign, out);
-    case 2: return invert_definite_n<2>(m, sign, out);
-    case 3: return invert_definite_n<3>(m, sign, out);
-    case 4: return invert_definite_n<4>(m, sign, out);
-    case 5: return invert_definite_n<5>(m, sign, out);
-    case 6: return invert_definite_n<6>(m, sign, out);
+    case 1: return invert_definite_n<1>(m, sign, min_pivot, out);
+    case 2: return invert_definite_n<2>(m, sign, min_pivot, out);
+    case 3: return invert_definite_n<3>(m, sign, min_pivot, out);
+    case 4: return invert_definite_n<4>(m, sign, min_pivot, out);
+    case 5: return invert_definite_n<5>(m, sign, min_pivot, out);
+    case 6: return invert_definite_n<6>(m, sign, min_pivot, out);
     default: return false;
   }
+}
+
+// d -= hᵀ j on the lower triangle of d's leading n x n block (n columns of h and j, their
+// first k rows): D before it is inverted is symmetric, and invert_definite reads only that
+// triangle, so the other half is never computed
+template <int n, int k, class H, class J>
+void subtract_lower(Mat6& d, const H& h, const J& j) {
+  for (int c = 0; c < n; ++c)
+    for (int r = c; r < n; ++r) {
+      double v = 0;
+      for (int i = 0; i < k; ++i) v += h(i, r) * j(i, c);
+      d(r, c) -= v;
+    }
 }
 
 }  // namespace
@@ -421,7 +440,16 @@ bool factor_rows(JointForest& f, std::size_t t, const std::vector<JointSolve>& j
     if (!(w(r, r) > 0)) return false;
   if (eq == 0) return true;
   // near a singular layout (a cable pulled straight between two fixed points) the exact answer
-  // is an unbounded impulse: leave such a tree to the sweeps, which stay bounded
+  // is an unbounded impulse: leave such a tree to the sweeps, which stay bounded. The block is
+  // symmetric positive definite (the rows' mobility through the tree): up to 6 rows (one
+  // extra joint) by Cholesky, with a pivot below 1e-8 of the largest diagonal as singular
+  if (eq <= 6) {
+    Mat6 m = Mat6::Zero();
+    m.topLeftCorner(eq, eq) = w.topLeftCorner(eq, eq);
+    if (!invert_definite(m, 1.0, eq, m, 1e-8)) return false;
+    f.eq_inv[t] = m.topLeftCorner(eq, eq);
+    return true;
+  }
   const Eigen::PartialPivLU<MatRows> lu(w.topLeftCorner(eq, eq));
   if (!(lu.rcond() > 1e-8)) return false;
   f.eq_inv[t] = lu.inverse();
@@ -459,10 +487,8 @@ void factor_forest(JointForest& f, const std::vector<JointSolve>& joints, const 
         node.d_inv.bottomRightCorner<3, 3>() = b.inv_i.inverse();
         // the parent is a joint: its block against this body, transposed
         if (node.parent >= 0)
-          node.h_up =
-              joint_block(joints[static_cast<std::size_t>(f.nodes[static_cast<std::size_t>(node.parent)].joint)],
-                          node.body)
-                  .transpose();
+          joint_block(joints[static_cast<std::size_t>(f.nodes[static_cast<std::size_t>(node.parent)].joint)], node.body,
+                      true, node.h_up);
       } else {
         const JointSolve& j = joints[static_cast<std::size_t>(node.joint)];
         node.dims = j.rows.dims;
@@ -472,30 +498,28 @@ void factor_forest(JointForest& f, const std::vector<JointSolve>& joints, const 
         }
         node.d_inv.setZero();
         for (int k = node.dims; k < 6; ++k) node.d_inv(k, k) = -1;  // unused rows: decoupled
-        if (node.parent >= 0) node.h_up = joint_block(j, f.nodes[static_cast<std::size_t>(node.parent)].body);
+        if (node.parent >= 0) joint_block(j, f.nodes[static_cast<std::size_t>(node.parent)].body, false, node.h_up);
       }
     }
     // eliminate leaves first: D_parent -= H_up^T D^-1 H_up
     for (std::size_t i = first; i < last && ok; ++i) {
       TreeNode& node = f.nodes[i];
-      Mat6 inv;
-      if (!invert_definite(node.d_inv, node.body >= 0 ? 1.0 : -1.0, node.dims, inv)) {
+      if (!invert_definite(node.d_inv, node.body >= 0 ? 1.0 : -1.0, node.dims, node.d_inv)) {  // in place
         ok = false;
         break;
       }
-      node.d_inv = inv;
       if (node.parent < 0) continue;
       TreeNode& up = f.nodes[static_cast<std::size_t>(node.parent)];
       node.edge = node.body >= 0 ? up.dims : node.dims;
       if (node.edge == 3 && node.body < 0) {  // a ball joint under a body: 3 x 6 blocks
         node.j_up.topRows<3>().noalias() = node.d_inv.topLeftCorner<3, 3>() * node.h_up.topRows<3>();
-        up.d_inv.noalias() -= node.h_up.topRows<3>().transpose() * node.j_up.topRows<3>();
+        subtract_lower<6, 3>(up.d_inv, node.h_up, node.j_up);
       } else if (node.edge == 3) {  // a body under a ball joint: 6 x 3 blocks
         node.j_up.leftCols<3>().noalias() = node.d_inv * node.h_up.leftCols<3>();
-        up.d_inv.topLeftCorner<3, 3>().noalias() -= node.h_up.leftCols<3>().transpose() * node.j_up.leftCols<3>();
+        subtract_lower<3, 6>(up.d_inv, node.h_up, node.j_up);
       } else {
         node.j_up.noalias() = node.d_inv * node.h_up;
-        up.d_inv.noalias() -= node.h_up.transpose() * node.j_up;
+        subtract_lower<6, 6>(up.d_inv, node.h_up, node.j_up);
       }
     }
     if (ok) ok = factor_rows(f, t, joints);

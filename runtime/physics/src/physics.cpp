@@ -205,6 +205,7 @@ struct PhysicsScratch::Impl {
   detail::JointForest forest;                   // joints whose bodies form trees: solved exactly
   std::vector<detail::Vec6> joint_c, joint_dl;  // per joint: position errors and corrections
   std::vector<double> joint_dll;                // per joint: the limit row's correction
+  std::vector<Vec3> move_p, move_l;             // per body: a tree correction's impulses, summed
   // per joint: the spring's force on body a and torques on a and b this sub-step (joint loads)
   std::vector<Vec3> spring_force_a, spring_torque_a, spring_torque_b;
 };
@@ -1322,6 +1323,8 @@ void Stepper::setup_joints() {
   s_.joint_c.resize(s_.joints.size());
   s_.joint_dl.resize(s_.joints.size());
   s_.joint_dll.resize(s_.joints.size());
+  s_.move_p.assign(n, Vec3::Zero());
+  s_.move_l.assign(n, Vec3::Zero());
 }
 
 // sliders with a spring or damper: the force along the axis, on both bodies at b's anchor,
@@ -1387,6 +1390,12 @@ void Stepper::prepare_joints(double h) {
     j.lambda_b = std::clamp(scale * j.carry_b, -j.bound_b, j.bound_b);
   }
   detail::factor_forest(s_.forest, s_.joints, s_.solver);
+  // the joints no tree solves this sub-step (none, or one found singular) are swept on their own
+  for (std::size_t k = 0; k < s_.joints.size(); ++k) {
+    detail::JointSolve& j = s_.joints[k];
+    if (j.valid && s_.forest.solving(k) < 0)
+      detail::prepare_joint_block(j, s_.solver[static_cast<std::size_t>(j.a)], s_.solver[static_cast<std::size_t>(j.b)]);
+  }
 }
 
 // a position correction by a (pseudo-)impulse p, angular l about the centre of mass; the
@@ -1462,15 +1471,26 @@ void Stepper::correct_joints() {
     }
     return past_limit;
   };
-  // moves joint k's bodies by the rows' pseudo-impulses dl and the limit row's dll
-  auto correct = [&](std::size_t k, const detail::Vec6& dl, double dll) {
+  // moves joint k's bodies by the rows' pseudo-impulses dl and the limit row's dll (summed:
+  // adds them to move_p / move_l, each body moved once by its sum afterwards)
+  auto correct = [&](std::size_t k, const detail::Vec6& dl, double dll, bool summed) {
     const detail::JointSolve& j = s_.joints[k];
     const detail::JointRows& dir = j.rows;
     const Vec3 p = dir.lin.transpose() * dl + dll * dir.lin_l;
     const Vec3 la = dir.ang_a.transpose() * dl + dll * dir.ang_a_l;
     const Vec3 lb = dir.ang_b.transpose() * dl + dll * dir.ang_b_l;
-    move_by_impulse(static_cast<std::size_t>(j.a), p, la);
-    if (j.b_moves) move_by_impulse(static_cast<std::size_t>(j.b), -p, lb);
+    const auto a = static_cast<std::size_t>(j.a), b = static_cast<std::size_t>(j.b);
+    if (summed) {
+      s_.move_p[a] += p;
+      s_.move_l[a] += la;
+      if (j.b_moves) {
+        s_.move_p[b] -= p;
+        s_.move_l[b] += lb;
+      }
+    } else {
+      move_by_impulse(a, p, la);
+      if (j.b_moves) move_by_impulse(b, -p, lb);
+    }
     if (collect_loads_) {  // the correction's momentum (move_by_impulse) is the joint's too
       JointLoad& load = report_->joint_loads[k];
       load.impulse_n_s += p / h_;
@@ -1506,8 +1526,15 @@ void Stepper::correct_joints() {
       if (!measure_only) {
         for (std::size_t t = 0; t < s_.forest.lead_joint.size(); ++t)
           if (s_.forest.usable[t]) detail::tree_correction(s_.forest, t, s_.joints, s_.joint_c, s_.joint_dl);
+        // a tree's bodies move once each, by the sum of their joints' pseudo-impulses
         for (std::size_t k = 0; k < s_.joints.size(); ++k)
-          if (s_.joints[k].valid && in_tree(k)) correct(k, s_.joint_dl[k], s_.joint_dll[k]);
+          if (s_.joints[k].valid && in_tree(k)) correct(k, s_.joint_dl[k], s_.joint_dll[k], true);
+        for (std::size_t i = 0; i < n_; ++i) {
+          if (!s_.jointed[i]) continue;
+          if (s_.move_p[i] != Vec3::Zero() || s_.move_l[i] != Vec3::Zero()) move_by_impulse(i, s_.move_p[i], s_.move_l[i]);
+          s_.move_p[i].setZero();
+          s_.move_l[i].setZero();
+        }
       }
     }
     for (std::size_t k = 0; k < s_.joints.size(); ++k) {
@@ -1517,7 +1544,7 @@ void Stepper::correct_joints() {
       if (measure_only) continue;
       // the correction pushes along the rows the solve used (consistent with k_inv), against
       // the error at the new poses: a body that turns cheaply is not turned by a mismatch
-      correct(k, -(j.k_inv * rows.c), limit_push(j, past_limit));
+      correct(k, -(j.k_inv * rows.c), limit_push(j, past_limit), false);
     }
     if (worst_m <= cfg_.joint_tolerance && worst_rad <= cfg_.joint_tolerance) break;
   }
