@@ -31,37 +31,38 @@ void joint_block(const JointSolve& j, std::int32_t body, bool transposed, Mat6& 
 
 template <int n>
 bool invert_definite_n(const Mat6& m, double sign, double min_pivot, Mat6& out) {
-  double l[n][n];  // lower triangle only: every entry read is written first
+  // L D Lᵀ with L unit lower (no square roots: a pivot costs one division, the chain from one
+  // column to the next is short); every entry read below is written first
+  double l[n][n];  // L's strict lower triangle
+  double a[n][n];  // a[i][k] = l[i][k] d[k]
+  double r[n];     // 1 / d
   double largest = 0;
   for (int i = 0; i < n; ++i) largest = std::max(largest, sign * m(i, i));
   if (!(largest > 0)) return false;
   for (int j = 0; j < n; ++j) {
     double d = sign * m(j, j);
-    for (int k = 0; k < j; ++k) d -= l[j][k] * l[j][k];
+    for (int k = 0; k < j; ++k) d -= a[j][k] * l[j][k];
     if (!(d > min_pivot * largest)) return false;
-    const double s = std::sqrt(d);
-    l[j][j] = s;
+    r[j] = 1.0 / d;
     for (int i = j + 1; i < n; ++i) {
       double v = sign * m(i, j);
-      for (int k = 0; k < j; ++k) v -= l[i][k] * l[j][k];
-      l[i][j] = v / s;
+      for (int k = 0; k < j; ++k) v -= l[i][k] * a[j][k];
+      a[i][j] = v;
+      l[i][j] = v * r[j];
     }
   }
-  // L^-1 (lower), then (L^-1)^T L^-1
-  double inv[n][n];  // lower triangle only, as l
-  for (int j = 0; j < n; ++j) {
-    inv[j][j] = 1.0 / l[j][j];
+  // L^-1 (unit lower, into a's strict lower triangle), then L^-T D^-1 L^-1
+  for (int j = 0; j < n; ++j)
     for (int i = j + 1; i < n; ++i) {
-      double v = 0;
-      for (int k = j; k < i; ++k) v -= l[i][k] * inv[k][j];
-      inv[i][j] = v / l[i][i];
+      double v = -l[i][j];
+      for (int k = j + 1; k < i; ++k) v -= l[i][k] * a[k][j];
+      a[i][j] = v;
     }
-  }
   if constexpr (n < 6) out.setZero();
   for (int i = 0; i < n; ++i)
     for (int j = 0; j <= i; ++j) {
-      double v = 0;
-      for (int k = i; k < n; ++k) v += inv[k][i] * inv[k][j];
+      double v = i == j ? r[i] : r[i] * a[i][j];
+      for (int k = i + 1; k < n; ++k) v += a[k][i] * r[k] * a[k][j];
       out(i, j) = out(j, i) = sign * v;
     }
   for (int k = n; k < 6; ++k) out(k, k) = -1;
@@ -69,7 +70,7 @@ bool invert_definite_n(const Mat6& m, double sign, double min_pivot, Mat6& out) 
 }
 
 // the inverse of the leading n x n block of a symmetric definite matrix (negative definite:
-// sign -1) by Cholesky, written out for these small sizes (one instance per size, so the
+// sign -1) by L D Lᵀ, written out for these small sizes (one instance per size, so the
 // loops have fixed bounds); the rest of `out` is -1 on the diagonal (a joint's unused rows).
 // False when a pivot is not clearly positive (redundant rows): at most min_pivot of the largest
 // diagonal entry. m and out may be one matrix (m is read in full before out is written).

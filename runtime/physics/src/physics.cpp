@@ -206,6 +206,7 @@ struct PhysicsScratch::Impl {
   std::vector<detail::Vec6> joint_c, joint_dl;  // per joint: position errors and corrections
   std::vector<double> joint_dll;                // per joint: the limit row's correction
   std::vector<Vec3> move_p, move_l;             // per body: a tree correction's impulses, summed
+  std::vector<detail::Pose> poses;              // per body and the world's slot: poses of this pass
   // per joint: the spring's force on body a and torques on a and b this sub-step (joint loads)
   std::vector<Vec3> spring_force_a, spring_torque_a, spring_torque_b;
 };
@@ -295,6 +296,7 @@ class Stepper {
   void add_solve_loads();
   bool joined(std::size_t a, std::size_t b) const;
   detail::Pose pose(std::int32_t solver_index) const;
+  void refresh_poses();  // s_.poses of the jointed bodies, from their states now
   void record_events();
   bool all_finite();
   void finish_events();
@@ -1324,6 +1326,7 @@ void Stepper::setup_joints() {
   s_.joint_dl.resize(s_.joints.size());
   s_.joint_dll.resize(s_.joints.size());
   s_.move_p.assign(n, Vec3::Zero());
+  s_.poses.assign(n + 1, detail::Pose{});  // the last: the world's (identity)
   s_.move_l.assign(n, Vec3::Zero());
 }
 
@@ -1375,14 +1378,20 @@ detail::Pose Stepper::pose(std::int32_t solver_index) const {
   return detail::pose_of(i < n_ ? &state_.bodies[i] : nullptr);  // the static slot: the world
 }
 
+void Stepper::refresh_poses() {
+  for (std::size_t i = 0; i < n_; ++i)
+    if (s_.jointed[i]) s_.poses[i] = detail::pose_of(&state_.bodies[i]);
+}
+
 void Stepper::prepare_joints(double h) {
   // rows at the sub-step's start; impulses start from the previous sub-step's, scaled to h
   // (the first sub-step of a loop step starts cold: nothing carries between loop steps)
   const double scale = s_.previous_h > 0 && !first_substep_ ? h / s_.previous_h : 0.0;
+  refresh_poses();
   for (detail::JointSolve& j : s_.joints) {
     if (!j.valid) continue;
     const JointModel& jm = model_.joints[static_cast<std::size_t>(&j - s_.joints.data())];
-    detail::joint_rows(jm, pose(j.a), pose(j.b), j.rows);
+    detail::joint_rows(jm, s_.poses[static_cast<std::size_t>(j.a)], s_.poses[static_cast<std::size_t>(j.b)], j.rows);
     detail::prepare_joint(j, jm, s_.solver[static_cast<std::size_t>(j.a)], s_.solver[static_cast<std::size_t>(j.b)], h);
     j.lambda = scale * j.carry;
     j.lambda_l = j.rows.limit && j.rows.limit_side == j.carry_side ? scale * j.carry_l : 0.0;
@@ -1453,10 +1462,15 @@ void Stepper::correct_joints() {
   double worst_m = 0, worst_rad = 0;
   const int sweeps = std::max(0, cfg_.joint_position_iterations);
   const bool trees = !s_.forest.lead_joint.empty();
-  // a joint's error at the current poses (into `rows`), counted in worst_m / worst_rad
-  auto measure = [&](std::size_t k) {
+  // a joint's error at the current poses (into `rows`), counted in worst_m / worst_rad;
+  // `cached`: s_.poses are the current poses (refreshed since anything moved)
+  auto measure = [&](std::size_t k, bool cached) {
     const detail::JointSolve& j = s_.joints[k];
-    detail::joint_rows(model_.joints[k], pose(j.a), pose(j.b), rows, true);
+    if (cached)
+      detail::joint_rows(model_.joints[k], s_.poses[static_cast<std::size_t>(j.a)],
+                         s_.poses[static_cast<std::size_t>(j.b)], rows, true);
+    else
+      detail::joint_rows(model_.joints[k], pose(j.a), pose(j.b), rows, true);
     for (int i = 0; i < rows.dims; ++i) {
       const double e = std::abs(rows.c[i]);
       if (j.rows.linear(i))
@@ -1516,9 +1530,10 @@ void Stepper::correct_joints() {
     const bool measure_only = sweep == sweeps;
     if (trees) {
       // the trees' joints: every error at the poses this sweep starts from, then one solve each
+      refresh_poses();
       for (std::size_t k = 0; k < s_.joints.size(); ++k) {
         if (!s_.joints[k].valid || !in_tree(k)) continue;
-        const bool past_limit = measure(k);
+        const bool past_limit = measure(k, true);
         s_.joint_c[k] = rows.c;
         s_.joint_dll[k] = limit_push(s_.joints[k], past_limit);
       }
@@ -1540,7 +1555,7 @@ void Stepper::correct_joints() {
     for (std::size_t k = 0; k < s_.joints.size(); ++k) {
       const detail::JointSolve& j = s_.joints[k];
       if (!j.valid || in_tree(k)) continue;
-      const bool past_limit = measure(k);
+      const bool past_limit = measure(k, false);  // the bodies move joint by joint here
       if (measure_only) continue;
       // the correction pushes along the rows the solve used (consistent with k_inv), against
       // the error at the new poses: a body that turns cheaply is not turned by a mismatch
