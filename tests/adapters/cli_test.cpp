@@ -579,6 +579,38 @@ TEST_CASE("tethered_rov: firmware holds depth while a 30 m cable holds the AUV b
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("rover_wall_follow: firmware steers a two-wheeled rover round a pen by its wheels' speeds; replay is bit for bit") {
+  const std::string dir = temp_dir("rover-wall");
+  // 25 s: along the south wall, left at the east wall, along it, left again at the north wall
+  const auto r = run(tether_fw +
+                     " run " TETHER_SOURCE_DIR
+                     "/config/scenarios/rover_wall_follow.yaml --rtf 0 --steps 2500 --quiet --json --out " +
+                     dir + " 2>/dev/null");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.out);  // its expectations passed (exit 6 otherwise)
+  const auto summary = nlohmann::json::parse(r.out);
+  CHECK(summary["outcome"] == "completed");
+  bool found = false;
+  for (const auto& v : summary["vehicles"]) {
+    if (v["name"] != "rover") continue;
+    found = true;
+    // on the north leg, heading west (measured x 0.59 m, y 1.43 m, yaw -180 degrees)
+    const double x = v["position_m"][0], y = v["position_m"][1], yaw = v["yaw_deg"];
+    CHECK(x < 1.5);
+    CHECK(x > -1.5);
+    CHECK(y > 1.2);
+    CHECK(y < 1.7);
+    CHECK(std::abs(std::abs(yaw) - 180.0) < 15.0);
+  }
+  CHECK(found);
+  int passed = 0;
+  for (const auto& e : summary["expectations"]) passed += e["verdict"] == "PASS" ? 1 : 0;
+  CHECK(passed == 4);
+  const auto replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify --quiet");
+  CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  CHECK_MESSAGE(replay.out.find("all 2500 replayed states are bit-identical") != std::string::npos, replay.out);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("car: steered front wheels turn it round a circle, its expectations pass, replay is bit for bit") {
   const std::string dir = temp_dir("car");
   const auto r = run(tether_exe + " run " TETHER_SOURCE_DIR "/config/scenarios/car.yaml --rtf 0 --quiet --json --out " +

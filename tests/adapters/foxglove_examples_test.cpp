@@ -113,9 +113,14 @@ TEST_CASE("every example scenario's recording opens in Foxglove without an error
       CHECK(topics.contains("/devices/auv/hull/psd_right"));
     }
     // every vehicle's state on its own topic (the AUV's, the rover's, the car's, a cable's)
-    const std::string vehicle = name == "rover" || name == "car" ? name : "auv";
+    const std::string vehicle = name == "rover" || name == "rover_wall_follow" ? "rover" : name == "car" ? name : "auv";
     CHECK_MESSAGE(topics.contains("/vehicles/" + vehicle + "/state"), name);
     if (name == "rover") CHECK(topics.contains("/devices/rover/chassis/odometer_left"));  // wheel odometry
+    if (name == "rover_wall_follow") {
+      // the voltages the firmware set on the wheels' motors, and what its side beam saw
+      CHECK(topics.contains("/devices/rover/chassis/motor_left"));
+      CHECK(topics.contains("/devices/rover/chassis/psd_right"));
+    }
     if (name == "tethered_rov") {
       CHECK(topics.contains("/vehicles/tether/state"));
       // what the load cells at the cable's two ends read
