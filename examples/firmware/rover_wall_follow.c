@@ -21,9 +21,12 @@
  * the motor's back-EMF at the target speed plus a proportional term on the
  * speed error from its encoder. A missing encoder reading keeps the last one.
  *
- * Only tether/firmware_shim/tether.h is used (see depth_heading_hold.c).
+ * Only tether/firmware_shim/tether.h is used (see depth_heading_hold.c), and the PSD
+ * reading of psd_reading.h.
  */
 #include "tether/firmware_shim/tether.h"
+
+#include "psd_reading.h"
 
 #define WALL_DISTANCE_M 0.8f
 #define FRONT_TURN_M 1.0f   /* a wall this close ahead: turn left on the spot ... */
@@ -41,20 +44,6 @@
 #define BUILD_ID 0x00010001u
 
 static float clamp(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
-
-/* distance seen by a PSD; `*fresh` = 0 if it gave nothing this step */
-static float psd_distance(int handle, float last, int* fresh) {
-  uint8_t raw[TETHER_RANGE_SIZE];
-  if (tether_get(handle, raw, sizeof raw) != TETHER_OK) {
-    *fresh = 0;
-    return last;
-  }
-  *fresh = 1;
-  if ((raw[TETHER_RANGE_OFFSET_FLAGS] & TETHER_RANGE_FLAG_HIT) == 0u) {
-    return LOST_RANGE_M;
-  }
-  return tether_get_f32le(raw + TETHER_RANGE_OFFSET_DISTANCE_M);
-}
 
 /* a wheel's speed from its encoder (the last one if none came this step) */
 static float wheel_rate(int handle, float last) {
@@ -102,8 +91,8 @@ int main(void) {
     float target_left, target_right;
     int fresh_front, fresh_right;
     last_us = now_us;
-    front_m = psd_distance(front, front_m, &fresh_front);
-    right_m = psd_distance(right_psd, right_m, &fresh_right);
+    front_m = psd_distance(front, front_m, LOST_RANGE_M, &fresh_front);
+    right_m = psd_distance(right_psd, right_m, LOST_RANGE_M, &fresh_right);
     rate_left = wheel_rate(odo_left, rate_left);
     rate_right = wheel_rate(odo_right, rate_right);
 

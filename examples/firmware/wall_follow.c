@@ -15,9 +15,12 @@
  * right beam without a hit means the wall is lost: it counts as max range, so
  * the vehicle curves right until it finds the wall again.
  *
- * Only tether/firmware_shim/tether.h is used (see depth_heading_hold.c).
+ * Only tether/firmware_shim/tether.h is used (see depth_heading_hold.c), and the PSD
+ * reading of psd_reading.h.
  */
 #include "tether/firmware_shim/tether.h"
+
+#include "psd_reading.h"
 
 #define WALL_DISTANCE_M 1.0f
 #define FRONT_TURN_M 1.6f
@@ -36,20 +39,6 @@ static void set_thruster(int handle, float command) {
   uint8_t raw[TETHER_THRUSTER_SIZE];
   tether_put_f32le(raw + TETHER_THRUSTER_OFFSET_COMMAND, clamp(command, -1.0f, 1.0f));
   (void)tether_set(handle, raw, sizeof raw);
-}
-
-/* distance seen by a PSD; `*fresh` = 0 if it gave nothing this step */
-static float psd_distance(int handle, float last, int* fresh) {
-  uint8_t raw[TETHER_RANGE_SIZE];
-  if (tether_get(handle, raw, sizeof raw) != TETHER_OK) {
-    *fresh = 0;
-    return last;
-  }
-  *fresh = 1;
-  if ((raw[TETHER_RANGE_OFFSET_FLAGS] & TETHER_RANGE_FLAG_HIT) == 0u) {
-    return LOST_RANGE_M;
-  }
-  return tether_get_f32le(raw + TETHER_RANGE_OFFSET_DISTANCE_M);
 }
 
 int main(void) {
@@ -77,8 +66,8 @@ int main(void) {
     float dt_s = last_us == 0u ? 0.0f : (float)(now_us - last_us) * 1e-6f;
     int fresh_front, fresh_right;
     last_us = now_us;
-    front_m = psd_distance(front, front_m, &fresh_front);
-    right_m = psd_distance(right_psd, right_m, &fresh_right);
+    front_m = psd_distance(front, front_m, LOST_RANGE_M, &fresh_front);
+    right_m = psd_distance(right_psd, right_m, LOST_RANGE_M, &fresh_right);
 
     if (front_m < FRONT_TURN_M) {
       if (!turning && (logged_us == 0u || now_us - logged_us >= LOG_EVERY_US)) {
