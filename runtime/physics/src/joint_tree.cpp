@@ -443,7 +443,8 @@ bool factor_rows(JointForest& f, std::size_t t, const std::vector<JointSolve>& j
   // near a singular layout (a cable pulled straight between two fixed points) the exact answer
   // is an unbounded impulse: leave such a tree to the sweeps, which stay bounded. The block is
   // symmetric positive definite (the rows' mobility through the tree): up to 6 rows (one
-  // extra joint) by Cholesky, with a pivot below 1e-8 of the largest diagonal as singular
+  // extra joint) by the fixed-size inverse above, a pivot below 1e-8 of the largest diagonal
+  // entry counting as singular (the general LU below asks for a reciprocal condition > 1e-8)
   if (eq <= 6) {
     Mat6 m = Mat6::Zero();
     m.topLeftCorner(eq, eq) = w.topLeftCorner(eq, eq);

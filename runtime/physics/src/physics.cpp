@@ -1326,8 +1326,8 @@ void Stepper::setup_joints() {
   s_.joint_dl.resize(s_.joints.size());
   s_.joint_dll.resize(s_.joints.size());
   s_.move_p.assign(n, Vec3::Zero());
-  s_.poses.assign(n + 1, detail::Pose{});  // the last: the world's (identity)
   s_.move_l.assign(n, Vec3::Zero());
+  s_.poses.assign(n + 1, detail::Pose{});  // the last: the world's (identity)
 }
 
 // sliders with a spring or damper: the force along the axis, on both bodies at b's anchor,
