@@ -579,7 +579,7 @@ TEST_CASE("tethered_rov: firmware holds depth while a 30 m cable holds the AUV b
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("rover_wall_follow: firmware steers a two-wheeled rover round a pen by its wheels' speeds; replay is bit for bit") {
+TEST_CASE("rover_wall_follow: firmware steers a two-wheeled rover round a pen by its wheels' speeds, replay is bit for bit") {
   const std::string dir = temp_dir("rover-wall");
   // 25 s: along the south wall, left at the east wall, along it, left again at the north wall
   const auto r = run(tether_fw +
