@@ -302,10 +302,11 @@ void Session::handle_request(ControlRequest& r) {
         return answer(false, "the real-time factor must be a number in 0..1000 (0: as fast as possible)");
       rtf_ = r.value;
       reanchor_pacer();
-      if (recorder_) recorder_->set_wait_when_full(rtf_ == 0);
-      if (recorder_)
+      if (recorder_) {
+        recorder_->set_wait_when_full(rtf_ == 0);
         recorder_->event(state_.step, state_.time_ns, 2, "operator",
                          "real-time factor set to " + std::to_string(rtf_) + " at step " + std::to_string(state_.step));
+      }
       answer(true, control_status());
       return;
     case K::world: {

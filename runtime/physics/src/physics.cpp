@@ -198,6 +198,7 @@ struct PhysicsScratch::Impl {
   // joints (docs/physics.md, "Joints"): one solve per joint, grouped by island
   std::vector<detail::JointSolve> joints;
   std::vector<std::uint8_t> jointed;        // per body: held by a joint (symplectic path)
+  std::vector<std::uint32_t> jointed_bodies;  // the bodies held by a joint, in index order
   std::vector<std::uint64_t> joined_pairs;  // (lower << 32 | higher) body pairs: never collide
   std::vector<std::int32_t> joint_island;   // per joint
   std::vector<std::uint32_t> joint_start, joint_order, joint_cursor, island_weight;
@@ -1321,6 +1322,9 @@ void Stepper::setup_joints() {
     }
   }
   std::sort(s_.joined_pairs.begin(), s_.joined_pairs.end());
+  s_.jointed_bodies.clear();
+  for (std::size_t i = 0; i < n; ++i)
+    if (s_.jointed[i]) s_.jointed_bodies.push_back(static_cast<std::uint32_t>(i));
   detail::build_forest(s_.joints, n, s_.forest);
   s_.joint_c.resize(s_.joints.size());
   s_.joint_dl.resize(s_.joints.size());
@@ -1379,8 +1383,7 @@ detail::Pose Stepper::pose(std::int32_t solver_index) const {
 }
 
 void Stepper::refresh_poses() {
-  for (std::size_t i = 0; i < n_; ++i)
-    if (s_.jointed[i]) s_.poses[i] = detail::pose_of(&state_.bodies[i]);
+  for (const std::uint32_t i : s_.jointed_bodies) s_.poses[i] = detail::pose_of(&state_.bodies[i]);
 }
 
 void Stepper::prepare_joints(double h) {
@@ -1544,8 +1547,7 @@ void Stepper::correct_joints() {
         // a tree's bodies move once each, by the sum of their joints' pseudo-impulses
         for (std::size_t k = 0; k < s_.joints.size(); ++k)
           if (s_.joints[k].valid && in_tree(k)) correct(k, s_.joint_dl[k], s_.joint_dll[k], true);
-        for (std::size_t i = 0; i < n_; ++i) {
-          if (!s_.jointed[i]) continue;
+        for (const std::uint32_t i : s_.jointed_bodies) {
           if (s_.move_p[i] != Vec3::Zero() || s_.move_l[i] != Vec3::Zero()) move_by_impulse(i, s_.move_p[i], s_.move_l[i]);
           s_.move_p[i].setZero();
           s_.move_l[i].setZero();
