@@ -274,177 +274,196 @@ void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldS
   if (devices_) s.actuators = mqtt::vehicle_actuators(*devices_, model, vehicle());
   s.buffer.reserve(4096);
   try {
-    if (config_.launch) {
-      LaunchSpec spec;
-      spec.argv = config_.launch->command;
-      for (auto& a : spec.argv) {
-        replace_all(a, "{broker}", config_.broker);
-        replace_all(a, "{session}", config_.session);
-        replace_all(a, "{vehicle_id}", config_.vehicle_id);
-        replace_all(a, "{scenario}", config_.scenario_path);
-      }
-      spec.env = config_.launch->env;
-      spec.cwd = config_.launch->cwd;
-      s.child = std::make_unique<ChildProcess>(spec);
-      info("endpoint \"{}\": launched {} (pid {})", name(), s.child->command_line(), s.child->pid());
-      const int out_fd = s.child->take_stdout();
-      const int err_fd = s.child->take_stderr();
-      // the program's output goes to the log, line by line, until both pipes close
-      s.output_thread = std::thread([this, out_fd, err_fd] {
-        Impl& t = *impl_;
-        pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
-        std::string partial[2];
-        int open = 2;
-        char buf[1024];
-        while (open > 0) {
-          if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
-          for (int i = 0; i < 2; ++i) {
-            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-            if (n <= 0) {
-              if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-              if (!partial[i].empty()) info("[{}] {}", name(), partial[i]);
-              ::close(fds[i].fd);
-              fds[i].fd = -1;
-              --open;
-              continue;
-            }
-            for (ssize_t k = 0; k < n; ++k) {
-              if (buf[k] == '\n') {
-                info("[{}] {}", name(), partial[i]);
-                std::lock_guard<std::mutex> lock(t.m);
-                t.output_tail.push_back(partial[i]);
-                if (t.output_tail.size() > 10) t.output_tail.pop_front();
-                partial[i].clear();
-              } else if (buf[k] != '\r' && partial[i].size() < 2000) {
-                partial[i] += buf[k];
-              }
-            }
-          }
-        }
-        t.child_exited = true;
-        t.cv.notify_all();
-      });
-    }
-
-    s.client = std::make_unique<::mqtt::async_client>(config_.broker, config_.client_id,
-                                                      static_cast<::mqtt::iclient_persistence*>(nullptr));
-    s.client->set_message_callback([this](::mqtt::const_message_ptr msg) {
-      Impl& t = *impl_;
-      const std::string& topic = msg->get_topic();
-      const std::string& payload = msg->get_payload();
-      if (topic == t.topics.status) {
-        const std::string state = mqtt::parse_status(payload);
-        std::lock_guard<std::mutex> lock(t.m);
-        t.vehicle_state = state;
-        const bool online = state == "online";
-        if (!online && t.vehicle_online) {
-          ++t.c.vehicle_offline;
-          spdlog::warn("endpoint \"{}\": vehicle \"{}\" went offline", name(), config_.vehicle_id);
-        }
-        t.vehicle_online = online;
-        t.cv.notify_all();
-        return;
-      }
-      if (topic != t.topics.feedback) return;
-      if (msg->is_retained()) {
-        on_feedback(payload, true);
-        return;
-      }
-      // through the step's link faults (a delayed message crosses at a later step)
-      std::lock_guard<std::mutex> shaping(t.shape_m);
-      t.shape_in.pass(payload, [this](std::string_view b) { on_feedback(b, false); });
-    });
-    s.client->set_connected_handler([this](const std::string&) {
-      Impl& t = *impl_;
-      {
-        std::lock_guard<std::mutex> lock(t.m);
-        ++t.c.connects;
-        t.connected = true;
-        t.cv.notify_all();  // a gather waiting on a lost projected publishes it again
-      }
-      if (config_.tcp_nodelay) {
-        const int n = mqtt::set_tcp_nodelay_for_broker(config_.broker);
-        std::lock_guard<std::mutex> lock(t.m);
-        if (n > 0) t.c.nodelay_sockets += n;
-      }
-      // a clean session forgets subscriptions: (re)subscribe on every connection
-      try {
-        t.client->subscribe(t.topics.feedback, config_.qos);
-        t.client->subscribe(t.topics.status, 1);
-        t.client->publish(t.topics.runtime_status, t.status_online.data(), t.status_online.size(), 1, true);
-      } catch (const ::mqtt::exception& e) {
-        spdlog::warn("endpoint \"{}\": subscribing after connect: {}", name(), e.what());
-      }
-    });
-    s.client->set_connection_lost_handler([this](const std::string& cause) {
-      Impl& t = *impl_;
-      {
-        std::lock_guard<std::mutex> lock(t.m);
-        ++t.c.connection_lost;
-        t.connected = false;
-      }
-      spdlog::warn("endpoint \"{}\": lost the broker {}{}; reconnecting", name(), config_.broker,
-                   cause.empty() ? std::string() : " (" + cause + ")");
-    });
-
-    ::mqtt::connect_options opts;
-    opts.set_clean_session(true);
-    opts.set_keep_alive_interval(static_cast<int>(config_.keep_alive_s));
-    opts.set_connect_timeout(std::chrono::milliseconds(config_.connect_timeout_ms));
-    opts.set_automatic_reconnect(1, 2);
-    if (!config_.username.empty()) opts.set_user_name(config_.username);
-    if (!config_.password.empty()) opts.set_password(config_.password);
-    opts.set_will(::mqtt::will_options(s.topics.runtime_status, s.status_offline, 1, true));
-    if (config_.broker.rfind("ssl://", 0) == 0 || config_.broker.rfind("mqtts://", 0) == 0) {
-      ::mqtt::ssl_options ssl;
-      if (!config_.ca_file.empty()) ssl.set_trust_store(config_.ca_file);
-      ssl.set_enable_server_cert_auth(true);
-      opts.set_ssl(std::move(ssl));
-    }
-    try {
-      auto tok = s.client->connect(opts);
-      if (!tok->wait_for(milliseconds(config_.connect_timeout_ms + 1000)))
-        throw std::runtime_error("no answer from the MQTT broker " + config_.broker + " within " +
-                                 std::to_string(config_.connect_timeout_ms) + " ms");
-    } catch (const ::mqtt::exception& e) {
-      throw std::runtime_error(
-          "cannot connect to the MQTT broker " + config_.broker + " as \"" + config_.client_id +
-          "\": " + mqtt::describe_connect_failure(e.get_return_code(), e.get_reason_code(), e.what()));
-    }
-    // the first step's feedback must not arrive before the subscription: wait for it here
-    // (subscribing twice is harmless; the connected handler does it on every reconnect)
-    try {
-      const auto limit = milliseconds(config_.connect_timeout_ms);
-      if (!s.client->subscribe(s.topics.feedback, config_.qos)->wait_for(limit) ||
-          !s.client->subscribe(s.topics.status, 1)->wait_for(limit))
-        throw std::runtime_error("the broker " + config_.broker + " did not confirm the subscriptions in time");
-    } catch (const ::mqtt::exception& e) {
-      throw std::runtime_error("subscribing at " + config_.broker + ": " + e.what());
-    }
-    info("endpoint \"{}\": connected to {} as \"{}\"; vehicle \"{}\" on tether/{}/{}/*", name(), config_.broker,
-         config_.client_id, config_.vehicle_id, config_.session, config_.vehicle_id);
-
-    if (config_.wait_online_ms > 0) {
-      std::unique_lock<std::mutex> lock(s.m);
-      const bool online = s.cv.wait_for(lock, milliseconds(config_.wait_online_ms),
-                                        [&] { return s.vehicle_online || s.child_exited.load(); });
-      if (!online || !s.vehicle_online) {
-        std::string tail;
-        for (const auto& l : s.output_tail) tail += "\n  | " + l;
-        if (s.child_exited)
-          throw std::runtime_error("the vehicle program " + s.child->command_line() +
-                                   " ended before it reported online" +
-                                   (tail.empty() ? "" : "; its last output:" + tail));
-        throw std::runtime_error("vehicle \"" + config_.vehicle_id + "\" did not report \"online\" on " +
-                                 s.topics.status + " within " + std::to_string(config_.wait_online_ms) +
-                                 " ms (is tether-vehicle running against " + config_.broker + " with --session " +
-                                 config_.session + "?)" + (tail.empty() ? "" : "; its last output:" + tail));
-      }
-    }
+    if (config_.launch) launch_program();
+    create_client();
+    connect_and_subscribe();
+    if (config_.wait_online_ms > 0) wait_vehicle_online();
   } catch (...) {
     stop();
     throw;
+  }
+}
+
+// `launch:`: starts the vehicle program; its output goes to the log
+void MqttEndpoint::launch_program() {
+  Impl& s = *impl_;
+  LaunchSpec spec;
+  spec.argv = config_.launch->command;
+  for (auto& a : spec.argv) {
+    replace_all(a, "{broker}", config_.broker);
+    replace_all(a, "{session}", config_.session);
+    replace_all(a, "{vehicle_id}", config_.vehicle_id);
+    replace_all(a, "{scenario}", config_.scenario_path);
+  }
+  spec.env = config_.launch->env;
+  spec.cwd = config_.launch->cwd;
+  s.child = std::make_unique<ChildProcess>(spec);
+  info("endpoint \"{}\": launched {} (pid {})", name(), s.child->command_line(), s.child->pid());
+  const int out_fd = s.child->take_stdout();
+  const int err_fd = s.child->take_stderr();
+  // the program's output goes to the log, line by line, until both pipes close
+  s.output_thread = std::thread([this, out_fd, err_fd] { forward_program_output(out_fd, err_fd); });
+}
+
+// the launched program's output, line by line, to the log until both pipes close
+void MqttEndpoint::forward_program_output(int out_fd, int err_fd) {
+  Impl& t = *impl_;
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  std::string partial[2];
+  int open = 2;
+  char buf[1024];
+  while (open > 0) {
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (!partial[i].empty()) info("[{}] {}", name(), partial[i]);
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+        continue;
+      }
+      for (ssize_t k = 0; k < n; ++k) {
+        if (buf[k] == '\n') {
+          info("[{}] {}", name(), partial[i]);
+          std::lock_guard<std::mutex> lock(t.m);
+          t.output_tail.push_back(partial[i]);
+          if (t.output_tail.size() > 10) t.output_tail.pop_front();
+          partial[i].clear();
+        } else if (buf[k] != '\r' && partial[i].size() < 2000) {
+          partial[i] += buf[k];
+        }
+      }
+    }
+  }
+  t.child_exited = true;
+  t.cv.notify_all();
+}
+
+// the Paho client and its handlers: messages, (re)connections, a lost broker
+void MqttEndpoint::create_client() {
+  Impl& s = *impl_;
+  s.client = std::make_unique<::mqtt::async_client>(config_.broker, config_.client_id,
+                                                    static_cast<::mqtt::iclient_persistence*>(nullptr));
+  s.client->set_message_callback([this](::mqtt::const_message_ptr msg) {
+    Impl& t = *impl_;
+    const std::string& topic = msg->get_topic();
+    const std::string& payload = msg->get_payload();
+    if (topic == t.topics.status) {
+      const std::string state = mqtt::parse_status(payload);
+      std::lock_guard<std::mutex> lock(t.m);
+      t.vehicle_state = state;
+      const bool online = state == "online";
+      if (!online && t.vehicle_online) {
+        ++t.c.vehicle_offline;
+        spdlog::warn("endpoint \"{}\": vehicle \"{}\" went offline", name(), config_.vehicle_id);
+      }
+      t.vehicle_online = online;
+      t.cv.notify_all();
+      return;
+    }
+    if (topic != t.topics.feedback) return;
+    if (msg->is_retained()) {
+      on_feedback(payload, true);
+      return;
+    }
+    // through the step's link faults (a delayed message crosses at a later step)
+    std::lock_guard<std::mutex> shaping(t.shape_m);
+    t.shape_in.pass(payload, [this](std::string_view b) { on_feedback(b, false); });
+  });
+  s.client->set_connected_handler([this](const std::string&) {
+    Impl& t = *impl_;
+    {
+      std::lock_guard<std::mutex> lock(t.m);
+      ++t.c.connects;
+      t.connected = true;
+      t.cv.notify_all();  // a gather waiting on a lost projected publishes it again
+    }
+    if (config_.tcp_nodelay) {
+      const int n = mqtt::set_tcp_nodelay_for_broker(config_.broker);
+      std::lock_guard<std::mutex> lock(t.m);
+      if (n > 0) t.c.nodelay_sockets += n;
+    }
+    // a clean session forgets subscriptions: (re)subscribe on every connection
+    try {
+      t.client->subscribe(t.topics.feedback, config_.qos);
+      t.client->subscribe(t.topics.status, 1);
+      t.client->publish(t.topics.runtime_status, t.status_online.data(), t.status_online.size(), 1, true);
+    } catch (const ::mqtt::exception& e) {
+      spdlog::warn("endpoint \"{}\": subscribing after connect: {}", name(), e.what());
+    }
+  });
+  s.client->set_connection_lost_handler([this](const std::string& cause) {
+    Impl& t = *impl_;
+    {
+      std::lock_guard<std::mutex> lock(t.m);
+      ++t.c.connection_lost;
+      t.connected = false;
+    }
+    spdlog::warn("endpoint \"{}\": lost the broker {}{}; reconnecting", name(), config_.broker,
+                 cause.empty() ? std::string() : " (" + cause + ")");
+  });
+}
+
+// connects (bounded by connect_timeout_ms) and waits for the subscriptions
+void MqttEndpoint::connect_and_subscribe() {
+  Impl& s = *impl_;
+  ::mqtt::connect_options opts;
+  opts.set_clean_session(true);
+  opts.set_keep_alive_interval(static_cast<int>(config_.keep_alive_s));
+  opts.set_connect_timeout(std::chrono::milliseconds(config_.connect_timeout_ms));
+  opts.set_automatic_reconnect(1, 2);
+  if (!config_.username.empty()) opts.set_user_name(config_.username);
+  if (!config_.password.empty()) opts.set_password(config_.password);
+  opts.set_will(::mqtt::will_options(s.topics.runtime_status, s.status_offline, 1, true));
+  if (config_.broker.rfind("ssl://", 0) == 0 || config_.broker.rfind("mqtts://", 0) == 0) {
+    ::mqtt::ssl_options ssl;
+    if (!config_.ca_file.empty()) ssl.set_trust_store(config_.ca_file);
+    ssl.set_enable_server_cert_auth(true);
+    opts.set_ssl(std::move(ssl));
+  }
+  try {
+    auto tok = s.client->connect(opts);
+    if (!tok->wait_for(milliseconds(config_.connect_timeout_ms + 1000)))
+      throw std::runtime_error("no answer from the MQTT broker " + config_.broker + " within " +
+                               std::to_string(config_.connect_timeout_ms) + " ms");
+  } catch (const ::mqtt::exception& e) {
+    throw std::runtime_error(
+        "cannot connect to the MQTT broker " + config_.broker + " as \"" + config_.client_id +
+        "\": " + mqtt::describe_connect_failure(e.get_return_code(), e.get_reason_code(), e.what()));
+  }
+  // the first step's feedback must not arrive before the subscription: wait for it here
+  // (subscribing twice is harmless; the connected handler does it on every reconnect)
+  try {
+    const auto limit = milliseconds(config_.connect_timeout_ms);
+    if (!s.client->subscribe(s.topics.feedback, config_.qos)->wait_for(limit) ||
+        !s.client->subscribe(s.topics.status, 1)->wait_for(limit))
+      throw std::runtime_error("the broker " + config_.broker + " did not confirm the subscriptions in time");
+  } catch (const ::mqtt::exception& e) {
+    throw std::runtime_error("subscribing at " + config_.broker + ": " + e.what());
+  }
+  info("endpoint \"{}\": connected to {} as \"{}\"; vehicle \"{}\" on tether/{}/{}/*", name(), config_.broker,
+       config_.client_id, config_.vehicle_id, config_.session, config_.vehicle_id);
+}
+
+// waits (wait_online_ms) for the vehicle's "online" status, or the launched program's end
+void MqttEndpoint::wait_vehicle_online() {
+  Impl& s = *impl_;
+  std::unique_lock<std::mutex> lock(s.m);
+  const bool online = s.cv.wait_for(lock, milliseconds(config_.wait_online_ms),
+                                    [&] { return s.vehicle_online || s.child_exited.load(); });
+  if (!online || !s.vehicle_online) {
+    std::string tail;
+    for (const auto& l : s.output_tail) tail += "\n  | " + l;
+    if (s.child_exited)
+      throw std::runtime_error("the vehicle program " + s.child->command_line() + " ended before it reported online" +
+                               (tail.empty() ? "" : "; its last output:" + tail));
+    throw std::runtime_error("vehicle \"" + config_.vehicle_id + "\" did not report \"online\" on " + s.topics.status +
+                             " within " + std::to_string(config_.wait_online_ms) +
+                             " ms (is tether-vehicle running against " + config_.broker + " with --session " +
+                             config_.session + "?)" + (tail.empty() ? "" : "; its last output:" + tail));
   }
 }
 

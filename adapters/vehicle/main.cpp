@@ -157,11 +157,7 @@ void on_runtime_status(Rig& r, const std::string& payload) {
   r.run = run;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"tether-vehicle: a stand-in physical vehicle that talks MQTT like a tank rig (docs/mqtt.md)"};
-  Options o;
+void add_options(CLI::App& app, Options& o) {
   app.add_option("--scenario", o.scenario, "scenario file: the world and vehicle to stand in for")->required();
   app.add_option("--vehicle", o.vehicle, "the scenario's vehicle (default: the first)");
   app.add_option("--vehicle-id", o.vehicle_id, "id in the topics (default: the vehicle's name)");
@@ -194,55 +190,32 @@ int main(int argc, char** argv) {
                  "hidden: measured velocity bias x y z in m/s (default 0.001 -0.001 0)")
       ->expected(3);
   app.add_flag("--quiet", o.quiet, "only errors");
-  CLI11_PARSE(app, argc, argv);
+}
 
-  // SIGINT/SIGTERM end the program; blocked here so Paho's threads inherit the mask
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+// the hidden differences: the defaults (none with --exact), each overridden by its option
+rt::HiddenParams hidden_params(const Options& o) {
+  rt::HiddenParams h = o.exact ? rt::HiddenParams{} : rt::default_hidden_params();
+  if (o.drag_scale >= 0) h.drag_scale = o.drag_scale;
+  if (o.thrust_scale >= 0) h.thrust_scale = o.thrust_scale;
+  if (o.buoyancy_offset_n < 1e299) h.buoyancy_offset_n = o.buoyancy_offset_n;
+  if (o.current.size() == 3) h.current_m_s = rt::Vec3(o.current[0], o.current[1], o.current[2]);
+  if (o.position_noise_m >= 0) h.position_noise_m = o.position_noise_m;
+  if (o.orientation_noise_rad >= 0) h.orientation_noise_rad = o.orientation_noise_rad;
+  if (o.velocity_noise_m_s >= 0) h.velocity_noise_m_s = o.velocity_noise_m_s;
+  if (o.delay_steps >= 0) h.delay_steps = static_cast<std::uint32_t>(o.delay_steps);
+  if (o.added_mass_fraction >= 0) h.added_mass_fraction = o.added_mass_fraction;
+  if (o.thruster_lag_scale > 0) h.thruster_time_constant_scale = o.thruster_lag_scale;
+  if (o.thruster_dead_band >= 0) h.thruster_dead_band = o.thruster_dead_band;
+  if (o.current_swing.size() == 3)
+    h.current_swing_m_s = rt::Vec3(o.current_swing[0], o.current_swing[1], o.current_swing[2]);
+  if (o.velocity_bias.size() == 3)
+    h.velocity_bias_m_s = rt::Vec3(o.velocity_bias[0], o.velocity_bias[1], o.velocity_bias[2]);
+  return h;
+}
 
-  Rig r;
-  try {
-    r.scenario = std::make_unique<rt::Scenario>(rt::load_scenario(o.scenario));
-    const rt::Scenario& sc = *r.scenario;
-    const int v = o.vehicle.empty() ? 0 : sc.model.find_vehicle(o.vehicle);
-    if (v < 0 || sc.model.vehicles.empty()) {
-      std::fprintf(stderr, "tether-vehicle: %s has no vehicle \"%s\"\n", o.scenario.c_str(), o.vehicle.c_str());
-      return 2;
-    }
-    if (o.vehicle_id.empty()) o.vehicle_id = sc.model.vehicles[static_cast<std::size_t>(v)].name;
-    if (o.client_id.empty()) o.client_id = "tether-" + o.session + "-" + o.vehicle_id + "-vehicle";
-    rt::HiddenParams h = o.exact ? rt::HiddenParams{} : rt::default_hidden_params();
-    if (o.drag_scale >= 0) h.drag_scale = o.drag_scale;
-    if (o.thrust_scale >= 0) h.thrust_scale = o.thrust_scale;
-    if (o.buoyancy_offset_n < 1e299) h.buoyancy_offset_n = o.buoyancy_offset_n;
-    if (o.current.size() == 3) h.current_m_s = rt::Vec3(o.current[0], o.current[1], o.current[2]);
-    if (o.position_noise_m >= 0) h.position_noise_m = o.position_noise_m;
-    if (o.orientation_noise_rad >= 0) h.orientation_noise_rad = o.orientation_noise_rad;
-    if (o.velocity_noise_m_s >= 0) h.velocity_noise_m_s = o.velocity_noise_m_s;
-    if (o.delay_steps >= 0) h.delay_steps = static_cast<std::uint32_t>(o.delay_steps);
-    if (o.added_mass_fraction >= 0) h.added_mass_fraction = o.added_mass_fraction;
-    if (o.thruster_lag_scale > 0) h.thruster_time_constant_scale = o.thruster_lag_scale;
-    if (o.thruster_dead_band >= 0) h.thruster_dead_band = o.thruster_dead_band;
-    if (o.current_swing.size() == 3)
-      h.current_swing_m_s = rt::Vec3(o.current_swing[0], o.current_swing[1], o.current_swing[2]);
-    if (o.velocity_bias.size() == 3)
-      h.velocity_bias_m_s = rt::Vec3(o.velocity_bias[0], o.velocity_bias[1], o.velocity_bias[2]);
-    r.opt = o;
-    r.vehicle = v;
-    r.hidden = h;
-    r.truth = std::make_unique<rt::StandInVehicle>(sc, v, h, o.seed);
-    r.period_ns = sc.loop.period_ns;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tether-vehicle: %s\n", e.what());
-    return 2;
-  }
-  r.topics = mq::topics_for(o.session, o.vehicle_id);
-  const std::string online = mq::encode_status("online", o.client_id);
-  const std::string offline = mq::encode_status("offline", o.client_id);
-
+// the MQTT client, its handlers and the connection; false (said on stderr) if the broker refuses
+bool connect(Rig& r, const std::string& online, const std::string& offline) {
+  const Options& o = r.opt;
   r.client =
       std::make_unique<mqtt::async_client>(o.broker, o.client_id, static_cast<mqtt::iclient_persistence*>(nullptr));
   r.client->set_message_callback([&r](mqtt::const_message_ptr msg) {
@@ -281,15 +254,14 @@ int main(int argc, char** argv) {
   } catch (const mqtt::exception& e) {
     std::fprintf(stderr, "tether-vehicle: cannot connect to %s as \"%s\": %s\n", o.broker.c_str(), o.client_id.c_str(),
                  mq::describe_connect_failure(e.get_return_code(), e.get_reason_code(), e.what()).c_str());
-    return 1;
+    return false;
   }
-  if (!o.quiet)
-    std::printf("tether-vehicle: \"%s\" online at %s on %s (%s)\n", o.vehicle_id.c_str(), o.broker.c_str(),
-                r.topics.projected.substr(0, r.topics.projected.size() - 10).c_str(),
-                o.free ? "free-running" : "lock-step");
-  std::fflush(stdout);
+  return true;
+}
 
-  // wait for a stop signal; with --free, step the own clock meanwhile
+// waits for a stop signal; with --free, steps the own clock meanwhile
+void run_until_signal(Rig& r, sigset_t& stop_signals) {
+  const Options& o = r.opt;
   auto next = std::chrono::steady_clock::now();
   for (;;) {
     timespec wait{1, 0};
@@ -312,7 +284,11 @@ int main(int argc, char** argv) {
       if (r.have_last && r.client->is_connected()) publish_feedback(r, r.last_step);
     }
   }
+}
 
+// goes offline, disconnects and says what happened (and the hidden truth)
+void finish(Rig& r, const std::string& offline) {
+  const Options& o = r.opt;
   try {
     if (r.client->is_connected()) {
       r.client->publish(r.topics.status, offline.data(), offline.size(), 1, true)
@@ -334,11 +310,63 @@ int main(int argc, char** argv) {
     const int body = sc.model.vehicles[static_cast<std::size_t>(r.vehicle)].bodies.front();
     std::printf("tether-vehicle: hidden truth of %s:", sc.model.bodies[static_cast<std::size_t>(body)].name.c_str());
     const char* separator = " ";
-    for (const auto& [name, value] : rt::hidden_truth(sc.model, body, r.hidden, rt::thruster_time_constant_s(sc.model, sc.devices, body))) {
+    for (const auto& [name, value] :
+         rt::hidden_truth(sc.model, body, r.hidden, rt::thruster_time_constant_s(sc.model, sc.devices, body))) {
       std::printf("%s%s %.4g", separator, name.c_str(), value);
       separator = ", ";
     }
     std::printf("%s\n", o.exact ? " (--exact: the model itself)" : "");
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tether-vehicle: a stand-in physical vehicle that talks MQTT like a tank rig (docs/mqtt.md)"};
+  Options o;
+  add_options(app, o);
+  CLI11_PARSE(app, argc, argv);
+
+  // SIGINT/SIGTERM end the program; blocked here so Paho's threads inherit the mask
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  Rig r;
+  try {
+    r.scenario = std::make_unique<rt::Scenario>(rt::load_scenario(o.scenario));
+    const rt::Scenario& sc = *r.scenario;
+    const int v = o.vehicle.empty() ? 0 : sc.model.find_vehicle(o.vehicle);
+    if (v < 0 || sc.model.vehicles.empty()) {
+      std::fprintf(stderr, "tether-vehicle: %s has no vehicle \"%s\"\n", o.scenario.c_str(), o.vehicle.c_str());
+      return 2;
+    }
+    if (o.vehicle_id.empty()) o.vehicle_id = sc.model.vehicles[static_cast<std::size_t>(v)].name;
+    if (o.client_id.empty()) o.client_id = "tether-" + o.session + "-" + o.vehicle_id + "-vehicle";
+    const rt::HiddenParams h = hidden_params(o);
+    r.opt = o;
+    r.vehicle = v;
+    r.hidden = h;
+    r.truth = std::make_unique<rt::StandInVehicle>(sc, v, h, o.seed);
+    r.period_ns = sc.loop.period_ns;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tether-vehicle: %s\n", e.what());
+    return 2;
+  }
+  r.topics = mq::topics_for(o.session, o.vehicle_id);
+  const std::string online = mq::encode_status("online", o.client_id);
+  const std::string offline = mq::encode_status("offline", o.client_id);
+
+  if (!connect(r, online, offline)) return 1;
+  if (!o.quiet)
+    std::printf("tether-vehicle: \"%s\" online at %s on %s (%s)\n", o.vehicle_id.c_str(), o.broker.c_str(),
+                r.topics.projected.substr(0, r.topics.projected.size() - 10).c_str(),
+                o.free ? "free-running" : "lock-step");
+  std::fflush(stdout);
+
+  run_until_signal(r, stop_signals);
+  finish(r, offline);
   return 0;
 }

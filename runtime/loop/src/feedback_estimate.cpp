@@ -51,8 +51,9 @@ using Vec15 = Eigen::Matrix<double, 15, 1>;
 using Mat15 = Eigen::Matrix<double, 15, 15>;
 
 const std::array<const char*, n_params> param_names = {
-    "thrust_coefficient", "linear_drag_x",    "linear_drag_y",     "linear_drag_z", "quadratic_drag_x",
-    "quadratic_drag_y",   "quadratic_drag_z", "buoyancy_offset_n", "current_x_m_s", "current_y_m_s", "thruster_lag_s", "added_mass_fraction"};
+    "thrust_coefficient", "linear_drag_x",    "linear_drag_y",    "linear_drag_z",
+    "quadratic_drag_x",   "quadratic_drag_y", "quadratic_drag_z", "buoyancy_offset_n",
+    "current_x_m_s",      "current_y_m_s",    "thruster_lag_s",   "added_mass_fraction"};
 
 // parameter groups as the scenario names them
 struct Group {
@@ -101,29 +102,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
     if (!model.water.present || model.gravity_m_s2.norm() <= 0)
       node.error("the estimate processor needs world.water and gravity (drag, buoyancy and current act in water)");
-    // which groups are estimated
-    active_.fill(false);
-    if (node.has("parameters")) {
-      const ConfigNode ps = node["parameters"];
-      if (ps.expect_sequence())
-        for (std::size_t i = 0; i < ps.size(); ++i) {
-          const std::string g = ps.at(i).yaml().IsScalar() ? ps.at(i).yaml().as<std::string>() : "";
-          bool known = false;
-          for (const Group& gr : groups)
-            if (g == gr.name) {
-              known = true;
-              for (int j = 0; j < gr.count; ++j) active_[static_cast<std::size_t>(gr.first + j)] = true;
-            }
-          if (!known)
-            ps.at(i).error("unknown parameter group \"" + g +
-                           "\" (known: thrust, linear_drag, quadratic_drag, buoyancy, current, "
-                           "thruster_lag, added_mass)");
-        }
-    } else {
-      for (int g = 0; g < default_groups; ++g)
-        for (int j = 0; j < groups[static_cast<std::size_t>(g)].count; ++j)
-          active_[static_cast<std::size_t>(groups[static_cast<std::size_t>(g)].first + j)] = true;
-    }
+    read_groups(node);
     horizon_ = static_cast<int>(node.integer_or("horizon_steps", 50, 1, 1000));
     every_ = static_cast<int>(node.integer_or("update_every_steps", 5, 1, 1000));
     lambda_ = node.number_or("forgetting", 0.9995, Range{0.9, 1, false});
@@ -153,41 +132,8 @@ class EstimateProcessor final : public FeedbackProcessor {
     // the consider update and the sigma widened by what the residuals show.
     structure_exact_ = node.choice_or("model_structure", "uncertain", {"uncertain", "exact"}) == "exact";
 
-    // nominal values (the scenario's) and bounds
-    theta_[0] = 1;
-    for (int i = 0; i < 3; ++i) {
-      theta_[1 + i] = b.damping.linear[i];
-      theta_[4 + i] = b.damping.quadratic[i];
-    }
-    theta_[7] = 0;
-    theta_[8] = model.water.current_m_s.x();
-    theta_[9] = model.water.current_m_s.y();
-    theta_[i_lag] = 0;
-    theta_[i_added] = 0;
-    nominal_ = theta_;
-    lo_[0] = std::min(thrust_range[0], thrust_range[1]);
-    hi_[0] = std::max(thrust_range[0], thrust_range[1]);
-    for (int i = 1; i < 7; ++i) {
-      lo_[i] = 0;
-      hi_[i] = std::max(drag_factor * theta_[i], theta_[i] + (i < 4 ? 20.0 : 50.0));
-    }
-    lo_[7] = -max_buoy, hi_[7] = max_buoy;
-    lo_[8] = lo_[9] = -max_current, hi_[8] = hi_[9] = max_current;
-    lo_[i_lag] = 0, hi_[i_lag] = max_lag;
-    lo_[i_added] = 0, hi_[i_added] = 0;  // considered, never moved
-    // prior: about a third of the range, so the data decide; zero for what is not estimated
-    p0_.setZero();
-    for (int i = 0; i < n_params; ++i) {
-      // the considered added mass has its own prior, not scaled by initial_stddev
-      const double sd = i == i_added ? added_sd
-                                     : sd_scale * (i == 0       ? 0.3
-                                                   : i < 7      ? std::max(0.5 * theta_[i], 5.0)
-                                                   : i == 7     ? 0.1 * max_buoy
-                                                   : i == i_lag ? 0.3 * max_lag
-                                                                : 0.2);
-      if (active_[static_cast<std::size_t>(i)]) p0_(i, i) = sd * sd;
-      step_max_[i] = step_fraction_ * (hi_[i] - lo_[i]);
-    }
+    set_bounds_and_prior(
+        b, model, {thrust_range[0], thrust_range[1], drag_factor, max_buoy, max_current, max_lag, added_sd, sd_scale});
     p_ = p0_;
     // the estimated parameters, and the identifiability workspace sized for them
     n_active_ = 0;
@@ -211,6 +157,79 @@ class EstimateProcessor final : public FeedbackProcessor {
     trial_.bodies.resize(model.bodies.size());
     trial_inputs_.resize(model.bodies.size());
   }
+
+ private:
+  // `parameters:`: which groups are estimated (the default groups without it)
+  void read_groups(const ConfigNode& node) {
+    active_.fill(false);
+    if (node.has("parameters")) {
+      const ConfigNode ps = node["parameters"];
+      if (ps.expect_sequence())
+        for (std::size_t i = 0; i < ps.size(); ++i) {
+          const std::string g = ps.at(i).yaml().IsScalar() ? ps.at(i).yaml().as<std::string>() : "";
+          bool known = false;
+          for (const Group& gr : groups)
+            if (g == gr.name) {
+              known = true;
+              for (int j = 0; j < gr.count; ++j) active_[static_cast<std::size_t>(gr.first + j)] = true;
+            }
+          if (!known)
+            ps.at(i).error("unknown parameter group \"" + g +
+                           "\" (known: thrust, linear_drag, quadratic_drag, buoyancy, current, "
+                           "thruster_lag, added_mass)");
+        }
+    } else {
+      for (int g = 0; g < default_groups; ++g)
+        for (int j = 0; j < groups[static_cast<std::size_t>(g)].count; ++j)
+          active_[static_cast<std::size_t>(groups[static_cast<std::size_t>(g)].first + j)] = true;
+    }
+  }
+
+  // what configure read for the ranges and the prior
+  struct Bounds {
+    double thrust_a, thrust_b, drag_factor, max_buoy, max_current, max_lag, added_sd, sd_scale;
+  };
+
+  // the nominal values (the scenario's), their bounds and the prior
+  void set_bounds_and_prior(const BodyModel& b, const WorldModel& model, const Bounds& bounds) {
+    const auto [thrust_a, thrust_b, drag_factor, max_buoy, max_current, max_lag, added_sd, sd_scale] = bounds;
+    theta_[0] = 1;
+    for (int i = 0; i < 3; ++i) {
+      theta_[1 + i] = b.damping.linear[i];
+      theta_[4 + i] = b.damping.quadratic[i];
+    }
+    theta_[7] = 0;
+    theta_[8] = model.water.current_m_s.x();
+    theta_[9] = model.water.current_m_s.y();
+    theta_[i_lag] = 0;
+    theta_[i_added] = 0;
+    nominal_ = theta_;
+    lo_[0] = std::min(thrust_a, thrust_b);
+    hi_[0] = std::max(thrust_a, thrust_b);
+    for (int i = 1; i < 7; ++i) {
+      lo_[i] = 0;
+      hi_[i] = std::max(drag_factor * theta_[i], theta_[i] + (i < 4 ? 20.0 : 50.0));
+    }
+    lo_[7] = -max_buoy, hi_[7] = max_buoy;
+    lo_[8] = lo_[9] = -max_current, hi_[8] = hi_[9] = max_current;
+    lo_[i_lag] = 0, hi_[i_lag] = max_lag;
+    lo_[i_added] = 0, hi_[i_added] = 0;  // considered, never moved
+    // prior: about a third of the range, so the data decide; zero for what is not estimated
+    p0_.setZero();
+    for (int i = 0; i < n_params; ++i) {
+      // the considered added mass has its own prior, not scaled by initial_stddev
+      const double sd = i == i_added ? added_sd
+                                     : sd_scale * (i == 0       ? 0.3
+                                                   : i < 7      ? std::max(0.5 * theta_[i], 5.0)
+                                                   : i == 7     ? 0.1 * max_buoy
+                                                   : i == i_lag ? 0.3 * max_lag
+                                                                : 0.2);
+      if (active_[static_cast<std::size_t>(i)]) p0_(i, i) = sd * sd;
+      step_max_[i] = step_fraction_ * (hi_[i] - lo_[i]);
+    }
+  }
+
+ public:
   FeedbackPhase phase() const override { return FeedbackPhase::model; }
 
   void update_model(const FeedbackContext& ctx, WorldModel& model, const WorldState& state,

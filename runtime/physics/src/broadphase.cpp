@@ -99,7 +99,20 @@ void BroadPhase::sweep(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pai
   sort_pairs(pairs);
 }
 
+std::uint32_t BroadPhase::bucket_index(const Cell& c) const {
+  if (dense_) return static_cast<std::uint32_t>(c.x + dims_[0] * (c.y + dims_[1] * c.z));
+  return hash_cell(c.x, c.y, c.z, mask_);
+}
+
 void BroadPhase::grid(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pairs) {
+  const std::uint32_t buckets = build_grid(boxes);
+  collect_grid_pairs(boxes, buckets, pairs);
+  radix_sort_pairs(pairs, boxes.size());
+}
+
+// the grid: cell size, dense or hashed buckets, every ordinary box in its bucket (sorted by
+// bucket); the boxes much larger than the median go to large_. Returns the bucket count.
+std::uint32_t BroadPhase::build_grid(const std::vector<Aabb>& boxes) {
   const std::size_t n = boxes.size();
   // cell edge: the largest extent among ordinary boxes; boxes much larger than the median
   // (a vehicle among pebbles, an infinite box) are tested against everything instead
@@ -161,10 +174,6 @@ void BroadPhase::grid(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pair
   cells_.resize(n);
   bucket_of_.resize(n);
   bucket_start_.assign(static_cast<std::size_t>(buckets) + 1, 0);
-  auto bucket = [&](const Cell& c) -> std::uint32_t {
-    if (dense) return static_cast<std::uint32_t>(c.x + dims[0] * (c.y + dims[1] * c.z));
-    return hash_cell(c.x, c.y, c.z, mask);
-  };
   for (std::size_t i = 0; i < n; ++i) {
     if (is_large_[i]) continue;
     const Vec3 c = (0.5 * (boxes[i].min + boxes[i].max) - lo) * inv;
@@ -176,7 +185,7 @@ void BroadPhase::grid(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pair
         v = std::clamp<std::int64_t>(v, 0, dims[k] - 1);
       }
     }
-    bucket_of_[i] = bucket(cells_[i]);
+    bucket_of_[i] = bucket_index(cells_[i]);
     ++bucket_start_[bucket_of_[i] + 1];
   }
   for (std::uint32_t b = 0; b < buckets; ++b) bucket_start_[b + 1] += bucket_start_[b];
@@ -190,6 +199,14 @@ void BroadPhase::grid(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pair
     sorted_[k] = static_cast<std::int32_t>(i);
     sorted_boxes_[k] = boxes[i];
   }
+  return buckets;
+}
+
+// the overlapping pairs (unsorted): every ordinary box against the 27 cells around it, then
+// the large boxes against everything
+void BroadPhase::collect_grid_pairs(const std::vector<Aabb>& boxes, std::uint32_t buckets,
+                                    std::vector<BoxPair>& pairs) {
+  const std::size_t n = boxes.size();
   // walk the boxes in grid order (neighbours are then close in memory too); each pair is
   // taken from the box that comes first in that order, then all pairs are radix-sorted
   const std::uint32_t small = bucket_start_[buckets];
@@ -208,15 +225,16 @@ void BroadPhase::grid(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pair
     for (std::int64_t dz = -1; dz <= 1; ++dz) {
       for (std::int64_t dy = -1; dy <= 1; ++dy) {
         const std::int64_t y = c.y + dy, z = c.z + dz;
-        if (dense) {
-          if (y < 0 || z < 0 || y >= dims[1] || z >= dims[2]) continue;
+        if (dense_) {
+          if (y < 0 || z < 0 || y >= dims_[1] || z >= dims_[2]) continue;
           // the three cells along x are adjacent buckets: one range
-          const std::int64_t x0 = std::max<std::int64_t>(0, c.x - 1), x1 = std::min<std::int64_t>(dims[0] - 1, c.x + 1);
-          scan(bucket_start_[bucket({x0, y, z})], bucket_start_[bucket({x1, y, z}) + 1], nullptr);
+          const std::int64_t x0 = std::max<std::int64_t>(0, c.x - 1),
+                             x1 = std::min<std::int64_t>(dims_[0] - 1, c.x + 1);
+          scan(bucket_start_[bucket_index({x0, y, z})], bucket_start_[bucket_index({x1, y, z}) + 1], nullptr);
         } else {
           for (std::int64_t dx = -1; dx <= 1; ++dx) {
             const Cell nc{c.x + dx, y, z};
-            const std::uint32_t b = bucket(nc);
+            const std::uint32_t b = bucket_index(nc);
             // a hashed bucket may hold several cells; one box per pair side is its own cell
             scan(bucket_start_[b], bucket_start_[b + 1], &nc);
           }
@@ -231,7 +249,6 @@ void BroadPhase::grid(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pair
       if (boxes[static_cast<std::size_t>(l)].overlaps(boxes[j])) pairs.push_back({std::min(l, jj), std::max(l, jj)});
     }
   }
-  radix_sort_pairs(pairs, n);
 }
 
 void BroadPhase::radix_sort_pairs(std::vector<BoxPair>& pairs, std::size_t n) {
@@ -284,8 +301,7 @@ void BroadPhase::query(const std::vector<Aabb>& boxes, const Aabb& box, std::vec
     for (std::int64_t y = from[1]; y <= to[1]; ++y)
       for (std::int64_t x = from[0]; x <= to[0]; ++x) {
         const Cell c{x, y, z};
-        const std::uint32_t b =
-            dense_ ? static_cast<std::uint32_t>(x + dims_[0] * (y + dims_[1] * z)) : hash_cell(x, y, z, mask_);
+        const std::uint32_t b = bucket_index(c);
         for (std::uint32_t k = bucket_start_[b]; k < bucket_start_[b + 1]; ++k) {
           const std::int32_t j = sorted_[k];
           if (!dense_ && !(cells_[static_cast<std::size_t>(j)] == c)) continue;

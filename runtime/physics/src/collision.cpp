@@ -491,6 +491,91 @@ void sphere_against(const Vec3& c, double r, const ShapePose& b, double margin, 
   if (d < margin) set.add(0.5 * (c - r * nb + sb), nb, d);
 }
 
+// two boxes touching edge to edge (`u`: the separating axis ra_i x rb_j, `depth` its separation)
+void box_box_edge(const ShapePose& a, const ShapePose& b, int edge_i, int edge_j, const Vec3& u, double depth,
+                  ContactSet& set) {
+  const Mat3& ra = a.rotation;
+  const Mat3& rb = b.rotation;
+  const Vec3& ea = a.shape->half_extents_m;
+  const Vec3& eb = b.shape->half_extents_m;
+  const Vec3 d = a.position - b.position;  // from b to a
+  Vec3 n = u;
+  if (n.dot(d) < 0) n = -n;
+  // the edge of a most toward b, the edge of b most toward a
+  Vec3 ca = a.position, cb = b.position;
+  for (int k = 0; k < 3; ++k) {
+    if (k != edge_i) ca += ra.col(k) * (ea[k] * sign_of(-ra.col(k).dot(n)));
+    if (k != edge_j) cb += rb.col(k) * (eb[k] * sign_of(rb.col(k).dot(n)));
+  }
+  const Vec3 ua = ra.col(edge_i), ub = rb.col(edge_j);
+  // closest points of two lines, clamped to the edges
+  const Vec3 r = ca - cb;
+  const double bdot = ua.dot(ub), dd = ua.dot(r), e = ub.dot(r);
+  const double den = 1 - bdot * bdot;
+  double s = den > 1e-12 ? (bdot * e - dd) / den : 0.0;
+  s = std::clamp(s, -ea[edge_i], ea[edge_i]);
+  double t = std::clamp(bdot * s + e, -eb[edge_j], eb[edge_j]);
+  s = std::clamp(bdot * t - dd, -ea[edge_i], ea[edge_i]);
+  const Vec3 pa = ca + ua * s, pb = cb + ub * t;
+  set.add(0.5 * (pa + pb), n, depth);
+}
+
+// a face of box `ref` (its axis `axis`) against box `inc`: the incident face clipped to the
+// reference face's sides; `ref_is_b`: the reference is the pair's b (the normal points from b to a)
+void box_box_face(const ShapePose& ref, const ShapePose& inc, int axis, bool ref_is_b, double margin, ContactSet& set) {
+  // nr = ref's outward face normal toward inc
+  const Vec3& er = ref.shape->half_extents_m;
+  const Vec3& ei = inc.shape->half_extents_m;
+  Vec3 nr = ref.rotation.col(axis);
+  if (nr.dot(inc.position - ref.position) < 0) nr = -nr;
+  const Vec3 n = ref_is_b ? nr : Vec3(-nr);  // contact normal from b to a
+  // incident face: the face of inc most opposed to nr
+  int ki = 0;
+  double most = -1;
+  for (int k = 0; k < 3; ++k) {
+    const double v = std::abs(inc.rotation.col(k).dot(nr));
+    if (v > most) most = v, ki = k;
+  }
+  const Vec3 ni = inc.rotation.col(ki) * (inc.rotation.col(ki).dot(nr) > 0 ? -1.0 : 1.0);
+  const int ku = (ki + 1) % 3, kv = (ki + 2) % 3;
+  const Vec3 fc = inc.position + ni * ei[ki];
+  const Vec3 iu = inc.rotation.col(ku) * ei[ku], iv = inc.rotation.col(kv) * ei[kv];
+  std::array<Vec3, 16> poly{fc + iu + iv, fc - iu + iv, fc - iu - iv, fc + iu - iv};
+  int np = 4;
+  // clip against the four side planes of the reference face
+  const Vec3 rc = ref.position + nr * er[axis];
+  const int ru = (axis + 1) % 3, rv = (axis + 2) % 3;
+  const std::array<std::pair<Vec3, double>, 4> sides{{{ref.rotation.col(ru), er[ru]},
+                                                      {-ref.rotation.col(ru), er[ru]},
+                                                      {ref.rotation.col(rv), er[rv]},
+                                                      {-ref.rotation.col(rv), er[rv]}}};
+  for (const auto& [pn, lim] : sides) {
+    std::array<Vec3, 16> out;
+    int no = 0;
+    for (int i = 0; i < np; ++i) {
+      const Vec3& p0 = poly[static_cast<std::size_t>(i)];
+      const Vec3& p1 = poly[static_cast<std::size_t>((i + 1) % np)];
+      const double d0 = (p0 - rc).dot(pn) - lim, d1 = (p1 - rc).dot(pn) - lim;
+      if (d0 <= 0) out[static_cast<std::size_t>(no++)] = p0;
+      if ((d0 < 0) != (d1 < 0) && no < 16) out[static_cast<std::size_t>(no++)] = p0 + (p1 - p0) * (d0 / (d0 - d1));
+    }
+    poly = out;
+    np = no;
+    if (np == 0) break;
+  }
+  for (int i = 0; i < np; ++i) {
+    const Vec3& p = poly[static_cast<std::size_t>(i)];
+    const double sep = (p - rc).dot(nr);
+    if (sep < margin) set.add(p - nr * (0.5 * sep), n, sep);
+  }
+  if (set.n == 0) {
+    // clipping lost everything (grazing): fall back to the deepest incident vertex
+    const Vec3 p = full_support(inc, -nr);
+    const double sep = (p - rc).dot(nr);
+    if (sep < margin) set.add(p - nr * (0.5 * sep), n, sep);
+  }
+}
+
 void box_box(const ShapePose& a, const ShapePose& b, double margin, ContactSet& set) {
   const Mat3& ra = a.rotation;
   const Mat3& rb = b.rotation;
@@ -538,81 +623,13 @@ void box_box(const ShapePose& a, const ShapePose& b, double margin, ContactSet& 
   const bool use_b = best_b > best_a + tol;
   const double best_face = use_b ? best_b : best_a;
   if (best_e > best_face + tol) {
-    Vec3 n = edge_axis;
-    if (n.dot(d) < 0) n = -n;
-    // the edge of a most toward b, the edge of b most toward a
-    Vec3 ca = a.position, cb = b.position;
-    for (int k = 0; k < 3; ++k) {
-      if (k != edge_i) ca += ra.col(k) * (ea[k] * sign_of(-ra.col(k).dot(n)));
-      if (k != edge_j) cb += rb.col(k) * (eb[k] * sign_of(rb.col(k).dot(n)));
-    }
-    const Vec3 ua = ra.col(edge_i), ub = rb.col(edge_j);
-    // closest points of two lines, clamped to the edges
-    const Vec3 r = ca - cb;
-    const double bdot = ua.dot(ub), dd = ua.dot(r), e = ub.dot(r);
-    const double den = 1 - bdot * bdot;
-    double s = den > 1e-12 ? (bdot * e - dd) / den : 0.0;
-    s = std::clamp(s, -ea[edge_i], ea[edge_i]);
-    double t = std::clamp(bdot * s + e, -eb[edge_j], eb[edge_j]);
-    s = std::clamp(bdot * t - dd, -ea[edge_i], ea[edge_i]);
-    const Vec3 pa = ca + ua * s, pb = cb + ub * t;
-    set.add(0.5 * (pa + pb), n, best_e);
+    box_box_edge(a, b, edge_i, edge_j, edge_axis, best_e, set);
     return;
   }
-  // face contact: reference box ref, incident box inc; nr = ref's outward face normal toward inc
-  const ShapePose& ref = use_b ? b : a;
-  const ShapePose& inc = use_b ? a : b;
-  const int axis = use_b ? axis_b : axis_a;
-  const Vec3& er = ref.shape->half_extents_m;
-  const Vec3& ei = inc.shape->half_extents_m;
-  Vec3 nr = ref.rotation.col(axis);
-  if (nr.dot(inc.position - ref.position) < 0) nr = -nr;
-  const Vec3 n = use_b ? nr : Vec3(-nr);  // contact normal from b to a
-  // incident face: the face of inc most opposed to nr
-  int ki = 0;
-  double most = -1;
-  for (int k = 0; k < 3; ++k) {
-    const double v = std::abs(inc.rotation.col(k).dot(nr));
-    if (v > most) most = v, ki = k;
-  }
-  const Vec3 ni = inc.rotation.col(ki) * (inc.rotation.col(ki).dot(nr) > 0 ? -1.0 : 1.0);
-  const int ku = (ki + 1) % 3, kv = (ki + 2) % 3;
-  const Vec3 fc = inc.position + ni * ei[ki];
-  const Vec3 iu = inc.rotation.col(ku) * ei[ku], iv = inc.rotation.col(kv) * ei[kv];
-  std::array<Vec3, 16> poly{fc + iu + iv, fc - iu + iv, fc - iu - iv, fc + iu - iv};
-  int np = 4;
-  // clip against the four side planes of the reference face
-  const Vec3 rc = ref.position + nr * er[axis];
-  const int ru = (axis + 1) % 3, rv = (axis + 2) % 3;
-  const std::array<std::pair<Vec3, double>, 4> sides{{{ref.rotation.col(ru), er[ru]},
-                                                      {-ref.rotation.col(ru), er[ru]},
-                                                      {ref.rotation.col(rv), er[rv]},
-                                                      {-ref.rotation.col(rv), er[rv]}}};
-  for (const auto& [pn, lim] : sides) {
-    std::array<Vec3, 16> out;
-    int no = 0;
-    for (int i = 0; i < np; ++i) {
-      const Vec3& p0 = poly[static_cast<std::size_t>(i)];
-      const Vec3& p1 = poly[static_cast<std::size_t>((i + 1) % np)];
-      const double d0 = (p0 - rc).dot(pn) - lim, d1 = (p1 - rc).dot(pn) - lim;
-      if (d0 <= 0) out[static_cast<std::size_t>(no++)] = p0;
-      if ((d0 < 0) != (d1 < 0) && no < 16) out[static_cast<std::size_t>(no++)] = p0 + (p1 - p0) * (d0 / (d0 - d1));
-    }
-    poly = out;
-    np = no;
-    if (np == 0) break;
-  }
-  for (int i = 0; i < np; ++i) {
-    const Vec3& p = poly[static_cast<std::size_t>(i)];
-    const double sep = (p - rc).dot(nr);
-    if (sep < margin) set.add(p - nr * (0.5 * sep), n, sep);
-  }
-  if (set.n == 0) {
-    // clipping lost everything (grazing): fall back to the deepest incident vertex
-    const Vec3 p = full_support(inc, -nr);
-    const double sep = (p - rc).dot(nr);
-    if (sep < margin) set.add(p - nr * (0.5 * sep), n, sep);
-  }
+  if (use_b)
+    box_box_face(b, a, axis_b, true, margin, set);
+  else
+    box_box_face(a, b, axis_a, false, margin, set);
 }
 
 void box_plane(const ShapePose& a, const WorldPlane& pl, double margin, ContactSet& set) {

@@ -101,29 +101,28 @@ void subtract_lower(Mat6& d, const H& h, const J& j) {
 
 }  // namespace
 
-void build_forest(const std::vector<JointSolve>& joints, std::size_t bodies, JointForest& f) {
+namespace {
+
+// false if the bodies and the joints between them changed since the last build (and records them)
+bool same_topology(const std::vector<JointSolve>& joints, std::size_t bodies, JointForest& f) {
   const std::size_t count = joints.size();
-  // the same bodies and joints between the same bodies as last time: the same forest
   bool same = f.topology.size() == 2 * count + 1 && f.topology[0] == static_cast<std::int64_t>(bodies);
   for (std::size_t k = 0; k < count && same; ++k) {
     const JointSolve& j = joints[k];
     same = f.topology[2 * k + 1] == (j.valid ? j.a : -2) && f.topology[2 * k + 2] == (j.b_moves ? j.b : -1);
   }
-  if (same) return;
+  if (same) return true;
   f.topology.assign(2 * count + 1, 0);
   f.topology[0] = static_cast<std::int64_t>(bodies);
   for (std::size_t k = 0; k < count; ++k) {
     f.topology[2 * k + 1] = joints[k].valid ? joints[k].a : -2;
     f.topology[2 * k + 2] = joints[k].b_moves ? joints[k].b : -1;
   }
-  f.nodes.clear();
-  f.tree_start.assign(1, 0);
-  f.lead_joint.clear();
-  f.usable.clear();
-  f.extra.clear();
-  f.tree_of.assign(count, -1);
-  f.node_of_body.assign(bodies, -1);
-  // bodies -> their joints, in joint order
+  return false;
+}
+
+// bodies -> their joints, in joint order
+void build_adjacency(const std::vector<JointSolve>& joints, std::size_t bodies, JointForest& f) {
   f.adjacency_start.assign(bodies + 1, 0);
   for (const JointSolve& j : joints) {
     if (!j.valid) continue;
@@ -133,122 +132,160 @@ void build_forest(const std::vector<JointSolve>& joints, std::size_t bodies, Joi
   for (std::size_t i = 0; i < bodies; ++i) f.adjacency_start[i + 1] += f.adjacency_start[i];
   f.adjacency.resize(f.adjacency_start.back());
   f.cursor.assign(f.adjacency_start.begin(), f.adjacency_start.end() - 1);  // fill cursors
-  for (std::size_t k = 0; k < count; ++k) {
+  for (std::size_t k = 0; k < joints.size(); ++k) {
     const JointSolve& j = joints[k];
     if (!j.valid) continue;
     f.adjacency[static_cast<std::size_t>(f.cursor[static_cast<std::size_t>(j.a)]++)] = static_cast<std::int32_t>(k);
     if (j.b_moves)
       f.adjacency[static_cast<std::size_t>(f.cursor[static_cast<std::size_t>(j.b)]++)] = static_cast<std::int32_t>(k);
   }
+}
+
+// the group of `root`: its bodies (in f.members, seen), its two-body joints; returns its lowest
+// joint to the world, or -1
+std::int32_t collect_group(const std::vector<JointSolve>& joints, std::size_t root, JointForest& f) {
+  std::vector<std::int32_t>& members = f.members;
+  members.assign(1, static_cast<std::int32_t>(root));
+  f.seen[root] = 1;
+  std::int32_t world = -1;
+  for (std::size_t at = 0; at < members.size(); ++at) {
+    const auto body = static_cast<std::size_t>(members[at]);
+    for (auto e = f.adjacency_start[body]; e < f.adjacency_start[body + 1]; ++e) {
+      const std::int32_t k = f.adjacency[static_cast<std::size_t>(e)];
+      const JointSolve& j = joints[static_cast<std::size_t>(k)];
+      if (!j.b_moves) {
+        world = world < 0 ? k : std::min(world, k);
+        continue;
+      }
+      const std::int32_t other = j.a == static_cast<std::int32_t>(body) ? j.b : j.a;
+      if (!f.seen[static_cast<std::size_t>(other)]) {
+        f.seen[static_cast<std::size_t>(other)] = 1;
+        members.push_back(other);
+      }
+    }
+  }
+  return world;
+}
+
+// one group in breadth-first order (f.group: >= 0 a body, < 0 a joint -(k + 1); f.queue: each
+// node's parent in that list), its extra joints and its lowest joint
+struct GroupOrder {
+  std::int32_t lead = -1;
+  int extras = 0;
+  std::int32_t extra[max_extra_joints] = {};
+};
+
+// the breadth-first order from the root: each node after its parent; a joint that would reach
+// a body already placed (a loop) or the world a second time is an extra joint
+GroupOrder order_group(const std::vector<JointSolve>& joints, std::size_t root, std::int32_t world, JointForest& f) {
+  std::vector<std::int32_t>& id = f.group;
+  std::vector<std::int32_t>& parent = f.queue;
+  id.clear();
+  parent.clear();
+  GroupOrder g;
+  auto place_joint = [&](std::int32_t k, std::int32_t up) {
+    f.tree_of[static_cast<std::size_t>(k)] = -2;  // placed
+    id.push_back(-(k + 1));
+    parent.push_back(up);
+    g.lead = g.lead < 0 ? k : std::min(g.lead, k);
+  };
+  auto add_extra = [&](std::int32_t k) {
+    f.tree_of[static_cast<std::size_t>(k)] = -3;  // seen: extra, or swept on its own
+    if (g.extras == max_extra_joints) return;
+    g.extra[g.extras++] = k;
+    g.lead = g.lead < 0 ? k : std::min(g.lead, k);
+  };
+  for (const std::int32_t m : f.members) f.seen[static_cast<std::size_t>(m)] = 2;  // not placed yet
+  auto place_body = [&](std::int32_t b, std::int32_t up) {
+    f.seen[static_cast<std::size_t>(b)] = 1;
+    id.push_back(b);
+    parent.push_back(up);
+  };
+  if (world >= 0) {
+    place_joint(world, -1);
+    place_body(joints[static_cast<std::size_t>(world)].a, 0);
+  } else {
+    place_body(static_cast<std::int32_t>(root), -1);
+  }
+  for (std::size_t at = 0; at < id.size(); ++at) {
+    if (id[at] < 0) continue;
+    const auto body = static_cast<std::size_t>(id[at]);
+    for (auto e = f.adjacency_start[body]; e < f.adjacency_start[body + 1]; ++e) {
+      const std::int32_t k = f.adjacency[static_cast<std::size_t>(e)];
+      const JointSolve& j = joints[static_cast<std::size_t>(k)];
+      if (f.tree_of[static_cast<std::size_t>(k)] != -1) continue;  // placed or seen
+      const std::int32_t other = j.a == static_cast<std::int32_t>(body) ? j.b : j.a;
+      if (!j.b_moves || f.seen[static_cast<std::size_t>(other)] == 1) {
+        add_extra(k);
+        continue;
+      }
+      place_joint(k, static_cast<std::int32_t>(at));
+      place_body(other, static_cast<std::int32_t>(id.size() - 1));
+    }
+  }
+  return g;
+}
+
+// the ordered group as a tree (leaves first); a lone joint is left to be swept on its own
+void add_tree(const GroupOrder& g, JointForest& f) {
+  const std::vector<std::int32_t>& id = f.group;
+  const std::vector<std::int32_t>& parent = f.queue;
+  int placed_joints = 0;
+  for (const std::int32_t v : id) placed_joints += v < 0 ? 1 : 0;
+  if (placed_joints + g.extras < 2) {  // a lone joint: its own block is exact already
+    for (const std::int32_t v : id)
+      if (v < 0) f.tree_of[static_cast<std::size_t>(-v - 1)] = -1;
+    for (int e = 0; e < g.extras; ++e) f.tree_of[static_cast<std::size_t>(g.extra[e])] = -1;
+    return;
+  }
+  const auto t = static_cast<std::int32_t>(f.lead_joint.size());
+  const auto base = static_cast<std::int32_t>(f.nodes.size());
+  const auto size = static_cast<std::int32_t>(id.size());
+  // leaves first: the breadth-first list reversed
+  for (std::int32_t i = size - 1; i >= 0; --i) {
+    TreeNode node;
+    const std::int32_t v = id[static_cast<std::size_t>(i)];
+    node.body = v >= 0 ? v : -1;
+    node.joint = v < 0 ? -v - 1 : -1;
+    if (node.joint >= 0) f.tree_of[static_cast<std::size_t>(node.joint)] = t;
+    const std::int32_t p = parent[static_cast<std::size_t>(i)];
+    node.parent = p < 0 ? -1 : base + (size - 1 - p);
+    f.nodes.push_back(node);
+  }
+  for (std::int32_t i = base; i < base + size; ++i)
+    if (f.nodes[static_cast<std::size_t>(i)].body >= 0)
+      f.node_of_body[static_cast<std::size_t>(f.nodes[static_cast<std::size_t>(i)].body)] = i;
+  for (int e = 0; e < max_extra_joints; ++e) {
+    f.extra.push_back(e < g.extras ? g.extra[e] : -1);
+    if (e < g.extras) f.tree_of[static_cast<std::size_t>(g.extra[e])] = t;
+  }
+  f.tree_start.push_back(static_cast<std::uint32_t>(f.nodes.size()));
+  f.lead_joint.push_back(g.lead);
+  f.usable.push_back(0);
+}
+
+}  // namespace
+
+void build_forest(const std::vector<JointSolve>& joints, std::size_t bodies, JointForest& f) {
+  // the same bodies and joints between the same bodies as last time: the same forest
+  if (same_topology(joints, bodies, f)) return;
+  f.nodes.clear();
+  f.tree_start.assign(1, 0);
+  f.lead_joint.clear();
+  f.usable.clear();
+  f.extra.clear();
+  f.tree_of.assign(joints.size(), -1);
+  f.node_of_body.assign(bodies, -1);
+  build_adjacency(joints, bodies, f);
   // each group of bodies joined through joints, found breadth first from its lowest body, is
   // a tree of body and joint nodes. Joints to the world have no child to eliminate through:
   // the group's lowest one becomes the root (its body its child); another joint to the world,
   // or one that closes a loop, is an extra joint of the tree.
   f.seen.assign(bodies, 0);
-  std::vector<std::int32_t>& id = f.group;      // >= 0: body, < 0: joint -(k + 1)
-  std::vector<std::int32_t>& parent = f.queue;  // in the breadth-first list
-  std::vector<std::int32_t>& members = f.members;
   for (std::size_t root = 0; root < bodies; ++root) {
     if (f.seen[root] || f.adjacency_start[root] == f.adjacency_start[root + 1]) continue;
-    // the group: its bodies (in `members`), two-body joints, lowest world joint
-    members.assign(1, static_cast<std::int32_t>(root));
-    f.seen[root] = 1;
-    std::int32_t world = -1;
-    for (std::size_t at = 0; at < members.size(); ++at) {
-      const auto body = static_cast<std::size_t>(members[at]);
-      for (auto e = f.adjacency_start[body]; e < f.adjacency_start[body + 1]; ++e) {
-        const std::int32_t k = f.adjacency[static_cast<std::size_t>(e)];
-        const JointSolve& j = joints[static_cast<std::size_t>(k)];
-        if (!j.b_moves) {
-          world = world < 0 ? k : std::min(world, k);
-          continue;
-        }
-        const std::int32_t other = j.a == static_cast<std::int32_t>(body) ? j.b : j.a;
-        if (!f.seen[static_cast<std::size_t>(other)]) {
-          f.seen[static_cast<std::size_t>(other)] = 1;
-          members.push_back(other);
-        }
-      }
-    }
-    // the breadth-first order from the root: each node after its parent; a joint that would
-    // reach a body already placed (a loop) or the world a second time is an extra joint
-    id.clear();
-    parent.clear();
-    std::int32_t lead = -1;
-    int extras = 0;
-    std::int32_t extra[max_extra_joints];
-    auto place_joint = [&](std::int32_t k, std::int32_t up) {
-      f.tree_of[static_cast<std::size_t>(k)] = -2;  // placed
-      id.push_back(-(k + 1));
-      parent.push_back(up);
-      lead = lead < 0 ? k : std::min(lead, k);
-    };
-    auto add_extra = [&](std::int32_t k) {
-      f.tree_of[static_cast<std::size_t>(k)] = -3;  // seen: extra, or swept on its own
-      if (extras == max_extra_joints) return;
-      extra[extras++] = k;
-      lead = lead < 0 ? k : std::min(lead, k);
-    };
-    for (const std::int32_t m : members) f.seen[static_cast<std::size_t>(m)] = 2;  // not placed yet
-    auto place_body = [&](std::int32_t b, std::int32_t up) {
-      f.seen[static_cast<std::size_t>(b)] = 1;
-      id.push_back(b);
-      parent.push_back(up);
-    };
-    if (world >= 0) {
-      place_joint(world, -1);
-      place_body(joints[static_cast<std::size_t>(world)].a, 0);
-    } else {
-      place_body(static_cast<std::int32_t>(root), -1);
-    }
-    for (std::size_t at = 0; at < id.size(); ++at) {
-      if (id[at] < 0) continue;
-      const auto body = static_cast<std::size_t>(id[at]);
-      for (auto e = f.adjacency_start[body]; e < f.adjacency_start[body + 1]; ++e) {
-        const std::int32_t k = f.adjacency[static_cast<std::size_t>(e)];
-        const JointSolve& j = joints[static_cast<std::size_t>(k)];
-        if (f.tree_of[static_cast<std::size_t>(k)] != -1) continue;  // placed or seen
-        const std::int32_t other = j.a == static_cast<std::int32_t>(body) ? j.b : j.a;
-        if (!j.b_moves || f.seen[static_cast<std::size_t>(other)] == 1) {
-          add_extra(k);
-          continue;
-        }
-        place_joint(k, static_cast<std::int32_t>(at));
-        place_body(other, static_cast<std::int32_t>(id.size() - 1));
-      }
-    }
-    int placed_joints = 0;
-    for (const std::int32_t v : id) placed_joints += v < 0 ? 1 : 0;
-    if (placed_joints + extras < 2) {  // a lone joint: its own block is exact already
-      for (const std::int32_t v : id)
-        if (v < 0) f.tree_of[static_cast<std::size_t>(-v - 1)] = -1;
-      for (int e = 0; e < extras; ++e) f.tree_of[static_cast<std::size_t>(extra[e])] = -1;
-      continue;
-    }
-    const auto t = static_cast<std::int32_t>(f.lead_joint.size());
-    const auto base = static_cast<std::int32_t>(f.nodes.size());
-    const auto size = static_cast<std::int32_t>(id.size());
-    // leaves first: the breadth-first list reversed
-    for (std::int32_t i = size - 1; i >= 0; --i) {
-      TreeNode node;
-      const std::int32_t v = id[static_cast<std::size_t>(i)];
-      node.body = v >= 0 ? v : -1;
-      node.joint = v < 0 ? -v - 1 : -1;
-      if (node.joint >= 0) f.tree_of[static_cast<std::size_t>(node.joint)] = t;
-      const std::int32_t p = parent[static_cast<std::size_t>(i)];
-      node.parent = p < 0 ? -1 : base + (size - 1 - p);
-      f.nodes.push_back(node);
-    }
-    for (std::int32_t i = base; i < base + size; ++i)
-      if (f.nodes[static_cast<std::size_t>(i)].body >= 0)
-        f.node_of_body[static_cast<std::size_t>(f.nodes[static_cast<std::size_t>(i)].body)] = i;
-    for (int e = 0; e < max_extra_joints; ++e) {
-      f.extra.push_back(e < extras ? extra[e] : -1);
-      if (e < extras) f.tree_of[static_cast<std::size_t>(extra[e])] = t;
-    }
-    f.tree_start.push_back(static_cast<std::uint32_t>(f.nodes.size()));
-    f.lead_joint.push_back(lead);
-    f.usable.push_back(0);
+    const std::int32_t world = collect_group(joints, root, f);
+    add_tree(order_group(joints, root, world, f), f);
   }
   // joints seen as extras beyond the limit are swept on their own
   for (auto& t : f.tree_of)
@@ -313,8 +350,7 @@ void substitute(JointForest& f, std::size_t first, std::size_t last) {
 template <int C>
 void substitute_columns(JointForest& f, std::size_t first, std::size_t last, int r0) {
   substitute_with(f, first, last, [&](std::size_t i) {
-    return Eigen::Map<Eigen::Matrix<double, 6, C>>(
-        f.extra_y[i * max_tree_rows + static_cast<std::size_t>(r0)].data());
+    return Eigen::Map<Eigen::Matrix<double, 6, C>>(f.extra_y[i * max_tree_rows + static_cast<std::size_t>(r0)].data());
   });
 }
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "tether/hal/sensors.hpp"
@@ -72,10 +73,155 @@ const char* to_string(FaultDirection d) {
   return "?";
 }
 
+namespace {
+
+// the target: an endpoint's link or a device; false (with a positioned error) if there is none
+bool parse_fault_target(const ConfigNode& x, const Scenario& sc, FaultConfig& f, std::string& target) {
+  const bool on_endpoint = x.has("endpoint"), on_device = x.has("device");
+  if (on_endpoint == on_device) {
+    x.error(on_endpoint ? "a fault acts on one endpoint or one device, not both"
+                        : "expected `endpoint: NAME` (a link fault) or `device: VEHICLE.PART.DEVICE` (a device fault)");
+    return false;
+  }
+  if (on_endpoint) {
+    target = x.string("endpoint");
+    for (std::size_t e = 0; e < sc.endpoints.size(); ++e)
+      if (sc.endpoints[e].name == target) f.endpoint = static_cast<int>(e);
+    if (f.endpoint < 0) {
+      std::string names;
+      for (const auto& e : sc.endpoints) names += (names.empty() ? "" : ", ") + e.name;
+      x["endpoint"].error("no endpoint named \"" + printable(target) +
+                          "\" (endpoints: " + (names.empty() ? std::string("none") : names) + ")");
+      return false;
+    }
+    const std::string& type = sc.endpoints[static_cast<std::size_t>(f.endpoint)].type;
+    if (!link_fault_types().contains(type)) {
+      x["endpoint"].error("link faults act on the bytes of a serial or MQTT link; endpoint \"" + target +
+                          "\" is of type " + type);
+      return false;
+    }
+    return true;
+  }
+  target = x.string("device");
+  for (std::size_t d = 0; d < sc.devices.size(); ++d)
+    if (sc.devices[d].name.full() == target) f.device = static_cast<int>(d);
+  if (f.device < 0) {
+    x["device"].error("no device named \"" + printable(target) +
+                      "\" (VEHICLE.PART.DEVICE; `tether devices` lists them)");
+    return false;
+  }
+  if (hal::kind_info(sc.devices[static_cast<std::size_t>(f.device)].kind).actuator) {
+    x["device"].error("device faults act on sensor readings; \"" + target + "\" is an actuator");
+    return false;
+  }
+  return true;
+}
+
+// the kind and which parameter keys it takes; null (with a positioned error) if wrong
+const KindEntry* parse_fault_kind(const ConfigNode& x, bool on_endpoint) {
+  const std::string kind = x.string("kind");
+  const KindEntry* entry = nullptr;
+  for (const KindEntry& k : kinds)
+    if (kind == k.name) entry = &k;
+  if (entry == nullptr || is_link_fault(entry->kind) != on_endpoint) {
+    if (!kind.empty())
+      x["kind"].error("expected a " + std::string(on_endpoint ? "link" : "device") + " fault kind (" +
+                      kind_list(on_endpoint) + "), got \"" + printable(kind) + "\"");
+    return nullptr;
+  }
+  bool params_ok = true;
+  for (const char* key : param_keys)
+    if (x.has(key) && !takes(*entry, key)) {
+      x[key].error(std::string("a ") + entry->name + " fault takes no `" + key + "`");
+      params_ok = false;
+    }
+  if (x.has("direction") && !on_endpoint) {
+    x["direction"].error("`direction` is for link faults");
+    params_ok = false;
+  }
+  return params_ok ? entry : nullptr;
+}
+
+// the kind's own parameters (every kind named: a new kind without a case does not build)
+void parse_fault_params(const ConfigNode& x, const Scenario& sc, const std::string& target, FaultConfig& f) {
+  if (f.endpoint >= 0) {
+    const std::string dir = x.choice_or("direction", "both", {"out", "in", "both"});
+    f.direction = dir == "out" ? FaultDirection::out : dir == "in" ? FaultDirection::in : FaultDirection::both;
+    if (f.kind == FaultKind::disconnect && f.direction != FaultDirection::both)
+      x["direction"].error("a disconnect silences both directions");
+  }
+  f.channel = static_cast<int>(x.integer_or("channel", -1, 0, hal::max_channels - 1));
+  if (f.device >= 0) {
+    const int channels = hal::kind_info(sc.devices[static_cast<std::size_t>(f.device)].kind).channels;
+    if (f.channel >= channels)
+      x["channel"].error("expected a channel of " + target + " (0 .. " + std::to_string(channels - 1) + ")");
+  }
+  switch (f.kind) {
+    case FaultKind::bias: f.value = x.number("value", Range::between(-1e9, 1e9)); break;
+    case FaultKind::drift: f.rate = x.number("rate", Range::between(-1e9, 1e9)); break;
+    case FaultKind::noise: f.sigma = x.number("sigma", Range::between(0, 1e9)); break;
+    case FaultKind::scale: f.factor = x.number("factor", Range::between(-1e9, 1e9)); break;
+    case FaultKind::saturation:
+      f.min = x.number("min", Range::between(-1e12, 1e12));
+      f.max = x.number("max", Range::between(-1e12, 1e12));
+      if (x.has("min") && x.has("max") && f.min > f.max) x["max"].error("expected max >= min");
+      break;
+    case FaultKind::delay: f.steps = static_cast<std::uint32_t>(x.integer_or("steps", 1, 1, 10'000)); break;
+    case FaultKind::corrupt: f.bits = static_cast<std::uint32_t>(x.integer_or("bits", 1, 1, 64)); break;
+    case FaultKind::drop:
+    case FaultKind::duplicate:
+    case FaultKind::reorder:
+    case FaultKind::disconnect:
+    case FaultKind::stuck:
+    case FaultKind::dropout: break;  // no parameters
+  }
+}
+
+// the trigger (exactly one) and the duration (in steps, at least one); false if wrong
+bool parse_fault_when(const ConfigNode& x, const Scenario& sc, FaultConfig& f) {
+  const int triggers = int(x.has("at_s")) + int(x.has("at_step")) + int(x.has("probability")) + int(x.has("if"));
+  if (triggers != 1) {
+    x.error(triggers == 0 ? "expected a trigger: at_s, at_step, probability or if"
+                          : "expected one trigger (at_s, at_step, probability or if), got " + std::to_string(triggers));
+    return false;
+  }
+  if (x.has("at_s")) {
+    f.trigger = FaultTrigger::at_time;
+    f.at_s = x.number("at_s", Range::between(0, 1e9));
+  } else if (x.has("at_step")) {
+    f.trigger = FaultTrigger::at_step;
+    f.at_step = static_cast<std::uint64_t>(x.integer_or("at_step", 0, 0, 1'000'000'000'000));
+  } else if (x.has("probability")) {
+    f.trigger = FaultTrigger::probability;
+    f.probability = x.number("probability", Range::between(0, 1));
+  } else {
+    f.trigger = FaultTrigger::condition;
+    f.condition = parse_condition(x["if"], sc);
+  }
+  if (x.has("duration_s") && x.has("duration_steps")) {
+    x.error("expected duration_s or duration_steps, not both");
+    return false;
+  }
+  if (x.has("duration_s")) {
+    const double period_s = static_cast<double>(sc.loop.period_ns) * 1e-9;
+    const double d = x.number("duration_s", Range::between(0, 1e9));
+    f.duration_steps = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(d / period_s)));
+  } else {
+    f.duration_steps = static_cast<std::uint64_t>(x.integer_or("duration_steps", 1, 1, 1'000'000'000'000));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::set<std::string>& link_fault_types() {
+  static std::set<std::string> types{"serial", "mqtt"};
+  return types;
+}
+
 std::vector<FaultConfig> parse_faults(const ConfigNode& node, const Scenario& sc) {
   std::vector<FaultConfig> out;
   if (!node.yaml().IsDefined() || !node.expect_sequence()) return out;
-  const double period_s = static_cast<double>(sc.loop.period_ns) * 1e-9;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const ConfigNode x = node.at(i);
     if (!x.is_map()) {
@@ -88,128 +234,15 @@ std::vector<FaultConfig> parse_faults(const ConfigNode& node, const Scenario& sc
       continue;
     FaultConfig f;
     f.where = where(x);
-    // the target: an endpoint's link or a device
-    const bool on_endpoint = x.has("endpoint"), on_device = x.has("device");
     std::string target;
-    if (on_endpoint == on_device) {
-      x.error(on_endpoint
-                  ? "a fault acts on one endpoint or one device, not both"
-                  : "expected `endpoint: NAME` (a link fault) or `device: VEHICLE.PART.DEVICE` (a device fault)");
-      continue;
-    }
-    if (on_endpoint) {
-      target = x.string("endpoint");
-      for (std::size_t e = 0; e < sc.endpoints.size(); ++e)
-        if (sc.endpoints[e].name == target) f.endpoint = static_cast<int>(e);
-      if (f.endpoint < 0) {
-        std::string names;
-        for (const auto& e : sc.endpoints) names += (names.empty() ? "" : ", ") + e.name;
-        x["endpoint"].error("no endpoint named \"" + printable(target) +
-                            "\" (endpoints: " + (names.empty() ? std::string("none") : names) + ")");
-        continue;
-      }
-      const std::string& type = sc.endpoints[static_cast<std::size_t>(f.endpoint)].type;
-      if (type != "serial" && type != "mqtt") {
-        x["endpoint"].error("link faults act on the bytes of a serial or MQTT link; endpoint \"" + target +
-                            "\" is of type " + type);
-        continue;
-      }
-    } else {
-      target = x.string("device");
-      for (std::size_t d = 0; d < sc.devices.size(); ++d)
-        if (sc.devices[d].name.full() == target) f.device = static_cast<int>(d);
-      if (f.device < 0) {
-        x["device"].error("no device named \"" + printable(target) +
-                          "\" (VEHICLE.PART.DEVICE; `tether devices` lists them)");
-        continue;
-      }
-      if (hal::kind_info(sc.devices[static_cast<std::size_t>(f.device)].kind).actuator) {
-        x["device"].error("device faults act on sensor readings; \"" + target + "\" is an actuator");
-        continue;
-      }
-    }
-    // the kind and its parameters
-    const std::string kind = x.string("kind");
-    const KindEntry* entry = nullptr;
-    for (const KindEntry& k : kinds)
-      if (kind == k.name) entry = &k;
-    if (entry == nullptr || is_link_fault(entry->kind) != on_endpoint) {
-      if (!kind.empty())
-        x["kind"].error("expected a " + std::string(on_endpoint ? "link" : "device") + " fault kind (" +
-                        kind_list(on_endpoint) + "), got \"" + printable(kind) + "\"");
-      continue;
-    }
+    if (!parse_fault_target(x, sc, f, target)) continue;
+    const KindEntry* entry = parse_fault_kind(x, f.endpoint >= 0);
+    if (entry == nullptr) continue;
     f.kind = entry->kind;
-    bool params_ok = true;
-    for (const char* key : param_keys)
-      if (x.has(key) && !takes(*entry, key)) {
-        x[key].error(std::string("a ") + entry->name + " fault takes no `" + key + "`");
-        params_ok = false;
-      }
-    if (x.has("direction") && !on_endpoint) {
-      x["direction"].error("`direction` is for link faults");
-      params_ok = false;
-    }
-    if (!params_ok) continue;
-    if (on_endpoint) {
-      const std::string dir = x.choice_or("direction", "both", {"out", "in", "both"});
-      f.direction = dir == "out" ? FaultDirection::out : dir == "in" ? FaultDirection::in : FaultDirection::both;
-      if (f.kind == FaultKind::disconnect && f.direction != FaultDirection::both)
-        x["direction"].error("a disconnect silences both directions");
-    }
-    f.channel = static_cast<int>(x.integer_or("channel", -1, 0, hal::max_channels - 1));
-    if (f.device >= 0 && f.channel >= hal::kind_info(sc.devices[static_cast<std::size_t>(f.device)].kind).channels)
-      x["channel"].error(
-          "expected a channel of " + target + " (0 .. " +
-          std::to_string(hal::kind_info(sc.devices[static_cast<std::size_t>(f.device)].kind).channels - 1) + ")");
-    switch (f.kind) {
-      case FaultKind::bias: f.value = x.number("value", Range::between(-1e9, 1e9)); break;
-      case FaultKind::drift: f.rate = x.number("rate", Range::between(-1e9, 1e9)); break;
-      case FaultKind::noise: f.sigma = x.number("sigma", Range::between(0, 1e9)); break;
-      case FaultKind::scale: f.factor = x.number("factor", Range::between(-1e9, 1e9)); break;
-      case FaultKind::saturation:
-        f.min = x.number("min", Range::between(-1e12, 1e12));
-        f.max = x.number("max", Range::between(-1e12, 1e12));
-        if (x.has("min") && x.has("max") && f.min > f.max) x["max"].error("expected max >= min");
-        break;
-      case FaultKind::delay: f.steps = static_cast<std::uint32_t>(x.integer_or("steps", 1, 1, 10'000)); break;
-      case FaultKind::corrupt: f.bits = static_cast<std::uint32_t>(x.integer_or("bits", 1, 1, 64)); break;
-      default: break;
-    }
-    // the trigger: exactly one
-    const int triggers = int(x.has("at_s")) + int(x.has("at_step")) + int(x.has("probability")) + int(x.has("if"));
-    if (triggers != 1) {
-      x.error(triggers == 0
-                  ? "expected a trigger: at_s, at_step, probability or if"
-                  : "expected one trigger (at_s, at_step, probability or if), got " + std::to_string(triggers));
-      continue;
-    }
-    if (x.has("at_s")) {
-      f.trigger = FaultTrigger::at_time;
-      f.at_s = x.number("at_s", Range::between(0, 1e9));
-    } else if (x.has("at_step")) {
-      f.trigger = FaultTrigger::at_step;
-      f.at_step = static_cast<std::uint64_t>(x.integer_or("at_step", 0, 0, 1'000'000'000'000));
-    } else if (x.has("probability")) {
-      f.trigger = FaultTrigger::probability;
-      f.probability = x.number("probability", Range::between(0, 1));
-    } else {
-      f.trigger = FaultTrigger::condition;
-      f.condition = parse_condition(x["if"], sc);
-    }
-    // the duration, in steps (at least one)
-    if (x.has("duration_s") && x.has("duration_steps")) {
-      x.error("expected duration_s or duration_steps, not both");
-      continue;
-    }
-    if (x.has("duration_s")) {
-      const double d = x.number("duration_s", Range::between(0, 1e9));
-      f.duration_steps = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(d / period_s)));
-    } else {
-      f.duration_steps = static_cast<std::uint64_t>(x.integer_or("duration_steps", 1, 1, 1'000'000'000'000));
-    }
+    parse_fault_params(x, sc, target, f);
+    if (!parse_fault_when(x, sc, f)) continue;
     f.name = x.has("name") ? x.string("name")
-                           : std::string(entry->name) + " on " + (on_endpoint ? "endpoint " : "") + target;
+                           : std::string(entry->name) + " on " + (f.endpoint >= 0 ? "endpoint " : "") + target;
     out.push_back(std::move(f));
   }
   return out;

@@ -111,6 +111,12 @@ class MqttEndpoint final : public runtime::Endpoint {
  private:
   void send_projected(std::uint64_t step);
   void on_feedback(std::string_view payload, bool retained);
+  // start(), in order
+  void launch_program();
+  void forward_program_output(int out_fd, int err_fd);
+  void create_client();
+  void connect_and_subscribe();
+  void wait_vehicle_online();
 
   struct Impl;
   MqttEndpointConfig config_;

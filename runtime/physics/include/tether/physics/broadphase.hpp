@@ -33,6 +33,8 @@ class BroadPhase {
 
  private:
   void grid(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pairs);
+  std::uint32_t build_grid(const std::vector<Aabb>& boxes);
+  void collect_grid_pairs(const std::vector<Aabb>& boxes, std::uint32_t buckets, std::vector<BoxPair>& pairs);
   void sweep(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pairs);
   void brute(const std::vector<Aabb>& boxes, std::vector<BoxPair>& pairs);
   void radix_sort_pairs(std::vector<BoxPair>& pairs, std::size_t n);
@@ -49,6 +51,7 @@ class BroadPhase {
     std::int64_t x, y, z;
     friend bool operator==(const Cell&, const Cell&) = default;
   };
+  std::uint32_t bucket_index(const Cell& c) const;  // the last grid's bucket of a cell
   std::vector<double> extents_;
   std::vector<Cell> cells_;
   std::vector<std::uint32_t> bucket_of_;

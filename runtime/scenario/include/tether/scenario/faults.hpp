@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,8 +69,13 @@ struct FaultConfig {
   std::uint32_t bits = 1;   // corrupt: bits flipped in each message
 };
 
-/// Parses `faults:` against the scenario's endpoints and devices (positioned errors).
-/// `period_ns` turns `duration_s` into steps.
+/// Parses `faults:` against the scenario's endpoints and devices (positioned errors); the
+/// loop's period turns `duration_s` into steps.
 std::vector<FaultConfig> parse_faults(const ConfigNode& node, const Scenario& scenario);
+
+/// The endpoint types whose links take link faults (their endpoint shapes its bytes with a
+/// runtime::LinkShaper): serial and mqtt built in; an endpoint type registered later adds its
+/// name here when it registers (before any scenario is loaded, like every registry).
+std::set<std::string>& link_fault_types();
 
 }  // namespace tether::runtime
