@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// The `tether` commands and their options; each command is in its own file (run_command.cpp,
+// replay_command.cpp, ...), what several share in helpers.hpp, the log in console.cpp.
 #pragma once
 
 #include <cstddef>

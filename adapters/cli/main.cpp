@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tether command line. Option parsing lives in this one translation unit (CLI11 is
-// heavy to compile); the commands themselves are in commands.cpp.
+// heavy to compile); each command is in its own file (run_command.cpp, replay_command.cpp, ...).
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
