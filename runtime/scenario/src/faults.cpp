@@ -8,6 +8,10 @@
 #include "tether/hal/sensors.hpp"
 #include "tether/scenario/scenario.hpp"
 
+// every switch over a fault kind lists each one, no `default:`: a kind added without its case
+// does not build
+#pragma GCC diagnostic error "-Wswitch"
+
 namespace tether::runtime {
 
 namespace {
@@ -174,7 +178,13 @@ std::vector<FaultConfig> parse_faults(const ConfigNode& node, const Scenario& sc
         break;
       case FaultKind::delay: f.steps = static_cast<std::uint32_t>(x.integer_or("steps", 1, 1, 10'000)); break;
       case FaultKind::corrupt: f.bits = static_cast<std::uint32_t>(x.integer_or("bits", 1, 1, 64)); break;
-      default: break;
+      // no value of their own
+      case FaultKind::drop:
+      case FaultKind::duplicate:
+      case FaultKind::reorder:
+      case FaultKind::disconnect:
+      case FaultKind::stuck:
+      case FaultKind::dropout: break;
     }
     // the trigger: exactly one
     const int triggers = int(x.has("at_s")) + int(x.has("at_step")) + int(x.has("probability")) + int(x.has("if"));
