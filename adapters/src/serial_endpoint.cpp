@@ -2,6 +2,7 @@
 #include "tether/adapters/serial_endpoint.hpp"
 
 #include "tether/adapters/config_text.hpp"
+#include "tether/adapters/launch_check.hpp"
 
 // Boost 1.74 + GCC 12 + C++20: <utility> must come before any Asio header (Asio uses
 // std::exchange without including it; without this the build fails in C++20 mode)
@@ -708,6 +709,11 @@ void sync_counters(const SerialCounters& c, runtime::EndpointCounters& out) {
 }
 
 }  // namespace
+
+std::vector<std::string> SerialEndpoint::launch_problems() const {
+  if (!config_.launch) return {};
+  return adapters::launch_problems(name(), config_.launch->command, config_.launch->qemu_elf);
+}
 
 void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::WorldState& initial) {
   (void)model, (void)initial;
