@@ -29,6 +29,7 @@
 #include "tether/hal/device_table.hpp"
 #include "tether/live/server.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/loop/recorder_inputs.hpp"
 #include "tether/loop/replay_endpoint.hpp"
 #include "tether/report/report.hpp"
 #include "tether/scenario/scenario.hpp"
@@ -522,15 +523,7 @@ int run_command(const RunOptions& options) {
   std::unique_ptr<runtime::Recorder> recorder;
   const std::string recording_path = out_dir + "/recording.mcap";
   if (scenario.recording.enabled || server) {
-    std::vector<std::string> names;
-    for (const auto& e : session.endpoints()) names.push_back(e->name());
-    std::vector<std::pair<std::string, std::vector<std::string>>> fields;
-    for (const auto& p : session.processors()) fields.emplace_back(p->name(), p->record_fields());
-    recorder = std::make_unique<runtime::Recorder>(scenario, names, fields);
-    // replay applies exactly what each endpoint's `safe` policy applied
-    std::vector<runtime::Reply> safe(session.endpoints().size());
-    for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
-    recorder->set_safe_replies(std::move(safe));
+    recorder = std::make_unique<runtime::Recorder>(scenario, runtime::recorder_inputs(session));
     // (unpaced, the session makes the recorder wait rather than drop: Session::set_recorder)
     if (server) recorder->set_tap(server.get());
     std::string error;
@@ -774,14 +767,7 @@ int replay_command(const ReplayOptions& options) {
   // the recording's channels, as a live session has them
   std::unique_ptr<runtime::Recorder> recorder;
   if (server) {
-    std::vector<std::string> names;
-    for (const auto& e : session->endpoints()) names.push_back(e->name());
-    std::vector<std::pair<std::string, std::vector<std::string>>> fields;
-    for (const auto& p : session->processors()) fields.emplace_back(p->name(), p->record_fields());
-    recorder = std::make_unique<runtime::Recorder>(rec.scenario, names, fields);
-    std::vector<runtime::Reply> safe(session->endpoints().size());
-    for (std::size_t i = 0; i < safe.size(); ++i) session->endpoints()[i]->safe_reply(safe[i]);
-    recorder->set_safe_replies(std::move(safe));
+    recorder = std::make_unique<runtime::Recorder>(rec.scenario, runtime::recorder_inputs(*session));
     recorder->set_tap(server.get());
     if (!recorder->open_without_file(&error)) {
       std::cerr << "tether: " << error << '\n';
