@@ -163,6 +163,11 @@ class Recorder {
   void writer_loop();
   void write_item(Slot& item);
   void write_views(std::uint64_t log_time_ns, const StepItem& step);
+  void write_measured(std::uint64_t log_time_ns, const StepItem& step);
+  void write_vehicles(std::uint64_t log_time_ns, const StepItem& step);
+  void write_endpoints(std::uint64_t log_time_ns, const StepItem& step);
+  void write_feedback(std::uint64_t log_time_ns, const StepItem& step);
+  void open_device_channels();
   void write_scene();
   std::uint16_t schema(const std::string& name, const std::string& encoding, const std::string& text);
   std::uint16_t channel(std::uint16_t schema, const std::string& topic, const std::string& encoding);
