@@ -28,6 +28,7 @@
 #include "tether/live/server.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/loop/recorder_inputs.hpp"
 
 using namespace tether::runtime;
 using tether::bench::Clock;
@@ -79,14 +80,7 @@ Run run_once(const Scenario& sc, std::uint64_t steps, Setup setup) {
     options.control = &control;
   }
   Session session(sc, tether::adapters::make_endpoints(sc), options);
-  std::vector<std::string> names;
-  for (const auto& e : session.endpoints()) names.push_back(e->name());
-  std::vector<std::pair<std::string, std::vector<std::string>>> fields;
-  for (const auto& p : session.processors()) fields.emplace_back(p->name(), p->record_fields());
-  Recorder recorder(sc, names, fields);
-  std::vector<Reply> safe(names.size());
-  for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
-  recorder.set_safe_replies(std::move(safe));
+  Recorder recorder(sc, recorder_inputs(session));
   if (server) recorder.set_tap(server.get());
   std::string error;
   if (!recorder.open_without_file(&error)) fail(error);

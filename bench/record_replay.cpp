@@ -24,6 +24,7 @@
 #include "example_controllers.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/loop/recorder_inputs.hpp"
 #include "tether/loop/replay_endpoint.hpp"
 #include "tether/loop/session.hpp"
 
@@ -56,14 +57,7 @@ Run run_once(const Scenario& sc, std::uint64_t steps, const std::string& path) {
   Session session(sc, tether::adapters::make_endpoints(sc), options);
   std::unique_ptr<Recorder> recorder;
   if (!path.empty()) {
-    std::vector<std::string> names;
-    for (const auto& e : session.endpoints()) names.push_back(e->name());
-    std::vector<std::pair<std::string, std::vector<std::string>>> fields;
-    for (const auto& p : session.processors()) fields.emplace_back(p->name(), p->record_fields());
-    recorder = std::make_unique<Recorder>(sc, names, fields);
-    std::vector<Reply> safe(names.size());
-    for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
-    recorder->set_safe_replies(std::move(safe));
+    recorder = std::make_unique<Recorder>(sc, recorder_inputs(session));
     std::string error;
     if (!recorder->open(path, &error)) {
       std::fprintf(stderr, "record_replay: %s\n", error.c_str());

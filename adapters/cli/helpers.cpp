@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "tether/loop/recorder_inputs.hpp"
 
 namespace tether::cli {
 
@@ -42,15 +43,7 @@ std::string recording_path(const std::string& path) {
 }
 
 std::unique_ptr<runtime::Recorder> make_recorder(const runtime::Scenario& scenario, const runtime::Session& session) {
-  std::vector<std::string> names;
-  for (const auto& e : session.endpoints()) names.push_back(e->name());
-  std::vector<std::pair<std::string, std::vector<std::string>>> fields;
-  for (const auto& p : session.processors()) fields.emplace_back(p->name(), p->record_fields());
-  auto recorder = std::make_unique<runtime::Recorder>(scenario, names, fields);
-  std::vector<runtime::Reply> safe(session.endpoints().size());
-  for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
-  recorder->set_safe_replies(std::move(safe));
-  return recorder;
+  return std::make_unique<runtime::Recorder>(scenario, runtime::recorder_inputs(session));
 }
 
 std::unique_ptr<live::Server> make_live_server(const runtime::Scenario& scenario, const std::string& option,

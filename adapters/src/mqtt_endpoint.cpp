@@ -20,6 +20,7 @@
 #include "tether/adapters/mqtt_messages.hpp"
 #include "tether/adapters/mqtt_socket.hpp"
 #include "tether/adapters/config_text.hpp"
+#include "tether/adapters/launch_check.hpp"
 
 namespace tether::adapters {
 
@@ -257,6 +258,11 @@ void MqttEndpoint::on_feedback(std::string_view payload, bool retained) {
   }
   t.queue.push_back(std::move(f));
   t.cv.notify_all();
+}
+
+std::vector<std::string> MqttEndpoint::launch_problems() const {
+  if (!config_.launch) return {};
+  return adapters::launch_problems(name(), config_.launch->command);
 }
 
 void MqttEndpoint::start(const runtime::WorldModel& model, const runtime::WorldState& initial) {

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/adapters/serial_endpoint.hpp"
 
-#include "tether/adapters/config_text.hpp"
+#include "tether/adapters/launch_check.hpp"
 
 // Boost 1.74 + GCC 12 + C++20: <utility> must come before any Asio header (Asio uses
 // std::exchange without including it; without this the build fails in C++20 mode)
 #include <utility>
 
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -60,224 +59,6 @@ void info(spdlog::format_string_t<Args...> fmt, Args&&... args) {
 }  // namespace
 
 void set_serial_logs_quiet(bool quiet) { g_quiet.store(quiet); }
-
-// ---- configuration -------------------------------------------------------------------------
-
-namespace {
-
-constexpr const char* default_qemu_machine = "lm3s6965evb";
-constexpr const char* default_qemu_binary = "qemu-system-arm";
-
-// a `safe:` value: a number (one f32), a list of numbers (f32s) or {bytes: [..]}
-bool parse_safe_value(const runtime::ConfigNode& v, std::uint16_t size, runtime::DeviceCommand& c) {
-  const YAML::Node& y = v.yaml();
-  std::vector<std::uint8_t> bytes;
-  if (y.IsMap()) {
-    if (!v.expect_map({"bytes"})) return false;
-    const YAML::Node& b = y["bytes"];
-    if (!b.IsSequence()) {
-      v.expected("bytes", "a list of byte values 0..255");
-      return false;
-    }
-    for (const auto& e : b) {
-      int x = -1;
-      try {
-        x = e.as<int>();
-      } catch (const YAML::Exception&) {
-      }
-      if (x < 0 || x > 255) {
-        v.expected("bytes", "a list of byte values 0..255");
-        return false;
-      }
-      bytes.push_back(static_cast<std::uint8_t>(x));
-    }
-  } else {
-    std::vector<double> numbers;
-    try {
-      if (y.IsScalar()) {
-        numbers.push_back(y.as<double>());
-      } else if (y.IsSequence()) {
-        for (const auto& e : y) numbers.push_back(e.as<double>());
-      }
-    } catch (const YAML::Exception&) {
-      numbers.clear();
-    }
-    if (numbers.empty()) {
-      v.error("expected a number, a list of numbers or {bytes: [...]}, got " + runtime::describe_value(y));
-      return false;
-    }
-    for (double x : numbers) {
-      std::uint8_t f[4];
-      tether_put_f32le(f, static_cast<float>(x));
-      bytes.insert(bytes.end(), f, f + 4);
-    }
-  }
-  if (bytes.size() != size) {
-    v.error("this device's command is " + std::to_string(size) + " bytes (" + std::to_string(size / 4) + " float" +
-            (size / 4 == 1 ? "" : "s") + "), the value gives " + std::to_string(bytes.size()));
-    return false;
-  }
-  c.size = static_cast<std::uint8_t>(size);
-  std::copy(bytes.begin(), bytes.end(), c.bytes.begin());
-  return true;
-}
-
-}  // namespace
-
-SerialLaunchConfig qemu_launch_config(const std::string& elf, const std::string& machine, const std::string& binary) {
-  SerialLaunchConfig launch;
-  // clang-format off
-  launch.command = {binary.empty() ? default_qemu_binary : binary, "-M",
-                    machine.empty() ? default_qemu_machine : machine, "-nographic", "-monitor", "none",
-                    "-serial", "pty", "-serial", "stdio", "-kernel", elf};
-  // clang-format on
-  launch.pty = false;  // QEMU makes the pty and says which
-  launch.qemu_elf = elf;
-  launch.exit_wait_ms = 0;  // QEMU does not exit when the firmware returns
-  return launch;
-}
-
-SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
-  const runtime::ConfigNode& n = config.node;
-  SerialEndpointConfig out;
-  n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "port", "baud", "data_bits", "parity",
-                "stop_bits", "flow_control", "launch", "safe", "devices", "handshake_timeout_ms", "resend_ms",
-                "log_lines_per_s", "log_burst", "goal"});
-  const std::string base = scenario_dir(scenario);
-
-  // where the firmware is: a port, or a program to launch
-  const bool has_port = n.has("port");
-  const bool has_launch = n.has("launch");
-  if (has_port == has_launch) n.error("a serial endpoint needs exactly one of `port` and `launch`");
-  if (has_port) out.port = resolve_config_text(n["port"], n.string("port"), base, true);
-  out.settings.baud = static_cast<int>(n.integer_or("baud", 115200, 50, 4'000'000));
-  out.settings.data_bits = static_cast<int>(n.integer_or("data_bits", 8, 5, 8));
-  out.settings.stop_bits = static_cast<int>(n.integer_or("stop_bits", 1, 1, 2));
-  const std::string parity = n.choice_or("parity", "none", {"none", "odd", "even", "mark", "space"});
-  out.settings.parity = parity == "odd"     ? Parity::odd
-                        : parity == "even"  ? Parity::even
-                        : parity == "mark"  ? Parity::mark
-                        : parity == "space" ? Parity::space
-                                            : Parity::none;
-  const std::string flow = n.choice_or("flow_control", "none", {"none", "xonxoff", "rtscts", "dtrdsr"});
-  out.settings.flow_control = flow == "xonxoff"  ? FlowControl::xonxoff
-                              : flow == "rtscts" ? FlowControl::rtscts
-                              : flow == "dtrdsr" ? FlowControl::dtrdsr
-                                                 : FlowControl::none;
-  out.handshake_timeout_ms = n.integer_or("handshake_timeout_ms", 5000, 1, 3'600'000);
-  out.resend_ms = n.integer_or("resend_ms", 20, 0, 3'600'000);
-  out.log_lines_per_s = static_cast<std::uint32_t>(
-      n.integer_or("log_lines_per_s", SerialProtocol::default_log_lines_per_s, 0, 1'000'000));
-  out.log_burst =
-      static_cast<std::uint32_t>(n.integer_or("log_burst", SerialProtocol::default_log_burst, 1, 1'000'000));
-  // the demo's depth/heading goal moved to the scenario, where every endpoint type shares it
-  if (n.has("goal"))
-    n["goal"].error(
-        "`goal` moved to the scenario's top-level `goals:` list: - {vehicle: NAME, depth_m: D, "
-        "heading_deg: H}");
-
-  if (has_launch) {
-    const runtime::ConfigNode l = n["launch"];
-    SerialLaunchConfig launch;
-    if (l.expect_map(
-            {"command", "pty", "qemu", "machine", "qemu_binary", "env", "cwd", "exit_wait_ms", "kill_after_ms"})) {
-      const bool has_command = l.has("command");
-      const bool has_qemu = l.has("qemu");
-      if (has_command == has_qemu) l.error("`launch` needs exactly one of `command` and `qemu`");
-      if (has_command) {
-        parse_launch_command(l["command"], base, launch.command);
-        launch.pty = l.boolean_or("pty", true);
-        if (l.has("machine") || l.has("qemu_binary")) l.error("`machine` and `qemu_binary` go with `qemu`");
-      }
-      if (has_qemu) {
-        const std::string elf = resolve_config_text(l["qemu"], l.string("qemu"), base, true);
-        const std::string elf_abs =
-            elf.empty() || elf.front() == '/' ? elf : (std::filesystem::path(base) / elf).lexically_normal().string();
-        launch = qemu_launch_config(elf_abs, l.string_or("machine", default_qemu_machine),
-                                    l.string_or("qemu_binary", default_qemu_binary));
-        if (l.has("pty")) l["pty"].error("with `qemu`, QEMU creates the pseudo-terminal itself; remove `pty`");
-      }
-      parse_launch_env_cwd(l, base, launch.env, launch.cwd);
-      launch.exit_wait_ms = l.integer_or("exit_wait_ms", launch.exit_wait_ms, 0, 600'000);
-      launch.kill_after_ms = l.integer_or("kill_after_ms", launch.kill_after_ms, 0, 600'000);
-    }
-    out.launch = std::move(launch);
-  }
-
-  // the devices offered: the endpoint's vehicle's (all, without a vehicle), optionally filtered
-  std::vector<std::string> patterns;
-  if (n.has("devices")) {
-    const runtime::ConfigNode d = n["devices"];
-    if (!d.is_sequence())
-      d.error("expected a list of device names (`*` matches anything), got " + runtime::describe_value(d.yaml()));
-    else
-      for (std::size_t i = 0; i < d.size(); ++i) patterns.push_back(config_scalar(d.at(i)));
-  }
-  std::vector<bool> pattern_used(patterns.size(), false);
-  for (std::size_t i = 0; i < scenario.devices.size(); ++i) {
-    const hal::DeviceSpec& spec = scenario.devices[i];
-    if (!config.vehicle.empty() && spec.name.vehicle != config.vehicle) continue;
-    const std::string full = spec.name.full();
-    if (!patterns.empty()) {
-      bool match = false;
-      for (std::size_t p = 0; p < patterns.size(); ++p)
-        if (fnmatch(patterns[p].c_str(), full.c_str(), 0) == 0) match = pattern_used[p] = true;
-      if (!match) continue;
-    }
-    const std::uint16_t size = tether_kind_payload_size(static_cast<std::uint8_t>(spec.kind));
-    const std::uint8_t direction = tether_kind_direction(static_cast<std::uint8_t>(spec.kind));
-    if (size == 0 || direction == 0 || i > 0xFFFF) continue;
-    out.table.push_back(
-        SerialDevice{static_cast<std::uint16_t>(i), static_cast<std::uint8_t>(spec.kind), direction, size, full});
-  }
-  for (std::size_t p = 0; p < patterns.size(); ++p)
-    if (!pattern_used[p])
-      n["devices"].error(
-          "\"" + patterns[p] + "\" matches no device of " +
-          (config.vehicle.empty() ? std::string("this scenario") : "vehicle \"" + config.vehicle + "\""));
-
-  // the safe reply: every actuator offered at zero unless `safe:` says otherwise
-  for (const SerialDevice& d : out.table) {
-    if (d.direction != TETHER_DIRECTION_ACTUATOR || d.payload_size > runtime::DeviceCommand::max_bytes) continue;
-    runtime::DeviceCommand c;
-    c.device = d.index;
-    c.size = static_cast<std::uint8_t>(d.payload_size);
-    out.safe.push_back(c);
-  }
-  if (n.has("safe")) {
-    const runtime::ConfigNode s = n["safe"];
-    if (!s.is_map()) {
-      s.error("expected a map of device name: value, got " + runtime::describe_value(s.yaml()));
-    } else {
-      for (const auto& kv : s.yaml()) {
-        const std::string key = kv.first.as<std::string>();
-        const runtime::ConfigNode v = s[key.c_str()];
-        // the full name, or its tail after a dot ("thruster_left", "hull.thruster_left") if unique
-        std::vector<runtime::DeviceCommand*> found;
-        for (runtime::DeviceCommand& c : out.safe) {
-          const std::string full = scenario.devices[c.device].name.full();
-          const bool tail = full.size() > key.size() && full.compare(full.size() - key.size(), key.size(), key) == 0 &&
-                            full[full.size() - key.size() - 1] == '.';
-          if (full == key) {
-            found.assign(1, &c);
-            break;
-          }
-          if (tail) found.push_back(&c);
-        }
-        if (found.empty()) {
-          v.error("no actuator \"" + key + "\" among this endpoint's devices");
-          continue;
-        }
-        if (found.size() > 1) {
-          v.error("\"" + key + "\" is ambiguous: write the full name (vehicle.part.device)");
-          continue;
-        }
-        parse_safe_value(v, found.front()->size, *found.front());
-      }
-    }
-  }
-  return out;
-}
 
 // ---- the I/O thread ------------------------------------------------------------------------
 
@@ -677,6 +458,10 @@ struct SerialEndpoint::Impl {
   SteadyClock::time_point next_resend{};
   bool stopped = false;
   std::string exit_description;  // how the program ended, once it has
+
+  // the two halves of start(): the program (with `launch:`), then the handshake
+  void launch(const SerialEndpointConfig& config, const std::string& endpoint, milliseconds timeout);
+  void handshake(const SerialEndpointConfig& config, const std::string& endpoint, milliseconds timeout);
 };
 
 SerialEndpoint::SerialEndpoint(const runtime::EndpointConfig& config, const runtime::Scenario& scenario)
@@ -709,6 +494,139 @@ void sync_counters(const SerialCounters& c, runtime::EndpointCounters& out) {
 
 }  // namespace
 
+std::vector<std::string> SerialEndpoint::launch_problems() const {
+  if (!config_.launch) return {};
+  return adapters::launch_problems(name(), config_.launch->command, config_.launch->qemu_elf);
+}
+
+// starts the configured program; a program that makes its own pseudo-terminal names it on
+// its output, and the line is opened on it
+void SerialEndpoint::Impl::launch(const SerialEndpointConfig& config, const std::string& endpoint,
+                                  milliseconds timeout) {
+  Impl& s = *this;
+  Link& link = *s.link;
+  const SerialLaunchConfig& l = *config.launch;
+  if (!l.qemu_elf.empty() && !std::filesystem::exists(l.qemu_elf))
+    throw std::runtime_error("firmware image " + l.qemu_elf +
+                             " not found (scripts/build_firmware.sh cortex_m3 builds the examples)");
+  LaunchSpec spec;
+  spec.argv = l.command;
+  spec.env = l.env;
+  spec.cwd = l.cwd;
+  if (l.pty) {
+    PtyPair pair = open_pty_pair();
+    s.pty_slave = pair.slave;
+    s.pty_path = pair.slave_path;
+    s.line = SerialLine::adopt(pair.master, "pty master of " + pair.slave_path);
+    spec.env.emplace_back("TETHER_PORT", pair.slave_path);
+    for (auto& a : spec.argv)
+      for (std::size_t at; (at = a.find("{port}")) != std::string::npos;) a.replace(at, 6, pair.slave_path);
+  }
+  s.child = std::make_unique<ChildProcess>(spec);
+  info("endpoint \"{}\": launched {} (pid {}){}", endpoint, s.child->command_line(), s.child->pid(),
+       l.pty ? " on " + s.pty_path : std::string());
+  {
+    std::lock_guard<std::mutex> lock(link.m);
+    link.child = s.child.get();
+    link.want_port = !l.pty;
+    if (l.pty) link.hangup_hint = "the program closed its end of " + s.pty_path;
+  }
+  s.io->run_sync([&] {
+    std::lock_guard<std::mutex> lock(link.m);
+    auto& io = s.io->io();
+    link.out_pipe.emplace(io, s.child->take_stdout());
+    link.err_pipe.emplace(io, s.child->take_stderr());
+    if (s.child->exit_fd() >= 0)
+      link.exit_watch.emplace(io, ::dup(s.child->exit_fd()));
+    else
+      link.exit_poll.emplace(io);
+    link.read_pipe(false);
+    link.read_pipe(true);
+    link.watch_child();
+  });
+  if (!l.pty) {
+    // the program names its pty on its output
+    std::unique_lock<std::mutex> lock(link.m);
+    const auto until = SteadyClock::now() + timeout;
+    link.cv.wait_until(lock, until, [&] { return !link.announced_port.empty() || link.child_exited; });
+    if (link.announced_port.empty()) {
+      if (link.child_exited)
+        throw std::runtime_error(s.child->command_line() + " " + ChildProcess::describe_status(link.child_status) +
+                                 " before it named a pseudo-terminal; its last output:" + tail_text(link.tail));
+      throw std::runtime_error(
+          s.child->command_line() + " named no pseudo-terminal (/dev/pts/N) on its output within " +
+          std::to_string(config.handshake_timeout_ms) + " ms" +
+          (link.tail.empty() ? std::string(" (no output)") : "; its last output:" + tail_text(link.tail)));
+    }
+    const std::string path = link.announced_port;
+    lock.unlock();
+    s.line = SerialLine::open(path, config.settings);
+  }
+}
+
+// HELLO, then DEVICES and READY, each within the handshake timeout (m not held on entry)
+void SerialEndpoint::Impl::handshake(const SerialEndpointConfig& config, const std::string& endpoint,
+                                     milliseconds timeout) {
+  Impl& s = *this;
+  Link& link = *s.link;
+  // HELLO
+  std::unique_lock<std::mutex> lock(link.m);
+  auto until = SteadyClock::now() + timeout;
+  const auto broken = [&] { return link.proto.failed() || link.child_exited || link.line_closed; };
+  link.cv.wait_until(lock, until, [&] { return link.proto.have_hello() || broken(); });
+  if (link.child_exited && !link.proto.failed())
+    throw std::runtime_error("firmware process " + ChildProcess::describe_status(link.child_status) +
+                             " before the handshake ended; its last output:" + tail_text(link.tail));
+  if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
+  if (link.line_closed) throw std::runtime_error("serial line " + s.line.description() + " closed: " + link.line_error);
+  if (!link.proto.have_hello()) {
+    const SerialCounters& c = link.proto.counters();
+    std::string hint;
+    if (c.bytes_rx == 0)
+      hint = "nothing was received: is the firmware running and on this line?";
+    else if (c.frames_rx == 0)
+      hint = std::to_string(c.bytes_rx) +
+             " bytes but no valid frame were received: wrong baud rate or not Tether firmware?";
+    else
+      hint = std::to_string(c.frames_rx) + " frames but no HELLO were received";
+    throw std::runtime_error("no HELLO from the firmware on " + s.line.description() + " within " +
+                             std::to_string(config.handshake_timeout_ms) + " ms: " + hint);
+  }
+  // The program has its end of our pty open (its HELLO came through it). Until now the
+  // runtime held the slave too, so that the master did not hang up before the program
+  // opened it; from now on only the program holds it, and when it closes it (exits, or
+  // closes the line and lives on) the master hangs up and the step reports it.
+  if (s.pty_slave >= 0) {
+    ::close(s.pty_slave);
+    s.pty_slave = -1;
+  }
+
+  // DEVICES, then READY
+  link.proto.send_devices();
+  link.flush_outbox();
+  if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
+  until = SteadyClock::now() + timeout;
+  link.cv.wait_until(lock, until, [&] { return link.proto.phase() == SerialProtocol::Phase::running || broken(); });
+  link.await_exit_after_hangup(lock);
+  if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
+  if (link.child_exited)
+    throw std::runtime_error("firmware process " + ChildProcess::describe_status(link.child_status) +
+                             " before READY; its last output:" + tail_text(link.tail));
+  if (link.line_closed) throw std::runtime_error("serial line " + s.line.description() + " closed: " + link.line_error);
+  if (link.proto.phase() != SerialProtocol::Phase::running)
+    throw std::runtime_error("firmware `" + std::string(link.proto.hello().name) + "` sent no READY within " +
+                             std::to_string(config.handshake_timeout_ms) + " ms of the device table");
+  std::string opened;
+  for (std::uint16_t idx : link.proto.slot_devices()) {
+    for (const auto& d : config.table)
+      if (d.index == idx) opened += (opened.empty() ? "" : ", ") + d.name;
+  }
+  const tether_hello_t& h = link.proto.hello();
+  info("endpoint \"{}\": firmware `{}` build 0x{:08x}, protocol {}, {} devices offered, opened: {}", endpoint, h.name,
+       h.build_id, static_cast<unsigned>(h.protocol_version), config.table.size(),
+       opened.empty() ? std::string("none") : opened);
+}
+
 void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::WorldState& initial) {
   (void)model, (void)initial;
   Impl& s = *impl_;
@@ -723,63 +641,7 @@ void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::Worl
   const auto handshake = milliseconds(config_.handshake_timeout_ms);
   try {
     if (config_.launch) {
-      const SerialLaunchConfig& l = *config_.launch;
-      if (!l.qemu_elf.empty() && !std::filesystem::exists(l.qemu_elf))
-        throw std::runtime_error("firmware image " + l.qemu_elf +
-                                 " not found (scripts/build_firmware.sh cortex_m3 builds the examples)");
-      LaunchSpec spec;
-      spec.argv = l.command;
-      spec.env = l.env;
-      spec.cwd = l.cwd;
-      if (l.pty) {
-        PtyPair pair = open_pty_pair();
-        s.pty_slave = pair.slave;
-        s.pty_path = pair.slave_path;
-        s.line = SerialLine::adopt(pair.master, "pty master of " + pair.slave_path);
-        spec.env.emplace_back("TETHER_PORT", pair.slave_path);
-        for (auto& a : spec.argv)
-          for (std::size_t at; (at = a.find("{port}")) != std::string::npos;) a.replace(at, 6, pair.slave_path);
-      }
-      s.child = std::make_unique<ChildProcess>(spec);
-      info("endpoint \"{}\": launched {} (pid {}){}", name(), s.child->command_line(), s.child->pid(),
-           l.pty ? " on " + s.pty_path : std::string());
-      {
-        std::lock_guard<std::mutex> lock(link.m);
-        link.child = s.child.get();
-        link.want_port = !l.pty;
-        if (l.pty) link.hangup_hint = "the program closed its end of " + s.pty_path;
-      }
-      s.io->run_sync([&] {
-        std::lock_guard<std::mutex> lock(link.m);
-        auto& io = s.io->io();
-        link.out_pipe.emplace(io, s.child->take_stdout());
-        link.err_pipe.emplace(io, s.child->take_stderr());
-        if (s.child->exit_fd() >= 0)
-          link.exit_watch.emplace(io, ::dup(s.child->exit_fd()));
-        else
-          link.exit_poll.emplace(io);
-        link.read_pipe(false);
-        link.read_pipe(true);
-        link.watch_child();
-      });
-      if (!l.pty) {
-        // the program names its pty on its output
-        std::unique_lock<std::mutex> lock(link.m);
-        const auto until = SteadyClock::now() + handshake;
-        link.cv.wait_until(lock, until, [&] { return !link.announced_port.empty() || link.child_exited; });
-        if (link.announced_port.empty()) {
-          if (link.child_exited)
-            throw std::runtime_error(s.child->command_line() + " " + ChildProcess::describe_status(link.child_status) +
-                                     " before it named a pseudo-terminal; its last output:" + tail_text(link.tail));
-          throw std::runtime_error(
-              s.child->command_line() + " named no pseudo-terminal (/dev/pts/N) on its output within " +
-              std::to_string(config_.handshake_timeout_ms) + " ms" +
-              (link.tail.empty() ? std::string(" (no output)") : "; its last output:" + tail_text(link.tail)));
-        }
-        const std::string path = link.announced_port;
-        lock.unlock();
-        s.line = SerialLine::open(path, config_.settings);
-      }
+      s.launch(config_, name(), handshake);
     } else {
       if (config_.port.empty()) throw std::runtime_error("no port configured");
       s.line = SerialLine::open(config_.port, config_.settings);
@@ -796,64 +658,7 @@ void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::Worl
       link.drain();  // what arrived before the line was watched (a HELLO already waiting)
     });
 
-    // HELLO
-    std::unique_lock<std::mutex> lock(link.m);
-    auto until = SteadyClock::now() + handshake;
-    const auto broken = [&] { return link.proto.failed() || link.child_exited || link.line_closed; };
-    link.cv.wait_until(lock, until, [&] { return link.proto.have_hello() || broken(); });
-    if (link.child_exited && !link.proto.failed())
-      throw std::runtime_error("firmware process " + ChildProcess::describe_status(link.child_status) +
-                               " before the handshake ended; its last output:" + tail_text(link.tail));
-    if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
-    if (link.line_closed)
-      throw std::runtime_error("serial line " + s.line.description() + " closed: " + link.line_error);
-    if (!link.proto.have_hello()) {
-      const SerialCounters& c = link.proto.counters();
-      std::string hint;
-      if (c.bytes_rx == 0)
-        hint = "nothing was received: is the firmware running and on this line?";
-      else if (c.frames_rx == 0)
-        hint = std::to_string(c.bytes_rx) +
-               " bytes but no valid frame were received: wrong baud rate or not Tether firmware?";
-      else
-        hint = std::to_string(c.frames_rx) + " frames but no HELLO were received";
-      throw std::runtime_error("no HELLO from the firmware on " + s.line.description() + " within " +
-                               std::to_string(config_.handshake_timeout_ms) + " ms: " + hint);
-    }
-    // The program has its end of our pty open (its HELLO came through it). Until now the
-    // runtime held the slave too, so that the master did not hang up before the program
-    // opened it; from now on only the program holds it, and when it closes it (exits, or
-    // closes the line and lives on) the master hangs up and the step reports it.
-    if (s.pty_slave >= 0) {
-      ::close(s.pty_slave);
-      s.pty_slave = -1;
-    }
-
-    // DEVICES, then READY
-    link.proto.send_devices();
-    link.flush_outbox();
-    if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
-    until = SteadyClock::now() + handshake;
-    link.cv.wait_until(lock, until, [&] { return link.proto.phase() == SerialProtocol::Phase::running || broken(); });
-    link.await_exit_after_hangup(lock);
-    if (link.proto.failed()) throw std::runtime_error(link.proto.failure());
-    if (link.child_exited)
-      throw std::runtime_error("firmware process " + ChildProcess::describe_status(link.child_status) +
-                               " before READY; its last output:" + tail_text(link.tail));
-    if (link.line_closed)
-      throw std::runtime_error("serial line " + s.line.description() + " closed: " + link.line_error);
-    if (link.proto.phase() != SerialProtocol::Phase::running)
-      throw std::runtime_error("firmware `" + std::string(link.proto.hello().name) + "` sent no READY within " +
-                               std::to_string(config_.handshake_timeout_ms) + " ms of the device table");
-    std::string opened;
-    for (std::uint16_t idx : link.proto.slot_devices()) {
-      for (const auto& d : config_.table)
-        if (d.index == idx) opened += (opened.empty() ? "" : ", ") + d.name;
-    }
-    const tether_hello_t& h = link.proto.hello();
-    info("endpoint \"{}\": firmware `{}` build 0x{:08x}, protocol {}, {} devices offered, opened: {}", name(), h.name,
-         h.build_id, static_cast<unsigned>(h.protocol_version), config_.table.size(),
-         opened.empty() ? std::string("none") : opened);
+    s.handshake(config_, name(), handshake);
   } catch (...) {
     stop();
     throw;

@@ -222,7 +222,23 @@ void actuate_device(const DeviceSpec& spec, const double* u, ActuatorState& stat
       }
       break;
     }
-    default: break;
+    // not an actuator: no wrench
+    case TETHER_KIND_NONE:
+    case TETHER_KIND_RANGE:
+    case TETHER_KIND_SONAR:
+    case TETHER_KIND_ALTIMETER:
+    case TETHER_KIND_DEPTH:
+    case TETHER_KIND_GYRO:
+    case TETHER_KIND_ACCEL:
+    case TETHER_KIND_IMU:
+    case TETHER_KIND_INCLINOMETER:
+    case TETHER_KIND_COMPASS:
+    case TETHER_KIND_DVL:
+    case TETHER_KIND_GPS:
+    case TETHER_KIND_CONTACT:
+    case TETHER_KIND_CLOCK:
+    case TETHER_KIND_TENSION:
+    case TETHER_KIND_ENCODER: break;
   }
 }
 

@@ -143,8 +143,25 @@ int decode_command(DeviceKind kind, const std::uint8_t* bytes, double* out) {
       out[0] = tether_get_f32le(bytes + TETHER_WHEEL_DRIVE_OFFSET_LEFT);
       out[1] = tether_get_f32le(bytes + TETHER_WHEEL_DRIVE_OFFSET_RIGHT);
       return 2;
-    default: return 0;
+    // not an actuator: no command
+    case TETHER_KIND_NONE:
+    case TETHER_KIND_RANGE:
+    case TETHER_KIND_SONAR:
+    case TETHER_KIND_ALTIMETER:
+    case TETHER_KIND_DEPTH:
+    case TETHER_KIND_GYRO:
+    case TETHER_KIND_ACCEL:
+    case TETHER_KIND_IMU:
+    case TETHER_KIND_INCLINOMETER:
+    case TETHER_KIND_COMPASS:
+    case TETHER_KIND_DVL:
+    case TETHER_KIND_GPS:
+    case TETHER_KIND_CONTACT:
+    case TETHER_KIND_CLOCK:
+    case TETHER_KIND_TENSION:
+    case TETHER_KIND_ENCODER: break;
   }
+  return 0;
 }
 
 const char* to_string(Status status) {

@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 
+#include "tether/hal/overloaded.hpp"
+
 namespace tether::hal {
 
 namespace {
@@ -145,8 +147,15 @@ DeviceParams default_params(DeviceKind kind) {
     case TETHER_KIND_FIN: return FinParams{};
     case TETHER_KIND_SERVO: return ServoParams{};
     case TETHER_KIND_WHEEL_DRIVE: return WheelDriveParams{};
-    default: return std::monostate{};
+    // no parameters
+    case TETHER_KIND_NONE:
+    case TETHER_KIND_GYRO:
+    case TETHER_KIND_ACCEL:
+    case TETHER_KIND_IMU:
+    case TETHER_KIND_INCLINOMETER:
+    case TETHER_KIND_CLOCK: break;
   }
+  return std::monostate{};
 }
 
 ThrusterParams resolve_thruster(ThrusterParams p) {
@@ -184,57 +193,85 @@ bool validate_spec(const DeviceSpec& spec, std::string* error) {
   const DeviceParams expected = default_params(spec.kind);
   if (spec.params.index() != expected.index())
     return fail(error, std::string("parameters of the wrong type for a ") + info.name);
-  if (const auto* p = std::get_if<RayParams>(&spec.params)) {
-    if (!finite_non_negative(p->min_range_m) || !finite_positive(p->max_range_m) || p->min_range_m >= p->max_range_m)
-      return fail(error, "params: need 0 <= min_range_m < max_range_m");
-    if (spec.kind == TETHER_KIND_SONAR &&
-        (!(p->beam_width_deg >= 0 && p->beam_width_deg < 180) || p->rays < 1 || p->rays > 64))
-      return fail(error, "params: need beam_width_deg in [0, 180) and rays in [1, 64]");
-  } else if (const auto* p = std::get_if<DepthParams>(&spec.params)) {
-    if (!finite_non_negative(p->atmospheric_pa)) return fail(error, "params: atmospheric_pa must be >= 0");
-  } else if (const auto* p = std::get_if<CompassParams>(&spec.params)) {
-    if (!std::isfinite(p->declination_deg)) return fail(error, "params: declination_deg must be finite");
-  } else if (const auto* p = std::get_if<GpsParams>(&spec.params)) {
-    if (!(std::abs(p->datum_lat_deg) <= 89) || !(std::abs(p->datum_lon_deg) <= 180))
-      return fail(error, "params: datum_lat_deg must be within +-89 and datum_lon_deg within +-180");
-    if (!finite_non_negative(p->surface_tolerance_m) || !std::isfinite(p->datum_alt_m) ||
-        !finite_non_negative(p->hdop) || p->hdop >= 100 || p->satellites > 99 || p->utc_start_s < 0)
-      return fail(error, "params: surface_tolerance_m >= 0, hdop in [0, 100), satellites <= 99, utc_start after 1970");
-  } else if (const auto* p = std::get_if<ContactParams>(&spec.params)) {
-    if (!finite_non_negative(p->radius_m) || !finite_non_negative(p->min_force_n))
-      return fail(error, "params: radius_m and min_force_n must be >= 0");
-  } else if (const auto* p = std::get_if<ThrusterParams>(&spec.params)) {
-    if (!finite_positive(p->max_thrust_n) || !finite_positive(p->max_speed_rad_s) ||
-        !finite_positive(p->time_constant_s))
-      return fail(error, "params: max_thrust_n, max_speed_rad_s and time_constant_s must be > 0");
-    if (!finite_non_negative(p->ct) || !finite_non_negative(p->alpha) || !finite_non_negative(p->beta))
-      return fail(error, "params: ct, alpha and beta must be >= 0 (0: derived)");
-    if (!(p->dead_band >= 0 && p->dead_band < 1) || !finite_non_negative(p->reverse_ratio) ||
-        !std::isfinite(p->reaction_torque_nm_per_n))
-      return fail(error, "params: dead_band in [0, 1), reverse_ratio >= 0");
-  } else if (const auto* p = std::get_if<DcMotorParams>(&spec.params)) {
-    if (!finite_positive(p->kt_nm_per_a) || !finite_non_negative(p->ke_v_s_per_rad) ||
-        !finite_positive(p->resistance_ohm) || !finite_positive(p->inertia_kg_m2) ||
-        !finite_non_negative(p->damping_nm_s_per_rad) || !finite_positive(p->supply_v) || !finite_non_negative(p->ct) ||
-        !finite_non_negative(p->cq))
-      return fail(error, "params: kt, resistance, inertia and supply must be > 0; ke, damping, ct, cq >= 0");
-  } else if (const auto* p = std::get_if<FinParams>(&spec.params)) {
-    if (!finite_positive(p->area_m2) || !finite_non_negative(p->cl_alpha_per_rad) ||
-        !(p->stall_angle_deg > 0 && p->stall_angle_deg <= 90) || !finite_non_negative(p->cd0) ||
-        !finite_non_negative(p->cd_alpha) || !(p->max_angle_deg >= 0 && p->max_angle_deg <= 90) ||
-        !finite_non_negative(p->rate_deg_s) || !finite_positive(p->air_density_kg_m3))
-      return fail(error, "params: area > 0, stall angle in (0, 90], max angle in [0, 90], the rest >= 0");
-  } else if (const auto* p = std::get_if<ServoParams>(&spec.params)) {
-    if (!std::isfinite(p->min_angle_deg) || !std::isfinite(p->max_angle_deg) || p->min_angle_deg > p->max_angle_deg ||
-        !finite_positive(p->max_rate_deg_s))
-      return fail(error, "params: min_angle_deg <= max_angle_deg and max_rate_deg_s > 0");
-  } else if (const auto* p = std::get_if<WheelDriveParams>(&spec.params)) {
-    if (!finite_positive(p->track_m) || !finite_positive(p->wheel_radius_m) ||
-        !finite_positive(p->max_wheel_speed_rad_s) || !finite_positive(p->time_constant_s) ||
-        !finite_non_negative(p->friction) || !finite_positive(p->slip_speed_m_s))
-      return fail(error, "params: friction >= 0, every other number > 0");
-  }
-  return true;
+  return std::visit(
+      overloaded{
+          [&](const RayParams& p) {
+            if (!finite_non_negative(p.min_range_m) || !finite_positive(p.max_range_m) ||
+                p.min_range_m >= p.max_range_m)
+              return fail(error, "params: need 0 <= min_range_m < max_range_m");
+            if (spec.kind == TETHER_KIND_SONAR &&
+                (!(p.beam_width_deg >= 0 && p.beam_width_deg < 180) || p.rays < 1 || p.rays > 64))
+              return fail(error, "params: need beam_width_deg in [0, 180) and rays in [1, 64]");
+            return true;
+          },
+          [&](const DepthParams& p) {
+            if (!finite_non_negative(p.atmospheric_pa)) return fail(error, "params: atmospheric_pa must be >= 0");
+            return true;
+          },
+          [&](const CompassParams& p) {
+            if (!std::isfinite(p.declination_deg)) return fail(error, "params: declination_deg must be finite");
+            return true;
+          },
+          [&](const GpsParams& p) {
+            if (!(std::abs(p.datum_lat_deg) <= 89) || !(std::abs(p.datum_lon_deg) <= 180))
+              return fail(error, "params: datum_lat_deg must be within +-89 and datum_lon_deg within +-180");
+            if (!finite_non_negative(p.surface_tolerance_m) || !std::isfinite(p.datum_alt_m) ||
+                !finite_non_negative(p.hdop) || p.hdop >= 100 || p.satellites > 99 || p.utc_start_s < 0)
+              return fail(error,
+                          "params: surface_tolerance_m >= 0, hdop in [0, 100), satellites <= 99, utc_start after 1970");
+            return true;
+          },
+          [&](const ContactParams& p) {
+            if (!finite_non_negative(p.radius_m) || !finite_non_negative(p.min_force_n))
+              return fail(error, "params: radius_m and min_force_n must be >= 0");
+            return true;
+          },
+          [&](const ThrusterParams& p) {
+            if (!finite_positive(p.max_thrust_n) || !finite_positive(p.max_speed_rad_s) ||
+                !finite_positive(p.time_constant_s))
+              return fail(error, "params: max_thrust_n, max_speed_rad_s and time_constant_s must be > 0");
+            if (!finite_non_negative(p.ct) || !finite_non_negative(p.alpha) || !finite_non_negative(p.beta))
+              return fail(error, "params: ct, alpha and beta must be >= 0 (0: derived)");
+            if (!(p.dead_band >= 0 && p.dead_band < 1) || !finite_non_negative(p.reverse_ratio) ||
+                !std::isfinite(p.reaction_torque_nm_per_n))
+              return fail(error, "params: dead_band in [0, 1), reverse_ratio >= 0");
+            return true;
+          },
+          [&](const DcMotorParams& p) {
+            if (!finite_positive(p.kt_nm_per_a) || !finite_non_negative(p.ke_v_s_per_rad) ||
+                !finite_positive(p.resistance_ohm) || !finite_positive(p.inertia_kg_m2) ||
+                !finite_non_negative(p.damping_nm_s_per_rad) || !finite_positive(p.supply_v) ||
+                !finite_non_negative(p.ct) || !finite_non_negative(p.cq))
+              return fail(error, "params: kt, resistance, inertia and supply must be > 0; ke, damping, ct, cq >= 0");
+            return true;
+          },
+          [&](const FinParams& p) {
+            if (!finite_positive(p.area_m2) || !finite_non_negative(p.cl_alpha_per_rad) ||
+                !(p.stall_angle_deg > 0 && p.stall_angle_deg <= 90) || !finite_non_negative(p.cd0) ||
+                !finite_non_negative(p.cd_alpha) || !(p.max_angle_deg >= 0 && p.max_angle_deg <= 90) ||
+                !finite_non_negative(p.rate_deg_s) || !finite_positive(p.air_density_kg_m3))
+              return fail(error, "params: area > 0, stall angle in (0, 90], max angle in [0, 90], the rest >= 0");
+            return true;
+          },
+          [&](const ServoParams& p) {
+            if (!std::isfinite(p.min_angle_deg) || !std::isfinite(p.max_angle_deg) ||
+                p.min_angle_deg > p.max_angle_deg || !finite_positive(p.max_rate_deg_s))
+              return fail(error, "params: min_angle_deg <= max_angle_deg and max_rate_deg_s > 0");
+            return true;
+          },
+          [&](const WheelDriveParams& p) {
+            if (!finite_positive(p.track_m) || !finite_positive(p.wheel_radius_m) ||
+                !finite_positive(p.max_wheel_speed_rad_s) || !finite_positive(p.time_constant_s) ||
+                !finite_non_negative(p.friction) || !finite_positive(p.slip_speed_m_s))
+              return fail(error, "params: friction >= 0, every other number > 0");
+            return true;
+          },
+          // nothing to check
+          [](const std::monostate&) { return true; },
+          [](const TensionParams&) { return true; },
+          [](const EncoderParams&) { return true; },
+      },
+      spec.params);
 }
 
 }  // namespace tether::hal

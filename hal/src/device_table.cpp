@@ -8,6 +8,8 @@
 #include <sstream>
 #include <vector>
 
+#include "tether/hal/overloaded.hpp"
+
 namespace tether::hal {
 
 namespace {
@@ -63,71 +65,86 @@ nlohmann::json noise_json(const NoiseSpec& n) {
 nlohmann::json params_json(const DeviceSpec& spec) {
   using nlohmann::json;
   json j = json::object();
-  if (const auto* p = std::get_if<RayParams>(&spec.params)) {
-    j = {{"min_range_m", p->min_range_m}, {"max_range_m", p->max_range_m}};
-    if (spec.kind == TETHER_KIND_SONAR) {
-      j["beam_width_deg"] = p->beam_width_deg;
-      j["rays"] = p->rays;
-    }
-  } else if (const auto* p = std::get_if<DepthParams>(&spec.params)) {
-    j = {{"atmospheric_pa", p->atmospheric_pa}};
-  } else if (const auto* p = std::get_if<CompassParams>(&spec.params)) {
-    j = {{"declination_deg", p->declination_deg}};
-  } else if (const auto* p = std::get_if<GpsParams>(&spec.params)) {
-    j = {{"datum_lat_deg", p->datum_lat_deg},
-         {"datum_lon_deg", p->datum_lon_deg},
-         {"datum_alt_m", p->datum_alt_m},
-         {"surface_tolerance_m", p->surface_tolerance_m},
-         {"utc_start_s", p->utc_start_s},
-         {"satellites", p->satellites},
-         {"hdop", p->hdop}};
-  } else if (const auto* p = std::get_if<ContactParams>(&spec.params)) {
-    j = {{"radius_m", p->radius_m}, {"min_force_n", p->min_force_n}};
-  } else if (const auto* p = std::get_if<TensionParams>(&spec.params)) {
-    j = {{"joint", p->joint_name}, {"joint_index", p->joint}};
-  } else if (const auto* p = std::get_if<EncoderParams>(&spec.params)) {
-    j = {{"joint", p->joint_name}, {"joint_index", p->joint}};
-  } else if (const auto* p = std::get_if<ThrusterParams>(&spec.params)) {
-    j = {{"model", p->model == RotorModel::yoerger ? "yoerger" : "first_order"},
-         {"max_thrust_n", p->max_thrust_n},
-         {"max_speed_rad_s", p->max_speed_rad_s},
-         {"time_constant_s", p->time_constant_s},
-         {"ct", p->ct},
-         {"alpha", p->alpha},
-         {"beta", p->beta},
-         {"dead_band", p->dead_band},
-         {"reverse_ratio", p->reverse_ratio},
-         {"reaction_torque_nm_per_n", p->reaction_torque_nm_per_n}};
-  } else if (const auto* p = std::get_if<DcMotorParams>(&spec.params)) {
-    j = {{"kt_nm_per_a", p->kt_nm_per_a},
-         {"ke_v_s_per_rad", p->ke_v_s_per_rad},
-         {"resistance_ohm", p->resistance_ohm},
-         {"inertia_kg_m2", p->inertia_kg_m2},
-         {"damping_nm_s_per_rad", p->damping_nm_s_per_rad},
-         {"supply_v", p->supply_v},
-         {"ct", p->ct},
-         {"cq", p->cq}};
-  } else if (const auto* p = std::get_if<FinParams>(&spec.params)) {
-    j = {{"area_m2", p->area_m2},
-         {"cl_alpha_per_rad", p->cl_alpha_per_rad},
-         {"stall_angle_deg", p->stall_angle_deg},
-         {"cd0", p->cd0},
-         {"cd_alpha", p->cd_alpha},
-         {"max_angle_deg", p->max_angle_deg},
-         {"rate_deg_s", p->rate_deg_s},
-         {"air_density_kg_m3", p->air_density_kg_m3}};
-  } else if (const auto* p = std::get_if<ServoParams>(&spec.params)) {
-    j = {{"min_angle_deg", p->min_angle_deg},
-         {"max_angle_deg", p->max_angle_deg},
-         {"max_rate_deg_s", p->max_rate_deg_s}};
-  } else if (const auto* p = std::get_if<WheelDriveParams>(&spec.params)) {
-    j = {{"track_m", p->track_m},
-         {"wheel_radius_m", p->wheel_radius_m},
-         {"max_wheel_speed_rad_s", p->max_wheel_speed_rad_s},
-         {"time_constant_s", p->time_constant_s},
-         {"friction", p->friction},
-         {"slip_speed_m_s", p->slip_speed_m_s}};
-  }
+  std::visit(overloaded{
+                 [&](const RayParams& p) {
+                   j = {{"min_range_m", p.min_range_m}, {"max_range_m", p.max_range_m}};
+                   if (spec.kind == TETHER_KIND_SONAR) {
+                     j["beam_width_deg"] = p.beam_width_deg;
+                     j["rays"] = p.rays;
+                   }
+                 },
+                 [&](const DepthParams& p) {
+                   j = {{"atmospheric_pa", p.atmospheric_pa}};
+                 },
+                 [&](const CompassParams& p) {
+                   j = {{"declination_deg", p.declination_deg}};
+                 },
+                 [&](const GpsParams& p) {
+                   j = {{"datum_lat_deg", p.datum_lat_deg},
+                        {"datum_lon_deg", p.datum_lon_deg},
+                        {"datum_alt_m", p.datum_alt_m},
+                        {"surface_tolerance_m", p.surface_tolerance_m},
+                        {"utc_start_s", p.utc_start_s},
+                        {"satellites", p.satellites},
+                        {"hdop", p.hdop}};
+                 },
+                 [&](const ContactParams& p) {
+                   j = {{"radius_m", p.radius_m}, {"min_force_n", p.min_force_n}};
+                 },
+                 [&](const TensionParams& p) {
+                   j = {{"joint", p.joint_name}, {"joint_index", p.joint}};
+                 },
+                 [&](const EncoderParams& p) {
+                   j = {{"joint", p.joint_name}, {"joint_index", p.joint}};
+                 },
+                 [&](const ThrusterParams& p) {
+                   j = {{"model", p.model == RotorModel::yoerger ? "yoerger" : "first_order"},
+                        {"max_thrust_n", p.max_thrust_n},
+                        {"max_speed_rad_s", p.max_speed_rad_s},
+                        {"time_constant_s", p.time_constant_s},
+                        {"ct", p.ct},
+                        {"alpha", p.alpha},
+                        {"beta", p.beta},
+                        {"dead_band", p.dead_band},
+                        {"reverse_ratio", p.reverse_ratio},
+                        {"reaction_torque_nm_per_n", p.reaction_torque_nm_per_n}};
+                 },
+                 [&](const DcMotorParams& p) {
+                   j = {{"kt_nm_per_a", p.kt_nm_per_a},
+                        {"ke_v_s_per_rad", p.ke_v_s_per_rad},
+                        {"resistance_ohm", p.resistance_ohm},
+                        {"inertia_kg_m2", p.inertia_kg_m2},
+                        {"damping_nm_s_per_rad", p.damping_nm_s_per_rad},
+                        {"supply_v", p.supply_v},
+                        {"ct", p.ct},
+                        {"cq", p.cq}};
+                 },
+                 [&](const FinParams& p) {
+                   j = {{"area_m2", p.area_m2},
+                        {"cl_alpha_per_rad", p.cl_alpha_per_rad},
+                        {"stall_angle_deg", p.stall_angle_deg},
+                        {"cd0", p.cd0},
+                        {"cd_alpha", p.cd_alpha},
+                        {"max_angle_deg", p.max_angle_deg},
+                        {"rate_deg_s", p.rate_deg_s},
+                        {"air_density_kg_m3", p.air_density_kg_m3}};
+                 },
+                 [&](const ServoParams& p) {
+                   j = {{"min_angle_deg", p.min_angle_deg},
+                        {"max_angle_deg", p.max_angle_deg},
+                        {"max_rate_deg_s", p.max_rate_deg_s}};
+                 },
+                 [&](const WheelDriveParams& p) {
+                   j = {{"track_m", p.track_m},
+                        {"wheel_radius_m", p.wheel_radius_m},
+                        {"max_wheel_speed_rad_s", p.max_wheel_speed_rad_s},
+                        {"time_constant_s", p.time_constant_s},
+                        {"friction", p.friction},
+                        {"slip_speed_m_s", p.slip_speed_m_s}};
+                 },
+                 [](const std::monostate&) {},  // no parameters
+             },
+             spec.params);
   return j;
 }
 

@@ -79,7 +79,7 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
       cast(view, pose.position_m, dir, p.max_range_m, spec.body, hit, d);
       out.ch[0] = d;
       if (hit) out.flags = spec.kind == TETHER_KIND_RANGE ? TETHER_RANGE_FLAG_HIT : TETHER_ALTIMETER_FLAG_VALID;
-      break;
+      return;
     }
     case TETHER_KIND_SONAR: {
       const auto& p = std::get<RayParams>(spec.params);
@@ -94,14 +94,14 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
         cast(view, pose.position_m, r * beam[k], p.max_range_m, spec.body, hit, d);
       out.ch[0] = d;
       if (hit) out.flags = TETHER_SONAR_FLAG_ECHO;
-      break;
+      return;
     }
     case TETHER_KIND_DEPTH: {
       if (view.water.present) {
         out.ch[0] = view.water.surface_z_m - pose.position_m.z();
         out.ch[1] = view.water.density_kg_m3 * view.gravity_m_s2.norm();
       }
-      break;
+      return;
     }
     case TETHER_KIND_GYRO:
     case TETHER_KIND_ACCEL:
@@ -120,18 +120,18 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
         const Vec3 f = to_wire(r.transpose() * (a - view.gravity_m_s2));
         for (int i = 0; i < 3; ++i) out.ch[static_cast<std::size_t>(at + i)] = f[i];
       }
-      break;
+      return;
     }
     case TETHER_KIND_INCLINOMETER: {
       out.ch[0] = std::atan2(r(2, 1), r(2, 2));               // left side up = right side down
       out.ch[1] = std::asin(std::clamp(r(2, 0), -1.0, 1.0));  // nose up
-      break;
+      return;
     }
     case TETHER_KIND_COMPASS: {
       const auto& p = std::get<CompassParams>(spec.params);
       // the x axis's east and north components; true heading, then magnetic
       out.ch[0] = std::atan2(r(0, 0), r(1, 0)) - p.declination_deg * deg;
-      break;
+      return;
     }
     case TETHER_KIND_DVL: {
       const auto& p = std::get<RayParams>(spec.params);
@@ -144,7 +144,7 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
       out.ch[3] = d;
       // bottom lock: velocity over ground needs the bottom in range
       if (hit) out.flags = TETHER_DVL_FLAG_VELOCITY_VALID | TETHER_DVL_FLAG_ALTITUDE_VALID;
-      break;
+      return;
     }
     case TETHER_KIND_GPS: {
       const auto& p = std::get<GpsParams>(spec.params);
@@ -156,7 +156,7 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
       out.ch[3] = v.x();
       out.ch[4] = v.y();
       if (out.valid) out.flags = TETHER_GPS_FLAG_FIX;
-      break;
+      return;
     }
     case TETHER_KIND_CONTACT: {
       const auto& p = std::get<ContactParams>(spec.params);
@@ -170,24 +170,24 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
       }
       out.ch[0] = force;
       if (count > 0 && force >= p.min_force_n) out.flags = TETHER_CONTACT_FLAG_CONTACT;
-      break;
+      return;
     }
     case TETHER_KIND_ENCODER: {
       const auto& p = std::get<EncoderParams>(spec.params);
       if (p.joint < 0 || static_cast<std::size_t>(p.joint) >= view.joint_motion.size()) {
         out.valid = false;  // the runtime reported no joint motion
-        break;
+        return;
       }
       const JointMotion& m = view.joint_motion[static_cast<std::size_t>(p.joint)];
       out.ch[0] = m.position;
       out.ch[1] = m.rate;
-      break;
+      return;
     }
     case TETHER_KIND_TENSION: {
       const auto& p = std::get<TensionParams>(spec.params);
       if (p.joint < 0 || static_cast<std::size_t>(p.joint) >= view.joint_loads.size()) {
         out.valid = false;  // the step reported no joint loads
-        break;
+        return;
       }
       const JointLoad& load = view.joint_loads[static_cast<std::size_t>(p.joint)];
       // the force on the device's own side of the joint (the scenario mounts it on one)
@@ -197,10 +197,19 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
       out.ch[1] = w.x();
       out.ch[2] = w.y();
       out.ch[3] = w.z();
-      break;
+      return;
     }
-    default: out.valid = false; break;
+    // not a sensor (the clock returned above): no reading
+    case TETHER_KIND_NONE:
+    case TETHER_KIND_CLOCK:
+    case TETHER_KIND_THRUSTER:
+    case TETHER_KIND_DC_MOTOR:
+    case TETHER_KIND_FIN:
+    case TETHER_KIND_SERVO:
+    case TETHER_KIND_WHEEL_DRIVE: break;
   }
+  // every sensor returned in its case: no reading for the rest (and a value outside the enum)
+  out.valid = false;
 }
 
 void finish_sample(const DeviceSpec& spec, Sample& s) {
@@ -222,7 +231,20 @@ void finish_sample(const DeviceSpec& spec, Sample& s) {
     }
     case TETHER_KIND_CONTACT: s.ch[0] = (s.flags & TETHER_CONTACT_FLAG_CONTACT) ? std::max(0.0, s.ch[0]) : 0.0; break;
     case TETHER_KIND_TENSION: s.ch[0] = std::max(0.0, s.ch[0]); break;
-    default: break;
+    // nothing to bound
+    case TETHER_KIND_NONE:
+    case TETHER_KIND_GYRO:
+    case TETHER_KIND_ACCEL:
+    case TETHER_KIND_IMU:
+    case TETHER_KIND_INCLINOMETER:
+    case TETHER_KIND_GPS:
+    case TETHER_KIND_CLOCK:
+    case TETHER_KIND_ENCODER:
+    case TETHER_KIND_THRUSTER:
+    case TETHER_KIND_DC_MOTOR:
+    case TETHER_KIND_FIN:
+    case TETHER_KIND_SERVO:
+    case TETHER_KIND_WHEEL_DRIVE: break;
   }
 }
 
@@ -309,7 +331,13 @@ void encode_sample(const DeviceSpec& spec, const Sample& s, std::uint8_t* out) {
       tether_put_u64le(out + TETHER_CLOCK_OFFSET_TIME_US,
                        s.time_ns > 0 ? static_cast<std::uint64_t>(s.time_ns / 1000) : 0u);
       break;
-    default: break;
+    // no sensor payload
+    case TETHER_KIND_NONE:
+    case TETHER_KIND_THRUSTER:
+    case TETHER_KIND_DC_MOTOR:
+    case TETHER_KIND_FIN:
+    case TETHER_KIND_SERVO:
+    case TETHER_KIND_WHEEL_DRIVE: break;
   }
 }
 

@@ -18,6 +18,7 @@
 #include "tether/loop/feedback.hpp"
 #include "tether/scenario/scenario.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/loop/recorder_inputs.hpp"
 #include "tether/loop/replay_endpoint.hpp"
 #include "tether/loop/session.hpp"
 
@@ -554,9 +555,7 @@ TEST_CASE("feedback: a recorded session with processors replays bit for bit, fro
       return true;
     };
     Session session(sc, std::move(eps), o);
-    Recorder recorder(sc, {"vehicle"}, {});
-    std::vector<Reply> safe(1);
-    recorder.set_safe_replies(safe);
+    Recorder recorder(sc, recorder_inputs(session));
     std::string error;
     REQUIRE(recorder.open(path, &error));
     session.set_recorder(&recorder);

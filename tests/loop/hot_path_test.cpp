@@ -14,6 +14,7 @@
 #include "tether/loop/in_process.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/loop/recorder_inputs.hpp"
 #include "tether/recording/replay.hpp"
 
 using namespace tether::runtime;
@@ -108,7 +109,7 @@ TEST_CASE("a recorded session allocates nothing per step after a 300-step warm-u
   eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
   Session session(sc, std::move(eps), counting(count, session_ptr, sc.initial.step));
   session_ptr = &session;
-  Recorder recorder(sc, {"pid"}, {});
+  Recorder recorder(sc, recorder_inputs(session));
   std::string error;
   REQUIRE(recorder.open(path, &error));
   session.set_recorder(&recorder);

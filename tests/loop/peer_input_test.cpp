@@ -16,6 +16,7 @@
 #include "tether/loop/plausibility.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/loop/recorder_inputs.hpp"
 #include "tether/recording/replay.hpp"
 
 using namespace tether::runtime;
@@ -200,7 +201,7 @@ TEST_CASE("peer input: NaN and infinite actuator commands are refused, each one 
   Session session(sc, std::move(eps));
   const std::string path =
       (std::filesystem::temp_directory_path() / ("tether_nan_" + std::to_string(::getpid()) + ".mcap")).string();
-  Recorder recorder(sc, {"vehicle"}, {});
+  Recorder recorder(sc, recorder_inputs(session));
   std::string error;
   REQUIRE_MESSAGE(recorder.open(path, &error), error);
   session.set_recorder(&recorder);

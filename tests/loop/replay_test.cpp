@@ -18,6 +18,7 @@
 
 #include "tether/recording/mcap_writer.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/loop/recorder_inputs.hpp"
 #include "tether/loop/replay_endpoint.hpp"
 #include "tether/loop/session.hpp"
 
@@ -155,12 +156,7 @@ Recorded record(const Scenario& sc, const std::string& name, std::uint64_t steps
     return true;
   };
   Session session(sc, std::move(eps), options);
-  std::vector<std::string> names;
-  for (const auto& e : session.endpoints()) names.push_back(e->name());
-  Recorder recorder(sc, names, {});
-  std::vector<Reply> safe(session.endpoints().size());
-  for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
-  recorder.set_safe_replies(safe);
+  Recorder recorder(sc, recorder_inputs(session));
   std::string error;
   REQUIRE(recorder.open(out.path, &error));
   session.set_recorder(&recorder);
@@ -283,8 +279,7 @@ TEST_CASE("the recorder waits when full only while the session is unpaced, live 
   eps.push_back(std::make_unique<ScriptedEndpoint>(sc.endpoints[0], 0, 40.0));
   eps.push_back(std::make_unique<ScriptedEndpoint>(sc.endpoints[1], 1, 25.0));
   Session session(sc, std::move(eps), options);
-  recorder = std::make_unique<Recorder>(sc, std::vector<std::string>{"ctl", "rig"},
-                                        std::vector<std::pair<std::string, std::vector<std::string>>>{});
+  recorder = std::make_unique<Recorder>(sc, recorder_inputs(session));
   std::string error;
   REQUIRE(recorder->open_without_file(&error));
   recorder->set_wait_when_full(false);  // whatever the caller set: the session decides

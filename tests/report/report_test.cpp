@@ -28,6 +28,7 @@
 #include "tether/recording/foxglove_schemas.hpp"
 #include "tether/recording/mcap_reader.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/loop/recorder_inputs.hpp"
 #include "tether/report/report.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/report/svg_plot.hpp"
@@ -362,7 +363,7 @@ std::string record_depth_hold(const std::string& name, std::uint64_t steps) {
   o.real_time_factor = 0;
   Session session(sc, std::move(eps), o);
   const std::string path = temp_path(name);
-  Recorder recorder(sc, {"controller"}, {});
+  Recorder recorder(sc, recorder_inputs(session));
   std::string error;
   REQUIRE(recorder.open(path, &error));
   session.set_recorder(&recorder);
@@ -696,7 +697,7 @@ endpoints: []
   o.real_time_factor = 0;
   Session session(sc, {}, o);
   const std::string path = temp_path("gps_fix.mcap");
-  Recorder recorder(sc, {}, {});
+  Recorder recorder(sc, recorder_inputs(session));
   std::string error;
   REQUIRE(recorder.open(path, &error));
   session.set_recorder(&recorder);

@@ -23,6 +23,7 @@
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/loop/recorder_inputs.hpp"
 #include "tether/recording/replay.hpp"
 
 using namespace tether;
@@ -114,14 +115,7 @@ TEST_CASE("soak: 8 endpoints, serial and MQTT, at 1 kHz: every step accounted fo
     return true;
   };
   Session session(sc, adapters::make_endpoints(sc), options);
-  std::vector<std::string> names_of;
-  for (const auto& e : session.endpoints()) names_of.push_back(e->name());
-  std::vector<std::pair<std::string, std::vector<std::string>>> fields;
-  for (const auto& p : session.processors()) fields.emplace_back(p->name(), p->record_fields());
-  Recorder recorder(sc, names_of, fields);
-  std::vector<Reply> safe(session.endpoints().size());
-  for (std::size_t i = 0; i < safe.size(); ++i) session.endpoints()[i]->safe_reply(safe[i]);
-  recorder.set_safe_replies(std::move(safe));
+  Recorder recorder(sc, recorder_inputs(session));
   std::string error;
   REQUIRE_MESSAGE(recorder.open(dir + "/recording.mcap", &error), error);
   session.set_recorder(&recorder);

@@ -5,6 +5,10 @@
 #include <cmath>
 #include <limits>
 
+// every switch over a shape kind lists each one, no `default:`: a kind added without its case
+// does not build
+#pragma GCC diagnostic error "-Wswitch"
+
 namespace tether::runtime {
 
 namespace {
@@ -135,7 +139,9 @@ double shape_entry(const Shape& shape, const Vec3& position, const Quat& orienta
     case ShapeKind::box: t = box_entry(o, d, shape.half_extents_m, n); break;
     case ShapeKind::cylinder: t = cylinder_entry(o, d, shape.radius_m, shape.half_length_m, n); break;
     case ShapeKind::capsule: t = capsule_entry(o, d, shape.radius_m, shape.half_length_m, n); break;
-    default: break;  // plane handled above; anything newer is not seen by this stand-in
+    // a plane is handled above; terrain is not seen by this stand-in
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: break;
   }
   normal_world = orientation * n;
   return t;

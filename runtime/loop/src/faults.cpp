@@ -7,6 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+// every switch over a fault kind lists each one, no `default:`: a kind added without its case
+// does not build
+#pragma GCC diagnostic error "-Wswitch"
+
 namespace tether::runtime {
 
 namespace {
@@ -160,7 +164,14 @@ void FaultInjector::begin_step(std::uint64_t step, const std::vector<bool>& cond
         case FaultKind::duplicate: p->duplicate = true; break;
         case FaultKind::reorder: p->reorder = true; break;
         case FaultKind::corrupt: p->corrupt_bits += f.bits; break;
-        default: break;
+        // device faults: applied to the bank (apply_devices)
+        case FaultKind::stuck:
+        case FaultKind::bias:
+        case FaultKind::drift:
+        case FaultKind::noise:
+        case FaultKind::dropout:
+        case FaultKind::scale:
+        case FaultKind::saturation: break;
       }
     }
   }
@@ -189,7 +200,11 @@ void FaultInjector::apply_devices(hal::DeviceBank& devices, std::uint64_t step) 
           s.valid = st.stuck.valid;
         }
         break;
-      default:
+      case FaultKind::bias:
+      case FaultKind::drift:
+      case FaultKind::noise:
+      case FaultKind::scale:
+      case FaultKind::saturation:
         if (!s.valid) break;  // nothing to bias when there is no data
         for (int c = lo; c < hi; ++c) {
           double& v = s.ch[static_cast<std::size_t>(c)];
@@ -199,10 +214,25 @@ void FaultInjector::apply_devices(hal::DeviceBank& devices, std::uint64_t step) 
             case FaultKind::noise: v += f.sigma * rng.gaussian(); break;
             case FaultKind::scale: v *= f.factor; break;
             case FaultKind::saturation: v = std::clamp(v, f.min, f.max); break;
-            default: break;
+            // handled above, or not a device fault
+            case FaultKind::stuck:
+            case FaultKind::dropout:
+            case FaultKind::drop:
+            case FaultKind::delay:
+            case FaultKind::duplicate:
+            case FaultKind::reorder:
+            case FaultKind::corrupt:
+            case FaultKind::disconnect: break;
           }
         }
         break;
+      // link faults: planned for the endpoints' links in begin_step, not on the bank
+      case FaultKind::drop:
+      case FaultKind::delay:
+      case FaultKind::duplicate:
+      case FaultKind::reorder:
+      case FaultKind::corrupt:
+      case FaultKind::disconnect: break;
     }
     devices.override_output(d, s);
   }

@@ -83,6 +83,8 @@ class MqttEndpoint final : public runtime::Endpoint {
   MqttEndpoint(const runtime::EndpointConfig& config, MqttEndpointConfig mqtt);
   ~MqttEndpoint() override;
 
+  /// The launched vehicle program is there (launch_check.hpp).
+  std::vector<std::string> launch_problems() const override;
   /// Launches the vehicle program if configured, connects (throws std::runtime_error naming
   /// the broker and the reason: unreachable, not authorized, TLS), subscribes, publishes the
   /// runtime's status and waits up to wait_online_ms for the vehicle's "online" status.

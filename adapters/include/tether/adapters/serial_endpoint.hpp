@@ -68,6 +68,8 @@ class SerialEndpoint final : public runtime::Endpoint {
   SerialEndpoint(const runtime::EndpointConfig& config, SerialEndpointConfig serial);
   ~SerialEndpoint() override;
 
+  /// The launched program (and QEMU's firmware image) is there (launch_check.hpp).
+  std::vector<std::string> launch_problems() const override;
   /// Opens or launches, then HELLO -> DEVICES -> READY within handshake_timeout_ms. Throws
   /// std::runtime_error: no HELLO, version mismatch (naming both versions), the program
   /// could not start or exited (with its last output), the port could not be opened.

@@ -71,6 +71,12 @@ class Endpoint {
   /// firmware keeps its link and simply gets no frame until the next step.
   virtual void paused(bool on) { (void)on; }
 
+  /// What start() would fail on that can be seen before anything starts: a program or a
+  /// firmware image it would launch that is not there. One message each, naming the
+  /// endpoint (adapters/launch_check.hpp); `tether check` prints them for every endpoint.
+  /// Default: nothing to check.
+  virtual std::vector<std::string> launch_problems() const { return {}; }
+
   /// Connects, launches or opens what the endpoint talks to. Off the hot path; throws
   /// std::runtime_error with a message naming the endpoint on failure.
   virtual void start(const WorldModel& model, const WorldState& initial) {

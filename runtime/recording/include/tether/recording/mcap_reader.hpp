@@ -135,7 +135,14 @@ class Reader {
   bool load_chunk(const ChunkHeader& chunk, std::vector<std::uint8_t>& buffer, std::span<const std::uint8_t>& records,
                   bool verify_crc, std::string& why);
   bool scan_chunk(const Record& record);
+  bool scan_message_index(const Record& record, std::uint64_t pos, bool seen_chunk);
+  bool scan_attachment(const Record& record, std::uint64_t pos);
   bool scan_summary(std::uint64_t summary_start);
+  struct SummaryScan;  // mcap_scan.cpp
+  Fetch scan_summary_records(std::uint64_t summary_start, SummaryScan& s, Record& record, std::uint64_t& pos);
+  bool scan_summary_record(const Record& record, std::uint64_t pos, SummaryScan& s);
+  Fetch scan_footer(std::uint64_t summary_start, const SummaryScan& s, const Record& record, std::uint64_t pos);
+  bool check_summary(const SummaryScan& summary);
   bool add_schema(const Schema& schema, bool from_summary, std::string& why);
   bool add_channel(const Channel& channel, bool from_summary, std::string& why);
   bool count_message(const MessageView& message, std::string& why);

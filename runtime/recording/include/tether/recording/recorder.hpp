@@ -54,20 +54,31 @@ class RecorderTap {
   virtual void message(std::uint16_t channel, std::uint64_t log_time_ns, std::string_view bytes) = 0;
 };
 
+/// What a recorder records of a session besides its scenario, in the session's order. A
+/// session's are built in one place: runtime::recorder_inputs(session)
+/// (loop/recorder_inputs.hpp); the recording room knows nothing of sessions.
+struct RecorderInputs {
+  std::vector<std::string> endpoint_names;
+  /// processor_fields[i]: feedback processor i's name and the values it records each step.
+  std::vector<std::pair<std::string, std::vector<std::string>>> processor_fields;
+  /// Each endpoint's safe reply (Endpoint::safe_reply), in endpoint order; empty: none.
+  /// Recorded once, so that replay applies what the `safe` policy applied.
+  std::vector<Reply> safe_replies;
+};
+
 class Recorder {
  public:
   enum class ItemKind : std::uint8_t { step = 1, keyframe = 2, event = 3, summary = 4, commands = 5 };
 
-  /// `processor_fields[i]` names the values processor i records each step.
+  /// A session's recorder: `inputs` from runtime::recorder_inputs(session).
+  Recorder(const Scenario& scenario, RecorderInputs inputs);
+  /// A recorder without a session (tests, tools): endpoint names and processor fields as
+  /// given, no safe replies.
   Recorder(const Scenario& scenario, std::vector<std::string> endpoint_names,
            std::vector<std::pair<std::string, std::vector<std::string>>> processor_fields);
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
-
-  /// Before open(): each endpoint's safe reply (Endpoint::safe_reply), in endpoint order.
-  /// Recorded once, so that replay applies what the `safe` policy applied.
-  void set_safe_replies(std::vector<Reply> replies) { safe_replies_ = std::move(replies); }
 
   /// Creates the file, writes the scenario, schemas, channels and the scene; starts the
   /// writer thread. False with a reason on failure.
@@ -152,6 +163,11 @@ class Recorder {
   void writer_loop();
   void write_item(Slot& item);
   void write_views(std::uint64_t log_time_ns, const StepItem& step);
+  void write_measured(std::uint64_t log_time_ns, const StepItem& step);
+  void write_vehicles(std::uint64_t log_time_ns, const StepItem& step);
+  void write_endpoints(std::uint64_t log_time_ns, const StepItem& step);
+  void write_feedback(std::uint64_t log_time_ns, const StepItem& step);
+  void open_device_channels();
   void write_scene();
   std::uint16_t schema(const std::string& name, const std::string& encoding, const std::string& text);
   std::uint16_t channel(std::uint16_t schema, const std::string& topic, const std::string& encoding);
