@@ -216,11 +216,27 @@ std::string decade_label(int e) {
   return buf;
 }
 
-}  // namespace
+// a legend entry: 0 line, 1 dashed line, 2 dot, 3 bar
+struct LegendItem {
+  std::string label, color;
+  int kind;
+};
 
-std::string render(const Plot& p) {
+// what render() works out before it draws: the data's ranges, the legend's rows, the plot
+// area and the axes
+struct Layout {
+  double xlo = 0, xhi = 0, ylo = 0, yhi = 0;
+  bool any = false;  // any point or bar to draw
+  std::vector<LegendItem> legend;
+  std::vector<std::vector<std::size_t>> rows;  // legend items per row
+  std::vector<double> item_w;
+  double W = 0, H = 0, left = 0, right = 0, top = 0, bottom = 0, pw = 0, ph = 0;
+  Axis ax, ay;
+};
+
+// data ranges
+void data_ranges(const Plot& p, Layout& f) {
   const double inf = std::numeric_limits<double>::infinity();
-  // data ranges
   double xlo = inf, xhi = -inf, ylo = inf, yhi = -inf;
   bool any = false;
   for (const Line& l : p.lines)
@@ -249,22 +265,26 @@ std::string render(const Plot& p) {
     else
       extend(ylo, yhi, r.value);
   }
+  f.xlo = xlo;
+  f.xhi = xhi;
+  f.ylo = ylo;
+  f.yhi = yhi;
+  f.any = any;
+}
 
-  // layout: title, legend rows, plot area, x label
-  struct LegendItem {
-    std::string label, color;
-    int kind;  // 0 line, 1 dashed line, 2 dot, 3 bar
-  };
-  std::vector<LegendItem> legend;
+// layout: title, legend rows, plot area, x label
+void lay_out(const Plot& p, Layout& f) {
+  auto& legend = f.legend;
   for (const Line& l : p.lines)
     if (!l.label.empty()) legend.push_back({l.label, l.color, l.dots ? 2 : l.dashed ? 1 : 0});
   for (const Bars& b : p.bars)
     if (!b.label.empty()) legend.push_back({b.label, b.color, 3});
   const double W = p.width_px, H0 = p.height_px;
   const double left = 62, right = 14;
-  std::vector<std::vector<std::size_t>> rows(1);
+  auto& rows = f.rows;
+  rows.resize(1);
   double row_w = 0;
-  std::vector<double> item_w;
+  auto& item_w = f.item_w;
   for (std::size_t i = 0; i < legend.size(); ++i) {
     const double w = 28 + 6.2 * static_cast<double>(legend[i].label.size()) + 14;
     item_w.push_back(w);
@@ -279,13 +299,25 @@ std::string render(const Plot& p) {
   const double top = 26 + legend_h + 6;
   const double bottom = 40;
   const double H = H0 + legend_h;
-  const double pw = W - left - right, ph = H - top - bottom;
+  f.W = W;
+  f.H = H;
+  f.left = left;
+  f.right = right;
+  f.top = top;
+  f.bottom = bottom;
+  f.pw = W - left - right;
+  f.ph = H - top - bottom;
+}
 
-  Axis ax, ay;
+// the axes' ranges (padded, log decades, equal aspect, the plot's own limits) and pixels
+void fit_axes(const Plot& p, Layout& f) {
+  double &xlo = f.xlo, &xhi = f.xhi, &ylo = f.ylo, &yhi = f.yhi;
+  const double pw = f.pw, ph = f.ph;
+  Axis &ax = f.ax, &ay = f.ay;
   if (p.log_y) {
     ay.log = true;
-    ylo = any ? std::floor(std::log10(std::max(ylo, 1e-12))) : 0;
-    yhi = any ? std::ceil(std::log10(std::max(yhi, 1e-12)) + 1e-9) : 1;
+    ylo = f.any ? std::floor(std::log10(std::max(ylo, 1e-12))) : 0;
+    yhi = f.any ? std::ceil(std::log10(std::max(yhi, 1e-12)) + 1e-9) : 1;
     // bars stand on 0.5 so that a count of 1 is a visible bar, not a line on the axis
     if (!p.bars.empty()) ylo = std::min(ylo, std::log10(0.5));
     if (yhi <= ylo) yhi = ylo + 1;
@@ -311,32 +343,21 @@ std::string render(const Plot& p) {
   if (!(yhi > ylo)) yhi = ylo + 1;
   ax.lo = xlo;
   ax.hi = xhi;
-  ax.px_lo = left;
-  ax.px_hi = left + pw;
+  ax.px_lo = f.left;
+  ax.px_hi = f.left + pw;
   ay.lo = ylo;
   ay.hi = yhi;
-  ay.px_lo = p.invert_y ? top : top + ph;
-  ay.px_hi = p.invert_y ? top + ph : top;
+  ay.px_lo = p.invert_y ? f.top : f.top + ph;
+  ay.px_hi = p.invert_y ? f.top + ph : f.top;
+}
 
-  static std::atomic<int> plot_counter{0};
-  const std::string clip = "clip" + std::to_string(++plot_counter);
-  std::string s;
-  s.reserve(16 * 1024);
-  // every colour, font and stroke is an attribute here: the plot renders the same in any page,
-  // with or without the report's stylesheet (bench/correction writes plots into its own page)
-  s += "<svg class=\"plot\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) + " " + num(H) +
-       "\" role=\"img\" aria-label=\"" + escape(p.title) + "\" font-family=\"" + font_family + "\" font-size=\"11\">";
-  s += "<defs><clipPath id=\"" + clip + "\"><rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) +
-       "\" height=\"" + num(ph) + "\"/></clipPath></defs>";
-  s += "<rect x=\"0\" y=\"0\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" fill=\"#ffffff\"/>";
-  text(s, left, 17, "start", p.title, title_attrs);
-
-  // legend
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    double x = left;
+// legend
+void draw_legend(std::string& s, const Layout& f) {
+  for (std::size_t r = 0; r < f.rows.size(); ++r) {
+    double x = f.left;
     const double y = 26 + 16.0 * static_cast<double>(r) + 8;
-    for (std::size_t i : rows[r]) {
-      const LegendItem& it = legend[i];
+    for (std::size_t i : f.rows[r]) {
+      const LegendItem& it = f.legend[i];
       if (it.kind == 3)
         s += "<rect x=\"" + num(x) + "\" y=\"" + num(y - 5) + "\" width=\"20\" height=\"10\" fill=\"" + it.color +
              "\" fill-opacity=\"0.6\"/>";
@@ -347,11 +368,16 @@ std::string render(const Plot& p) {
              "\" stroke=\"" + it.color + "\" stroke-width=\"2\"" + (it.kind == 1 ? " stroke-dasharray=\"5 3\"" : "") +
              "/>";
       text(s, x + 25, y + 4, "start", it.label, legend_attrs);
-      x += item_w[i];
+      x += f.item_w[i];
     }
   }
+}
 
-  // grid, ticks and labels
+// grid, ticks and labels
+void draw_grid(std::string& s, const Plot& p, const Layout& f) {
+  const double xlo = f.xlo, xhi = f.xhi, ylo = f.ylo, yhi = f.yhi;
+  const double left = f.left, top = f.top, pw = f.pw, ph = f.ph;
+  const Axis &ax = f.ax, &ay = f.ay;
   s += "<g class=\"grid\" stroke=\"#e8eaee\" stroke-width=\"1\">";
   std::vector<double> xt = nice_ticks(xlo, xhi, std::max(2, static_cast<int>(pw / 90)));
   const double xstep = xt.size() > 1 ? xt[1] - xt[0] : xhi - xlo;
@@ -380,16 +406,19 @@ std::string render(const Plot& p) {
   for (double v : xt) text(s, ax.map(v), top + ph + 14, "middle", format_tick(v, xstep));
   for (std::size_t i = 0; i < yt.size(); ++i) text(s, left - 5, ay.map(yt[i]) + 4, "end", ylabels[i]);
   s += "</g>";
-  text(s, left + pw / 2, H - 6, "middle", p.x_label, axis_attrs);
+  text(s, left + pw / 2, f.H - 6, "middle", p.x_label, axis_attrs);
   {
     const double cy = top + ph / 2;
     s += "<text x=\"14\" y=\"" + num(cy) + "\" text-anchor=\"middle\" transform=\"rotate(-90 14 " + num(cy) + ")\"" +
          axis_attrs + ">" + escape(p.y_label) + "</text>";
   }
+}
 
-  // data, clipped to the plot area
-  s += "<g clip-path=\"url(#" + clip + ")\">";
-  const double base_y = p.log_y ? ay.px_lo : ay.map(std::clamp(0.0, ylo, yhi));
+// the histograms' bars and the reference lines
+void draw_bars_and_refs(std::string& s, const Plot& p, const Layout& f) {
+  const double left = f.left, top = f.top, pw = f.pw, ph = f.ph;
+  const Axis &ax = f.ax, &ay = f.ay;
+  const double base_y = p.log_y ? ay.px_lo : ay.map(std::clamp(0.0, f.ylo, f.yhi));
   for (const Bars& b : p.bars) {
     s += "<g fill=\"" + b.color + "\" fill-opacity=\"0.6\" stroke=\"" + b.color + "\" stroke-width=\"0.5\">";
     for (std::size_t i = 0; i + 1 < b.edges.size() && i < b.counts.size(); ++i) {
@@ -416,76 +445,112 @@ std::string render(const Plot& p) {
       if (!r.label.empty()) text(s, left + pw - 4, y - 4 < top + 10 ? y + 12 : y - 4, "end", r.label, ref_attrs);
     }
   }
-  for (const Line& l : p.lines) {
-    const std::size_t n = std::min(l.x.size(), l.y.size());
-    std::vector<double> yv(l.y.begin(), l.y.begin() + static_cast<std::ptrdiff_t>(n));
-    if (p.log_y)
-      for (double& v : yv)
-        if (!(v > 0)) v = std::nan("");
-    const auto keep = downsample(std::span(l.x.data(), n), yv, p.max_points_per_line, l.path);
-    if (keep.empty()) continue;
-    if (l.dots) {
-      s += "<g fill=\"" + l.color + "\"" + (l.opacity < 1 ? " fill-opacity=\"" + num2(l.opacity) + "\"" : "") + ">";
-      for (std::size_t i : keep)
-        s += "<circle cx=\"" + num(ax.map(l.x[i])) + "\" cy=\"" + num(ay.map(yv[i])) + "\" r=\"" +
-             num(std::max(1.0, l.width_px)) + "\"/>";
-      s += "</g>";
-      continue;
+}
+
+// the ±band as a shaded area under the line: along the top, back along the bottom; a NaN ends
+// one area and starts the next
+void draw_band(std::string& s, const Line& l, const std::vector<double>& yv, const std::vector<std::size_t>& keep,
+               const Layout& f) {
+  const Axis &ax = f.ax, &ay = f.ay;
+  std::vector<std::size_t> run;
+  auto flush = [&] {
+    if (run.size() >= 2) {
+      std::string a = "M";
+      for (std::size_t k = 0; k < run.size(); ++k)
+        a += (k ? "L" : "") + num(ax.map(l.x[run[k]])) + " " + num(ay.map(yv[run[k]] + l.band[run[k]]));
+      for (std::size_t k = run.size(); k-- > 0;)
+        a += "L" + num(ax.map(l.x[run[k]])) + " " + num(ay.map(yv[run[k]] - l.band[run[k]]));
+      s += "<path d=\"" + a + "Z\" fill=\"" + l.color + "\" fill-opacity=\"0.18\" stroke=\"none\"/>";
     }
-    if (l.band.size() >= n && !p.log_y) {
-      // the ±band as a shaded area under the line: along the top, back along the bottom;
-      // a NaN ends one area and starts the next
-      std::vector<std::size_t> run;
-      auto flush = [&] {
-        if (run.size() >= 2) {
-          std::string a = "M";
-          for (std::size_t k = 0; k < run.size(); ++k)
-            a += (k ? "L" : "") + num(ax.map(l.x[run[k]])) + " " + num(ay.map(yv[run[k]] + l.band[run[k]]));
-          for (std::size_t k = run.size(); k-- > 0;)
-            a += "L" + num(ax.map(l.x[run[k]])) + " " + num(ay.map(yv[run[k]] - l.band[run[k]]));
-          s += "<path d=\"" + a + "Z\" fill=\"" + l.color + "\" fill-opacity=\"0.18\" stroke=\"none\"/>";
-        }
-        run.clear();
-      };
-      for (std::size_t i : keep) {
-        if (std::isfinite(l.x[i]) && std::isfinite(yv[i]) && std::isfinite(l.band[i]))
-          run.push_back(i);
-        else
-          flush();
-      }
+    run.clear();
+  };
+  for (std::size_t i : keep) {
+    if (std::isfinite(l.x[i]) && std::isfinite(yv[i]) && std::isfinite(l.band[i]))
+      run.push_back(i);
+    else
       flush();
-    }
-    std::string d;
-    d.reserve(keep.size() * 14);
-    std::size_t prev = 0;
-    bool first = true;
-    for (std::size_t i : keep) {
-      // a gap in the indices that crosses a NaN starts a new sub-path
-      bool broken = first;
-      if (!first && i != prev + 1)
-        for (std::size_t j = prev + 1; j < i && !broken; ++j)
-          if (!std::isfinite(l.x[j]) || !std::isfinite(yv[j])) broken = true;
-      if (l.step && !broken) {
-        // a command holds until the next one: across at the old value, then up or down
-        d += 'H';
-        d += num(ax.map(l.x[i]));
-        d += 'V';
-        d += num(ay.map(yv[i]));
-      } else {
-        d += broken ? 'M' : 'L';
-        d += num(ax.map(l.x[i]));
-        d += ' ';
-        d += num(ay.map(yv[i]));
-      }
-      prev = i;
-      first = false;
-    }
-    s += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + l.color + "\" stroke-width=\"" + num(l.width_px) +
-         "\" stroke-linejoin=\"round\"" + (l.dashed ? " stroke-dasharray=\"6 3\"" : "") +
-         (l.opacity < 1 ? " stroke-opacity=\"" + num2(l.opacity) + "\"" : "") + "/>";
   }
+  flush();
+}
+
+// one line: its dots, or its band and its path
+void draw_line(std::string& s, const Plot& p, const Line& l, const Layout& f) {
+  const Axis &ax = f.ax, &ay = f.ay;
+  const std::size_t n = std::min(l.x.size(), l.y.size());
+  std::vector<double> yv(l.y.begin(), l.y.begin() + static_cast<std::ptrdiff_t>(n));
+  if (p.log_y)
+    for (double& v : yv)
+      if (!(v > 0)) v = std::nan("");
+  const auto keep = downsample(std::span(l.x.data(), n), yv, p.max_points_per_line, l.path);
+  if (keep.empty()) return;
+  if (l.dots) {
+    s += "<g fill=\"" + l.color + "\"" + (l.opacity < 1 ? " fill-opacity=\"" + num2(l.opacity) + "\"" : "") + ">";
+    for (std::size_t i : keep)
+      s += "<circle cx=\"" + num(ax.map(l.x[i])) + "\" cy=\"" + num(ay.map(yv[i])) + "\" r=\"" +
+           num(std::max(1.0, l.width_px)) + "\"/>";
+    s += "</g>";
+    return;
+  }
+  if (l.band.size() >= n && !p.log_y) draw_band(s, l, yv, keep, f);
+  std::string d;
+  d.reserve(keep.size() * 14);
+  std::size_t prev = 0;
+  bool first = true;
+  for (std::size_t i : keep) {
+    // a gap in the indices that crosses a NaN starts a new sub-path
+    bool broken = first;
+    if (!first && i != prev + 1)
+      for (std::size_t j = prev + 1; j < i && !broken; ++j)
+        if (!std::isfinite(l.x[j]) || !std::isfinite(yv[j])) broken = true;
+    if (l.step && !broken) {
+      // a command holds until the next one: across at the old value, then up or down
+      d += 'H';
+      d += num(ax.map(l.x[i]));
+      d += 'V';
+      d += num(ay.map(yv[i]));
+    } else {
+      d += broken ? 'M' : 'L';
+      d += num(ax.map(l.x[i]));
+      d += ' ';
+      d += num(ay.map(yv[i]));
+    }
+    prev = i;
+    first = false;
+  }
+  s += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + l.color + "\" stroke-width=\"" + num(l.width_px) +
+       "\" stroke-linejoin=\"round\"" + (l.dashed ? " stroke-dasharray=\"6 3\"" : "") +
+       (l.opacity < 1 ? " stroke-opacity=\"" + num2(l.opacity) + "\"" : "") + "/>";
+}
+
+}  // namespace
+
+std::string render(const Plot& p) {
+  Layout f;
+  data_ranges(p, f);
+  lay_out(p, f);
+  fit_axes(p, f);
+  const double W = f.W, H = f.H, left = f.left, top = f.top, pw = f.pw, ph = f.ph;
+
+  static std::atomic<int> plot_counter{0};
+  const std::string clip = "clip" + std::to_string(++plot_counter);
+  std::string s;
+  s.reserve(16 * 1024);
+  // every colour, font and stroke is an attribute here: the plot renders the same in any page,
+  // with or without the report's stylesheet (bench/correction writes plots into its own page)
+  s += "<svg class=\"plot\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) + " " + num(H) +
+       "\" role=\"img\" aria-label=\"" + escape(p.title) + "\" font-family=\"" + font_family + "\" font-size=\"11\">";
+  s += "<defs><clipPath id=\"" + clip + "\"><rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) +
+       "\" height=\"" + num(ph) + "\"/></clipPath></defs>";
+  s += "<rect x=\"0\" y=\"0\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" fill=\"#ffffff\"/>";
+  text(s, left, 17, "start", p.title, title_attrs);
+  draw_legend(s, f);
+  draw_grid(s, p, f);
+  // data, clipped to the plot area
+  s += "<g clip-path=\"url(#" + clip + ")\">";
+  draw_bars_and_refs(s, p, f);
+  for (const Line& l : p.lines) draw_line(s, p, l, f);
   s += "</g>";
-  if (!any) text(s, left + pw / 2, top + ph / 2, "middle", "no data", " font-size=\"13\" fill=\"#999\"");
+  if (!f.any) text(s, left + pw / 2, top + ph / 2, "middle", "no data", " font-size=\"13\" fill=\"#999\"");
   s += "<rect class=\"frame\" x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) + "\" height=\"" +
        num(ph) + "\" fill=\"none\" stroke=\"#9aa1ad\" stroke-width=\"1\"/>";
   s += "</svg>";
