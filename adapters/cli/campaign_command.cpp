@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tether test CAMPAIGN` and `tether test --merge DIR...` (docs/campaigns.md): the campaign
-// itself is adapters/campaign.hpp, its worker processes campaign_runner.hpp.
+// itself is the campaign room (adapters/campaign/: campaign.hpp, its workers runner.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "commands.hpp"
-#include "tether/adapters/campaign.hpp"
-#include "tether/adapters/campaign_runner.hpp"
+#include "tether/campaign/campaign.hpp"
+#include "tether/campaign/runner.hpp"
 #include "tether/scenario/config.hpp"
 
 namespace tether::cli {
@@ -38,8 +38,8 @@ std::string default_out(const std::string& name) {
 }
 
 // the table, the totals, where the results are; the exit code
-int report(const adapters::CampaignResult& result, const std::string& out_dir, bool interrupted) {
-  std::cout << adapters::verdict_table(result);
+int report(const campaign::CampaignResult& result, const std::string& out_dir, bool interrupted) {
+  std::cout << campaign::verdict_table(result);
   char line[256];
   std::snprintf(line, sizeof line, "campaign \"%s\": %zu runs, %zu passed, %zu failed", result.name.c_str(),
                 result.runs.size(), result.passed(), result.failed());
@@ -63,16 +63,16 @@ int merge(const TestOptions& options) {
     std::cerr << "tether: --merge takes output folders only (no campaign file, --shard, --set or --campaign-set)\n";
     return exit_usage;
   }
-  adapters::CampaignResult merged;
+  campaign::CampaignResult merged;
   try {
-    merged = adapters::merge_campaign_results(options.merge);
+    merged = campaign::merge_campaign_results(options.merge);
   } catch (const std::exception& e) {
     std::cerr << "tether: " << e.what() << '\n';
     return exit_usage;
   }
   const std::string out = options.out_dir.empty() ? default_out(merged.name + "-merged") : options.out_dir;
   std::string error;
-  if (!adapters::write_campaign_results(merged, out, &error)) {
+  if (!campaign::write_campaign_results(merged, out, &error)) {
     std::cerr << "tether: " << error << '\n';
     return exit_usage;
   }
@@ -88,25 +88,25 @@ int test_command(const TestOptions& options) {
     std::cerr << "tether: test needs a campaign file (or --merge DIR...)\n";
     return exit_usage;
   }
-  adapters::Campaign campaign;
+  campaign::Campaign campaign;
   try {
-    campaign = adapters::load_campaign(options.campaign, options.campaign_overrides);
+    campaign = campaign::load_campaign(options.campaign, options.campaign_overrides);
   } catch (const runtime::ConfigError& e) {
     for (const auto& line : e.errors()) std::cerr << line << '\n';
     std::cerr << e.errors().size() << (e.errors().size() == 1 ? " error" : " errors") << '\n';
     return exit_usage;
   }
-  const std::vector<adapters::PlannedRun> all = adapters::expand_campaign(campaign, options.overrides);
-  std::vector<adapters::PlannedRun> runs = all;
-  adapters::CampaignResult result;
+  const std::vector<campaign::PlannedRun> all = campaign::expand_campaign(campaign, options.overrides);
+  std::vector<campaign::PlannedRun> runs = all;
+  campaign::CampaignResult result;
   if (!options.shard.empty()) {
     std::size_t k = 0, n = 0;
     std::string error;
-    if (!adapters::parse_shard(options.shard, k, n, &error)) {
+    if (!campaign::parse_shard(options.shard, k, n, &error)) {
       std::cerr << "tether: " << error << '\n';
       return exit_usage;
     }
-    runs = adapters::shard_runs(all, k, n);
+    runs = campaign::shard_runs(all, k, n);
     result.shard = std::make_pair(k, n);
   }
   if (options.list) {
@@ -139,13 +139,13 @@ int test_command(const TestOptions& options) {
 
   result.name = campaign.name;
   result.file = options.campaign;
-  result.fingerprint = adapters::campaign_fingerprint(campaign, all);
+  result.fingerprint = campaign::campaign_fingerprint(campaign, all);
   result.total_runs = all.size();
   result.started = local_time("%Y-%m-%dT%H:%M:%S%z");
   const unsigned cores = std::thread::hardware_concurrency();
   result.jobs = static_cast<int>(options.jobs.value_or(cores > 0 ? cores : 1));
 
-  adapters::RunnerOptions runner;
+  campaign::RunnerOptions runner;
   std::error_code self_ec;
   runner.program = fs::read_symlink("/proc/self/exe", self_ec).string();
   if (self_ec) runner.program = "/proc/self/exe";
@@ -156,18 +156,18 @@ int test_command(const TestOptions& options) {
   std::size_t finished = 0;
   // each finished run: a line, and the results so far on disk (a campaign killed outright
   // still leaves them)
-  runner.on_finished = [&](const adapters::RunResult& r) {
+  runner.on_finished = [&](const campaign::RunResult& r) {
     ++finished;
     result.runs.push_back(r);
     std::sort(result.runs.begin(), result.runs.end(),
               [](const auto& a, const auto& b) { return a.plan.index < b.plan.index; });
     result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string error;
-    if (!adapters::write_campaign_results(result, out_dir, &error)) std::cerr << "tether: " << error << '\n';
+    if (!campaign::write_campaign_results(result, out_dir, &error)) std::cerr << "tether: " << error << '\n';
     if (options.quiet) return;
     char line[128];
     std::snprintf(line, sizeof line, "[%*zu/%zu] %s  ", static_cast<int>(std::to_string(runs.size()).size()), finished,
-                  runs.size(), r.verdict == adapters::RunVerdict::pass ? "PASS" : "FAIL");
+                  runs.size(), r.verdict == campaign::RunVerdict::pass ? "PASS" : "FAIL");
     std::string why = r.reason;
     if (r.exit_code && *r.exit_code == 6 && !r.failures.empty()) why = r.failures.front().message();
     std::snprintf(line + std::strlen(line), sizeof line - std::strlen(line), "(%.1f s) ", r.duration_s);
@@ -179,7 +179,7 @@ int test_command(const TestOptions& options) {
   std::cerr << ", " << runner.jobs << " at a time, into " << out_dir << '\n';
   bool interrupted = false;
   try {
-    result.runs = adapters::run_campaign(runs, runner, interrupted);
+    result.runs = campaign::run_campaign(runs, runner, interrupted);
   } catch (const std::exception& e) {
     std::cerr << "tether: " << e.what() << '\n';
     return exit_usage;
@@ -187,7 +187,7 @@ int test_command(const TestOptions& options) {
   result.interrupted = interrupted;
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string error;
-  if (!adapters::write_campaign_results(result, out_dir, &error)) {
+  if (!campaign::write_campaign_results(result, out_dir, &error)) {
     std::cerr << "tether: " << error << '\n';
     return exit_usage;
   }

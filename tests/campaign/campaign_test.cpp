@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Campaign files, their expansion into runs, judging a finished run, and the results
 // (campaign.json, junit.xml, index.html, merging slices) without running anything: the
-// command line and its worker processes are campaign_cli_test.cpp's.
+// command line and its worker processes are tests/adapters/campaign_cli_test.cpp's.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "tether/adapters/campaign.hpp"
+#include "tether/campaign/campaign.hpp"
 #include "tether/scenario/config.hpp"
 
-using namespace tether::adapters;
+using namespace tether::campaign;
 using tether::runtime::ConfigError;
 
 namespace {

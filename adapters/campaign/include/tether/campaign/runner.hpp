@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "tether/adapters/campaign.hpp"
+#include "tether/campaign/campaign.hpp"
 
-namespace tether::adapters {
+namespace tether::campaign {
 
 struct RunnerOptions {
   std::string program;         // the tether executable the workers run
@@ -30,4 +30,4 @@ struct RunnerOptions {
 std::vector<RunResult> run_campaign(const std::vector<PlannedRun>& runs, const RunnerOptions& options,
                                     bool& interrupted);
 
-}  // namespace tether::adapters
+}  // namespace tether::campaign

@@ -2,9 +2,10 @@
 // Test campaigns (`tether test CAMPAIGN`, docs/campaigns.md): a campaign file lists
 // scenarios crossed with seeds, override sets, fault sets and firmware builds, and
 // firmware-regression replays of recordings. This file reads it (positioned errors, as
-// scenario files), expands it into a stable list of runs, judges each finished run from its
-// exit status and session folder, and writes and merges the results (campaign.json,
-// junit.xml, index.html). Running the runs is campaign_runner.hpp's.
+// scenario files: src/campaign_file.cpp), expands it into a stable list of runs
+// (src/plan.cpp), judges each finished run from its exit status and session folder
+// (src/verdict.cpp), and writes and merges the results (campaign.json: src/results.cpp;
+// junit.xml, index.html: src/pages.cpp). Running the runs is runner.hpp's.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace tether::adapters {
+namespace tether::campaign {
 
 /// A scenario of the campaign: its file and the overrides that go with it.
 struct CampaignScenario {
@@ -185,4 +186,4 @@ bool write_campaign_results(const CampaignResult& result, const std::string& dir
 /// Throws std::runtime_error with a message for people.
 CampaignResult merge_campaign_results(const std::vector<std::string>& dirs);
 
-}  // namespace tether::adapters
+}  // namespace tether::campaign
