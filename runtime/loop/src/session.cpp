@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/loop/session.hpp"
-#include "tether/loop/goals.hpp"
+#include "tether/loop/goal_summary.hpp"
 
 #include <algorithm>
 #include <cstdio>
