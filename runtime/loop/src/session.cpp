@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/loop/session.hpp"
-#include "tether/loop/goals.hpp"
+#include "tether/loop/goal_summary.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "tether/loop/hal_bridge.hpp"
-#include "tether/loop/in_process.hpp"
 #include "tether/loop/realtime.hpp"
 #include "tether/recording/recorder.hpp"
 #include <spdlog/spdlog.h>
@@ -44,6 +43,8 @@ void copy_reply(const Reply& from, Reply& to) {
   to.logs.clear();
 }
 
+double seconds(std::int64_t ns) { return static_cast<double>(ns) * 1e-9; }
+
 }  // namespace
 
 const char* to_string(Outcome outcome) {
@@ -60,9 +61,12 @@ const char* to_string(Outcome outcome) {
 Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints, SessionOptions options)
     : scenario_(scenario), model_(scenario.model), endpoints_(std::move(endpoints)),
       processors_(make_feedback_processors(scenario)),
-      devices_(scenario.devices, scenario.loop.seed, scenario.model.bodies.size()), device_view_(model_, &hal_ray_cast),
-      options_(std::move(options)) {
-  device_wrenches_.resize(model_.bodies.size());
+      devices_(scenario, model_),
+      options_(std::move(options)),
+      checks_(scenario, processors_, endpoints_, model_, state_, devices_.bank, buffers_.report),
+      identify_(scenario, endpoints_) {
+  const std::size_t bodies = scenario_.model.bodies.size();
+  devices_.wrenches.resize(model_.bodies.size());
   control_ = options_.control;
   paused_ = control_ && options_.start_paused;
   forces_.reserve(16);
@@ -71,46 +75,23 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   steps_total_ = options_.steps.value_or(scenario_.loop.steps);
   state_ = scenario_.initial;
   history_ = StateStore(scenario_.loop.history_steps);
-  history_.reserve_bodies(scenario_.model.bodies.size());
+  history_.reserve_bodies(bodies);
   history_.push(state_);
-  projected_ = scenario_.initial;
-  before_ = scenario_.initial;
-  start_time_ns_ = scenario_.initial.time_ns;
-  plausible_box_ = plausible_box(model_, scenario_.loop.plausibility);
-  if (!scenario_.expectations.empty()) {
-    expectations_ = std::make_unique<Expectations>(scenario_.expectations, processors_, scenario_);
-    if (expectations_->needs_contacts()) step_report_.contacts.reserve(8 * scenario_.model.bodies.size() + 16);
-    expect_logs_.resize(endpoints_.size());
-  }
-  if (!scenario_.faults.empty()) {
-    faults_ = std::make_unique<FaultInjector>(scenario_.faults, endpoints_.size(), scenario_.loop.seed,
-                                              scenario_.initial.step, scenario_.loop.period_ns);
-    std::vector<ExpectationConfig> conditions;
-    fault_condition_index_.assign(scenario_.faults.size(), -1);
-    for (std::size_t i = 0; i < scenario_.faults.size(); ++i)
-      if (scenario_.faults[i].trigger == FaultTrigger::condition) {
-        fault_condition_index_[i] = static_cast<int>(conditions.size());
-        conditions.push_back(scenario_.faults[i].condition);
-      }
-    if (!conditions.empty()) {
-      fault_conditions_ = std::make_unique<Expectations>(conditions, processors_, scenario_);
-      if (fault_conditions_->needs_contacts()) step_report_.contacts.reserve(8 * scenario_.model.bodies.size() + 16);
-    }
-    fault_holds_.assign(scenario_.faults.size(), false);
-    fault_transitions_.reserve(scenario_.faults.size());
-    fault_logged_.assign(scenario_.faults.size(), 0);
-  }
-  const std::size_t bodies = scenario_.model.bodies.size();
-  measurements_.resize(model_.vehicles.size());
-  for (auto& m : measurements_) m.reserve(8);
+  buffers_.projected = scenario_.initial;
+  buffers_.before = scenario_.initial;
+  timing_.start_time_ns = scenario_.initial.time_ns;
+  gate_.box = plausible_box(model_, scenario_.loop.plausibility);
+  if (checks_.needs_contacts()) buffers_.report.contacts.reserve(8 * bodies + 16);
+  gate_.measurements.resize(model_.vehicles.size());
+  for (auto& m : gate_.measurements) m.reserve(8);
   inputs_.resize(bodies);
-  held_inputs_.resize(bodies);
+  buffers_.held_inputs.resize(bodies);
   // touching pairs for contact sensors: a few per body is plenty (more are counted, dropped)
-  if (!scenario_.devices.empty()) projection_report_.reserve_contacts(8 * bodies + 16);
+  if (!scenario_.devices.empty()) buffers_.projection_report.reserve_contacts(8 * bodies + 16);
   // the joints' loads for load cells (only then: the physics skips the work otherwise)
   for (const auto& d : scenario_.devices) {
-    if (d.kind == TETHER_KIND_TENSION) projection_report_.reserve_joint_loads(model_.joints.size());
-    if (d.kind == TETHER_KIND_ENCODER) encoders_ = true;
+    if (d.kind == TETHER_KIND_TENSION) buffers_.projection_report.reserve_joint_loads(model_.joints.size());
+    if (d.kind == TETHER_KIND_ENCODER) devices_.encoders = true;
   }
   slots_.resize(endpoints_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
@@ -121,46 +102,10 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
     }
     endpoints_[i]->safe_reply(slots_[i].safe);
   }
-  bind_identify();
 }
 
-// the `identify:` plan's endpoint and a check of its setpoints against its controller; a
-// replay's endpoints are not controllers (the recorded replies carry the manoeuvres)
-void Session::bind_identify() {
-  const IdentifyPlan& plan = scenario_.identify;
-  if (!plan.enabled || plan.endpoint_index < 0 || static_cast<std::size_t>(plan.endpoint_index) >= endpoints_.size())
-    return;
-  identify_ = dynamic_cast<InProcessEndpoint*>(endpoints_[static_cast<std::size_t>(plan.endpoint_index)].get());
-  if (!identify_) return;
-  const std::vector<std::string> names = identify_->controller().setpoint_names();
-  for (const IdentifyManoeuvre& m : plan.manoeuvres)
-    for (const auto& [name, value] : m.setpoints)
-      if (std::find(names.begin(), names.end(), name) == names.end() && m.node) {
-        std::string known;
-        for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-        (*m.node)[name.c_str()].error("the controller of endpoint \"" + plan.endpoint + "\" has no setpoint \"" + name +
-                                      "\" (" + (known.empty() ? "it has none" : "it has: " + known) + ")");
-      }
-  scenario_.throw_if_errors();
-}
-
-void Session::fly_identify(const StepContext& ctx) {
-  const IdentifyPlan& plan = scenario_.identify;
-  const int m = plan.manoeuvre_at(static_cast<double>(ctx.time_ns - scenario_.initial.time_ns) * 1e-9);
-  if (m < 0 || m == identify_manoeuvre_) return;
-  identify_manoeuvre_ = m;
-  std::string text = "identify: manoeuvre " + std::to_string(m + 1) + " of " + std::to_string(plan.manoeuvres.size());
-  const char* separator = ": ";
-  for (const auto& [name, value] : plan.manoeuvres[static_cast<std::size_t>(m)].setpoints) {
-    identify_->controller().set_setpoint(name, value);
-    char number[32];
-    std::snprintf(number, sizeof number, "%g", value);
-    text += separator + name + " " + number;
-    separator = ", ";
-  }
-  spdlog::info("{}", text);
-  if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 2, "identify", text);
-}
+Session::Devices::Devices(const Scenario& scenario, const WorldModel& model)
+    : bank(scenario.devices, scenario.loop.seed, scenario.model.bodies.size()), view(model, &hal_ray_cast) {}
 
 Session::~Session() {
   for (auto& e : endpoints_) e->stop();
@@ -176,16 +121,7 @@ void Session::abort(std::string reason, Outcome outcome) {
 }
 
 Outcome Session::run(const std::atomic<bool>& stop_requested) {
-  for (auto& e : endpoints_) {
-    e->attach_devices(&devices_);
-    try {
-      e->start(scenario_.model, state_);
-    } catch (const std::exception& ex) {
-      for (auto& started : endpoints_) started->stop();
-      end_control();
-      throw std::runtime_error("endpoint \"" + e->name() + "\" (" + e->type() + ") could not start: " + ex.what());
-    }
-  }
+  start_endpoints();
   if (rtf_ > 0) Pacer::reduce_timer_slack();
   if (const long cpus = sysconf(_SC_NPROCESSORS_ONLN); cpus > 0 && model_.threads > cpus)
     spdlog::warn(
@@ -196,19 +132,17 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
   std::optional<RealtimeGuard> realtime;
   if (scenario_.loop.realtime.any()) {
     realtime.emplace(scenario_.loop.realtime);
-    realtime_status_ = realtime->status();
+    timing_.realtime_status = realtime->status();
   }
   const auto t0 = SteadyClock::now();
   const std::int64_t wall_period_ns =
       rtf_ > 0 ? static_cast<std::int64_t>(static_cast<double>(scenario_.loop.period_ns) / rtf_) : 0;
   pacer_.start(t0, wall_period_ns);
   auto next_status = t0;
-  const auto status_every =
-      std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(options_.status_interval_s));
 
   end_step_ = state_.step + (steps_total_ - steps_done_);
   const bool hold = control_ && options_.hold_at_end;
-  profile_.enable(scenario_.loop.profile_phases);
+  timing_.profile.enable(scenario_.loop.profile_phases);
   while (steps_done_ < steps_total_ || hold) {
     enter(Phase::loop);
     if (stop_requested.load(std::memory_order_relaxed)) {
@@ -232,51 +166,81 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
     if (!go_on) break;
     ++steps_done_;
     if (control_) after_step_control();
-    enter(Phase::pace);
-    if (const auto deadline = pacer_.after_step(SteadyClock::now())) {
-      sleep_until(*deadline);
-      pacer_.woke(*deadline, SteadyClock::now());
-    }
-    if (options_.on_status) {
-      enter(Phase::status);
-      const auto now = SteadyClock::now();
-      if (now >= next_status) {
-        next_status = now + status_every;
-        LiveStatus s;
-        s.step = steps_done_;
-        s.steps_total = steps_total_;
-        s.sim_time_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
-        const double wall = std::chrono::duration<double>(now - t0).count();
-        s.achieved_rtf = wall > 0 ? s.sim_time_s / wall : 0;
-        s.step_p99_ns = step_time_ns_.percentile(0.99);
-        for (const auto& e : endpoints_) s.misses += e->counters.misses;
-        options_.on_status(s);
-      }
+    pace();
+    report_status(t0, next_status);
+  }
+  timing_.profile.stop();
+  end_run(stop_requested, t0);
+  return outcome_;
+}
+
+void Session::start_endpoints() {
+  for (auto& e : endpoints_) {
+    e->attach_devices(&devices_.bank);
+    try {
+      e->start(scenario_.model, state_);
+    } catch (const std::exception& ex) {
+      for (auto& started : endpoints_) started->stop();
+      end_control();
+      throw std::runtime_error("endpoint \"" + e->name() + "\" (" + e->type() + ") could not start: " + ex.what());
     }
   }
-  profile_.stop();
-  phase_ = nullptr;
+}
+
+// the pacer's absolute deadline (nothing to wait for as fast as possible)
+void Session::pace() {
+  enter(Phase::pace);
+  if (const auto deadline = pacer_.after_step(SteadyClock::now())) {
+    sleep_until(*deadline);
+    pacer_.woke(*deadline, SteadyClock::now());
+  }
+}
+
+// the live status line, at most every options_.status_interval_s
+void Session::report_status(SteadyClock::time_point started, SteadyClock::time_point& next_status) {
+  if (!options_.on_status) return;
+  enter(Phase::status);
+  const auto now = SteadyClock::now();
+  if (now < next_status) return;
+  next_status = now + std::chrono::duration_cast<SteadyClock::duration>(
+                          std::chrono::duration<double>(options_.status_interval_s));
+  LiveStatus s;
+  s.step = steps_done_;
+  s.steps_total = steps_total_;
+  s.sim_time_s = seconds(state_.time_ns - timing_.start_time_ns);
+  const double wall = std::chrono::duration<double>(now - started).count();
+  s.achieved_rtf = wall > 0 ? s.sim_time_s / wall : 0;
+  s.step_p99_ns = timing_.step_time_ns.percentile(0.99);
+  for (const auto& e : endpoints_) s.misses += e->counters.misses;
+  options_.on_status(s);
+}
+
+// the run is over: the verdicts, the outcome, the endpoints stopped
+void Session::end_run(const std::atomic<bool>& stop_requested, SteadyClock::time_point started) {
   if (stop_requested.load() && outcome_ == Outcome::completed && steps_done_ < steps_total_)
     outcome_ = Outcome::stopped;
-  if (faults_) faults_->finish(state_.step);
-  if (expectations_ && steps_done_ > 0) evaluate_expectations(StepContext{state_.step - 1, state_.time_ns, 0}, true);
-  if (expectations_ && steps_done_ == 0) expectations_->not_run();
-  // every step ran, but not with every endpoint: say so (policy hold/safe carried it on)
-  if (outcome_ == Outcome::completed)
-    for (const auto& e : endpoints_)
-      if (e->counters.faults > 0) {
-        outcome_ = Outcome::faulted;
-        abort_reason_ = "endpoint \"" + e->name() + "\" faulted (" + e->fault_message() + "); its policy " +
-                        to_string(e->policy()) + " carried the session on for " + std::to_string(e->counters.faults) +
-                        " steps";
-        spdlog::warn("{}", abort_reason_);
-        if (recorder_) recorder_->event(state_.step, state_.time_ns, 4, "session", abort_reason_);
-        break;
-      }
-  wall_time_s_ = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  checks_.finish_faults(state_.step);
+  if (checks_.has_expectations() && steps_done_ > 0)
+    expect(StepContext{state_.step - 1, state_.time_ns, 0}, true);
+  if (steps_done_ == 0) checks_.not_run();
+  if (outcome_ == Outcome::completed) note_endpoint_faults();
+  timing_.wall_time_s = std::chrono::duration<double>(SteadyClock::now() - started).count();
   end_control();
   for (auto& e : endpoints_) e->stop();
-  return outcome_;
+}
+
+// every step ran, but not with every endpoint: say so (policy hold/safe carried it on)
+void Session::note_endpoint_faults() {
+  for (const auto& e : endpoints_)
+    if (e->counters.faults > 0) {
+      outcome_ = Outcome::faulted;
+      abort_reason_ = "endpoint \"" + e->name() + "\" faulted (" + e->fault_message() + "); its policy " +
+                      to_string(e->policy()) + " carried the session on for " + std::to_string(e->counters.faults) +
+                      " steps";
+      spdlog::warn("{}", abort_reason_);
+      if (recorder_) recorder_->event(state_.step, state_.time_ns, 4, "session", abort_reason_);
+      return;
+    }
 }
 
 void Session::endpoint_threw(std::size_t index, const StepContext& ctx, const char* call, const char* what) {
@@ -286,9 +250,9 @@ void Session::endpoint_threw(std::size_t index, const StepContext& ctx, const ch
 }
 
 void Session::step_threw(const char* what) {
-  abort(
-      std::string("step ") + std::to_string(state_.step) + " failed in phase " + (phase_ ? phase_ : "?") + ": " + what,
-      Outcome::failed);
+  const char* in = phase();
+  abort(std::string("step ") + std::to_string(state_.step) + " failed in phase " + (in ? in : "?") + ": " + what,
+        Outcome::failed);
 }
 
 template <class Call>
@@ -304,82 +268,140 @@ bool Session::guarded_processor(std::size_t index, const StepContext& ctx, Call&
   }
   const FeedbackProcessor& p = *processors_[index];
   abort("feedback processor \"" + p.name() + "\" (" + p.type() + ") threw at step " + std::to_string(ctx.step) +
-            " in phase " + phase_ + ": " + message,
+            " in phase " + phase() + ": " + message,
         Outcome::failed);
   return false;
 }
 
-// what expectations and fault conditions read: the step's state, devices, endpoints, report
-ExpectationStep Session::expectation_step(const StepContext& ctx) const {
-  ExpectationStep s;
-  s.step = ctx.step;
-  s.t_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
-  s.model = &model_;
-  s.state = &state_;
-  s.devices = &devices_;
-  s.endpoints = &endpoints_;
-  s.report = &step_report_;
-  return s;
+// One step, k -> k+1 (docs/architecture.md, "One step"): each phase enters its Phase, and
+// those with nothing to do in this session (no recorder, faults, devices, plan,
+// expectations) return at once. False: the session ends here.
+bool Session::run_step(const std::atomic<bool>& stop_requested) {
+  const auto began = SteadyClock::now();
+  const StepContext ctx{state_.step, state_.time_ns, scenario_.loop.period_ns};
+  save_keyframe(ctx);
+  begin_faults(ctx);
+  if (!project(ctx)) return false;
+  sense(ctx);
+  fly_identify(ctx);
+  publish(ctx);
+  if (!gather(ctx, stop_requested)) return false;
+  if (!pre(ctx)) return false;
+  if (!advance(ctx)) return false;
+  if (!post(ctx)) return false;
+  expect(ctx, false);
+  emit(ctx);
+  if (!record(ctx, time_step(began))) return false;
+  return after_step();
 }
 
-// the step's data for `expect:` (the state after the step); `last`: the end of the run
-void Session::evaluate_expectations(const StepContext& ctx, bool last) {
-  for (std::size_t i = 0; i < slots_.size(); ++i)
-    expect_logs_[i] = slots_[i].fresh && slots_[i].applied ? std::span<const LogLine>(slots_[i].applied->logs)
-                                                           : std::span<const LogLine>();
-  ExpectationStep s = expectation_step(ctx);
-  s.logs = expect_logs_;
-  if (last)
-    expectations_->finish(s);
-  else
-    expectations_->evaluate(s);
+// keyframe: every keyframe_every_steps, S_k and what the next step depends on, to the recorder
+void Session::save_keyframe(const StepContext& ctx) {
+  if (!recorder_ || (state_.step - scenario_.initial.step) % scenario_.recording.keyframe_every_steps != 0) return;
+  enter(Phase::keyframe);
+  if (std::string* bytes = recorder_->keyframe_buffer()) {
+    keyframe(buffers_.keyframe);
+    encode_keyframe(buffers_.keyframe, *bytes);
+    recorder_->push_keyframe(bytes, ctx.step, ctx.time_ns);
+  }
 }
 
-// the faults of this step: `if:` conditions on S_k, starts and ends (logged and recorded
-// as events), each endpoint's link plan
+// faults: which act in this step (conditions on S_k), and each endpoint's link plan
 void Session::begin_faults(const StepContext& ctx) {
-  if (fault_conditions_) {
-    const ExpectationStep s = expectation_step(ctx);
-    for (std::size_t i = 0; i < fault_holds_.size(); ++i)
-      fault_holds_[i] = fault_condition_index_[i] >= 0 &&
-                        fault_conditions_->holds_now(static_cast<std::size_t>(fault_condition_index_[i]), s);
-  }
-  faults_->begin_step(ctx.step, fault_holds_, devices_, fault_transitions_);
-  for (const FaultTransition& t : fault_transitions_) {
-    const FaultConfig& f = faults_->faults()[t.fault];
-    const std::string target = f.endpoint >= 0
-                                   ? "endpoint \"" + endpoints_[static_cast<std::size_t>(f.endpoint)]->name() + "\""
-                                   : devices_.full_name(static_cast<std::size_t>(f.device));
-    const std::string text = "fault \"" + f.name + "\" (" + to_string(f.kind) + " on " + target + ") " +
-                             (t.started ? "starts" : "ends") + " at step " + std::to_string(ctx.step);
-    // the first starts and ends of each fault go to the log; all of them are events
-    int& logged = fault_logged_[t.fault];
-    if (logged < max_logged_fault_transitions)
-      spdlog::info(
-          "{}{}", text,
-          ++logged == max_logged_fault_transitions ? " (its further starts and ends are in the recording only)" : "");
-    if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 3, "faults", text);
-  }
+  if (!checks_.has_faults()) return;
+  enter(Phase::faults);
+  checks_.begin_faults(ctx, timing_.start_time_ns, recorder_);
   for (std::size_t i = 0; i < endpoints_.size(); ++i) {
     if (slots_[i].faulted) continue;
     try {
-      endpoints_[i]->set_link_faults(faults_->link(i));
+      endpoints_[i]->set_link_faults(checks_.faults()->link(i));
     } catch (const std::exception& ex) {
       endpoint_threw(i, ctx, "set_link_faults", ex.what());
     }
   }
 }
 
+// project: S'_{k+1} from S_k with the inputs held from step k-1
+bool Session::project(const StepContext& ctx) {
+  enter(Phase::project);
+  WorldState& projected = buffers_.projected;
+  projected.step = state_.step;
+  projected.time_ns = state_.time_ns;
+  projected.bodies.assign(state_.bodies.begin(), state_.bodies.end());
+  if (step(model_, projected, buffers_.held_inputs, seconds(ctx.period_ns), &buffers_.projection_report,
+           buffers_.scratch) != StepStatus::ok) {
+    abort("numerical fault (NaN/Inf) in the projection of step " + std::to_string(ctx.step));
+    return false;
+  }
+  return true;
+}
+
+// sense: the devices sample the projected state, what the participants are told about
+// S'_{k+1}; then the active device faults rewrite their readings
+void Session::sense(const StepContext& ctx) {
+  if (!devices_.bank.size()) return;
+  enter(Phase::sense);
+  const double dt = seconds(ctx.period_ns);
+  DeviceWorld& view = devices_.view;
+  // contact sensors read the contacts of this same projected step
+  to_hal_contacts(buffers_.projection_report.contacts, dt, view.contacts);
+  // load cells (tension sensors) read the joints' loads of it
+  to_hal_joint_loads(model_, buffers_.projection_report.joint_loads, dt, view.joint_loads);
+  // encoders read the joints' coordinates in the projected state
+  if (devices_.encoders) to_hal_joint_motion(model_, buffers_.projected, view.joint_motion);
+  view.update(buffers_.projected, &state_, dt);
+  devices_.bank.sense(view, buffers_.projected.time_ns);
+  if (checks_.has_faults()) checks_.faults()->apply_devices(devices_.bank, ctx.step);
+}
+
+// identify: the excitation plan's manoeuvre for this step, set on its controller
+void Session::fly_identify(const StepContext& ctx) {
+  if (!identify_.active()) return;
+  enter(Phase::identify);
+  identify_.fly(ctx, recorder_);
+}
+
+// publish: to everyone first, so that replies are produced concurrently
+void Session::publish(const StepContext& ctx) {
+  enter(Phase::publish);
+  for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+    slots_[i].published_at = SteadyClock::now();
+    if (slots_[i].faulted) continue;
+    try {
+      if (!endpoints_[i]->publish(ctx, buffers_.projected)) slots_[i].faulted = true;
+    } catch (const std::exception& ex) {
+      endpoint_threw(i, ctx, "publish", ex.what());
+    } catch (...) {
+      endpoint_threw(i, ctx, "publish", "an exception that is not a std::exception");
+    }
+  }
+}
+
+// gather: each endpoint against its own deadline; the policy decides what a miss applies
+bool Session::gather(const StepContext& ctx, const std::atomic<bool>& stop_requested) {
+  enter(Phase::gather);
+  for (Slot& slot : slots_) {
+    slot.applied = nullptr;
+    slot.fresh = false;
+    if (!gather_one(slot, ctx, stop_requested)) {
+      if (outcome_ != Outcome::aborted) outcome_ = Outcome::stopped;
+      return false;
+    }
+  }
+  return true;
+}
+
 // a NaN or infinite actuator command (the device keeps its previous one): each goes into the
 // recording's events, the first per device to the log too
 void Session::nonfinite_command(const Slot& slot, std::size_t device, const StepContext& ctx) {
-  ++nonfinite_commands_;
+  ++devices_.nonfinite_commands;
   const std::string& source = endpoints_[static_cast<std::size_t>(&slot - slots_.data())]->name();
   const std::string text =
-      "non-finite (NaN/Inf) command for " + devices_.full_name(device) + " refused; the previous command stays";
-  if (nonfinite_logged_.size() < devices_.size()) nonfinite_logged_.resize(devices_.size(), false);
-  if (!nonfinite_logged_[device]) {
-    nonfinite_logged_[device] = true;
+      "non-finite (NaN/Inf) command for " + devices_.bank.full_name(device) + " refused; the previous command stays";
+  std::vector<bool>& logged = devices_.nonfinite_logged;
+  if (logged.size() < devices_.bank.size()) logged.resize(devices_.bank.size(), false);
+  if (!logged[device]) {
+    logged[device] = true;
     spdlog::warn("endpoint \"{}\" at step {}: {} (further ones are counted)", source, ctx.step, text);
   }
   if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 4, source, text);
@@ -453,187 +475,156 @@ bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<b
   return false;
 }
 
-bool Session::run_step(const std::atomic<bool>& stop_requested) {
-  const auto t_begin = SteadyClock::now();
-  const double dt = static_cast<double>(scenario_.loop.period_ns) * 1e-9;
-  const StepContext ctx{state_.step, state_.time_ns, scenario_.loop.period_ns};
-  if (recorder_ && (state_.step - scenario_.initial.step) % scenario_.recording.keyframe_every_steps == 0) {
-    enter(Phase::keyframe);
-    if (std::string* bytes = recorder_->keyframe_buffer()) {
-      keyframe(keyframe_);
-      encode_keyframe(keyframe_, *bytes);
-      recorder_->push_keyframe(bytes, ctx.step, ctx.time_ns);
-    }
-  }
-
-  if (faults_) {
-    enter(Phase::faults);
-    begin_faults(ctx);
-  }
-
-  // 1 project: S'_{k+1} from S_k with the inputs held from step k-1
-  enter(Phase::project);
-  projected_.step = state_.step;
-  projected_.time_ns = state_.time_ns;
-  projected_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
-  if (step(model_, projected_, held_inputs_, dt, &projection_report_, scratch_) != StepStatus::ok) {
-    abort("numerical fault (NaN/Inf) in the projection of step " + std::to_string(ctx.step));
-    return false;
-  }
-  // sensors sample the projected state: what the participants are told about S'_{k+1}
-  if (devices_.size()) {
-    enter(Phase::sense);
-    // contact sensors read the contacts of this same projected step
-    to_hal_contacts(projection_report_.contacts, dt, device_view_.contacts);
-    // load cells (tension sensors) read the joints' loads of it
-    to_hal_joint_loads(model_, projection_report_.joint_loads, dt, device_view_.joint_loads);
-    // encoders read the joints' coordinates in the projected state
-    if (encoders_) to_hal_joint_motion(model_, projected_, device_view_.joint_motion);
-    device_view_.update(projected_, &state_, dt);
-    devices_.sense(device_view_, projected_.time_ns);
-    if (faults_) faults_->apply_devices(devices_, ctx.step);
-  }
-
-  if (identify_) {
-    enter(Phase::identify);
-    fly_identify(ctx);
-  }
-
-  // 2 publish to everyone first, so that replies are produced concurrently
-  enter(Phase::publish);
-  for (std::size_t i = 0; i < endpoints_.size(); ++i) {
-    slots_[i].published_at = SteadyClock::now();
-    if (slots_[i].faulted) continue;
-    try {
-      if (!endpoints_[i]->publish(ctx, projected_)) slots_[i].faulted = true;
-    } catch (const std::exception& ex) {
-      endpoint_threw(i, ctx, "publish", ex.what());
-    } catch (...) {
-      endpoint_threw(i, ctx, "publish", "an exception that is not a std::exception");
-    }
-  }
-
-  // 3 gather, each against its own deadline; the policy decides what a miss applies
-  enter(Phase::gather);
-  for (Slot& slot : slots_) {
-    slot.applied = nullptr;
-    slot.fresh = false;
-    if (!gather_one(slot, ctx, stop_requested)) {
-      if (outcome_ != Outcome::aborted) outcome_ = Outcome::stopped;
-      return false;
-    }
-  }
-
-  // 4 pre-advance: replies become this step's inputs; fresh measurements go to the
-  // vehicle's processors (a held reply's measurements are old news and are not reused)
+// pre: the applied replies become this step's inputs (wrenches summed per body, in endpoint
+// order); a fresh reply's firmware logs go to the log and its measurements through the
+// plausibility gate to the vehicle's processors (a held reply's are old news, not reused);
+// then the operator's commands and forces, the actuators' commands and forces, and the
+// `model` and `pre` processors
+bool Session::pre(const StepContext& ctx) {
   enter(Phase::pre);
   inputs_.clear();
-  for (auto& m : measurements_) m.clear();
+  for (auto& m : gate_.measurements) m.clear();
   for (const Slot& slot : slots_) {
-    for (const auto& [body, w] : slot.applied->wrenches) {
-      if (body >= inputs_.wrenches.size()) continue;
-      BodyWrench& in = inputs_.wrenches[body];
-      in.force_world_n += w.force_world_n;
-      in.torque_world_nm += w.torque_world_nm;
-      in.force_body_n += w.force_body_n;
-      in.torque_body_nm += w.torque_body_nm;
-    }
+    add_wrenches(slot);
     if (!slot.fresh) continue;
-    for (const LogLine& line : slot.applied->logs) {
-      const std::string& source = endpoints_[static_cast<std::size_t>(&slot - slots_.data())]->name();
-      // the firmware's own level: 0 info, 1 warning, 2 error (anything above: error)
-      const auto level = line.level == 0   ? spdlog::level::info
-                         : line.level == 1 ? spdlog::level::warn
-                                           : spdlog::level::err;
-      spdlog::log(level, "[{}] {}", source, line.text);
-      if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 2 + line.level, source, line.text);
-    }
-    // the gate: each measurement against the world and the same body's in the endpoint's
-    // previous reply (after the swap in gather_one, slot.reply holds that one)
-    Endpoint& ep = *endpoints_[static_cast<std::size_t>(&slot - slots_.data())];
-    for (const Measurement& m : slot.applied->measurements) {
-      if (m.body >= model_.bodies.size()) continue;
-      const Measurement* previous = nullptr;
-      for (const Measurement& p : slot.reply.measurements)
-        if (p.body == m.body) previous = &p;
-      if (const char* why =
-              implausible(m, previous, scenario_.loop.period_ns, plausible_box_, scenario_.loop.plausibility)) {
-        if (ep.counters.implausible++ == 0) {
-          const std::string text = "measurement of " + model_.bodies[m.body].name + " at step " +
-                                   std::to_string(ctx.step) + " rejected: " + why +
-                                   " (loop.plausibility; further ones are counted)";
-          spdlog::warn("endpoint \"{}\": {}", ep.name(), text);
-          if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 4, ep.name(), text);
-        }
-        continue;
-      }
-      measurements_[static_cast<std::size_t>(model_.bodies[m.body].vehicle)].push_back(m);
-    }
+    forward_logs(slot, ctx);
+    gate_measurements(slot, ctx);
   }
   // operator commands of this step (recorded with it), then the operator forces acting now
   apply_operator_inputs(ctx);
-  // actuator commands of the applied replies, then the actuators' forces from S_k
-  if (devices_.size()) {
-    for (const Slot& slot : slots_)
-      for (const DeviceCommand& c : slot.applied->commands)
-        if (c.device >= devices_.size()) {
-          ++invalid_commands_;
-        } else {
-          // size and value refusals are counted by the bank itself
-          const hal::Status st = devices_.command(c.device, c.bytes.data(), c.size);
-          if (st == hal::Status::unknown_device || st == hal::Status::invalid_operation) ++invalid_commands_;
-          if (st == hal::Status::invalid_value) nonfinite_command(slot, c.device, ctx);
-        }
-    device_view_.update(state_, nullptr, dt, &inputs_);
-    devices_.actuate(device_view_, dt, device_wrenches_);
-    add_device_wrenches(device_wrenches_, inputs_);
+  command_devices(ctx);
+  return pre_processors(ctx);
+}
+
+void Session::add_wrenches(const Slot& slot) {
+  for (const auto& [body, w] : slot.applied->wrenches) {
+    if (body >= inputs_.wrenches.size()) continue;
+    BodyWrench& in = inputs_.wrenches[body];
+    in.force_world_n += w.force_world_n;
+    in.torque_world_nm += w.torque_world_nm;
+    in.force_body_n += w.force_body_n;
+    in.torque_body_nm += w.torque_body_nm;
   }
-  auto feedback_context = [&](int vehicle) {
-    FeedbackContext fc;
-    fc.step = ctx.step;
-    fc.time_ns = ctx.time_ns;
-    fc.dt_s = dt;
-    fc.vehicle = vehicle;
-    fc.measurements = measurements_[static_cast<std::size_t>(vehicle)];
-    return fc;
-  };
+}
+
+// a firmware's LOG lines at its own level: 0 info, 1 warning, 2 error (anything above: error)
+void Session::forward_logs(const Slot& slot, const StepContext& ctx) {
+  for (const LogLine& line : slot.applied->logs) {
+    const std::string& source = endpoints_[static_cast<std::size_t>(&slot - slots_.data())]->name();
+    const auto level = line.level == 0   ? spdlog::level::info
+                       : line.level == 1 ? spdlog::level::warn
+                                         : spdlog::level::err;
+    spdlog::log(level, "[{}] {}", source, line.text);
+    if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 2 + line.level, source, line.text);
+  }
+}
+
+// the gate: each measurement against the world and the same body's in the endpoint's
+// previous reply (after the swap in gather_one, slot.reply holds that one)
+void Session::gate_measurements(const Slot& slot, const StepContext& ctx) {
+  Endpoint& ep = *endpoints_[static_cast<std::size_t>(&slot - slots_.data())];
+  for (const Measurement& m : slot.applied->measurements) {
+    if (m.body >= model_.bodies.size()) continue;
+    const Measurement* previous = nullptr;
+    for (const Measurement& p : slot.reply.measurements)
+      if (p.body == m.body) previous = &p;
+    if (const char* why = implausible(m, previous, scenario_.loop.period_ns, gate_.box, scenario_.loop.plausibility)) {
+      if (ep.counters.implausible++ == 0) {
+        const std::string text = "measurement of " + model_.bodies[m.body].name + " at step " +
+                                 std::to_string(ctx.step) + " rejected: " + why +
+                                 " (loop.plausibility; further ones are counted)";
+        spdlog::warn("endpoint \"{}\": {}", ep.name(), text);
+        if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 4, ep.name(), text);
+      }
+      continue;
+    }
+    gate_.measurements[static_cast<std::size_t>(model_.bodies[m.body].vehicle)].push_back(m);
+  }
+}
+
+// actuator commands of the applied replies, then the actuators' forces from S_k
+void Session::command_devices(const StepContext& ctx) {
+  hal::DeviceBank& bank = devices_.bank;
+  if (!bank.size()) return;
+  for (const Slot& slot : slots_)
+    for (const DeviceCommand& c : slot.applied->commands)
+      if (c.device >= bank.size()) {
+        ++devices_.invalid_commands;
+      } else {
+        // size and value refusals are counted by the bank itself
+        const hal::Status st = bank.command(c.device, c.bytes.data(), c.size);
+        if (st == hal::Status::unknown_device || st == hal::Status::invalid_operation) ++devices_.invalid_commands;
+        if (st == hal::Status::invalid_value) nonfinite_command(slot, c.device, ctx);
+      }
+  const double dt = seconds(ctx.period_ns);
+  devices_.view.update(state_, nullptr, dt, &inputs_);
+  bank.actuate(devices_.view, dt, devices_.wrenches);
+  add_device_wrenches(devices_.wrenches, inputs_);
+}
+
+FeedbackContext Session::feedback_context(const StepContext& ctx, std::size_t processor) const {
+  FeedbackContext fc;
+  fc.step = ctx.step;
+  fc.time_ns = ctx.time_ns;
+  fc.dt_s = seconds(ctx.period_ns);
+  fc.vehicle = scenario_.feedback[processor].vehicle;
+  fc.measurements = gate_.measurements[static_cast<std::size_t>(fc.vehicle)];
+  return fc;
+}
+
+// the `model` and `pre` processors, in the order the scenario lists them
+bool Session::pre_processors(const StepContext& ctx) {
   for (std::size_t i = 0; i < processors_.size(); ++i) {
     FeedbackProcessor& p = *processors_[i];
-    const int vehicle = scenario_.feedback[i].vehicle;
     if (!guarded_processor(i, ctx, [&] {
-          if (p.phase() == FeedbackPhase::model) p.update_model(feedback_context(vehicle), model_, state_, inputs_);
-          if (p.phase() == FeedbackPhase::pre) p.pre(feedback_context(vehicle), model_, state_, inputs_);
+          if (p.phase() == FeedbackPhase::model) p.update_model(feedback_context(ctx, i), model_, state_, inputs_);
+          if (p.phase() == FeedbackPhase::pre) p.pre(feedback_context(ctx, i), model_, state_, inputs_);
         }))
       return false;
   }
+  return true;
+}
 
-  // 5 advance
+// advance: S_{k+1} = step(model, S_k, inputs, dt), S_k kept for the post processors
+bool Session::advance(const StepContext& ctx) {
   enter(Phase::advance);
-  before_.step = state_.step;
-  before_.time_ns = state_.time_ns;
-  before_.bodies.assign(state_.bodies.begin(), state_.bodies.end());
-  if (step(model_, state_, inputs_, dt, &step_report_, scratch_) != StepStatus::ok) {
+  buffers_.before.step = state_.step;
+  buffers_.before.time_ns = state_.time_ns;
+  buffers_.before.bodies.assign(state_.bodies.begin(), state_.bodies.end());
+  if (step(model_, state_, inputs_, seconds(ctx.period_ns), &buffers_.report, buffers_.scratch) != StepStatus::ok) {
     abort("numerical fault (NaN/Inf) while advancing step " + std::to_string(ctx.step));
     return false;
   }
-  substeps_total_ += step_report_.substeps;
+  timing_.substeps_total += buffers_.report.substeps;
+  return true;
+}
 
-  // 6 post-advance corrections of the state
+// post: the `post` processors correct S_{k+1}
+bool Session::post(const StepContext& ctx) {
   enter(Phase::post);
   for (std::size_t i = 0; i < processors_.size(); ++i) {
     FeedbackProcessor& p = *processors_[i];
     if (p.phase() != FeedbackPhase::post) continue;
-    if (!guarded_processor(i, ctx,
-                           [&] { p.post(feedback_context(scenario_.feedback[i].vehicle), model_, before_, state_); }))
+    if (!guarded_processor(i, ctx, [&] { p.post(feedback_context(ctx, i), model_, buffers_.before, state_); }))
       return false;
   }
+  return true;
+}
 
-  if (expectations_) {
-    enter(Phase::expect);
-    evaluate_expectations(ctx, false);
-  }
+// expect: the expectations due at this step, on S_{k+1} and the replies' LOG lines; `last`:
+// the end of the run (after the last step, not a phase of one)
+void Session::expect(const StepContext& ctx, bool last) {
+  if (!checks_.has_expectations()) return;
+  if (!last) enter(Phase::expect);
+  const std::span<std::span<const LogLine>> logs = checks_.logs();
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    logs[i] = slots_[i].fresh && slots_[i].applied ? std::span<const LogLine>(slots_[i].applied->logs)
+                                                   : std::span<const LogLine>();
+  checks_.expect(ctx.step, timing_.start_time_ns, last);
+}
 
-  // 7 emit the actual state; hand the step to the recorder
+// emit: the endpoints see S_{k+1} (a throw here faults the endpoint from the next step)
+void Session::emit(const StepContext& ctx) {
   enter(Phase::emit);
   history_.push(state_);
   for (std::size_t i = 0; i < endpoints_.size(); ++i) {
@@ -645,40 +636,52 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
       endpoint_threw(i, ctx, "emit", "an exception that is not a std::exception");
     }
   }
-  std::swap(held_inputs_, inputs_);
+  std::swap(buffers_.held_inputs, inputs_);
+}
 
+// the step's wall time, from its start to the end of emit (the recorder's hand-over is not in it)
+std::uint64_t Session::time_step(SteadyClock::time_point began) {
   const auto step_ns = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t_begin).count());
-  step_time_ns_.record(step_ns);
-  if (recorder_) {
-    // copies only: the writer thread hashes and encodes them (Recorder::StepItem)
-    enter(Phase::record);
-    Recorder::StepItem& item = recorder_->step_staging();
-    StepRecord& rec = item.record;
-    rec.step = ctx.step;
-    rec.time_ns = ctx.time_ns;
-    rec.state_hash = 0;  // the writer's: hash_state(item.actual)
-    rec.step_time_ns = step_ns;
-    rec.slots.resize(slots_.size());
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      SlotRecord& r = rec.slots[i];
-      r.outcome = slots_[i].outcome;
-      r.round_trip_ns = slots_[i].round_trip_ns;
-      if (r.outcome == SlotOutcome::fresh) {
-        r.reply.step = slots_[i].last.step;
-        r.reply.wrenches.assign(slots_[i].last.wrenches.begin(), slots_[i].last.wrenches.end());
-        r.reply.commands.assign(slots_[i].last.commands.begin(), slots_[i].last.commands.end());
-        r.reply.measurements.assign(slots_[i].last.measurements.begin(), slots_[i].last.measurements.end());
-      }
+      std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - began).count());
+  timing_.step_time_ns.record(step_ns);
+  return step_ns;
+}
+
+// record: copies only, swapped into the recorder's ring; the writer thread hashes and
+// encodes them (Recorder::StepItem)
+bool Session::record(const StepContext& ctx, std::uint64_t step_ns) {
+  if (!recorder_) return true;
+  enter(Phase::record);
+  Recorder::StepItem& item = recorder_->step_staging();
+  StepRecord& rec = item.record;
+  rec.step = ctx.step;
+  rec.time_ns = ctx.time_ns;
+  rec.state_hash = 0;  // the writer's: hash_state(item.actual)
+  rec.step_time_ns = step_ns;
+  rec.slots.resize(slots_.size());
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    SlotRecord& r = rec.slots[i];
+    r.outcome = slots_[i].outcome;
+    r.round_trip_ns = slots_[i].round_trip_ns;
+    if (r.outcome == SlotOutcome::fresh) {
+      r.reply.step = slots_[i].last.step;
+      r.reply.wrenches.assign(slots_[i].last.wrenches.begin(), slots_[i].last.wrenches.end());
+      r.reply.commands.assign(slots_[i].last.commands.begin(), slots_[i].last.commands.end());
+      r.reply.measurements.assign(slots_[i].last.measurements.begin(), slots_[i].last.measurements.end());
     }
-    item.actual = state_;
-    item.projected = projected_;
-    item.values.clear();
-    for (std::size_t i = 0; i < processors_.size(); ++i)
-      if (!guarded_processor(i, ctx, [&] { processors_[i]->record(item.values); })) return false;
-    item.take_sensors(devices_);
-    recorder_->push(Recorder::ItemKind::step, ctx.step, ctx.time_ns);
   }
+  item.actual = state_;
+  item.projected = buffers_.projected;
+  item.values.clear();
+  for (std::size_t i = 0; i < processors_.size(); ++i)
+    if (!guarded_processor(i, ctx, [&] { processors_[i]->record(item.values); })) return false;
+  item.take_sensors(devices_.bank);
+  recorder_->push(Recorder::ItemKind::step, ctx.step, ctx.time_ns);
+  return true;
+}
+
+// after_step: SessionOptions::after_step sees S_{k+1} and may stop the session (replay's check)
+bool Session::after_step() {
   enter(Phase::after_step);
   if (options_.after_step && !options_.after_step(state_)) {
     ++steps_done_;  // the step itself completed
@@ -705,7 +708,7 @@ void Session::keyframe(Keyframe& k) const {
   k.state.step = state_.step;
   k.state.time_ns = state_.time_ns;
   k.state.bodies.assign(state_.bodies.begin(), state_.bodies.end());
-  k.held_inputs.wrenches.assign(held_inputs_.wrenches.begin(), held_inputs_.wrenches.end());
+  k.held_inputs.wrenches.assign(buffers_.held_inputs.wrenches.begin(), buffers_.held_inputs.wrenches.end());
   k.last_replies.resize(slots_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) copy_reply(slots_[i].last, k.last_replies[i]);
   serialize_model_params(model_, k.model_params);
@@ -715,9 +718,9 @@ void Session::keyframe(Keyframe& k) const {
     processors_[i]->snapshot(k.processor_state[i]);
   }
   k.devices.clear();
-  devices_.snapshot(k.devices);
+  devices_.bank.snapshot(k.devices);
   k.faults.clear();
-  if (faults_) faults_->snapshot(k.faults);
+  if (checks_.has_faults()) checks_.faults()->snapshot(k.faults);
 }
 
 bool Session::restore(const Keyframe& k, std::string* error) {
@@ -734,22 +737,22 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   for (std::size_t i = 0; i < processors_.size(); ++i)
     if (!processors_[i]->restore(k.processor_state[i]))
       return fail("feedback processor \"" + processors_[i]->name() + "\" cannot restore its keyframe state");
-  if (!devices_.restore(k.devices, error)) return false;
+  if (!devices_.bank.restore(k.devices, error)) return false;
   // the faults injected before the keyframe join the list first: its snapshot counts them
   if (options_.scripted_commands) {
-    if (faults_) faults_->keep_first(scenario_.faults.size());  // the scenario's own; injected ones follow
+    if (checks_.has_faults()) checks_.faults()->keep_first(scenario_.faults.size());  // the scenario's own; injected ones follow
     for (const StepCommands& sc : *options_.scripted_commands) {
       if (sc.step >= k.state.step) break;
       for (const OperatorCommand& c : sc.commands)
         if (c.kind == OperatorCommand::Kind::inject_fault) apply_command(c, sc.step);
     }
   }
-  if (faults_ && !faults_->restore(k.faults, error)) return false;
+  if (checks_.has_faults() && !checks_.faults()->restore(k.faults, error)) return false;
   state_ = k.state;
-  held_inputs_ = k.held_inputs;
-  held_inputs_.wrenches.resize(model_.bodies.size());
+  buffers_.held_inputs = k.held_inputs;
+  buffers_.held_inputs.wrenches.resize(model_.bodies.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].last = k.last_replies[i];
-  start_time_ns_ = state_.time_ns;
+  timing_.start_time_ns = state_.time_ns;
   history_.clear();
   history_.push(state_);
   // the operator commands before the keyframe: the forces acting and the gains set then
@@ -765,16 +768,52 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   return true;
 }
 
+namespace {
+
+nlohmann::json figures(const Histogram& h) {
+  return {{"p50", h.percentile(0.5)},
+          {"p99", h.percentile(0.99)},
+          {"max", h.max()},
+          {"mean", h.mean()},
+          {"count", h.count()}};
+}
+
+nlohmann::json endpoint_summary(const Endpoint& e) {
+  nlohmann::json j{{"name", e.name()},
+                   {"type", e.type()},
+                   {"policy", to_string(e.policy())},
+                   {"deadline_ms", static_cast<double>(e.deadline_ns()) * 1e-6},
+                   {"replies", e.counters.replies},
+                   {"late", e.counters.late},
+                   {"misses", e.counters.misses},
+                   {"stale", e.counters.stale},
+                   {"corrupt", e.counters.corrupt},
+                   {"implausible", e.counters.implausible},
+                   {"faults", e.counters.faults},
+                   {"round_trip_ns", figures(e.counters.round_trip_ns)}};
+  if (!e.fault_message().empty()) j["fault"] = e.fault_message();
+  e.summarize(j);
+  return j;
+}
+
+nlohmann::json vehicle_summary(const WorldModel& m, const VehicleModel& v, const WorldState& state) {
+  const int b = v.bodies.front();
+  const BodyState& s = state.bodies[static_cast<std::size_t>(b)];
+  nlohmann::json j{{"name", v.name}, {"position_m", {s.position_m.x(), s.position_m.y(), s.position_m.z()}}};
+  if (m.water.present) j["depth_m"] = m.water.surface_z_m - s.position_m.z();
+  // heading as a compass reads it (clockwise from north), as in goals and expectations;
+  // yaw as the world measures it (counter-clockwise from east)
+  j["heading_deg"] = compass_heading_deg(s.orientation);
+  j["yaw_deg"] = rpy_from_quat(s.orientation).z() * 180.0 / 3.14159265358979323846;
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json Session::summary() const {
   using nlohmann::json;
-  auto figures = [](const Histogram& h) {
-    return json{{"p50", h.percentile(0.5)},
-                {"p99", h.percentile(0.99)},
-                {"max", h.max()},
-                {"mean", h.mean()},
-                {"count", h.count()}};
-  };
-  const double sim_s = static_cast<double>(state_.time_ns - start_time_ns_) * 1e-9;
+  const double sim_s = seconds(state_.time_ns - timing_.start_time_ns);
+  const double wall_s = timing_.wall_time_s;
   json out;
   out["scenario"] = scenario_.name;
   if (!scenario_.overrides.empty()) out["overrides"] = scenario_.overrides;
@@ -783,43 +822,28 @@ nlohmann::json Session::summary() const {
   out["steps"] = steps_done_;
   out["steps_planned"] = steps_total_;
   out["sim_time_s"] = sim_s;
-  out["wall_time_s"] = wall_time_s_;
+  out["wall_time_s"] = wall_s;
   out["real_time_factor"] = rtf_;
-  out["achieved_real_time_factor"] = wall_time_s_ > 0 ? sim_s / wall_time_s_ : 0.0;
-  out["step_time_ns"] = figures(step_time_ns_);
+  out["achieved_real_time_factor"] = wall_s > 0 ? sim_s / wall_s : 0.0;
+  out["step_time_ns"] = figures(timing_.step_time_ns);
   out["overruns"] = pacer_.overruns();
   out["reanchors"] = pacer_.reanchors();
-  out["physics_substeps"] = substeps_total_;
+  out["physics_substeps"] = timing_.substeps_total;
   out["physics_threads"] = model_.threads;
-  if (devices_.size())
-    out["devices"] = {{"count", devices_.size()},
-                      {"samples", devices_.counters().samples},
-                      {"dropped", devices_.counters().dropped},
-                      {"invalid_commands", invalid_commands_ + devices_.counters().invalid_commands},
-                      {"nonfinite_commands", nonfinite_commands_}};
+  const hal::DeviceBank& bank = devices_.bank;
+  if (bank.size())
+    out["devices"] = {{"count", bank.size()},
+                      {"samples", bank.counters().samples},
+                      {"dropped", bank.counters().dropped},
+                      {"invalid_commands", devices_.invalid_commands + bank.counters().invalid_commands},
+                      {"nonfinite_commands", devices_.nonfinite_commands}};
   if (recorder_) out["recording"] = {{"path", recorder_->path()}, {"dropped_items", recorder_->dropped()}};
-  if (!realtime_status_.empty()) {
+  if (!timing_.realtime_status.empty()) {
     auto& rt = out["realtime"] = json::object();
-    for (const auto& [option, status] : realtime_status_) rt[option] = status;
+    for (const auto& [option, status] : timing_.realtime_status) rt[option] = status;
   }
   out["endpoints"] = json::array();
-  for (const auto& e : endpoints_) {
-    json j{{"name", e->name()},
-           {"type", e->type()},
-           {"policy", to_string(e->policy())},
-           {"deadline_ms", static_cast<double>(e->deadline_ns()) * 1e-6},
-           {"replies", e->counters.replies},
-           {"late", e->counters.late},
-           {"misses", e->counters.misses},
-           {"stale", e->counters.stale},
-           {"corrupt", e->counters.corrupt},
-           {"implausible", e->counters.implausible},
-           {"faults", e->counters.faults},
-           {"round_trip_ns", figures(e->counters.round_trip_ns)}};
-    if (!e->fault_message().empty()) j["fault"] = e->fault_message();
-    e->summarize(j);
-    out["endpoints"].push_back(std::move(j));
-  }
+  for (const auto& e : endpoints_) out["endpoints"].push_back(endpoint_summary(*e));
   out["feedback"] = json::array();
   for (std::size_t i = 0; i < processors_.size(); ++i) {
     json j{{"name", processors_[i]->name()},
@@ -830,29 +854,9 @@ nlohmann::json Session::summary() const {
     out["feedback"].push_back(std::move(j));
   }
   out["vehicles"] = json::array();
-  const WorldModel& m = model_;
-  for (const auto& v : m.vehicles) {
-    const int b = v.bodies.front();
-    const BodyState& s = state_.bodies[static_cast<std::size_t>(b)];
-    json j{{"name", v.name}, {"position_m", {s.position_m.x(), s.position_m.y(), s.position_m.z()}}};
-    if (m.water.present) j["depth_m"] = m.water.surface_z_m - s.position_m.z();
-    // heading as a compass reads it (clockwise from north), as in goals and expectations;
-    // yaw as the world measures it (counter-clockwise from east)
-    j["heading_deg"] = compass_heading_deg(s.orientation);
-    j["yaw_deg"] = rpy_from_quat(s.orientation).z() * 180.0 / 3.14159265358979323846;
-    out["vehicles"].push_back(std::move(j));
-  }
+  for (const auto& v : model_.vehicles) out["vehicles"].push_back(vehicle_summary(model_, v, state_));
   if (!scenario_.goals.empty()) out["goals"] = summarize_goals(scenario_.goals, model_, state_);
-  if (faults_) {
-    std::vector<std::string> endpoint_names, device_names;
-    for (const auto& e : endpoints_) endpoint_names.push_back(e->name());
-    for (std::size_t d = 0; d < devices_.size(); ++d) device_names.push_back(devices_.full_name(d));
-    out["faults"] = faults_->summary(endpoint_names, device_names);
-  }
-  if (expectations_) {
-    out["expectations"] = expectations_->summary();
-    out["verdict"] = expectations_->passed() ? "pass" : "fail";
-  }
+  checks_.summarize(out);
   if (control_ || commands_applied_ > 0) {
     json forces = json::array();
     for (const auto& f : forces_)
@@ -866,7 +870,7 @@ nlohmann::json Session::summary() const {
   char hash[24];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(hash_state(state_)));
   out["state_hash"] = hash;
-  if (profile_.enabled()) out["phase_profile"] = profile_.summary(steps_done_);
+  if (timing_.profile.enabled()) out["phase_profile"] = timing_.profile.summary(steps_done_);
   return out;
 }
 

@@ -158,14 +158,7 @@ bool Session::live_fault(const std::string& text, std::uint64_t step, FaultConfi
   return true;
 }
 
-void Session::add_fault(const FaultConfig& fault) {
-  if (!faults_)
-    faults_ = std::make_unique<FaultInjector>(scenario_.faults, endpoints_.size(), scenario_.loop.seed,
-                                              scenario_.initial.step, scenario_.loop.period_ns);
-  faults_->add(fault);
-  fault_logged_.resize(faults_->faults().size(), 0);
-  fault_transitions_.reserve(faults_->faults().size());
-}
+void Session::add_fault(const FaultConfig& fault) { checks_.add_fault(fault); }
 
 // applies a world command at `step` (live: the step about to run; replay: the recorded one)
 void Session::apply_command(const OperatorCommand& c, std::uint64_t step) {

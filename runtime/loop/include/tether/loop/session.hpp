@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The lock-step loop: the eight phases of one step (docs/architecture.md, "One step").
+// The lock-step loop: the phases of one step (docs/architecture.md, "One step"), each a
+// function of Session that Session::run_step calls in order.
 #pragma once
 
 #include <atomic>
@@ -18,9 +19,9 @@
 #include "tether/loop/control.hpp"
 #include "tether/loop/device_world.hpp"
 #include "tether/loop/endpoint.hpp"
-#include "tether/loop/expectations.hpp"
-#include "tether/loop/faults.hpp"
+#include "tether/loop/faults_and_expectations.hpp"
 #include "tether/loop/feedback.hpp"
+#include "tether/loop/identify_flight.hpp"
 #include "tether/loop/pacing.hpp"
 #include "tether/loop/phase_profile.hpp"
 #include "tether/loop/plausibility.hpp"
@@ -100,7 +101,7 @@ class Session {
   /// The session summary (counters, timing, per-endpoint figures, vehicles).
   nlohmann::json summary() const;
   /// False if an expectation of the scenario's `expect:` failed (known after run()).
-  bool expectations_passed() const { return !expectations_ || expectations_->passed(); }
+  bool expectations_passed() const { return checks_.passed(); }
 
   const WorldState& state() const { return state_; }
   /// The last loop.history_steps states, S_k included (state_at(t), rewind).
@@ -108,19 +109,21 @@ class Session {
   /// The session's model: the scenario's, as changed by `model`-phase processors.
   const WorldModel& model() const { return model_; }
   /// The session's devices (sampled on the projected state each step).
-  const hal::DeviceBank& devices() const { return devices_; }
+  const hal::DeviceBank& devices() const { return devices_.bank; }
   const std::vector<std::unique_ptr<FeedbackProcessor>>& processors() const { return processors_; }
   Outcome outcome() const { return outcome_; }
   /// The phase of the step in progress ("project", "publish", … "pace"), or nullptr
   /// outside run(): for diagnostics, e.g. naming where an allocation or a throw happened.
-  const char* phase() const { return phase_; }
+  const char* phase() const {
+    return timing_.profile.current() == Phase::count ? nullptr : to_string(timing_.profile.current());
+  }
   const std::string& abort_reason() const { return abort_reason_; }
   const std::vector<std::unique_ptr<Endpoint>>& endpoints() const { return endpoints_; }
-  const Histogram& step_time_ns() const { return step_time_ns_; }
+  const Histogram& step_time_ns() const { return timing_.step_time_ns; }
   /// Wall time per phase, when the scenario's loop.profile_phases is on.
-  const PhaseProfile& phase_profile() const { return profile_; }
-  /// The inputs the last completed step applied (after phase 4).
-  const StepInputs& last_inputs() const { return held_inputs_; }
+  const PhaseProfile& phase_profile() const { return timing_.profile; }
+  /// The inputs the last completed step applied (after phase pre).
+  const StepInputs& last_inputs() const { return buffers_.held_inputs; }
   std::uint64_t steps_done() const { return steps_done_; }
   /// The operator forces acting now (applied by a live client, not yet expired or removed).
   struct OperatorForce {
@@ -131,11 +134,37 @@ class Session {
 
  private:
   struct Slot;
+  // one step (docs/architecture.md, "One step"): the phases in the order run_step calls them
   bool run_step(const std::atomic<bool>& stop_requested);
-  bool gather_one(Slot& slot, const StepContext& ctx, const std::atomic<bool>& stop_requested);
-  void abort(std::string reason, Outcome outcome = Outcome::aborted);
-  void bind_identify();
+  void save_keyframe(const StepContext& ctx);
+  void begin_faults(const StepContext& ctx);  // decides this step's faults, tells the endpoints
+  bool project(const StepContext& ctx);
+  void sense(const StepContext& ctx);
   void fly_identify(const StepContext& ctx);
+  void publish(const StepContext& ctx);
+  bool gather(const StepContext& ctx, const std::atomic<bool>& stop_requested);
+  bool gather_one(Slot& slot, const StepContext& ctx, const std::atomic<bool>& stop_requested);
+  bool pre(const StepContext& ctx);
+  void add_wrenches(const Slot& slot);
+  void forward_logs(const Slot& slot, const StepContext& ctx);
+  void gate_measurements(const Slot& slot, const StepContext& ctx);
+  void command_devices(const StepContext& ctx);
+  bool pre_processors(const StepContext& ctx);
+  FeedbackContext feedback_context(const StepContext& ctx, std::size_t processor) const;
+  bool advance(const StepContext& ctx);
+  bool post(const StepContext& ctx);
+  void expect(const StepContext& ctx, bool last);
+  void emit(const StepContext& ctx);
+  std::uint64_t time_step(SteadyClock::time_point began);
+  bool record(const StepContext& ctx, std::uint64_t step_ns);
+  bool after_step();
+  // the run around the steps
+  void start_endpoints();
+  void pace();
+  void report_status(SteadyClock::time_point started, SteadyClock::time_point& next_status);
+  void end_run(const std::atomic<bool>& stop_requested, SteadyClock::time_point started);
+  void note_endpoint_faults();
+  void abort(std::string reason, Outcome outcome = Outcome::aborted);
   // the exception boundary: an endpoint call that threw becomes that endpoint's fault
   void endpoint_threw(std::size_t index, const StepContext& ctx, const char* call, const char* what);
   GatherStatus guarded_gather(Slot& slot, const StepContext& ctx, SteadyClock::time_point deadline);
@@ -169,44 +198,57 @@ class Session {
   WorldModel model_;  // a copy: online estimation may change parameters
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::vector<std::unique_ptr<FeedbackProcessor>> processors_;
-  std::vector<std::vector<Measurement>> measurements_;  // per vehicle, this step
-  hal::DeviceBank devices_;
-  DeviceWorld device_view_;
-  std::vector<hal::Wrench> device_wrenches_;
-  std::uint64_t invalid_commands_ = 0;
-  std::uint64_t nonfinite_commands_ = 0;  // NaN/Inf actuator commands refused
-  std::vector<bool> nonfinite_logged_;    // per device: its first one was logged
-  WorldBox plausible_box_;
-  std::unique_ptr<Expectations> expectations_;                    // `expect:` (null without)
-  std::vector<std::span<const LogLine>> expect_logs_;             // per endpoint: this step's LOG lines
-  void evaluate_expectations(const StepContext& ctx, bool last);  // loop.plausibility: where a measured body may be
-  std::unique_ptr<FaultInjector> faults_;                         // `faults:` and injected ones (null without)
-  std::unique_ptr<Expectations> fault_conditions_;                // the faults' `if:` conditions
-  std::vector<int> fault_condition_index_;                        // per fault: its condition's index, or -1
-  std::vector<bool> fault_holds_;                                 // per fault: its condition holds on S_k
-  std::vector<FaultTransition> fault_transitions_;                // faults starting/ending this step
-  std::vector<int> fault_logged_;                                 // per fault: starts and ends logged so far
-  static constexpr int max_logged_fault_transitions = 10;
-  ExpectationStep expectation_step(const StepContext& ctx) const;
-  void begin_faults(const StepContext& ctx);  // decides this step's faults, tells the endpoints
+  // the devices: sampled on S'_{k+1} (sense), commanded by the applied replies (pre)
+  struct Devices {
+    Devices(const Scenario& scenario, const WorldModel& model);
+    hal::DeviceBank bank;
+    DeviceWorld view;                   // what the devices read of the world
+    std::vector<hal::Wrench> wrenches;  // the actuators' forces this step
+    bool encoders = false;              // a device reads the joints' coordinates
+    std::uint64_t invalid_commands = 0;
+    std::uint64_t nonfinite_commands = 0;  // NaN/Inf actuator commands refused
+    std::vector<bool> nonfinite_logged;    // per device: its first one was logged
+  };
+  Devices devices_;
+  // the step's buffers, sized at construction and reused (docs/architecture.md, "The hot
+  // path allocates nothing after warm-up")
+  struct StepBuffers {
+    WorldState projected;          // S'_{k+1}
+    WorldState before;             // S_k, for post-advance processors
+    StepInputs held_inputs;        // applied in the previous step; used for the projection
+    StepReport report;             // the advance's (contacts, when expectations read them)
+    StepReport projection_report;  // the projection's contacts feed contact sensors
+    PhysicsScratch scratch;        // the physics' buffers, reused by every step() call
+    Keyframe keyframe;             // the keyframe written every K steps
+  };
+  StepBuffers buffers_;
+  // loop.plausibility: where a measured body may be, and the measurements it let through
+  struct Gate {
+    WorldBox box;
+    std::vector<std::vector<Measurement>> measurements;  // per vehicle, this step
+  };
+  Gate gate_;
   std::vector<Slot> slots_;
   SessionOptions options_;
   double rtf_ = 1;
   std::uint64_t steps_total_ = 0;
 
   WorldState state_;
-  WorldState projected_;
   StateStore history_;
-  WorldState before_;       // S_k, for post-advance processors
-  StepInputs inputs_;       // applied in this step
-  StepInputs held_inputs_;  // applied in the previous step; used for the projection
-  StepReport step_report_;
-  StepReport projection_report_;  // the projection's contacts feed contact sensors
-  bool encoders_ = false;         // a device reads the joints' coordinates
+  StepInputs inputs_;  // applied in this step
+  FaultsAndExpectations checks_;  // `faults:`, `expect:`
+  IdentifyFlight identify_;       // `identify:` (none in a replay)
   Recorder* recorder_ = nullptr;
-  Keyframe keyframe_;                    // the keyframe written every K steps, buffers reused
-  PhysicsScratch scratch_;               // the physics' buffers, reused by every step() call
-  std::int64_t start_time_ns_ = 0;
+  // what the summary says of the run's time
+  struct Timing {
+    std::int64_t start_time_ns = 0;  // S_0's (or the restored keyframe's)
+    Histogram step_time_ns;
+    std::uint64_t substeps_total = 0;
+    double wall_time_s = 0;
+    PhaseProfile profile;  // the phase in progress; its wall time with loop.profile_phases
+    std::vector<std::pair<std::string, std::string>> realtime_status;  // what loop.realtime got
+  };
+  Timing timing_;
 
   Pacer pacer_;
   // operator control
@@ -229,23 +271,11 @@ class Session {
   std::size_t script_at_ = 0;   // next of options_.scripted_commands
   std::uint64_t commands_applied_ = 0;
   std::uint64_t end_step_ = 0;  // the step the session ends before (hold_at_end, seek)
-  // `identify:` flown by this in-process endpoint's controller (none in a replay)
-  InProcessEndpoint* identify_ = nullptr;
-  int identify_manoeuvre_ = -1;
-  std::vector<std::pair<std::string, std::string>> realtime_status_;  // what loop.realtime got
-  Histogram step_time_ns_;
   std::uint64_t steps_done_ = 0;
-  std::uint64_t substeps_total_ = 0;
-  double wall_time_s_ = 0;
   Outcome outcome_ = Outcome::completed;
-  const char* phase_ = nullptr;
-  PhaseProfile profile_;  // loop.profile_phases
   std::string abort_reason_;
 
-  void enter(Phase phase) {
-    phase_ = to_string(phase);
-    profile_.mark(phase);
-  }
+  void enter(Phase phase) { timing_.profile.mark(phase); }
 };
 
 }  // namespace tether::runtime

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `goals:` — what a vehicle is meant to reach or hold (a depth, a compass heading). The
 // runtime cannot read a firmware's targets, so the scenario states them; the session
-// summary reports each vehicle's final value and its error against the goal. This is the
-// place where general `expect:` expectations will join the goals.
+// summary reports each vehicle's final value and its error against the goal
+// (loop/goal_summary.hpp). Expectations that pass or fail a run are `expect:`
+// (scenario/expectations.hpp).
 #pragma once
 
 #include <optional>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tether/loop/expectations.hpp"
+#include "tether/loop/expectation_eval.hpp"
 
 #include <cmath>
 #include <limits>
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tether/loop/goals.hpp"
+#include "tether/loop/goal_summary.hpp"
 #include "tether/physics/math.hpp"
 
 namespace tether::runtime {

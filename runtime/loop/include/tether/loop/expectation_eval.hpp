@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The scenario's `expect:` evaluated every step from the step's data (docs/scenario.md):
 // PASS or FAIL per expectation, its worst value and the first failing step. Nothing here
-// reads a clock, so a replay of the recording reaches the same verdicts.
+// reads a clock, so a replay of the recording reaches the same verdicts. The keys are parsed
+// in scenario/expectations.hpp.
 #pragma once
 
 #include <memory>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The scenario's `goals:` in the session summary: per vehicle, the final depth and compass
-// heading and their errors against the goal (docs/scenario.md). Expectations that pass or
-// fail a run (a later `expect:`) belong beside this.
+// heading and their errors against the goal (docs/scenario.md). The keys are parsed in
+// scenario/goals.hpp; expectations that pass or fail a run are loop/expectation_eval.hpp.
 #pragma once
 
 #include <vector>

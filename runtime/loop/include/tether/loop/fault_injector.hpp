@@ -4,7 +4,8 @@
 // device faults rewrite the sensor readings the step delivers, link faults are handed to
 // the endpoint as a LinkFaults plan that its transport applies through a LinkShaper. The
 // active set is part of keyframes, so a replay (also from a keyframe) injects the same
-// device faults at the same steps; what link faults did is in the recorded replies.
+// device faults at the same steps; what link faults did is in the recorded replies. The
+// keys are parsed in scenario/faults.hpp.
 #pragma once
 
 #include <cstdint>

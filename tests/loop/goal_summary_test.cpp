@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tether/loop/goals.hpp"
+#include "tether/loop/goal_summary.hpp"
 #include "tether/loop/in_process.hpp"
 #include "tether/loop/session.hpp"
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tether/loop/faults.hpp"
+#include "tether/loop/fault_injector.hpp"
 #include "tether/loop/session.hpp"
 
 using namespace tether::runtime;

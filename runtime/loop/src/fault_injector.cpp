@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tether/loop/faults.hpp"
+#include "tether/loop/fault_injector.hpp"
 
 #include <algorithm>
 #include <cmath>

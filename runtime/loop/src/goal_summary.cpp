@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tether/loop/goals.hpp"
+#include "tether/loop/goal_summary.hpp"
 
 #include <cmath>
 #include <numbers>
