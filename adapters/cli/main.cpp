@@ -5,11 +5,12 @@
 
 #include "commands.hpp"
 
-int main(int argc, char** argv) {
-  using namespace tether::cli;
-  CLI::App app{"tether: a hardware-in-the-loop lock-step runtime"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "tether " TETHER_VERSION);
+namespace {
+
+using namespace tether::cli;
+
+// the exit codes, in --help
+void add_footer(CLI::App& app) {
   app.footer(
       "Exit codes:\n"
       "  0    success (run: every planned step completed; check: the scenario is valid;\n"
@@ -33,8 +34,9 @@ int main(int argc, char** argv) {
       "test: 0 every run passed; 6 a run failed (an expectation, an outcome, a run that could not\n"
       "       start); 2 an invalid campaign file (file:line:column) or options, slices that do not\n"
       "       merge; 130 interrupted (the results so far are written)");
+}
 
-  RunOptions run;
+CLI::App* add_run(CLI::App& app, RunOptions& run) {
   auto* run_cmd = app.add_subcommand("run", "Run a scenario in lock-step with its endpoints");
   run_cmd->add_option("scenario", run.scenario, "Scenario file (YAML)")->required();
   run_cmd->add_option("--rtf", run.real_time_factor, "Real-time factor: 1 = wall-clock time, 0 = as fast as possible")
@@ -57,8 +59,10 @@ int main(int argc, char** argv) {
                       "[HOST:]PORT: serve the session over foxglove.websocket.v1 (Foxglove, tether ctl); "
                       "127.0.0.1 unless HOST is given, which then needs a token (docs/live.md)");
   run_cmd->add_flag("--paused", run.live_paused, "With --live: start paused; a client resumes or steps it");
+  return run_cmd;
+}
 
-  CtlOptions ctl;
+CLI::App* add_ctl(CLI::App& app, CtlOptions& ctl) {
   auto* ctl_cmd = app.add_subcommand(
       "ctl",
       "Steer a live session: status | pause | resume | step N | run-until T | rtf R | seek STEP | "
@@ -71,8 +75,10 @@ int main(int argc, char** argv) {
   ctl_cmd->add_option("--count", ctl.count, "watch: stop after this many messages");
   ctl_cmd->add_option("command", ctl.args, "The command and its arguments")->required()->allow_extra_args();
   ctl_cmd->positionals_at_end(false);
+  return ctl_cmd;
+}
 
-  ReplayOptions replay;
+CLI::App* add_replay(CLI::App& app, ReplayOptions& replay) {
   auto* replay_cmd = app.add_subcommand("replay", "Re-run a recording without hardware");
   replay_cmd->add_option("recording", replay.recording, "Recording (.mcap) or session folder")->required();
   replay_cmd->add_flag("--verify", replay.verify, "Compare every replayed state with the recorded one, bit for bit");
@@ -99,33 +105,46 @@ int main(int argc, char** argv) {
                          "[HOST:]PORT: serve the replay over foxglove.websocket.v1 with playback control (pause, "
                          "step, speed, seek); plays at real time unless --rtf says otherwise (docs/live.md)");
   replay_cmd->add_flag("--paused", replay.live_paused, "With --live: start paused");
+  return replay_cmd;
+}
 
-  InfoOptions info;
+CLI::App* add_info(CLI::App& app, InfoOptions& info) {
   auto* info_cmd = app.add_subcommand("info", "Describe a recording");
   info_cmd->add_option("recording", info.recording, "Recording (.mcap) or session folder")->required();
   info_cmd->add_flag("--json", info.json, "Print as JSON");
 
-  ReportOptions report;
+  return info_cmd;
+}
+
+CLI::App* add_report(CLI::App& app, ReportOptions& report) {
   auto* report_cmd = app.add_subcommand("report", "Write a self-contained HTML report of a recording");
   report_cmd->add_option("recording", report.recording, "Recording (.mcap) or session folder")->required();
   report_cmd->add_option("compare", report.compare,
                          "A second recording or session folder: compared with the first, their series overlaid");
   report_cmd->add_option("-o,--output", report.output, "HTML file to write (default: the recording's name with .html)");
 
-  DevicesOptions devices;
+  return report_cmd;
+}
+
+CLI::App* add_devices(CLI::App& app, DevicesOptions& devices) {
   auto* devices_cmd =
       app.add_subcommand("devices", "List a scenario's devices (name, kind, direction, payload, rate, units, noise)");
   devices_cmd->add_option("scenario", devices.scenario, "Scenario file (YAML)")->required();
   devices_cmd->add_flag("--json", devices.json, "Print as JSON");
 
-  CheckOptions check;
+  return devices_cmd;
+}
+
+CLI::App* add_check(CLI::App& app, CheckOptions& check) {
   auto* check_cmd = app.add_subcommand("check", "Validate a scenario file and its endpoints");
   check_cmd->add_option("scenario", check.scenario, "Scenario file (YAML)")->required();
   check_cmd->add_option("--set", check.overrides, "PATH=VALUE: override a scenario key, as `run --set`")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return check_cmd;
+}
 
-  TestOptions test;
+CLI::App* add_test(CLI::App& app, TestOptions& test) {
   auto* test_cmd = app.add_subcommand(
       "test",
       "Run a test campaign (scenarios x seeds x overrides x fault sets x firmware builds, firmware-regression "
@@ -153,13 +172,43 @@ int main(int argc, char** argv) {
       ->expected(1, -1);
   test_cmd->add_flag("--list", test.list, "Print the runs (index and name; with --shard, the slice's) and run nothing");
   test_cmd->add_flag("--quiet,-q", test.quiet, "No line per finished run (the table at the end stays)");
+  return test_cmd;
+}
 
-  KindsOptions kinds;
+CLI::App* add_kinds(CLI::App& app, KindsOptions& kinds) {
   auto* kinds_cmd = app.add_subcommand("kinds",
                                        "List every extension point (feedback processors, endpoint types, "
                                        "controllers, device kinds) and what is registered under it");
   kinds_cmd->add_flag("--json", kinds.json, "Print as JSON");
+  return kinds_cmd;
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace tether::cli;
+  CLI::App app{"tether: a hardware-in-the-loop lock-step runtime"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tether " TETHER_VERSION);
+  add_footer(app);
+  RunOptions run;
+  CtlOptions ctl;
+  ReplayOptions replay;
+  InfoOptions info;
+  ReportOptions report;
+  DevicesOptions devices;
+  CheckOptions check;
+  TestOptions test;
+  KindsOptions kinds;
+  auto* run_cmd = add_run(app, run);
+  auto* ctl_cmd = add_ctl(app, ctl);
+  auto* replay_cmd = add_replay(app, replay);
+  auto* info_cmd = add_info(app, info);
+  auto* report_cmd = add_report(app, report);
+  auto* devices_cmd = add_devices(app, devices);
+  auto* check_cmd = add_check(app, check);
+  auto* test_cmd = add_test(app, test);
+  auto* kinds_cmd = add_kinds(app, kinds);
   auto* ports_cmd = app.add_subcommand("ports", "List serial ports (libserialport); pseudo-terminals are not listed");
 
   log_to_stderr();

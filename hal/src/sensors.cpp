@@ -56,6 +56,134 @@ void sonar_directions(const RayParams& p, Vec3* out) {
   }
 }
 
+namespace {
+
+// range and altimeter: one ray along the mount's x (range) or -z (altimeter)
+void measure_ray(const DeviceSpec& spec, const WorldView& view, const DevicePose& pose, Sample& out) {
+  const Mat3& r = pose.rotation;
+  const auto& p = std::get<RayParams>(spec.params);
+  const Vec3 dir = spec.kind == TETHER_KIND_RANGE ? Vec3(r.col(0)) : Vec3(-r.col(2));
+  bool hit = false;
+  double d = p.max_range_m;
+  cast(view, pose.position_m, dir, p.max_range_m, spec.body, hit, d);
+  out.ch[0] = d;
+  if (hit) out.flags = spec.kind == TETHER_KIND_RANGE ? TETHER_RANGE_FLAG_HIT : TETHER_ALTIMETER_FLAG_VALID;
+}
+
+// a sonar: the nearest echo of its beam's rays
+void measure_sonar(const DeviceSpec& spec, const WorldView& view, const DevicePose& pose, Sample& out,
+                   const Vec3* beam) {
+  const Mat3& r = pose.rotation;
+  const auto& p = std::get<RayParams>(spec.params);
+  Vec3 local[64];
+  if (!beam) {
+    sonar_directions(p, local);
+    beam = local;
+  }
+  bool hit = false;
+  double d = p.max_range_m;
+  for (std::uint32_t k = 0; k < p.rays; ++k) cast(view, pose.position_m, r * beam[k], p.max_range_m, spec.body, hit, d);
+  out.ch[0] = d;
+  if (hit) out.flags = TETHER_SONAR_FLAG_ECHO;
+}
+
+// gyro, accelerometer, IMU: rates, then specific force at the mount point
+void measure_inertial(const DeviceSpec& spec, const WorldView& view, const BodyKinematics& b, const DevicePose& pose,
+                      Sample& out) {
+  const Mat3& r = pose.rotation;
+  const Vec3& w = b.angular_velocity_rad_s;
+  int at = 0;
+  if (spec.kind != TETHER_KIND_ACCEL) {
+    const Vec3 g = to_wire(r.transpose() * w);
+    for (int i = 0; i < 3; ++i) out.ch[static_cast<std::size_t>(i)] = g[i];
+    at = 3;
+  }
+  if (spec.kind != TETHER_KIND_GYRO) {
+    // acceleration of the mount point (rigid body), minus gravity: what a proof mass feels
+    const Vec3& l = pose.lever_m;
+    const Vec3 a = b.linear_acceleration_m_s2 + b.angular_acceleration_rad_s2.cross(l) + w.cross(w.cross(l));
+    const Vec3 f = to_wire(r.transpose() * (a - view.gravity_m_s2));
+    for (int i = 0; i < 3; ++i) out.ch[static_cast<std::size_t>(at + i)] = f[i];
+  }
+}
+
+// a DVL: velocity at the mount in its frame, and the altitude over the bottom
+void measure_dvl(const DeviceSpec& spec, const WorldView& view, const BodyKinematics& b, const DevicePose& pose,
+                 Sample& out) {
+  const Mat3& r = pose.rotation;
+  const auto& p = std::get<RayParams>(spec.params);
+  const Vec3 v = b.linear_velocity_m_s + b.angular_velocity_rad_s.cross(pose.lever_m);
+  const Vec3 vw = to_wire(r.transpose() * v);
+  bool hit = false;
+  double d = p.max_range_m;
+  cast(view, pose.position_m, -r.col(2), p.max_range_m, spec.body, hit, d);
+  for (int i = 0; i < 3; ++i) out.ch[static_cast<std::size_t>(i)] = vw[i];
+  out.ch[3] = d;
+  // bottom lock: velocity over ground needs the bottom in range
+  if (hit) out.flags = TETHER_DVL_FLAG_VELOCITY_VALID | TETHER_DVL_FLAG_ALTITUDE_VALID;
+}
+
+// a GPS: position and horizontal velocity, a fix only at the surface
+void measure_gps(const DeviceSpec& spec, const WorldView& view, const BodyKinematics& b, const DevicePose& pose,
+                 Sample& out) {
+  const auto& p = std::get<GpsParams>(spec.params);
+  const Vec3 v = b.linear_velocity_m_s + b.angular_velocity_rad_s.cross(pose.lever_m);
+  out.valid = !view.water.present || pose.position_m.z() >= view.water.surface_z_m - p.surface_tolerance_m;
+  out.ch[0] = pose.position_m.x();
+  out.ch[1] = pose.position_m.y();
+  out.ch[2] = pose.position_m.z();
+  out.ch[3] = v.x();
+  out.ch[4] = v.y();
+  if (out.valid) out.flags = TETHER_GPS_FLAG_FIX;
+}
+
+// a contact sensor: the contact force on its body near it
+void measure_contact(const DeviceSpec& spec, const WorldView& view, const DevicePose& pose, Sample& out) {
+  const auto& p = std::get<ContactParams>(spec.params);
+  double force = 0;
+  int count = 0;
+  for (const Contact& c : view.contacts) {
+    if (c.body_a != spec.body && c.body_b != spec.body) continue;
+    if (p.radius_m > 0 && (c.point_m - pose.position_m).norm() > p.radius_m) continue;
+    force += c.force_n;
+    ++count;
+  }
+  out.ch[0] = force;
+  if (count > 0 && force >= p.min_force_n) out.flags = TETHER_CONTACT_FLAG_CONTACT;
+}
+
+// an encoder: its joint's coordinate and rate
+void measure_encoder(const DeviceSpec& spec, const WorldView& view, Sample& out) {
+  const auto& p = std::get<EncoderParams>(spec.params);
+  if (p.joint < 0 || static_cast<std::size_t>(p.joint) >= view.joint_motion.size()) {
+    out.valid = false;  // the runtime reported no joint motion
+    return;
+  }
+  const JointMotion& m = view.joint_motion[static_cast<std::size_t>(p.joint)];
+  out.ch[0] = m.position;
+  out.ch[1] = m.rate;
+}
+
+// a load cell: the force its joint carries on the device's side
+void measure_tension(const DeviceSpec& spec, const WorldView& view, const DevicePose& pose, Sample& out) {
+  const Mat3& r = pose.rotation;
+  const auto& p = std::get<TensionParams>(spec.params);
+  if (p.joint < 0 || static_cast<std::size_t>(p.joint) >= view.joint_loads.size()) {
+    out.valid = false;  // the step reported no joint loads
+    return;
+  }
+  const JointLoad& load = view.joint_loads[static_cast<std::size_t>(p.joint)];
+  // the force on the device's own side of the joint (the scenario mounts it on one)
+  const Vec3 f = load.body_b == spec.body ? Vec3(-load.force_n) : load.force_n;
+  const Vec3 w = to_wire(r.transpose() * f);
+  out.ch[0] = f.norm();
+  out.ch[1] = w.x();
+  out.ch[2] = w.y();
+  out.ch[3] = w.z();
+}
+
+}  // namespace
+
 void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns, Sample& out, const Vec3* beam) {
   out = Sample{};
   out.time_ns = time_ns;
@@ -72,28 +200,11 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
   switch (spec.kind) {
     case TETHER_KIND_RANGE:
     case TETHER_KIND_ALTIMETER: {
-      const auto& p = std::get<RayParams>(spec.params);
-      const Vec3 dir = spec.kind == TETHER_KIND_RANGE ? Vec3(r.col(0)) : Vec3(-r.col(2));
-      bool hit = false;
-      double d = p.max_range_m;
-      cast(view, pose.position_m, dir, p.max_range_m, spec.body, hit, d);
-      out.ch[0] = d;
-      if (hit) out.flags = spec.kind == TETHER_KIND_RANGE ? TETHER_RANGE_FLAG_HIT : TETHER_ALTIMETER_FLAG_VALID;
+      measure_ray(spec, view, pose, out);
       return;
     }
     case TETHER_KIND_SONAR: {
-      const auto& p = std::get<RayParams>(spec.params);
-      Vec3 local[64];
-      if (!beam) {
-        sonar_directions(p, local);
-        beam = local;
-      }
-      bool hit = false;
-      double d = p.max_range_m;
-      for (std::uint32_t k = 0; k < p.rays; ++k)
-        cast(view, pose.position_m, r * beam[k], p.max_range_m, spec.body, hit, d);
-      out.ch[0] = d;
-      if (hit) out.flags = TETHER_SONAR_FLAG_ECHO;
+      measure_sonar(spec, view, pose, out, beam);
       return;
     }
     case TETHER_KIND_DEPTH: {
@@ -106,20 +217,7 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
     case TETHER_KIND_GYRO:
     case TETHER_KIND_ACCEL:
     case TETHER_KIND_IMU: {
-      const Vec3& w = b.angular_velocity_rad_s;
-      int at = 0;
-      if (spec.kind != TETHER_KIND_ACCEL) {
-        const Vec3 g = to_wire(r.transpose() * w);
-        for (int i = 0; i < 3; ++i) out.ch[static_cast<std::size_t>(i)] = g[i];
-        at = 3;
-      }
-      if (spec.kind != TETHER_KIND_GYRO) {
-        // acceleration of the mount point (rigid body), minus gravity: what a proof mass feels
-        const Vec3& l = pose.lever_m;
-        const Vec3 a = b.linear_acceleration_m_s2 + b.angular_acceleration_rad_s2.cross(l) + w.cross(w.cross(l));
-        const Vec3 f = to_wire(r.transpose() * (a - view.gravity_m_s2));
-        for (int i = 0; i < 3; ++i) out.ch[static_cast<std::size_t>(at + i)] = f[i];
-      }
+      measure_inertial(spec, view, b, pose, out);
       return;
     }
     case TETHER_KIND_INCLINOMETER: {
@@ -134,69 +232,23 @@ void measure(const DeviceSpec& spec, const WorldView& view, std::int64_t time_ns
       return;
     }
     case TETHER_KIND_DVL: {
-      const auto& p = std::get<RayParams>(spec.params);
-      const Vec3 v = b.linear_velocity_m_s + b.angular_velocity_rad_s.cross(pose.lever_m);
-      const Vec3 vw = to_wire(r.transpose() * v);
-      bool hit = false;
-      double d = p.max_range_m;
-      cast(view, pose.position_m, -r.col(2), p.max_range_m, spec.body, hit, d);
-      for (int i = 0; i < 3; ++i) out.ch[static_cast<std::size_t>(i)] = vw[i];
-      out.ch[3] = d;
-      // bottom lock: velocity over ground needs the bottom in range
-      if (hit) out.flags = TETHER_DVL_FLAG_VELOCITY_VALID | TETHER_DVL_FLAG_ALTITUDE_VALID;
+      measure_dvl(spec, view, b, pose, out);
       return;
     }
     case TETHER_KIND_GPS: {
-      const auto& p = std::get<GpsParams>(spec.params);
-      const Vec3 v = b.linear_velocity_m_s + b.angular_velocity_rad_s.cross(pose.lever_m);
-      out.valid = !view.water.present || pose.position_m.z() >= view.water.surface_z_m - p.surface_tolerance_m;
-      out.ch[0] = pose.position_m.x();
-      out.ch[1] = pose.position_m.y();
-      out.ch[2] = pose.position_m.z();
-      out.ch[3] = v.x();
-      out.ch[4] = v.y();
-      if (out.valid) out.flags = TETHER_GPS_FLAG_FIX;
+      measure_gps(spec, view, b, pose, out);
       return;
     }
     case TETHER_KIND_CONTACT: {
-      const auto& p = std::get<ContactParams>(spec.params);
-      double force = 0;
-      int count = 0;
-      for (const Contact& c : view.contacts) {
-        if (c.body_a != spec.body && c.body_b != spec.body) continue;
-        if (p.radius_m > 0 && (c.point_m - pose.position_m).norm() > p.radius_m) continue;
-        force += c.force_n;
-        ++count;
-      }
-      out.ch[0] = force;
-      if (count > 0 && force >= p.min_force_n) out.flags = TETHER_CONTACT_FLAG_CONTACT;
+      measure_contact(spec, view, pose, out);
       return;
     }
     case TETHER_KIND_ENCODER: {
-      const auto& p = std::get<EncoderParams>(spec.params);
-      if (p.joint < 0 || static_cast<std::size_t>(p.joint) >= view.joint_motion.size()) {
-        out.valid = false;  // the runtime reported no joint motion
-        return;
-      }
-      const JointMotion& m = view.joint_motion[static_cast<std::size_t>(p.joint)];
-      out.ch[0] = m.position;
-      out.ch[1] = m.rate;
+      measure_encoder(spec, view, out);
       return;
     }
     case TETHER_KIND_TENSION: {
-      const auto& p = std::get<TensionParams>(spec.params);
-      if (p.joint < 0 || static_cast<std::size_t>(p.joint) >= view.joint_loads.size()) {
-        out.valid = false;  // the step reported no joint loads
-        return;
-      }
-      const JointLoad& load = view.joint_loads[static_cast<std::size_t>(p.joint)];
-      // the force on the device's own side of the joint (the scenario mounts it on one)
-      const Vec3 f = load.body_b == spec.body ? Vec3(-load.force_n) : load.force_n;
-      const Vec3 w = to_wire(r.transpose() * f);
-      out.ch[0] = f.norm();
-      out.ch[1] = w.x();
-      out.ch[2] = w.y();
-      out.ch[3] = w.z();
+      measure_tension(spec, view, pose, out);
       return;
     }
     // not a sensor (the clock returned above): no reading

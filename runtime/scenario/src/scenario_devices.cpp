@@ -6,7 +6,6 @@
 
 #include "tether/hal/device_name.hpp"
 #include "tether/hal/nmea.hpp"
-#include "tether/hal/overloaded.hpp"
 #include "tether/physics/math.hpp"
 
 namespace tether::runtime {
@@ -32,133 +31,149 @@ hal::NoiseSpec parse_noise(const ConfigNode& n) {
   return s;
 }
 
-// a number in degrees kept as degrees, a range in metres, ...: each kind's params map
+// each kind's `params:` map (a number in degrees kept as degrees, a range in metres, ...): one
+// call per parameter struct of hal::DeviceParams, so a new struct without its reader does not build
+struct ParamsReader {
+  const ConfigNode& n;
+  hal::DeviceKind kind;
+  bool present;
+
+  void operator()(hal::RayParams& p) const {
+    if (!present) return;
+    if (kind == TETHER_KIND_SONAR) {
+      n.expect_map({"min_range_m", "max_range_m", "beam_width_deg", "rays"});
+      p.beam_width_deg = n.number_or("beam_width_deg", p.beam_width_deg, Range{0, 180, false});
+      p.rays = static_cast<std::uint32_t>(n.integer_or("rays", p.rays, 1, 64));
+    } else {
+      n.expect_map({"min_range_m", "max_range_m"});
+    }
+    p.min_range_m = n.number_or("min_range_m", p.min_range_m, Range::non_negative());
+    p.max_range_m = n.number_or("max_range_m", p.max_range_m, Range::positive());
+    if (p.min_range_m >= p.max_range_m) n["min_range_m"].error("must be below max_range_m");
+  }
+
+  void operator()(hal::DepthParams& p) const {
+    if (!present || !n.expect_map({"atmospheric_pa"})) return;
+    p.atmospheric_pa = n.number_or("atmospheric_pa", p.atmospheric_pa, Range::non_negative());
+  }
+
+  void operator()(hal::CompassParams& p) const {
+    if (!present || !n.expect_map({"declination_deg"})) return;
+    p.declination_deg = n.number_or("declination_deg", p.declination_deg, Range::between(-180, 180));
+  }
+
+  void operator()(hal::GpsParams& p) const {
+    if (!present || !n.expect_map({"datum_lat_deg", "datum_lon_deg", "datum_alt_m", "surface_tolerance_m", "utc_start",
+                                   "satellites", "hdop"}))
+      return;
+    p.datum_lat_deg = n.number_or("datum_lat_deg", p.datum_lat_deg, Range::between(-89, 89));
+    p.datum_lon_deg = n.number_or("datum_lon_deg", p.datum_lon_deg, Range::between(-180, 180));
+    p.datum_alt_m = n.number_or("datum_alt_m", p.datum_alt_m);
+    p.surface_tolerance_m = n.number_or("surface_tolerance_m", p.surface_tolerance_m, Range::non_negative());
+    if (n.has("utc_start")) {
+      const std::string text = n.string("utc_start");
+      if (!parse_utc_seconds(text, p.utc_start_s)) n.expected("utc_start", "a UTC time like \"2024-06-01T12:00:00Z\"");
+    }
+    p.satellites = static_cast<std::uint32_t>(n.integer_or("satellites", p.satellites, 0, 99));
+    p.hdop = n.number_or("hdop", p.hdop, Range{0, 99.9, false});
+  }
+
+  void operator()(hal::ContactParams& p) const {
+    if (!present || !n.expect_map({"radius_m", "min_force_n"})) return;
+    p.radius_m = n.number_or("radius_m", p.radius_m, Range::non_negative());
+    p.min_force_n = n.number_or("min_force_n", p.min_force_n, Range::non_negative());
+  }
+
+  void operator()(hal::TensionParams&) const {
+    // which joint it reads is resolved once every joint is known (resolve_device_links)
+    if (present) n.expect_map({"joint", "cable"});
+  }
+
+  void operator()(hal::EncoderParams&) const {
+    if (present) n.expect_map({"joint"});
+  }
+
+  void operator()(hal::ThrusterParams& p) const {
+    if (!present || !n.expect_map({"model", "max_thrust_n", "max_speed_rad_s", "time_constant_s", "ct", "alpha", "beta",
+                                   "dead_band", "reverse_ratio", "reaction_torque_nm_per_n"}))
+      return;
+    p.model = n.choice_or("model", "first_order", {"first_order", "yoerger"}) == "yoerger"
+                  ? hal::RotorModel::yoerger
+                  : hal::RotorModel::first_order;
+    p.max_thrust_n = n.number_or("max_thrust_n", p.max_thrust_n, Range::positive());
+    p.max_speed_rad_s = n.number_or("max_speed_rad_s", p.max_speed_rad_s, Range::positive());
+    p.time_constant_s = n.number_or("time_constant_s", p.time_constant_s, Range::positive());
+    p.ct = n.number_or("ct", p.ct, Range::positive());
+    p.alpha = n.number_or("alpha", p.alpha, Range::positive());
+    p.beta = n.number_or("beta", p.beta, Range::positive());
+    p.dead_band = n.number_or("dead_band", p.dead_band, Range{0, 1, false});
+    if (p.dead_band >= 1) n["dead_band"].error("must be below 1");
+    p.reverse_ratio = n.number_or("reverse_ratio", p.reverse_ratio, Range::non_negative());
+    p.reaction_torque_nm_per_n = n.number_or("reaction_torque_nm_per_n", p.reaction_torque_nm_per_n);
+  }
+
+  void operator()(hal::DcMotorParams& p) const {
+    // `drives` (the body the shaft turns) is read once every body is known (resolve_device_links)
+    if (!present || !n.expect_map({"kt_nm_per_a", "ke_v_s_per_rad", "resistance_ohm", "inertia_kg_m2",
+                                   "damping_nm_s_per_rad", "supply_v", "ct", "cq", "drives"}))
+      return;
+    p.kt_nm_per_a = n.number_or("kt_nm_per_a", p.kt_nm_per_a, Range::positive());
+    p.ke_v_s_per_rad = n.number_or("ke_v_s_per_rad", p.ke_v_s_per_rad, Range::non_negative());
+    p.resistance_ohm = n.number_or("resistance_ohm", p.resistance_ohm, Range::positive());
+    p.inertia_kg_m2 = n.number_or("inertia_kg_m2", p.inertia_kg_m2, Range::positive());
+    p.damping_nm_s_per_rad = n.number_or("damping_nm_s_per_rad", p.damping_nm_s_per_rad, Range::non_negative());
+    p.supply_v = n.number_or("supply_v", p.supply_v, Range::positive());
+    p.ct = n.number_or("ct", p.ct, Range::non_negative());
+    p.cq = n.number_or("cq", p.cq, Range::non_negative());
+  }
+
+  void operator()(hal::FinParams& p) const {
+    if (!present || !n.expect_map({"area_m2", "cl_alpha_per_rad", "stall_angle_deg", "cd0", "cd_alpha", "max_angle_deg",
+                                   "rate_deg_s", "air_density_kg_m3"}))
+      return;
+    p.area_m2 = n.number_or("area_m2", p.area_m2, Range::positive());
+    p.cl_alpha_per_rad = n.number_or("cl_alpha_per_rad", p.cl_alpha_per_rad, Range::non_negative());
+    p.stall_angle_deg = n.number_or("stall_angle_deg", p.stall_angle_deg, Range{0, 90, true});
+    p.cd0 = n.number_or("cd0", p.cd0, Range::non_negative());
+    p.cd_alpha = n.number_or("cd_alpha", p.cd_alpha, Range::non_negative());
+    p.max_angle_deg = n.number_or("max_angle_deg", p.max_angle_deg, Range::between(0, 90));
+    p.rate_deg_s = n.number_or("rate_deg_s", p.rate_deg_s, Range::non_negative());
+    p.air_density_kg_m3 = n.number_or("air_density_kg_m3", p.air_density_kg_m3, Range::positive());
+  }
+
+  void operator()(hal::ServoParams& p) const {
+    if (!present || !n.expect_map({"min_angle_deg", "max_angle_deg", "max_rate_deg_s"})) return;
+    p.min_angle_deg = n.number_or("min_angle_deg", p.min_angle_deg, Range::between(-360, 360));
+    p.max_angle_deg = n.number_or("max_angle_deg", p.max_angle_deg, Range::between(-360, 360));
+    p.max_rate_deg_s = n.number_or("max_rate_deg_s", p.max_rate_deg_s, Range::positive());
+    if (p.min_angle_deg > p.max_angle_deg) n["min_angle_deg"].error("must not exceed max_angle_deg");
+  }
+
+  void operator()(hal::WheelDriveParams& p) const {
+    if (!present || !n.expect_map({"track_m", "wheel_radius_m", "max_wheel_speed_rad_s", "time_constant_s", "friction",
+                                   "slip_speed_m_s"}))
+      return;
+    p.track_m = n.number_or("track_m", p.track_m, Range::positive());
+    p.wheel_radius_m = n.number_or("wheel_radius_m", p.wheel_radius_m, Range::positive());
+    p.max_wheel_speed_rad_s = n.number_or("max_wheel_speed_rad_s", p.max_wheel_speed_rad_s, Range::positive());
+    p.time_constant_s = n.number_or("time_constant_s", p.time_constant_s, Range::positive());
+    p.friction = n.number_or("friction", p.friction, Range::non_negative());
+    p.slip_speed_m_s = n.number_or("slip_speed_m_s", p.slip_speed_m_s, Range::positive());
+  }
+
+  void operator()(std::monostate) const {
+    // gyro, accel, imu, inclinometer, clock: nothing to set
+    if (present && n.size() > 0) n.error(std::string("a ") + hal::kind_info(kind).name + " has no parameters");
+  }
+};
+
 void parse_params(const ConfigNode& n, hal::DeviceKind kind, hal::DeviceParams& params) {
   const bool present = n.yaml().IsDefined();
   if (present && !n.is_map()) {
     n.error("expected a map of parameters, got " + describe_value(n.yaml()));
     return;
   }
-  std::visit(
-      hal::overloaded{
-          [&](hal::RayParams& p) {
-            if (!present) return;
-            if (kind == TETHER_KIND_SONAR) {
-              n.expect_map({"min_range_m", "max_range_m", "beam_width_deg", "rays"});
-              p.beam_width_deg = n.number_or("beam_width_deg", p.beam_width_deg, Range{0, 180, false});
-              p.rays = static_cast<std::uint32_t>(n.integer_or("rays", p.rays, 1, 64));
-            } else {
-              n.expect_map({"min_range_m", "max_range_m"});
-            }
-            p.min_range_m = n.number_or("min_range_m", p.min_range_m, Range::non_negative());
-            p.max_range_m = n.number_or("max_range_m", p.max_range_m, Range::positive());
-            if (p.min_range_m >= p.max_range_m) n["min_range_m"].error("must be below max_range_m");
-          },
-          [&](hal::DepthParams& p) {
-            if (!present || !n.expect_map({"atmospheric_pa"})) return;
-            p.atmospheric_pa = n.number_or("atmospheric_pa", p.atmospheric_pa, Range::non_negative());
-          },
-          [&](hal::CompassParams& p) {
-            if (!present || !n.expect_map({"declination_deg"})) return;
-            p.declination_deg = n.number_or("declination_deg", p.declination_deg, Range::between(-180, 180));
-          },
-          [&](hal::GpsParams& p) {
-            if (!present || !n.expect_map({"datum_lat_deg", "datum_lon_deg", "datum_alt_m", "surface_tolerance_m",
-                                           "utc_start", "satellites", "hdop"}))
-              return;
-            p.datum_lat_deg = n.number_or("datum_lat_deg", p.datum_lat_deg, Range::between(-89, 89));
-            p.datum_lon_deg = n.number_or("datum_lon_deg", p.datum_lon_deg, Range::between(-180, 180));
-            p.datum_alt_m = n.number_or("datum_alt_m", p.datum_alt_m);
-            p.surface_tolerance_m = n.number_or("surface_tolerance_m", p.surface_tolerance_m, Range::non_negative());
-            if (n.has("utc_start")) {
-              const std::string text = n.string("utc_start");
-              if (!parse_utc_seconds(text, p.utc_start_s))
-                n.expected("utc_start", "a UTC time like \"2024-06-01T12:00:00Z\"");
-            }
-            p.satellites = static_cast<std::uint32_t>(n.integer_or("satellites", p.satellites, 0, 99));
-            p.hdop = n.number_or("hdop", p.hdop, Range{0, 99.9, false});
-          },
-          [&](hal::ContactParams& p) {
-            if (!present || !n.expect_map({"radius_m", "min_force_n"})) return;
-            p.radius_m = n.number_or("radius_m", p.radius_m, Range::non_negative());
-            p.min_force_n = n.number_or("min_force_n", p.min_force_n, Range::non_negative());
-          },
-          [&](hal::TensionParams&) {
-            // which joint it reads is resolved once every joint is known (resolve_device_links)
-            if (present) n.expect_map({"joint", "cable"});
-          },
-          [&](hal::EncoderParams&) {
-            if (present) n.expect_map({"joint"});
-          },
-          [&](hal::ThrusterParams& p) {
-            if (!present || !n.expect_map({"model", "max_thrust_n", "max_speed_rad_s", "time_constant_s", "ct", "alpha",
-                                           "beta", "dead_band", "reverse_ratio", "reaction_torque_nm_per_n"}))
-              return;
-            p.model = n.choice_or("model", "first_order", {"first_order", "yoerger"}) == "yoerger"
-                          ? hal::RotorModel::yoerger
-                          : hal::RotorModel::first_order;
-            p.max_thrust_n = n.number_or("max_thrust_n", p.max_thrust_n, Range::positive());
-            p.max_speed_rad_s = n.number_or("max_speed_rad_s", p.max_speed_rad_s, Range::positive());
-            p.time_constant_s = n.number_or("time_constant_s", p.time_constant_s, Range::positive());
-            p.ct = n.number_or("ct", p.ct, Range::positive());
-            p.alpha = n.number_or("alpha", p.alpha, Range::positive());
-            p.beta = n.number_or("beta", p.beta, Range::positive());
-            p.dead_band = n.number_or("dead_band", p.dead_band, Range{0, 1, false});
-            if (p.dead_band >= 1) n["dead_band"].error("must be below 1");
-            p.reverse_ratio = n.number_or("reverse_ratio", p.reverse_ratio, Range::non_negative());
-            p.reaction_torque_nm_per_n = n.number_or("reaction_torque_nm_per_n", p.reaction_torque_nm_per_n);
-          },
-          [&](hal::DcMotorParams& p) {
-            // `drives` (the body the shaft turns) is read once every body is known (resolve_device_links)
-            if (!present || !n.expect_map({"kt_nm_per_a", "ke_v_s_per_rad", "resistance_ohm", "inertia_kg_m2",
-                                           "damping_nm_s_per_rad", "supply_v", "ct", "cq", "drives"}))
-              return;
-            p.kt_nm_per_a = n.number_or("kt_nm_per_a", p.kt_nm_per_a, Range::positive());
-            p.ke_v_s_per_rad = n.number_or("ke_v_s_per_rad", p.ke_v_s_per_rad, Range::non_negative());
-            p.resistance_ohm = n.number_or("resistance_ohm", p.resistance_ohm, Range::positive());
-            p.inertia_kg_m2 = n.number_or("inertia_kg_m2", p.inertia_kg_m2, Range::positive());
-            p.damping_nm_s_per_rad = n.number_or("damping_nm_s_per_rad", p.damping_nm_s_per_rad, Range::non_negative());
-            p.supply_v = n.number_or("supply_v", p.supply_v, Range::positive());
-            p.ct = n.number_or("ct", p.ct, Range::non_negative());
-            p.cq = n.number_or("cq", p.cq, Range::non_negative());
-          },
-          [&](hal::FinParams& p) {
-            if (!present || !n.expect_map({"area_m2", "cl_alpha_per_rad", "stall_angle_deg", "cd0", "cd_alpha",
-                                           "max_angle_deg", "rate_deg_s", "air_density_kg_m3"}))
-              return;
-            p.area_m2 = n.number_or("area_m2", p.area_m2, Range::positive());
-            p.cl_alpha_per_rad = n.number_or("cl_alpha_per_rad", p.cl_alpha_per_rad, Range::non_negative());
-            p.stall_angle_deg = n.number_or("stall_angle_deg", p.stall_angle_deg, Range{0, 90, true});
-            p.cd0 = n.number_or("cd0", p.cd0, Range::non_negative());
-            p.cd_alpha = n.number_or("cd_alpha", p.cd_alpha, Range::non_negative());
-            p.max_angle_deg = n.number_or("max_angle_deg", p.max_angle_deg, Range::between(0, 90));
-            p.rate_deg_s = n.number_or("rate_deg_s", p.rate_deg_s, Range::non_negative());
-            p.air_density_kg_m3 = n.number_or("air_density_kg_m3", p.air_density_kg_m3, Range::positive());
-          },
-          [&](hal::ServoParams& p) {
-            if (!present || !n.expect_map({"min_angle_deg", "max_angle_deg", "max_rate_deg_s"})) return;
-            p.min_angle_deg = n.number_or("min_angle_deg", p.min_angle_deg, Range::between(-360, 360));
-            p.max_angle_deg = n.number_or("max_angle_deg", p.max_angle_deg, Range::between(-360, 360));
-            p.max_rate_deg_s = n.number_or("max_rate_deg_s", p.max_rate_deg_s, Range::positive());
-            if (p.min_angle_deg > p.max_angle_deg) n["min_angle_deg"].error("must not exceed max_angle_deg");
-          },
-          [&](hal::WheelDriveParams& p) {
-            if (!present || !n.expect_map({"track_m", "wheel_radius_m", "max_wheel_speed_rad_s", "time_constant_s",
-                                           "friction", "slip_speed_m_s"}))
-              return;
-            p.track_m = n.number_or("track_m", p.track_m, Range::positive());
-            p.wheel_radius_m = n.number_or("wheel_radius_m", p.wheel_radius_m, Range::positive());
-            p.max_wheel_speed_rad_s = n.number_or("max_wheel_speed_rad_s", p.max_wheel_speed_rad_s, Range::positive());
-            p.time_constant_s = n.number_or("time_constant_s", p.time_constant_s, Range::positive());
-            p.friction = n.number_or("friction", p.friction, Range::non_negative());
-            p.slip_speed_m_s = n.number_or("slip_speed_m_s", p.slip_speed_m_s, Range::positive());
-          },
-          [&](std::monostate) {
-            // gyro, accel, imu, inclinometer, clock: nothing to set
-            if (present && n.size() > 0) n.error(std::string("a ") + hal::kind_info(kind).name + " has no parameters");
-          },
-      },
-      params);
+  std::visit(ParamsReader{n, kind, present}, params);
 }
 
 void parse_device(const ConfigNode& d, const std::string& vehicle, const std::string& part, int body_index,
