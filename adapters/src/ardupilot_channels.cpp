@@ -27,7 +27,7 @@ std::vector<ChannelMap> parse_channel_maps(const runtime::ConfigNode& list) {
   constexpr std::int64_t lowest_us = 500, highest_us = 2500;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const runtime::ConfigNode n = list.at(i);
-    if (!n.expect_map({"channel", "actuator", "mode", "min_us", "trim_us", "max_us", "reversed"})) continue;
+    if (!n.expect_map({"channel", "actuator", "mode", "min_us", "trim_us", "max_us", "reversed", "scale"})) continue;
     ChannelMap m;
     // 0 marks a channel that is missing or wrong (already reported)
     if (!n.has("channel")) n.expected("channel", "a whole number from 1 to 32");
@@ -38,6 +38,7 @@ std::vector<ChannelMap> parse_channel_maps(const runtime::ConfigNode& list) {
     m.min_us = static_cast<int>(n.integer_or("min_us", 1100, lowest_us, highest_us));
     m.max_us = static_cast<int>(n.integer_or("max_us", 1900, lowest_us, highest_us));
     m.reversed = n.boolean_or("reversed", false);
+    m.scale = n.number_or("scale", 1.0, tether::runtime::Range::between(-1e6, 1e6));
     if (m.mode == ChannelMode::one_way) {
       if (n.has("trim_us")) n["trim_us"].error("a one_way channel stops at min_us; trim_us has no meaning there");
       if (m.min_us >= m.max_us) n["max_us"].error("expected max_us > min_us (" + std::to_string(m.min_us) + ")");

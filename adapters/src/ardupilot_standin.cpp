@@ -203,7 +203,7 @@ ArduPilotStandIn::FrameResult ArduPilotStandIn::frame(std::chrono::steady_clock:
   send_packet();
   std::int64_t silent_ms = 0;
   for (;;) {
-    if (std::chrono::steady_clock::now() >= give_up_at) return FrameResult::gave_up;
+    if (cancelled_ || std::chrono::steady_clock::now() >= give_up_at) return FrameResult::gave_up;
     pollfd p{fd_, POLLIN, 0};
     const int ready = ::poll(&p, 1, static_cast<int>(options_.recv_timeout_ms));
     if (ready <= 0) {

@@ -67,7 +67,7 @@ TEST_CASE("ardupilot channels: a frame is configuration; defaults are ArduSub's 
   const auto errors = errors_of(R"(channels:
   - {channel: 1, actuator: thruster_fr}
   - {channel: 2, actuator: thruster_fl, reversed: true, min_us: 1000, trim_us: 1520, max_us: 2000}
-  - {channel: 32, actuator: prop, mode: one_way}
+  - {channel: 32, actuator: prop, mode: one_way, scale: 0.5}
 )",
                                 &maps);
   CHECK(errors.empty());
@@ -83,6 +83,8 @@ TEST_CASE("ardupilot channels: a frame is configuration; defaults are ArduSub's 
   CHECK(maps[1].trim_us == 1520);
   CHECK(maps[2].channel == 32);
   CHECK(maps[2].mode == ChannelMode::one_way);
+  CHECK(maps[0].scale == 1.0);
+  CHECK(maps[2].scale == 0.5);
 }
 
 TEST_CASE("ardupilot channels: mistakes are positioned, all at once") {

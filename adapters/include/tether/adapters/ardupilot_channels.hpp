@@ -27,6 +27,7 @@ struct ChannelMap {
   int max_us = 1900;
   bool reversed = false;
   ChannelMode mode = ChannelMode::reversible;
+  double scale = 1.0;  // the actuator gets command × scale (a thruster: 1; a fin: its full deflection in rad)
 };
 
 /// The command for a pulse width: reversible -1..1 (piecewise linear through trim, so
@@ -35,7 +36,8 @@ struct ChannelMap {
 /// ArduPilot sends on a disabled channel) is the stop command.
 double command_from_pwm(const ChannelMap& map, std::uint16_t pwm_us);
 
-/// Reads a `channels:` list, e.g.
+/// Reads a `channels:` list (keys channel, actuator, mode, min_us, trim_us, max_us,
+/// reversed, scale), e.g.
 ///   channels:
 ///     - {channel: 1, actuator: thruster_fr, min_us: 1100, trim_us: 1500, max_us: 1900}
 ///     - {channel: 3, actuator: prop, mode: one_way, reversed: true}

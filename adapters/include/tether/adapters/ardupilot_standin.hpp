@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <span>
@@ -113,6 +114,8 @@ class ArduPilotStandIn {
 
   /// As ArduPilot restarting: frame_count back to 0 and a new socket (a new local port).
   void restart();
+  /// From any thread: frame() gives up now (within recv_timeout_ms) and at once from then on.
+  void cancel() { cancelled_ = true; }
 
   std::uint32_t frame_count() const { return frame_count_; }
   /// The latest reply read; fields == 0 before the first.
@@ -141,6 +144,7 @@ class ArduPilotStandIn {
   double sim_time_s_ = 0;
   std::array<char, 8192> buffer_{};
   std::size_t buffered_ = 0;
+  std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace tether::adapters::ardupilot
