@@ -46,7 +46,7 @@ TEST_CASE("ardupilot channels: a reversible channel maps min..trim..max to -1..0
   CHECK(command_from_pwm(m, 0) == 0.0);
 }
 
-TEST_CASE("ardupilot channels: a one-way channel maps min..max to 0..1; reversed, max is stop") {
+TEST_CASE("ardupilot channels: a one-way channel maps min..max to 0..1, reversed max is stop") {
   ChannelMap m;
   m.mode = ChannelMode::one_way;
   m.min_us = 1000;
@@ -62,7 +62,7 @@ TEST_CASE("ardupilot channels: a one-way channel maps min..max to 0..1; reversed
   CHECK(command_from_pwm(m, 0) == 0.0);
 }
 
-TEST_CASE("ardupilot channels: a frame is configuration; defaults are ArduSub's 1100/1500/1900") {
+TEST_CASE("ardupilot channels: a frame is configuration, defaults are ArduSub's 1100/1500/1900") {
   std::vector<ChannelMap> maps;
   const auto errors = errors_of(R"(channels:
   - {channel: 1, actuator: thruster_fr}

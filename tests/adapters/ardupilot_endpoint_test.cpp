@@ -291,7 +291,7 @@ TEST_CASE("ardupilot endpoint: a session flies the vehicle on the stand-in autop
   CHECK(r.timestamp_s > 0.9);
 }
 
-TEST_CASE("ardupilot endpoint: config mistakes are positioned; no ArduPilot is a clear start error") {
+TEST_CASE("ardupilot endpoint: config mistakes are positioned and no ArduPilot is a clear start error") {
   auto errors_of = [](const std::string& endpoint_extra) {
     try {
       const Scenario sc = parse_scenario(scenario_text(9002, endpoint_extra), "ap.yaml");

@@ -101,7 +101,7 @@ TEST_CASE("ardupilot frames: level and turned 90 degrees about each axis, every 
   }
 }
 
-TEST_CASE("ardupilot frames: position counts from home; the two vector maps and the quaternion agree") {
+TEST_CASE("ardupilot frames: position counts from home, the two vector maps and the quaternion agree") {
   TetherKinematics k;
   k.position_m = {10, -4, -2.5};
   ReplyState s;

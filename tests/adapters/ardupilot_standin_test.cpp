@@ -165,7 +165,7 @@ TEST_CASE("ardupilot stand-in: without a reply it sends the same frame again, an
   CHECK(autopilot.counters.replies == 2);
 }
 
-TEST_CASE("ardupilot stand-in: an unreadable reply does not advance; the same frame goes out again at once") {
+TEST_CASE("ardupilot stand-in: an unreadable reply does not advance, the same frame goes out again at once") {
   FakePhysics physics;
   FixedPwm law;
   ArduPilotStandIn autopilot(options_for(physics), law);
@@ -188,7 +188,7 @@ TEST_CASE("ardupilot stand-in: an unreadable reply does not advance; the same fr
   CHECK(autopilot.counters.resends == 0);
 }
 
-TEST_CASE("ardupilot stand-in: a timestamp going back is a physics reset; its clock does not move") {
+TEST_CASE("ardupilot stand-in: a timestamp going back is a physics reset and its clock does not move") {
   FakePhysics physics;
   FixedPwm law;
   ArduPilotStandIn autopilot(options_for(physics), law);
