@@ -2,7 +2,8 @@
 // Counts heap allocations made by one thread while armed, and says in which phase of the
 // step each happened (the phase name comes from a function the test sets, e.g.
 // Session::phase()). Replaces every form of global operator new and delete, so include it
-// in exactly one source file of a test program.
+// plainly in exactly one source file of a test program (the others define
+// TETHER_ALLOC_COUNT_NO_OPERATORS first).
 #pragma once
 
 #include <execinfo.h>
@@ -100,6 +101,9 @@ inline void* allocate(std::size_t n, std::size_t align) {
 
 }  // namespace tether::test
 
+// A second test file of the same program that only arms and disarms defines
+// TETHER_ALLOC_COUNT_NO_OPERATORS before including this: the operators are defined once.
+#ifndef TETHER_ALLOC_COUNT_NO_OPERATORS
 // every replaceable form: with only some replaced, AddressSanitizer sees its own new paired
 // with our delete and aborts. GCC cannot see that these news are malloc underneath.
 #pragma GCC diagnostic push
@@ -141,3 +145,4 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); 
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 #pragma GCC diagnostic pop
+#endif  // TETHER_ALLOC_COUNT_NO_OPERATORS

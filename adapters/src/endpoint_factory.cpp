@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/adapters/endpoint_factory.hpp"
 
+#include "tether/adapters/ardupilot_endpoint.hpp"
 #include "tether/adapters/mqtt_endpoint.hpp"
 #include "tether/adapters/serial_endpoint.hpp"
 #include "tether/loop/in_process.hpp"
@@ -37,6 +38,12 @@ EndpointRegistry& endpoint_kinds() {
           return std::make_unique<runtime::StandInEndpoint>(c, s);
         },
         "the stand-in vehicle in-process: tether-vehicle's hidden physics without a broker");
+    reg.add(
+        "ardupilot_json",
+        [](const runtime::EndpointConfig& c, const runtime::Scenario& s) -> std::unique_ptr<runtime::Endpoint> {
+          return std::make_unique<ArduPilotJsonEndpoint>(c, s);
+        },
+        "ArduPilot (SITL or a board) through its JSON physics interface over UDP, lock-step on frame_count");
     return reg;
   }();
   return r;

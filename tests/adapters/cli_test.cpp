@@ -309,7 +309,7 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
   for (const char* heading : {"feedback_processors", "endpoint_types", "controllers", "device_kinds"})
     CHECK_MESSAGE(r.out.find(std::string(heading) + " (") != std::string::npos, heading);
   for (const char* name : {"direct", "blend", "vector_adjust", "kalman", "estimate",    // feedback processors
-                           "in_process", "serial", "mqtt", "stand_in",                  // endpoint types
+                           "in_process", "serial", "mqtt", "stand_in", "ardupilot_json",  // endpoint types
                            "idle", "depth_pid", "depth_heading_hold",                   // controllers
                            "range", "imu", "gps", "clock", "thruster", "wheel_drive"})  // device kinds
     CHECK_MESSAGE(r.out.find("\n  " + std::string(name) + " ") != std::string::npos, name);
@@ -331,7 +331,8 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
   };
   CHECK(names_of("feedback_processors") ==
         std::vector<std::string>{"direct", "blend", "vector_adjust", "kalman", "estimate"});
-  CHECK(names_of("endpoint_types") == std::vector<std::string>{"in_process", "serial", "mqtt", "stand_in"});
+  CHECK(names_of("endpoint_types") ==
+        std::vector<std::string>{"in_process", "serial", "mqtt", "stand_in", "ardupilot_json"});
   CHECK(names_of("controllers") == std::vector<std::string>{"idle", "depth_pid", "depth_heading_hold"});
   CHECK(names_of("device_kinds").size() == 20);
 

@@ -9,6 +9,9 @@ scripts (first byte odd), encoded by the independent Python implementation in
 tests/firmware_shim/tether_wire.py.
 mqtt_messages: feedback, projected and status payloads as docs/mqtt.md describes them, for the
 world that mqtt_messages_fuzz.cpp builds (vehicles auv: hull, arm and other: hull).
+ardupilot_json: ArduPilot's servo packets (16 and 32 channels, and a short one), reply lines
+as ArduPilot's readme and Tether write them, and reply numbers as raw doubles (the third use
+of an input in ardupilot_json_fuzz.cpp).
 scenario_parser: config/scenarios/*.yaml without their comment lines, plus a few small files
 for corners the examples do not reach (terrain heights, anchors, flow style, goals).
 The MCAP seeds (mcap_reader/*.mcap) are files written by the recording tests
@@ -223,7 +226,28 @@ recording: {queue_slots: 2}
 """)
 
 
+def ardupilot_seeds():
+    def servo(magic, channels, count):
+        return struct.pack("<HHI", magic, 1200, count) + struct.pack("<%dH" % channels,
+                                                                    *[1100 + 25 * i for i in range(channels)])
+    write("ardupilot_json", "servo16.bin", servo(18458, 16, 7))
+    write("ardupilot_json", "servo32.bin", servo(29569, 32, 0xFFFFFFFF))
+    write("ardupilot_json", "servo16_short.bin", servo(18458, 16, 1)[:30])
+    write("ardupilot_json", "reply_readme.txt",
+          '{"timestamp":2500,"imu":{"gyro":[0,0,0],"accel_body":[0,0,0]},"position":[0,0,0],'
+          '"attitude":[0,0,0],"velocity":[0,0,0]}')
+    write("ardupilot_json", "reply_full.txt",
+          '{"timestamp":12.0025,"imu":{"gyro":[0.01,-0.2,3],"accel_body":[0.1,-0.05,-9.81]},'
+          '"position":[1.5,-2.25,3],"velocity":[-0.5,0,1e-3],"quaternion":[0.7071067812,0,0,0.7071067812],'
+          '"rng_1":2.5,"rng_6":0.3,"velocity_wind":[1, 2, 3],"battery":{"voltage":15.2,"current":-3}}')
+    numbers = [0.0, -9.81, 1e-12, -4e-10, 999999999.5, -1.0, 0.5, 0.5, 0.5, 0.5,
+               1.0, 0.0, 0.0, 0.0, 2.5, 3.5, 1e9, float("nan"), float("inf"), 12.25, 15.2]
+    write("ardupilot_json", "reply_numbers.bin",
+          struct.pack("<q", 1234567890123) + b"".join(struct.pack("<d", v) for v in numbers))
+
+
 if __name__ == "__main__":
     frame_seeds()
     mqtt_seeds()
+    ardupilot_seeds()
     scenario_seeds()

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// ArduPilot in the loop through its JSON physics interface (docs/ardupilot.md): `type:
+// ardupilot_json`. The endpoint is the physics side: it binds a UDP port (127.0.0.1:9002,
+// + 10 per `instance`), ArduPilot (SITL with --model JSON, or a board simulating on
+// hardware) sends servo packets to it, and it answers the sender with one JSON line.
+//
+//   start()    bind; wait for ArduPilot's first servo packet (connect_timeout_ms)
+//   publish    the reply for S'_{k+1} (the projected state) to ArduPilot's latest frame
+//   gather     wait for the next frame (frame_count + 1): its servo outputs, through the
+//              channel map, are this step's actuator commands. The same frame again is
+//              answered with the same reply (no step); a lower count is ArduPilot
+//              restarted (followed to its new port); a jump is counted and taken
+//   emit       keeps S_{k+1}'s velocity: the next reply's accelerometer is the mean
+//              acceleration over the step
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tether/adapters/ardupilot_channels.hpp"
+#include "tether/adapters/ardupilot_json.hpp"
+#include "tether/loop/endpoint.hpp"
+#include "tether/scenario/scenario.hpp"
+
+namespace tether::adapters {
+
+/// One mapped channel with its actuator resolved.
+struct ArduPilotChannel {
+  ardupilot::ChannelMap map;
+  std::uint16_t device = 0;  // index into the scenario's devices
+};
+
+/// A `type: ardupilot_json` endpoint's own keys.
+struct ArduPilotEndpointConfig {
+  std::string host = "127.0.0.1";  // the address the endpoint binds
+  std::uint16_t port = 9002;       // `port` (default 9002) + 10 * `instance`; 0: any free port
+  int body = -1;                   // the vehicle's body ArduPilot flies (`body`, default its first)
+  runtime::Vec3 home_m{0, 0, 0};   // `home_m`: world ENU point ArduPilot's position counts from
+  std::int64_t connect_timeout_ms = 30'000;  // start() waits this long for the first packet
+  std::vector<ArduPilotChannel> channels;
+};
+
+/// Reads a `type: ardupilot_json` endpoint's keys; records positioned errors in the
+/// scenario's context (the caller throws).
+ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& config,
+                                               const runtime::Scenario& scenario);
+
+/// What happened on the link, for the summary.
+struct ArduPilotCounters {
+  std::uint64_t frames = 0;          // new frames taken as a step's commands
+  std::uint64_t repeats = 0;         // the same frame again, answered with the same reply
+  std::uint64_t restarts = 0;        // a lower frame_count (or a new sender): ArduPilot restarted
+  std::uint64_t skipped_frames = 0;  // frames jumped over (count - expected)
+  std::uint64_t replies_sent = 0;
+  std::uint64_t send_errors = 0;
+  ardupilot::ServoCounters packets;  // every datagram by outcome
+  std::uint16_t frame_rate_hz = 0;   // the last packet's frame_rate
+};
+
+class ArduPilotJsonEndpoint final : public runtime::Endpoint {
+ public:
+  ArduPilotJsonEndpoint(const runtime::EndpointConfig& config, const runtime::Scenario& scenario);
+  ArduPilotJsonEndpoint(const runtime::EndpointConfig& config, ArduPilotEndpointConfig ap);
+  ~ArduPilotJsonEndpoint() override;
+
+  /// Binds host:port and waits for ArduPilot's first servo packet. Throws std::runtime_error
+  /// naming the endpoint: the port cannot be bound, or no packet within connect_timeout_ms.
+  void start(const runtime::WorldModel& model, const runtime::WorldState& initial) override;
+  /// Sends the reply for the projected state to ArduPilot. false (a fault) when the state
+  /// cannot be written (a NaN or a value out of range).
+  [[nodiscard]] bool publish(const runtime::StepContext& ctx, const runtime::WorldState& projected) override;
+  /// Waits for ArduPilot's next frame until `deadline`; its servo outputs become commands.
+  [[nodiscard]] runtime::GatherStatus gather(const runtime::StepContext& ctx, runtime::SteadyClock::time_point deadline,
+                                             runtime::Reply& reply) override;
+  void emit(const runtime::StepContext& ctx, const runtime::WorldState& actual) override;
+  /// Every mapped actuator at its stop command (0).
+  void safe_reply(runtime::Reply& reply) const override;
+  void stop() override;
+  /// Adds an "ardupilot" object: address, frames, repeats, restarts, packets by outcome.
+  void summarize(nlohmann::json& out) const override;
+
+  /// The port bound, after start() (useful with `port: 0`).
+  std::uint16_t bound_port() const;
+  const ArduPilotCounters& link_counters() const { return link_; }
+  const ArduPilotEndpointConfig& config() const { return config_; }
+
+ private:
+  struct Impl;
+  void send_reply();
+  void fill_commands(const ardupilot::ServoPacket& packet, runtime::Reply& reply) const;
+
+  ArduPilotEndpointConfig config_;
+  ArduPilotCounters link_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tether::adapters
