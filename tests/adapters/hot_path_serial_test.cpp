@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The hot path with firmware in the loop: the host build of depth_heading_hold on a
 // pseudo-terminal, 10,000 counted steps after a 300-step warm-up, no heap allocation on
-// the loop thread (the endpoint's reader thread is not the step).
+// the loop thread (the endpoint's reader thread is not the step). And the MAVLink codec's
+// promise (docs/mavlink.md): encoding and decoding frames allocates nothing. (One file of a
+// test program may replace operator new: the adapters' allocation tests live here.)
 #include "../alloc_count.hpp"
 
 #include <doctest/doctest.h>
 
+#include <array>
+#include <vector>
+
 #include "serial_test_util.hpp"
+#include "tether/adapters/mavlink_messages.hpp"
 
 using namespace tether::adapters;
 using namespace tether::adapters::test;
@@ -58,4 +64,43 @@ TEST_CASE("serial: a session with the host firmware on a pty allocates nothing p
   CHECK(logs_counted <= 1);
   CHECK(count.total <= logs_counted);
   CHECK(run.endpoint().counters.replies + run.endpoint().counters.late == warm_up + counted + 5);
+}
+
+TEST_CASE("mavlink: encoding and decoding frames allocates nothing") {
+  namespace mav = tether::adapters::mavlink;
+  // a stream of frames with garbage, a corrupt frame and an unknown message among them
+  std::vector<std::uint8_t> stream;
+  std::array<std::uint8_t, mav::max_frame_size> buf{};
+  mav::Header h{.seq = 0, .sysid = 1, .compid = 1};
+  for (int i = 0; i < 50; ++i) {
+    mav::GlobalPositionInt g;
+    g.lat = i;
+    h.seq = static_cast<std::uint8_t>(i);
+    const std::size_t n = i % 5 == 0 ? mav::encode(mav::gcs_heartbeat(), h, buf) : mav::encode(g, h, buf);
+    stream.insert(stream.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+    if (i == 10) stream.insert(stream.end(), {'x', 0xFD, 3, 0, 0});
+    if (i == 20) stream[stream.size() - 3] ^= 1;
+  }
+  mav::Decoder decoder(mav::known_messages());
+  tether::test::AllocCount count;
+  tether::test::arm(count);
+  std::size_t frames = 0;
+  std::int64_t lat_sum = 0;
+  for (int round = 0; round < 20; ++round) {
+    for (std::size_t i = 0; i < stream.size(); i += 7)
+      decoder.feed(std::span<const std::uint8_t>(stream.data() + i, std::min<std::size_t>(7, stream.size() - i)),
+                   [&](const mav::Frame& f) {
+                     ++frames;
+                     if (const auto g = mav::decode<mav::GlobalPositionInt>(f)) lat_sum += g->lat;
+                   });
+    mav::ManualControl mc;
+    mc.z = 500;
+    if (mav::encode(mc, h, buf) == 0) break;
+  }
+  tether::test::disarm();
+  INFO(count.describe());
+  CHECK(count.total == 0);
+  CHECK(frames > 900);
+  CHECK(lat_sum > 0);
+  CHECK(decoder.counters().bad_crc >= 20);
 }

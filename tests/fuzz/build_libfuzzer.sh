@@ -75,6 +75,7 @@ physics=$(ls runtime/physics/src/*.cpp)
 scenario=$(ls runtime/scenario/src/*.cpp)
 mcap="runtime/recording/src/mcap_reader.cpp runtime/recording/src/mcap_format.cpp"
 mqtt="adapters/src/mqtt_messages.cpp"
+mavlink="adapters/src/mavlink.cpp adapters/src/mavlink_messages.cpp"
 
 compile tests/fuzz/frame_decoder_fuzz.c $shim
 link frame_decoder_fuzz $(objects tests/fuzz/frame_decoder_fuzz.c $shim)
@@ -89,4 +90,7 @@ link scenario_parser_fuzz $(objects tests/fuzz/scenario_parser_fuzz.cpp) "$libs"
 compile tests/fuzz/mqtt_messages_fuzz.cpp $mqtt
 link mqtt_messages_fuzz $(objects tests/fuzz/mqtt_messages_fuzz.cpp $mqtt) "$libs" -lyaml-cpp
 
-for t in frame_decoder mcap_reader scenario_parser mqtt_messages; do mkdir -p "$out/corpus/$t"; done
+compile tests/fuzz/mavlink_decoder_fuzz.cpp $mavlink
+link mavlink_decoder_fuzz $(objects tests/fuzz/mavlink_decoder_fuzz.cpp $mavlink)
+
+for t in frame_decoder mcap_reader scenario_parser mqtt_messages mavlink_decoder; do mkdir -p "$out/corpus/$t"; done

@@ -14,11 +14,16 @@ as ArduPilot's readme and Tether write them, and reply numbers as raw doubles (t
 of an input in ardupilot_json_fuzz.cpp).
 scenario_parser: config/scenarios/*.yaml without their comment lines, plus a few small files
 for corners the examples do not reach (terrain heights, anchors, flow style, goals).
+mavlink_decoder: MAVLink 2 byte streams (first byte: the chunk size the target feeds them in)
+of frames written here from the message layouts of common.xml (an encoder independent of
+adapters/src/mavlink.cpp): every message Tether knows, truncated and whole payloads, garbage
+between frames, a bad checksum, an unknown message, a signed frame and a frame cut short.
 The MCAP seeds (mcap_reader/*.mcap) are files written by the recording tests
 (tests/recording/mcap_writer_test.cpp) and are kept as they are.
 """
 import json
 import os
+import re
 import struct
 import sys
 
@@ -246,8 +251,89 @@ def ardupilot_seeds():
           struct.pack("<q", 1234567890123) + b"".join(struct.pack("<d", v) for v in numbers))
 
 
+def crc_x25(data, crc=0xFFFF):
+    for b in data:
+        t = (b ^ crc) & 0xFF
+        t = (t ^ (t << 4)) & 0xFF
+        crc = ((crc >> 8) ^ (t << 8) ^ (t << 3) ^ (t >> 4)) & 0xFFFF
+    return crc
+
+
+# msgid: (CRC_EXTRA, struct format of the payload in wire order, little-endian)
+MAVLINK = {
+    0: (50, "<IBBBBB"),                     # HEARTBEAT
+    1: (124, "<IIIHHhHHHHHHbIII"),          # SYS_STATUS with its extensions
+    11: (89, "<IBB"),                       # SET_MODE
+    22: (220, "<fHH16sB"),                  # PARAM_VALUE
+    23: (168, "<fBB16sB"),                  # PARAM_SET
+    30: (39, "<Iffffff"),                   # ATTITUDE
+    33: (104, "<IiiiihhhH"),                # GLOBAL_POSITION_INT
+    69: (243, "<hhhhHBHBhhhhhhhh"),         # MANUAL_CONTROL with its extensions
+    74: (20, "<ffffhH"),                    # VFR_HUD
+    76: (152, "<fffffffHBBB"),              # COMMAND_LONG
+    77: (143, "<HBBiBB"),                   # COMMAND_ACK with its extensions
+    82: (49, "<I4fffffBBB3f"),              # SET_ATTITUDE_TARGET with thrust_body
+    84: (143, "<IfffffffffffHBBB"),         # SET_POSITION_TARGET_LOCAL_NED
+    86: (5, "<IiifffffffffHBBB"),           # SET_POSITION_TARGET_GLOBAL_INT
+    253: (83, "<B50sHB"),                   # STATUSTEXT with its extensions
+}
+
+
+def mavlink_frame(msgid, payload, seq=0, truncate=True, incompat=0, crc_extra=None):
+    if truncate:
+        payload = payload.rstrip(b"\0") or payload[:1]
+    head = struct.pack("<BBBBBBB", len(payload), incompat, 0, seq, 1, 1, msgid & 0xFF) + bytes(
+        [(msgid >> 8) & 0xFF, (msgid >> 16) & 0xFF])
+    extra = MAVLINK[msgid][0] if crc_extra is None else crc_extra
+    crc = crc_x25(bytes([extra]), crc_x25(head + payload))
+    out = b"\xfd" + head + payload + struct.pack("<H", crc)
+    if incompat & 1:
+        out += bytes(range(0xA0, 0xAD))
+    return out
+
+
+def mavlink_sample(msgid):
+    """A payload whose fields are all set (field i: i, -i, 0.5 i or "F<i>")."""
+    fmt = MAVLINK[msgid][1]
+    fields = []
+    i = 0
+    for token in re.findall(r"(\d*)([a-zA-Z])", fmt[1:]):
+        count, code = int(token[0] or 1), token[1]
+        i += 1
+        if code == "s":
+            fields.append(("F%d" % i).encode())
+        elif code == "f":
+            fields.extend([0.5 * i + 0.25 * k for k in range(count)])
+        elif code in "bhi":
+            fields.extend([-i - k for k in range(count)])
+        else:
+            fields.extend([i + k for k in range(count)])
+    return struct.pack(fmt, *fields)
+
+
+def mavlink_seeds():
+    every = b"".join(mavlink_frame(m, mavlink_sample(m), seq=i) for i, m in enumerate(sorted(MAVLINK)))
+    write("mavlink_decoder", "every_message.bin", b"\x00" + every)
+    write("mavlink_decoder", "every_message_bytewise.bin", b"\x40" + every)
+    whole = b"".join(mavlink_frame(m, mavlink_sample(m), seq=i, truncate=False) for i, m in enumerate(sorted(MAVLINK)))
+    write("mavlink_decoder", "untruncated.bin", b"\x06" + whole)
+    zeros = b"".join(mavlink_frame(m, bytes(struct.calcsize(MAVLINK[m][1]))) for m in sorted(MAVLINK))
+    write("mavlink_decoder", "zero_payloads.bin", b"\x03" + zeros)
+    hb = mavlink_frame(0, struct.pack("<IBBBBB", 19, 12, 3, 0x81, 4, 3), seq=7)
+    bad = bytearray(mavlink_frame(30, mavlink_sample(30), seq=8))
+    bad[14] ^= 0x40
+    unknown = mavlink_frame(2, bytes(range(1, 13)), crc_extra=137)
+    signed = mavlink_frame(0, struct.pack("<IBBBBB", 19, 12, 3, 0x81, 4, 3), seq=9, incompat=1)
+    odd = mavlink_frame(0, struct.pack("<IBBBBB", 19, 12, 3, 0x81, 4, 3), seq=10, incompat=2)
+    mixed = (b"hello\xfd\x00\xfd\xfe\x09" + hb + bytes(bad) + hb + unknown + hb + signed + hb + odd + hb +
+             hb[:11])
+    write("mavlink_decoder", "garbage_and_errors.bin", b"\x04" + mixed)
+    write("mavlink_decoder", "start_inside_bad_frame.bin", b"\x01" + bytes(bad[:12]) + hb + bytes(bad))
+
+
 if __name__ == "__main__":
     frame_seeds()
     mqtt_seeds()
     ardupilot_seeds()
     scenario_seeds()
+    mavlink_seeds()
