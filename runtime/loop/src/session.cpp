@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "operator_control.hpp"
 #include "tether/loop/hal_bridge.hpp"
 #include "tether/loop/in_process.hpp"
 #include "tether/loop/realtime.hpp"
@@ -64,9 +65,7 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
       options_(std::move(options)) {
   device_wrenches_.resize(model_.bodies.size());
   control_ = options_.control;
-  paused_ = control_ && options_.start_paused;
-  forces_.reserve(16);
-  step_commands_.commands.reserve(16);
+  init_control();
   rtf_ = options_.real_time_factor.value_or(scenario_.loop.real_time_factor);
   steps_total_ = options_.steps.value_or(scenario_.loop.steps);
   state_ = scenario_.initial;
@@ -206,7 +205,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
   const auto status_every =
       std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(options_.status_interval_s));
 
-  end_step_ = state_.step + (steps_total_ - steps_done_);
+  op_->end_step = state_.step + (steps_total_ - steps_done_);
   const bool hold = control_ && options_.hold_at_end;
   profile_.enable(scenario_.loop.profile_phases);
   while (steps_done_ < steps_total_ || hold) {
@@ -738,11 +737,7 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   // the faults injected before the keyframe join the list first: its snapshot counts them
   if (options_.scripted_commands) {
     if (faults_) faults_->keep_first(scenario_.faults.size());  // the scenario's own; injected ones follow
-    for (const StepCommands& sc : *options_.scripted_commands) {
-      if (sc.step >= k.state.step) break;
-      for (const OperatorCommand& c : sc.commands)
-        if (c.kind == OperatorCommand::Kind::inject_fault) apply_command(c, sc.step);
-    }
+    reapply_commands(k.state.step, true);
   }
   if (faults_ && !faults_->restore(k.faults, error)) return false;
   state_ = k.state;
@@ -753,15 +748,7 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   history_.clear();
   history_.push(state_);
   // the operator commands before the keyframe: the forces acting and the gains set then
-  if (options_.scripted_commands) {
-    forces_.clear();
-    for (const StepCommands& sc : *options_.scripted_commands) {
-      if (sc.step >= state_.step) break;
-      for (const OperatorCommand& c : sc.commands)
-        if (c.kind != OperatorCommand::Kind::inject_fault) apply_command(c, sc.step);
-    }
-    std::erase_if(forces_, [&](const OperatorForce& f) { return f.until_step <= state_.step; });
-  }
+  reapply_commands(state_.step, false);
   return true;
 }
 
@@ -853,15 +840,7 @@ nlohmann::json Session::summary() const {
     out["expectations"] = expectations_->summary();
     out["verdict"] = expectations_->passed() ? "pass" : "fail";
   }
-  if (control_ || commands_applied_ > 0) {
-    json forces = json::array();
-    for (const auto& f : forces_)
-      if (f.until_step > state_.step) forces.push_back(f.command.name);
-    out["control"] = {{"operator_commands", commands_applied_},
-                      {"pauses", pauses_},
-                      {"paused_wall_s", paused_wall_s_},
-                      {"forces_acting", forces}};
-  }
+  control_summary(out);
   // 16 hex digits: a JSON number this large is rounded by JavaScript and jq 1.6
   char hash[24];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(hash_state(state_)));
