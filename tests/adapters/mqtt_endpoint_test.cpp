@@ -225,15 +225,12 @@ TEST_CASE("mqtt: a session paused by an operator tells the vehicle on the runtim
   std::atomic<bool> stepped{false};
   std::thread operator_thread([&] {
     for (int i = 0; i < 600 && seen("paused") == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ControlRequest step;
-    step.kind = ControlRequest::Kind::step;
-    step.steps = 10;
+    ControlRequest step{ControlRequest::Step{10}, {}};
     step.done = [&](bool ok, const std::string&) { stepped = ok; };
     control.submit(std::move(step));
     for (int i = 0; i < 600 && !stepped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     for (int i = 0; i < 600 && seen("paused") < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ControlRequest resume;
-    resume.kind = ControlRequest::Kind::resume;
+    ControlRequest resume{ControlRequest::Resume{}, {}};
     control.submit(std::move(resume));
   });
   const Outcome outcome = session.run(stop);

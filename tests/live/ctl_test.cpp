@@ -116,6 +116,13 @@ TEST_CASE("ctl: bad usage exits 2 before connecting, no server exits 3") {
   CHECK(r.exit_code == 2);
   r = run(tether_exe + " ctl --url ws://127.0.0.1:9 frobnicate");
   CHECK(r.exit_code == 2);
+  // the words are checked with the service's own keys: a misspelt key, a value out of range
+  r = run(tether_exe + " ctl --url ws://127.0.0.1:9 fault device=auv.hull.depth kind=bias vaule=1");
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(r.out.find("unknown key \"vaule\"") != std::string::npos, r.out);
+  r = run(tether_exe + " ctl --url ws://127.0.0.1:9 rtf 5000");
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(r.out.find("\"rtf\" must be a finite number in 0..1000") != std::string::npos, r.out);
   r = run(tether_exe + " ctl --url ws://127.0.0.1:9 --timeout 5 status");  // port 9 (discard): nothing listens
   CHECK(r.exit_code == 3);
 }

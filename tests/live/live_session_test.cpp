@@ -199,7 +199,7 @@ TEST_CASE(
   CHECK(rec.commands[0].commands[0].force_n.y() == 150);
   CHECK(rec.commands[1].commands[0].name == "spin");
   CHECK(rec.commands[1].commands[0].body_frame);
-  CHECK(rec.commands[2].commands[0].kind == runtime::OperatorCommand::Kind::remove_force);
+  CHECK(std::holds_alternative<runtime::RemoveForce>(rec.commands[2].commands[0]));
   const json summary = json::parse(read_file(dir + "/summary.json"));
   CHECK(summary["control"]["operator_commands"] == 3);
   CHECK(summary["live"]["clients"].get<int>() >= 2);
@@ -320,7 +320,7 @@ TEST_CASE(
   REQUIRE(rec.commands.size() == 1);
   CHECK(rec.commands[0].step == 20);
   REQUIRE(rec.commands[0].commands.size() == 2);
-  CHECK(rec.commands[0].commands[0].kind == runtime::OperatorCommand::Kind::inject_fault);
+  CHECK(std::holds_alternative<runtime::InjectFault>(rec.commands[0].commands[0]));
   const json summary = json::parse(read_file(dir + "/summary.json"));
   REQUIRE(summary["faults"].size() == 2);
   const json& bias = summary["faults"][0];

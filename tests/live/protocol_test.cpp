@@ -3,9 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <variant>
+
+#include <nlohmann/json.hpp>
 
 #include "tether/live/protocol.hpp"
 #include "tether/live/server.hpp"
+#include "tether/live/services.hpp"
 
 using namespace tether;
 
@@ -53,34 +57,88 @@ TEST_CASE("live protocol: a cut or lying service call is refused with the reason
   CHECK(why.find("past the end") != std::string::npos);
 }
 
-TEST_CASE("live protocol: service requests become session requests, and bad ones say what is wrong") {
-  const std::vector<std::pair<std::string, std::uint32_t>> bodies{{"auv.hull", 0}, {"auv", 0}};
+TEST_CASE("live services: requests become session requests through the table, and bad ones say what is wrong") {
+  const runtime::BodyNames bodies{{"auv.hull", 0}, {"auv", 0}};
   runtime::ControlRequest r;
   std::string why;
-  REQUIRE(live::build_request(*live::find_service("/tether/step"), R"({"steps": 10})", bodies, r, &why));
-  CHECK(r.kind == runtime::ControlRequest::Kind::step);
-  CHECK(r.steps == 10);
-  CHECK_FALSE(live::build_request(*live::find_service("/tether/step"), R"({"steps": 0})", bodies, r, &why));
-  CHECK_FALSE(live::build_request(*live::find_service("/tether/step"), R"({"steps": -3})", bodies, r, &why));
-  CHECK_FALSE(live::build_request(*live::find_service("/tether/step"), "not json", bodies, r, &why));
-  CHECK_FALSE(live::build_request(*live::find_service("/tether/run_until"), "{}", bodies, r, &why));
-  REQUIRE(live::build_request(
-      *live::find_service("/tether/apply_force"),
-      R"({"name":"push","body":"auv","force":[1,2,3],"frame":"body","point":[0.5,0,0],"duration_s":2})", bodies, r,
-      &why));
-  CHECK(r.kind == runtime::ControlRequest::Kind::world);
-  CHECK(r.command.kind == runtime::OperatorCommand::Kind::apply_force);
-  CHECK(r.command.body_frame);
-  CHECK(r.command.force_n.y() == 2);
-  CHECK(r.command.point_m.x() == 0.5);
-  CHECK(r.command.duration_s == 2);
-  CHECK_FALSE(
-      live::build_request(*live::find_service("/tether/apply_force"), R"({"name":"p","body":"rov"})", bodies, r, &why));
+  auto build = [&](const char* service, const char* payload) {
+    REQUIRE(live::find_service(service));
+    return live::build_request(*live::find_service(service), payload, bodies, r, &why);
+  };
+  REQUIRE(build("/tether/step", R"({"steps": 10})"));
+  REQUIRE(std::holds_alternative<runtime::ControlRequest::Step>(r.action));
+  CHECK(std::get<runtime::ControlRequest::Step>(r.action).steps == 10);
+  REQUIRE(build("/tether/step", "{}"));
+  CHECK(std::get<runtime::ControlRequest::Step>(r.action).steps == 1);
+  CHECK_FALSE(build("/tether/step", R"({"steps": 0})"));
+  CHECK(why == R"("steps" must be a whole number in 1..1000000000, got 0)");
+  CHECK_FALSE(build("/tether/step", R"({"steps": -3})"));
+  CHECK_FALSE(build("/tether/step", R"({"steps": 2.5})"));
+  CHECK_FALSE(build("/tether/step", "not json"));
+  CHECK(why == "the request must be a JSON object");
+  // strict: an unknown key and a missing required one are named, every problem at once
+  CHECK_FALSE(build("/tether/step", R"({"stpes": 10})"));
+  CHECK(why == R"(unknown key "stpes" (known: steps))");
+  CHECK_FALSE(build("/tether/status", R"({"verbose": true})"));
+  CHECK(why == R"(unknown key "verbose" (this service takes none))");
+  CHECK_FALSE(build("/tether/run_until", "{}"));
+  CHECK(why.find(R"("time_s" is required)") == 0);
+  CHECK_FALSE(build("/tether/set_rtf", R"({"rtf": 2000, "speed": 1})"));
+  CHECK(why == R"("rtf" must be a finite number in 0..1000, got 2000; unknown key "speed" (known: rtf))");
+  REQUIRE(build("/tether/apply_force",
+                R"({"name":"push","body":"auv","force":[1,2,3],"frame":"body","point":[0.5,0,0],"duration_s":2})"));
+  REQUIRE(std::holds_alternative<runtime::ControlRequest::World>(r.action));
+  const auto& command = std::get<runtime::ControlRequest::World>(r.action).command;
+  REQUIRE(std::holds_alternative<runtime::ApplyForce>(command));
+  const auto& force = std::get<runtime::ApplyForce>(command);
+  CHECK(force.body_frame);
+  CHECK(force.force_n.y() == 2);
+  CHECK(force.point_m.x() == 0.5);
+  CHECK(force.duration_s == 2);
+  CHECK_FALSE(build("/tether/apply_force", R"({"name":"p","body":"rov"})"));
   CHECK(why.find("auv.hull") != std::string::npos);  // the message lists the known bodies
-  CHECK_FALSE(live::build_request(*live::find_service("/tether/apply_force"),
-                                  R"({"name":"p","body":"auv","force":[1,2]})", bodies, r, &why));
-  CHECK_FALSE(live::build_request(*live::find_service("/tether/apply_force"),
-                                  R"({"name":"p","body":"auv","frame":"sideways"})", bodies, r, &why));
+  CHECK_FALSE(build("/tether/apply_force", R"({"name":"p","body":"auv","force":[1,2]})"));
+  CHECK(why.find(R"("force" must be an array of three finite numbers)") == 0);
+  CHECK_FALSE(build("/tether/apply_force", R"({"name":"p","body":"auv","frame":"sideways"})"));
+  CHECK(why == R"("frame" must be one of "world", "body", got "sideways")");
+  CHECK_FALSE(build("/tether/apply_force", R"({"name":"p","body":"auv","forse":[0,1,0]})"));
+  CHECK(why.find(R"(unknown key "forse")") == 0);
+  // a fault: the keys of a faults: entry; `if:` is known, and refused with the reason
+  REQUIRE(build("/tether/inject_fault", R"({"device":"auv.hull.depth","kind":"bias","value":-3})"));
+  CHECK(std::holds_alternative<runtime::InjectFault>(std::get<runtime::ControlRequest::World>(r.action).command));
+  CHECK_FALSE(build("/tether/inject_fault", R"({"device":"auv.hull.depth","kind":"stuck","if":{}})"));
+  CHECK(why.find("`if:` conditions") != std::string::npos);
+  CHECK_FALSE(build("/tether/inject_fault", R"({"device":"auv.hull.depth","kind":"wobble"})"));
+  CHECK(why.find(R"("kind" must be one of "drop")") == 0);
+}
+
+TEST_CASE("live services: the table gives ids in order, refuses a second of a name, and derives the schemas") {
+  live::ServiceTable table;
+  live::Service s;
+  s.name = "/test/a";
+  CHECK_FALSE(table.add(s));  // no handler
+  s.handler = [](const nlohmann::json&, const live::ServiceContext&, runtime::ControlRequest::Action& out,
+                 std::string*) {
+    out = runtime::ControlRequest::Status{};
+    return true;
+  };
+  REQUIRE(table.add(s));
+  CHECK_FALSE(table.add(s));
+  s.name = "/test/b";
+  REQUIRE(table.add(s));
+  CHECK(table.find("/test/b")->id == 2);
+  CHECK(table.find(std::uint32_t{1})->name == "/test/a");
+  CHECK(table.find(std::uint32_t{3}) == nullptr);
+  // the built-ins keep the ids clients know
+  CHECK(live::find_service("/tether/status")->id == 1);
+  CHECK(live::find_service("/tether/seek")->id == 10);
+  CHECK(live::find_service("/tether/inject_fault")->id == 11);
+  const auto schema = nlohmann::json::parse(live::request_schema(*live::find_service("/tether/set_rtf")));
+  CHECK(schema["additionalProperties"] == false);
+  CHECK(schema["required"] == nlohmann::json::array({"rtf"}));
+  CHECK(schema["properties"]["rtf"]["maximum"] == 1000);
+  const auto fault = nlohmann::json::parse(live::request_schema(*live::find_service("/tether/inject_fault")));
+  CHECK_FALSE(fault["properties"].contains("if"));  // refused keys are not advertised
 }
 
 TEST_CASE("live server: loopback addresses and --live values") {

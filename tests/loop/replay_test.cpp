@@ -267,11 +267,8 @@ TEST_CASE("the recorder waits when full only while the session is unpaced, live 
   options.control = &control;
   options.after_step = [&](const WorldState& s) {
     waiting.push_back(recorder->wait_when_full());
-    ControlRequest r;
-    r.kind = ControlRequest::Kind::set_rtf;
     // paced (fast enough for a test) from step 10, unpaced again from step 20
-    if (s.step == 10) r.value = 1000;
-    if (s.step == 20) r.value = 0;
+    ControlRequest r{ControlRequest::SetRtf{s.step == 10 ? 1000.0 : 0.0}, {}};
     if (s.step == 10 || s.step == 20) REQUIRE(control.submit(std::move(r)));
     return true;
   };

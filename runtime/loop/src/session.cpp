@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "operator_control.hpp"
 #include "tether/loop/hal_bridge.hpp"
 #include "tether/loop/realtime.hpp"
 #include "tether/recording/recorder.hpp"
@@ -68,9 +69,7 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   const std::size_t bodies = scenario_.model.bodies.size();
   devices_.wrenches.resize(model_.bodies.size());
   control_ = options_.control;
-  paused_ = control_ && options_.start_paused;
-  forces_.reserve(16);
-  step_commands_.commands.reserve(16);
+  init_control();
   rtf_ = options_.real_time_factor.value_or(scenario_.loop.real_time_factor);
   steps_total_ = options_.steps.value_or(scenario_.loop.steps);
   state_ = scenario_.initial;
@@ -140,7 +139,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
   pacer_.start(t0, wall_period_ns);
   auto next_status = t0;
 
-  end_step_ = state_.step + (steps_total_ - steps_done_);
+  op_->end_step = state_.step + (steps_total_ - steps_done_);
   const bool hold = control_ && options_.hold_at_end;
   timing_.profile.enable(scenario_.loop.profile_phases);
   while (steps_done_ < steps_total_ || hold) {
@@ -741,11 +740,7 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   // the faults injected before the keyframe join the list first: its snapshot counts them
   if (options_.scripted_commands) {
     if (checks_.has_faults()) checks_.faults()->keep_first(scenario_.faults.size());  // the scenario's own; injected ones follow
-    for (const StepCommands& sc : *options_.scripted_commands) {
-      if (sc.step >= k.state.step) break;
-      for (const OperatorCommand& c : sc.commands)
-        if (c.kind == OperatorCommand::Kind::inject_fault) apply_command(c, sc.step);
-    }
+    reapply_commands(k.state.step, true);
   }
   if (checks_.has_faults() && !checks_.faults()->restore(k.faults, error)) return false;
   state_ = k.state;
@@ -756,15 +751,7 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   history_.clear();
   history_.push(state_);
   // the operator commands before the keyframe: the forces acting and the gains set then
-  if (options_.scripted_commands) {
-    forces_.clear();
-    for (const StepCommands& sc : *options_.scripted_commands) {
-      if (sc.step >= state_.step) break;
-      for (const OperatorCommand& c : sc.commands)
-        if (c.kind != OperatorCommand::Kind::inject_fault) apply_command(c, sc.step);
-    }
-    std::erase_if(forces_, [&](const OperatorForce& f) { return f.until_step <= state_.step; });
-  }
+  reapply_commands(state_.step, false);
   return true;
 }
 
@@ -857,15 +844,7 @@ nlohmann::json Session::summary() const {
   for (const auto& v : model_.vehicles) out["vehicles"].push_back(vehicle_summary(model_, v, state_));
   if (!scenario_.goals.empty()) out["goals"] = summarize_goals(scenario_.goals, model_, state_);
   checks_.summarize(out);
-  if (control_ || commands_applied_ > 0) {
-    json forces = json::array();
-    for (const auto& f : forces_)
-      if (f.until_step > state_.step) forces.push_back(f.command.name);
-    out["control"] = {{"operator_commands", commands_applied_},
-                      {"pauses", pauses_},
-                      {"paused_wall_s", paused_wall_s_},
-                      {"forces_acting", forces}};
-  }
+  control_summary(out);
   // 16 hex digits: a JSON number this large is rounded by JavaScript and jq 1.6
   char hash[24];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(hash_state(state_)));

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Operator control of a running session (docs/live.md): the requests a SessionControl
-// queues are taken between steps; world commands (forces, gains) are applied in phase 4
-// of the next step and recorded with it, so `tether replay --verify` repeats them.
+// queues are taken between steps; world commands (forces, gains, faults) are applied in
+// phase 4 of the next step and recorded with it, so `tether replay --verify` repeats them.
+// Every switch over a request or a command is a std::visit with no catch-all: a new kind
+// does not build until it is handled here.
 #include <cmath>
 #include <limits>
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "operator_control.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
 #include "tether/scenario/config.hpp"
@@ -21,28 +24,40 @@ constexpr std::uint64_t forever = std::numeric_limits<std::uint64_t>::max();
 
 bool finite(const Vec3& v) { return std::isfinite(v.x()) && std::isfinite(v.y()) && std::isfinite(v.z()); }
 
-std::string describe(const OperatorCommand& c, const WorldModel& model) {
+std::string describe(const OperatorCommand& command, const WorldModel& model) {
   char buf[400];
-  switch (c.kind) {
-    case OperatorCommand::Kind::apply_force:
-      std::snprintf(buf, sizeof buf,
-                    "apply_force \"%s\" on %s: force (%g, %g, %g) N, torque (%g, %g, %g) N·m, %s frame, "
-                    "at (%g, %g, %g) m, %s",
-                    c.name.c_str(), c.body < model.bodies.size() ? model.bodies[c.body].name.c_str() : "?",
-                    c.force_n.x(), c.force_n.y(), c.force_n.z(), c.torque_nm.x(), c.torque_nm.y(), c.torque_nm.z(),
-                    c.body_frame ? "body" : "world", c.point_m.x(), c.point_m.y(), c.point_m.z(),
-                    c.duration_s > 0 ? ("for " + std::to_string(c.duration_s) + " s").c_str() : "until removed");
-      return buf;
-    case OperatorCommand::Kind::remove_force: return "remove_force \"" + c.name + "\"";
-    case OperatorCommand::Kind::set_parameter:
-      std::snprintf(buf, sizeof buf, "set_parameter %s = %.17g", c.name.c_str(), c.value);
-      return buf;
-    case OperatorCommand::Kind::inject_fault: return "inject_fault " + c.name;
-  }
-  return "?";
+  return std::visit(
+      overloaded{
+          [&](const ApplyForce& c) -> std::string {
+            std::snprintf(buf, sizeof buf,
+                          "apply_force \"%s\" on %s: force (%g, %g, %g) N, torque (%g, %g, %g) N·m, %s frame, "
+                          "at (%g, %g, %g) m, %s",
+                          c.name.c_str(), c.body < model.bodies.size() ? model.bodies[c.body].name.c_str() : "?",
+                          c.force_n.x(), c.force_n.y(), c.force_n.z(), c.torque_nm.x(), c.torque_nm.y(),
+                          c.torque_nm.z(), c.body_frame ? "body" : "world", c.point_m.x(), c.point_m.y(), c.point_m.z(),
+                          c.duration_s > 0 ? ("for " + std::to_string(c.duration_s) + " s").c_str() : "until removed");
+            return buf;
+          },
+          [](const RemoveForce& c) -> std::string { return "remove_force \"" + c.name + "\""; },
+          [&](const SetParameter& c) -> std::string {
+            std::snprintf(buf, sizeof buf, "set_parameter %s = %.17g", c.name.c_str(), c.value);
+            return buf;
+          },
+          [](const InjectFault& c) -> std::string { return "inject_fault " + c.entry; },
+      },
+      command);
 }
 
 }  // namespace
+
+void Session::init_control() {
+  op_ = std::make_unique<OperatorControl>();
+  op_->paused = control_ && options_.start_paused;
+  op_->forces.reserve(16);
+  op_->step_commands.commands.reserve(16);
+}
+
+const std::vector<Session::OperatorForce>& Session::operator_forces() const { return op_->forces; }
 
 void Session::reanchor_pacer() {
   const std::int64_t wall_period_ns =
@@ -55,17 +70,28 @@ std::string Session::control_status() const {
                    {"steps_done", steps_done_},
                    {"steps_planned", steps_total_},
                    {"time_s", static_cast<double>(state_.time_ns) * 1e-9},
-                   {"paused", paused_ && targets_.empty()},
+                   {"paused", op_->paused && op_->targets.empty()},
                    {"real_time_factor", rtf_},
-                   {"stepping", !targets_.empty()}};
+                   {"stepping", !op_->targets.empty()}};
   j["forces"] = nlohmann::json::array();
-  for (const auto& f : forces_)
+  for (const auto& f : op_->forces)
     if (f.until_step > state_.step)  // a force that has run its course leaves at the next step
       j["forces"].push_back(
           {{"name", f.command.name},
            {"body", model_.bodies[f.command.body].name},
            {"until_step", f.until_step == forever ? nlohmann::json() : nlohmann::json(f.until_step)}});
   return j.dump();
+}
+
+void Session::control_summary(nlohmann::json& out) const {
+  if (!control_ && op_->commands_applied == 0) return;
+  nlohmann::json forces = nlohmann::json::array();
+  for (const auto& f : op_->forces)
+    if (f.until_step > state_.step) forces.push_back(f.command.name);
+  out["control"] = {{"operator_commands", op_->commands_applied},
+                    {"pauses", op_->pauses},
+                    {"paused_wall_s", op_->paused_wall_s},
+                    {"forces_acting", forces}};
 }
 
 std::string Session::parameters_json() const {
@@ -79,53 +105,55 @@ std::string Session::parameters_json() const {
   return j.dump();
 }
 
-bool Session::check_command(const OperatorCommand& c, std::string* why, FaultConfig* fault) const {
+bool Session::check_command(const OperatorCommand& command, std::string* why, FaultConfig* fault) const {
   auto fail = [why](std::string text) {
     if (why) *why = std::move(text);
     return false;
   };
-  switch (c.kind) {
-    case OperatorCommand::Kind::apply_force:
-      if (c.name.empty()) return fail("a force needs a name (remove_force names it)");
-      if (c.body >= model_.bodies.size()) return fail("no body " + std::to_string(c.body));
-      if (!finite(c.force_n) || !finite(c.torque_nm) || !finite(c.point_m) || !std::isfinite(c.duration_s))
-        return fail("force, torque, point and duration must be finite numbers");
-      if (c.duration_s < 0) return fail("duration_s must be >= 0 (0: until removed)");
-      return true;
-    case OperatorCommand::Kind::remove_force: {
-      for (const auto& f : forces_)
-        if (f.command.name == c.name) return true;
-      for (const auto& r : world_pending_)
-        if (r.command.kind == OperatorCommand::Kind::apply_force && r.command.name == c.name) return true;
-      return fail("no force named \"" + c.name + "\" acts now");
-    }
-    case OperatorCommand::Kind::set_parameter: {
-      const std::string prefix = "feedback.";
-      if (c.name.rfind(prefix, 0) == 0) {
-        const std::string rest = c.name.substr(prefix.size());
-        for (const auto& p : processors_)
-          if (rest.rfind(p->name() + ".", 0) == 0) {
-            const std::string field = rest.substr(p->name().size() + 1);
-            double old = 0;
-            if (!p->parameter(field, old)) break;
-            if (!std::isfinite(c.value)) return fail(c.name + " must be a finite number");
+  return std::visit(
+      overloaded{
+          [&](const ApplyForce& c) {
+            if (c.name.empty()) return fail("a force needs a name (remove_force names it)");
+            if (c.body >= model_.bodies.size()) return fail("no body " + std::to_string(c.body));
+            if (!finite(c.force_n) || !finite(c.torque_nm) || !finite(c.point_m) || !std::isfinite(c.duration_s))
+              return fail("force, torque, point and duration must be finite numbers");
+            if (c.duration_s < 0) return fail("duration_s must be >= 0 (0: until removed)");
             return true;
-          }
-      }
-      return fail("no parameter \"" + c.name + "\" (see getParameters)");
-    }
-    case OperatorCommand::Kind::inject_fault: {
-      FaultConfig f;
-      if (!live_fault(c.name, state_.step, f, why)) return false;
-      if ((f.trigger == FaultTrigger::at_step || f.trigger == FaultTrigger::at_time) &&
-          fault_fire_step(f, scenario_.initial.step, scenario_.loop.period_ns) <= state_.step)
-        return fail("it would start at a step that has begun already (the next step to begin is " +
-                    std::to_string(state_.step + 1) + ")");
-      if (fault) *fault = std::move(f);
-      return true;
-    }
-  }
-  return fail("unknown command");
+          },
+          [&](const RemoveForce& c) {
+            for (const auto& f : op_->forces)
+              if (f.command.name == c.name) return true;
+            for (const auto& p : op_->pending)
+              if (const auto* a = std::get_if<ApplyForce>(&p); a && a->name == c.name) return true;
+            return fail("no force named \"" + c.name + "\" acts now");
+          },
+          [&](const SetParameter& c) {
+            const std::string prefix = "feedback.";
+            if (c.name.rfind(prefix, 0) == 0) {
+              const std::string rest = c.name.substr(prefix.size());
+              for (const auto& p : processors_)
+                if (rest.rfind(p->name() + ".", 0) == 0) {
+                  const std::string field = rest.substr(p->name().size() + 1);
+                  double old = 0;
+                  if (!p->parameter(field, old)) break;
+                  if (!std::isfinite(c.value)) return fail(c.name + " must be a finite number");
+                  return true;
+                }
+            }
+            return fail("no parameter \"" + c.name + "\" (see getParameters)");
+          },
+          [&](const InjectFault& c) {
+            FaultConfig f;
+            if (!live_fault(c.entry, state_.step, f, why)) return false;
+            if ((f.trigger == FaultTrigger::at_step || f.trigger == FaultTrigger::at_time) &&
+                fault_fire_step(f, scenario_.initial.step, scenario_.loop.period_ns) <= state_.step)
+              return fail("it would start at a step that has begun already (the next step to begin is " +
+                          std::to_string(state_.step + 1) + ")");
+            if (fault) *fault = std::move(f);
+            return true;
+          },
+      },
+      command);
 }
 
 bool Session::live_fault(const std::string& text, std::uint64_t step, FaultConfig& out, std::string* why) const {
@@ -161,75 +189,86 @@ bool Session::live_fault(const std::string& text, std::uint64_t step, FaultConfi
 void Session::add_fault(const FaultConfig& fault) { checks_.add_fault(fault); }
 
 // applies a world command at `step` (live: the step about to run; replay: the recorded one)
-void Session::apply_command(const OperatorCommand& c, std::uint64_t step) {
-  ++commands_applied_;
-  switch (c.kind) {
-    case OperatorCommand::Kind::apply_force: {
-      // a force of the same name is replaced
-      std::erase_if(forces_, [&](const OperatorForce& f) { return f.command.name == c.name; });
-      std::uint64_t until = forever;
-      if (c.duration_s > 0) {
-        const double steps = std::ceil(c.duration_s * 1e9 / static_cast<double>(scenario_.loop.period_ns));
-        until = step + static_cast<std::uint64_t>(std::max(1.0, steps));
-      }
-      forces_.push_back({c, until});
-      return;
-    }
-    case OperatorCommand::Kind::remove_force:
-      std::erase_if(forces_, [&](const OperatorForce& f) { return f.command.name == c.name; });
-      return;
-    case OperatorCommand::Kind::set_parameter: {
-      const std::string rest = c.name.substr(std::string("feedback.").size());
-      for (const auto& p : processors_)
-        if (rest.rfind(p->name() + ".", 0) == 0) {
-          std::string why;
-          if (!p->set_parameter(rest.substr(p->name().size() + 1), c.value, &why))
-            spdlog::warn("operator command {} at step {} refused: {}", c.name, step, why);
-          return;
-        }
-      return;
-    }
-    case OperatorCommand::Kind::inject_fault: {
-      FaultConfig f;
-      std::string why;
-      if (live_fault(c.name, step, f, &why))
-        add_fault(f);
-      else
-        spdlog::warn("operator command inject_fault at step {} refused: {}", step, why);
-      return;
-    }
+void Session::apply_command(const OperatorCommand& command, std::uint64_t step) {
+  ++op_->commands_applied;
+  auto& forces = op_->forces;
+  std::visit(overloaded{
+                 [&](const ApplyForce& c) {
+                   // a force of the same name is replaced
+                   std::erase_if(forces, [&](const OperatorForce& f) { return f.command.name == c.name; });
+                   std::uint64_t until = forever;
+                   if (c.duration_s > 0) {
+                     const double steps = std::ceil(c.duration_s * 1e9 / static_cast<double>(scenario_.loop.period_ns));
+                     until = step + static_cast<std::uint64_t>(std::max(1.0, steps));
+                   }
+                   forces.push_back({c, until});
+                 },
+                 [&](const RemoveForce& c) {
+                   std::erase_if(forces, [&](const OperatorForce& f) { return f.command.name == c.name; });
+                 },
+                 [&](const SetParameter& c) {
+                   const std::string rest = c.name.substr(std::string("feedback.").size());
+                   for (const auto& p : processors_)
+                     if (rest.rfind(p->name() + ".", 0) == 0) {
+                       std::string why;
+                       if (!p->set_parameter(rest.substr(p->name().size() + 1), c.value, &why))
+                         spdlog::warn("operator command {} at step {} refused: {}", c.name, step, why);
+                       return;
+                     }
+                 },
+                 [&](const InjectFault& c) {
+                   FaultConfig f;
+                   std::string why;
+                   if (live_fault(c.entry, step, f, &why))
+                     add_fault(f);
+                   else
+                     spdlog::warn("operator command inject_fault at step {} refused: {}", step, why);
+                 },
+             },
+             command);
+}
+
+void Session::reapply_commands(std::uint64_t before_step, bool faults) {
+  if (!options_.scripted_commands) return;
+  if (!faults) op_->forces.clear();
+  for (const StepCommands& sc : *options_.scripted_commands) {
+    if (sc.step >= before_step) break;
+    for (const OperatorCommand& c : sc.commands)
+      if (std::holds_alternative<InjectFault>(c) == faults) apply_command(c, sc.step);
   }
+  if (!faults) std::erase_if(op_->forces, [&](const OperatorForce& f) { return f.until_step <= before_step; });
 }
 
 // phase 4: this step's operator commands, then the forces acting now, into inputs_
 void Session::apply_operator_inputs(const StepContext& ctx) {
-  step_commands_.commands.clear();
+  OperatorControl& op = *op_;
+  op.step_commands.commands.clear();
   if (options_.scripted_commands) {
     const auto& script = *options_.scripted_commands;
-    while (script_at_ < script.size() && script[script_at_].step < ctx.step) ++script_at_;
-    if (script_at_ < script.size() && script[script_at_].step == ctx.step) {
-      for (const auto& c : script[script_at_].commands) step_commands_.commands.push_back(c);
-      ++script_at_;
+    while (op.script_at < script.size() && script[op.script_at].step < ctx.step) ++op.script_at;
+    if (op.script_at < script.size() && script[op.script_at].step == ctx.step) {
+      for (const auto& c : script[op.script_at].commands) op.step_commands.commands.push_back(c);
+      ++op.script_at;
     }
   }
-  if (!world_pending_.empty()) {
-    for (auto& r : world_pending_) step_commands_.commands.push_back(std::move(r.command));
-    world_pending_.clear();
+  if (!op.pending.empty()) {
+    for (auto& c : op.pending) op.step_commands.commands.push_back(std::move(c));
+    op.pending.clear();
   }
-  if (!step_commands_.commands.empty()) {
-    step_commands_.step = ctx.step;
-    for (const auto& c : step_commands_.commands) {
+  if (!op.step_commands.commands.empty()) {
+    op.step_commands.step = ctx.step;
+    for (const auto& c : op.step_commands.commands) {
       apply_command(c, ctx.step);
       const std::string text = "operator: " + describe(c, model_) + " at step " + std::to_string(ctx.step);
       spdlog::info("{}", text);
       if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 2, "operator", text);
     }
-    if (recorder_) recorder_->commands(step_commands_, ctx.time_ns);
+    if (recorder_) recorder_->commands(op.step_commands, ctx.time_ns);
   }
-  if (forces_.empty()) return;
-  std::erase_if(forces_, [&](const OperatorForce& f) { return f.until_step <= ctx.step; });
-  for (const auto& f : forces_) {
-    const OperatorCommand& c = f.command;
+  if (op.forces.empty()) return;
+  std::erase_if(op.forces, [&](const OperatorForce& f) { return f.until_step <= ctx.step; });
+  for (const auto& f : op.forces) {
+    const ApplyForce& c = f.command;
     BodyWrench& in = inputs_.wrenches[c.body];
     if (c.body_frame) {
       in.add_body_force_at(c.force_n, c.point_m);
@@ -243,100 +282,88 @@ void Session::apply_operator_inputs(const StepContext& ctx) {
 }
 
 void Session::handle_request(ControlRequest& r) {
+  using R = ControlRequest;
+  OperatorControl& op = *op_;
   auto answer = [&](bool ok, const std::string& text) {
     if (r.done) r.done(ok, text);
   };
-  using K = ControlRequest::Kind;
-  switch (r.kind) {
-    case K::status: answer(true, control_status()); return;
-    case K::parameters: answer(true, parameters_json()); return;
-    case K::pause:
-      if (!paused_ && recorder_)
-        recorder_->event(state_.step, state_.time_ns, 2, "operator",
-                         "paused before step " + std::to_string(state_.step));
-      paused_ = true;
-      for (auto& t : targets_)
-        if (t.done) t.done(false, "interrupted by pause at step " + std::to_string(state_.step));
-      targets_.clear();
-      answer(true, control_status());
-      return;
-    case K::resume:
-      if (paused_ && recorder_)
-        recorder_->event(state_.step, state_.time_ns, 2, "operator", "resumed at step " + std::to_string(state_.step));
-      paused_ = false;
-      answer(true, control_status());
-      return;
-    case K::step: {
-      if (r.steps == 0) return answer(false, "steps must be >= 1");
-      paused_ = true;  // stepping a running session pauses it first
-      std::uint64_t from = steps_done_;
-      for (const auto& t : targets_)
-        if (!t.by_time) from = std::max(from, t.steps);
-      Target t;
-      t.steps = from + r.steps;
-      t.done = std::move(r.done);
-      targets_.push_back(std::move(t));
-      return;
-    }
-    case K::run_until: {
-      if (!std::isfinite(r.value)) return answer(false, "time_s must be a finite number");
-      const auto ns = static_cast<std::int64_t>(std::llround(r.value * 1e9));
-      paused_ = true;
-      if (ns <= state_.time_ns) return answer(true, control_status());
-      Target t;
-      t.by_time = true;
-      t.time_ns = ns;
-      t.done = std::move(r.done);
-      targets_.push_back(std::move(t));
-      return;
-    }
-    case K::set_rtf:
-      if (!std::isfinite(r.value) || r.value < 0 || r.value > 1000)
-        return answer(false, "the real-time factor must be a number in 0..1000 (0: as fast as possible)");
-      rtf_ = r.value;
-      reanchor_pacer();
-      if (recorder_) {
-        recorder_->set_wait_when_full(rtf_ == 0);
-        recorder_->event(state_.step, state_.time_ns, 2, "operator",
-                         "real-time factor set to " + std::to_string(rtf_) + " at step " + std::to_string(state_.step));
-      }
-      answer(true, control_status());
-      return;
-    case K::world: {
-      std::string why;
-      FaultConfig f;
-      if (!check_command(r.command, &why, &f)) return answer(false, why);
-      nlohmann::json j{{"accepted", true}, {"takes_effect_at_step", state_.step}};
-      if (r.command.kind == OperatorCommand::Kind::inject_fault) {
-        j["fault"] = f.name;
-        if (f.trigger != FaultTrigger::probability)
-          j["starts_at_step"] = fault_fire_step(f, scenario_.initial.step, scenario_.loop.period_ns);
-      }
-      answer(true, j.dump());
-      r.done = nullptr;
-      world_pending_.push_back(std::move(r));
-      return;
-    }
-    case K::shutdown:
-      shutdown_ = true;
-      answer(true, control_status());
-      return;
-    case K::seek: seek(r); return;
-  }
+  auto event = [&](const std::string& text) {
+    if (recorder_) recorder_->event(state_.step, state_.time_ns, 2, "operator", text);
+  };
+  std::visit(overloaded{
+                 [&](const R::Status&) { answer(true, control_status()); },
+                 [&](const R::Parameters&) { answer(true, parameters_json()); },
+                 [&](const R::Pause&) {
+                   if (!op.paused) event("paused before step " + std::to_string(state_.step));
+                   op.paused = true;
+                   for (auto& t : op.targets)
+                     if (t.done) t.done(false, "interrupted by pause at step " + std::to_string(state_.step));
+                   op.targets.clear();
+                   answer(true, control_status());
+                 },
+                 [&](const R::Resume&) {
+                   if (op.paused) event("resumed at step " + std::to_string(state_.step));
+                   op.paused = false;
+                   answer(true, control_status());
+                 },
+                 [&](const R::Step& s) {
+                   if (s.steps == 0) return answer(false, "steps must be >= 1");
+                   op.paused = true;  // stepping a running session pauses it first
+                   std::uint64_t from = steps_done_;
+                   for (const auto& t : op.targets)
+                     if (!t.by_time) from = std::max(from, t.steps);
+                   op.targets.push_back({false, from + s.steps, 0, std::move(r.done)});
+                 },
+                 [&](const R::RunUntil& u) {
+                   if (!std::isfinite(u.time_s)) return answer(false, "time_s must be a finite number");
+                   const auto ns = static_cast<std::int64_t>(std::llround(u.time_s * 1e9));
+                   op.paused = true;
+                   if (ns <= state_.time_ns) return answer(true, control_status());
+                   op.targets.push_back({true, 0, ns, std::move(r.done)});
+                 },
+                 [&](const R::SetRtf& s) {
+                   if (!std::isfinite(s.rtf) || s.rtf < 0 || s.rtf > 1000)
+                     return answer(false, "the real-time factor must be a number in 0..1000 (0: as fast as possible)");
+                   rtf_ = s.rtf;
+                   reanchor_pacer();
+                   if (recorder_) recorder_->set_wait_when_full(rtf_ == 0);
+                   event("real-time factor set to " + std::to_string(rtf_) + " at step " + std::to_string(state_.step));
+                   answer(true, control_status());
+                 },
+                 [&](R::World& w) {
+                   std::string why;
+                   FaultConfig f;
+                   if (!check_command(w.command, &why, &f)) return answer(false, why);
+                   nlohmann::json j{{"accepted", true}, {"takes_effect_at_step", state_.step}};
+                   if (std::holds_alternative<InjectFault>(w.command)) {
+                     j["fault"] = f.name;
+                     if (f.trigger != FaultTrigger::probability)
+                       j["starts_at_step"] = fault_fire_step(f, scenario_.initial.step, scenario_.loop.period_ns);
+                   }
+                   answer(true, j.dump());
+                   op.pending.push_back(std::move(w.command));
+                 },
+                 [&](const R::Shutdown&) {
+                   op.shutdown = true;
+                   answer(true, control_status());
+                 },
+                 [&](const R::Seek& s) { seek(s.step, r); },
+             },
+             r.action);
 }
 
 // replay served live: restore the nearest keyframe at or before the target, then step on
 // to it (paused; answered when it is there)
-void Session::seek(ControlRequest& r) {
+void Session::seek(std::uint64_t target, ControlRequest& r) {
+  OperatorControl& op = *op_;
   auto answer = [&](bool ok, const std::string& text) {
     if (r.done) r.done(ok, text);
   };
   if (!options_.keyframes || options_.keyframes->empty())
     return answer(false, "seek: only a recording served live (tether replay --live) can seek");
-  const std::uint64_t target = r.steps;
-  if (target >= end_step_)
+  if (target >= op.end_step)
     return answer(false, "seek: step " + std::to_string(target) + " is past the recording's last step " +
-                             std::to_string(end_step_ - 1));
+                             std::to_string(op.end_step - 1));
   auto it = options_.keyframes->upper_bound(target);
   if (it == options_.keyframes->begin())
     return answer(false, "seek: no keyframe at or before step " + std::to_string(target));
@@ -344,45 +371,44 @@ void Session::seek(ControlRequest& r) {
   std::string why;
   if (!restore(it->second, &why))
     return answer(false, "seek: cannot restore the keyframe at step " + std::to_string(it->first) + ": " + why);
-  script_at_ = 0;  // apply_operator_inputs skips forward to the step
-  steps_total_ = steps_done_ + (end_step_ - state_.step);
-  for (auto& t : targets_)
+  op.script_at = 0;  // apply_operator_inputs skips forward to the step
+  steps_total_ = steps_done_ + (op.end_step - state_.step);
+  for (auto& t : op.targets)
     if (t.done) t.done(false, "interrupted by a seek to step " + std::to_string(target));
-  targets_.clear();
-  paused_ = true;
+  op.targets.clear();
+  op.paused = true;
   if (recorder_)
     recorder_->event(
         state_.step, state_.time_ns, 2, "operator",
         "seek to step " + std::to_string(target) + " from the keyframe at step " + std::to_string(it->first));
   if (state_.step == target) return answer(true, control_status());
-  Target t;
-  t.steps = steps_done_ + (target - state_.step);
-  t.done = std::move(r.done);
-  targets_.push_back(std::move(t));
+  op.targets.push_back({false, steps_done_ + (target - state_.step), 0, std::move(r.done)});
 }
 
 // hold_at_end: the last step has run; pause there until a seek, a shutdown or a stop
 void Session::hold_at_end() {
-  if (!paused_ && recorder_)
+  OperatorControl& op = *op_;
+  if (!op.paused && recorder_)
     recorder_->event(state_.step, state_.time_ns, 2, "session", "end of the recording: paused (seek to go on)");
-  paused_ = true;
-  for (auto& t : targets_)
+  op.paused = true;
+  for (auto& t : op.targets)
     if (t.done) t.done(false, "the recording ends at step " + std::to_string(state_.step));
-  targets_.clear();
+  op.targets.clear();
 }
 
 // between steps: take requests; while paused (and nothing to step), wait for one
 bool Session::service_control(const std::atomic<bool>& stop_requested) {
+  OperatorControl& op = *op_;
   bool held = false;
   SteadyClock::time_point held_since{};
   for (;;) {
-    if (control_->pending() && control_->try_take(control_batch_))
-      for (auto& r : control_batch_) handle_request(r);
-    if (shutdown_) {
+    if (control_->pending() && control_->try_take(op.batch))
+      for (auto& r : op.batch) handle_request(r);
+    if (op.shutdown) {
       outcome_ = Outcome::stopped;
       return false;
     }
-    if (!paused_ || !targets_.empty()) break;
+    if (!op.paused || !op.targets.empty()) break;
     if (stop_requested.load(std::memory_order_relaxed)) {
       outcome_ = Outcome::stopped;
       return false;
@@ -390,28 +416,29 @@ bool Session::service_control(const std::atomic<bool>& stop_requested) {
     if (!held) {
       held = true;
       held_since = SteadyClock::now();
-      ++pauses_;
+      ++op.pauses;
       for (auto& e : endpoints_) e->paused(true);
     }
     control_->wait(20);
   }
   if (held) {
     for (auto& e : endpoints_) e->paused(false);
-    paused_wall_s_ += std::chrono::duration<double>(SteadyClock::now() - held_since).count();
+    op.paused_wall_s += std::chrono::duration<double>(SteadyClock::now() - held_since).count();
     reanchor_pacer();  // no burst of steps to make up the pause
   }
   return true;
 }
 
 void Session::after_step_control() {
-  if (targets_.empty()) return;
+  auto& targets = op_->targets;
+  if (targets.empty()) return;
   // the targets reached leave the list first, so that their answer says where the session
   // now stands (paused, unless another step request is still running)
-  std::vector<Target> reached;
-  for (auto it = targets_.begin(); it != targets_.end();) {
+  std::vector<OperatorControl::Target> reached;
+  for (auto it = targets.begin(); it != targets.end();) {
     if (it->by_time ? state_.time_ns >= it->time_ns : steps_done_ >= it->steps) {
       reached.push_back(std::move(*it));
-      it = targets_.erase(it);
+      it = targets.erase(it);
     } else {
       ++it;
     }
@@ -425,9 +452,9 @@ void Session::after_step_control() {
 void Session::end_control() {
   if (!control_) return;
   const std::string why = "the session ended at step " + std::to_string(state_.step) + " (" + to_string(outcome_) + ")";
-  for (auto& t : targets_)
+  for (auto& t : op_->targets)
     if (t.done) t.done(false, why);
-  targets_.clear();
+  op_->targets.clear();
   control_->close(why);
   // requests taken but not answered: none (handle_request answers or keeps a target)
 }

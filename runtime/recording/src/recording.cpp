@@ -482,9 +482,10 @@ bool decode_keyframe(std::string_view bytes, Keyframe& k, std::string* error) {
 
 void encode_step_commands(const StepCommands& c, std::string& out) {
   pb::Writer w(out);
-  for (const OperatorCommand& o : c.commands) {
+  for (const OperatorCommand& command : c.commands) {
+    const OperatorCommandFields o = to_fields(command);
     const std::size_t at = w.begin(f::sc_commands);
-    w.u64(f::oc_kind, static_cast<std::uint64_t>(o.kind));
+    w.u64(f::oc_kind, o.kind);
     w.bytes(f::oc_name, o.name);
     w.u64(f::oc_body, o.body);
     w.boolean(f::oc_frame, o.body_frame);
@@ -501,11 +502,12 @@ void encode_step_commands(const StepCommands& c, std::string& out) {
 
 namespace {
 
-bool read_operator_command(std::string_view bytes, OperatorCommand& o) {
-  return read_nested(bytes, bit(f::oc_kind), [&](pb::Reader& r, std::uint32_t field, Wire w) {
+bool read_operator_command(std::string_view bytes, OperatorCommand& out) {
+  OperatorCommandFields o;
+  const bool read = read_nested(bytes, bit(f::oc_kind), [&](pb::Reader& r, std::uint32_t field, Wire w) {
     std::string_view b;
     switch (field) {
-      case f::oc_kind: return get_small(r, w, o.kind, 4) && o.kind != OperatorCommand::Kind{0};
+      case f::oc_kind: return get_small(r, w, o.kind, 4) && o.kind != 0;
       case f::oc_name: return get(r, w, b) && (o.name.assign(b), true);
       case f::oc_body: return get_small(r, w, o.body, 0xffffffffu);
       case f::oc_frame: return get_bool(r, w, o.body_frame);
@@ -517,6 +519,7 @@ bool read_operator_command(std::string_view bytes, OperatorCommand& o) {
       default: return r.skip(w);
     }
   });
+  return read && from_fields(std::move(o), out);
 }
 
 }  // namespace

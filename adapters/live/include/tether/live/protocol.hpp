@@ -1,17 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The byte layouts of foxglove.websocket.v1 that Tether uses (binary ops, little-endian),
-// the services it offers and how a service request becomes a session request
-// (docs/live.md). No sockets here: the server and the client share it, the tests check it.
+// The byte layouts of foxglove.websocket.v1 that Tether uses (binary ops, little-endian;
+// docs/live.md). No sockets here: the server and the client share it, the tests check it.
+// The services themselves are a table: tether/live/services.hpp.
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
-
-#include "tether/loop/control.hpp"
 
 namespace tether::live {
 
@@ -43,25 +38,5 @@ struct MessageData {
 };
 bool decode_message_data(std::string_view frame, MessageData& out);
 bool decode_time(std::string_view frame, std::uint64_t& time_ns);
-
-struct Service {
-  std::uint32_t id;
-  const char* name;
-  const char* type;
-  const char* request_schema;
-  const char* response_schema;
-};
-/// The services a live session offers: /tether/status, pause, resume, step, run_until,
-/// set_rtf, apply_force, remove_force, shutdown, seek (a recording served live).
-std::span<const Service> service_table();
-const Service* find_service(std::uint32_t id);
-const Service* find_service(std::string_view name);
-
-/// A service's JSON request as a session request (without its `done`); false with a
-/// reason for a request that does not say what the service needs. `bodies` maps the names
-/// apply_force accepts to body indices.
-bool build_request(const Service& service, std::string_view payload,
-                   const std::vector<std::pair<std::string, std::uint32_t>>& bodies, runtime::ControlRequest& out,
-                   std::string* why);
 
 }  // namespace tether::live

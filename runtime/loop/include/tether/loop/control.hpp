@@ -12,31 +12,41 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <variant>
 #include <vector>
 
-#include "tether/recording/recording.hpp"
+#include "tether/recording/operator_command.hpp"
 
 namespace tether::runtime {
 
-/// One request to the session. `done` is called exactly once, on the loop thread (or on
-/// the caller's, when the request is refused or the session has ended): it must not block.
+/// One request to the session: what it asks (one struct per kind in `Action`, handled by a
+/// std::visit the compiler checks) and who hears the answer. `done` is called exactly once,
+/// on the loop thread (or on the caller's, when the request is refused or the session has
+/// ended): it must not block.
 struct ControlRequest {
-  enum class Kind : std::uint8_t {
-    status,      // answer with the session's state (JSON)
-    pause,       // stop stepping after the step in progress
-    resume,      // step again, paced
-    step,        // run `steps` steps, then pause; answered when they are done
-    run_until,   // run until the simulation time reaches `value` seconds, then pause
-    set_rtf,     // the real-time factor from the next step (`value`; 0 = as fast as possible)
-    world,       // `command` (a force, a gain): applied and recorded at the next step
-    parameters,  // answer with the tunable parameters and their values (JSON)
-    shutdown,    // end the session after the step in progress (outcome stopped)
-    seek,        // replay (SessionOptions::keyframes): go to step `steps` from the nearest keyframe, paused
+  struct Status {};  // answer with the session's state (JSON)
+  struct Pause {};   // stop stepping after the step in progress
+  struct Resume {};  // step again, paced
+  struct Step {      // run `steps` steps, then pause; answered when they are done
+    std::uint64_t steps = 1;
   };
-  Kind kind = Kind::status;
-  std::uint64_t steps = 0;
-  double value = 0;
-  OperatorCommand command;
+  struct RunUntil {  // run until the simulation time reaches `time_s`, then pause
+    double time_s = 0;
+  };
+  struct SetRtf {  // the real-time factor from the next step (0 = as fast as possible)
+    double rtf = 1;
+  };
+  struct World {  // applied and recorded at the next step (a force, a gain, a fault)
+    OperatorCommand command;
+  };
+  struct Parameters {};  // answer with the tunable parameters and their values (JSON)
+  struct Shutdown {};    // end the session after the step in progress (outcome stopped)
+  struct Seek {          // replay (SessionOptions::keyframes): go to `step` from the nearest keyframe, paused
+    std::uint64_t step = 0;
+  };
+  using Action = std::variant<Status, Pause, Resume, Step, RunUntil, SetRtf, World, Parameters, Shutdown, Seek>;
+
+  Action action;
   /// ok, and a text: an error message, or the answer (JSON text) when ok.
   std::function<void(bool ok, const std::string& text)> done;
 };

@@ -74,6 +74,7 @@ const char* to_string(Outcome outcome);
 
 class Recorder;
 class InProcessEndpoint;
+struct OperatorControl;
 
 class Session {
  public:
@@ -127,10 +128,10 @@ class Session {
   std::uint64_t steps_done() const { return steps_done_; }
   /// The operator forces acting now (applied by a live client, not yet expired or removed).
   struct OperatorForce {
-    OperatorCommand command;
+    ApplyForce command;
     std::uint64_t until_step = 0;  // acts on steps < until_step (UINT64_MAX: until removed)
   };
-  const std::vector<OperatorForce>& operator_forces() const { return forces_; }
+  const std::vector<OperatorForce>& operator_forces() const;
 
  private:
   struct Slot;
@@ -174,7 +175,9 @@ class Session {
   bool guarded_processor(std::size_t index, const StepContext& ctx, Call&& call);
   // anything else that throws in the step fails the session, naming the phase
   void step_threw(const char* what);
-  // operator control (session_control.cpp): between steps, and in phase 4
+  // operator control (session_control.cpp): between steps, and in phase 4; its state is
+  // one member, op_ (runtime/loop/src/operator_control.hpp)
+  void init_control();
   bool service_control(const std::atomic<bool>& stop_requested);
   void handle_request(ControlRequest& request);
   void after_step_control();
@@ -182,6 +185,9 @@ class Session {
   /// `fault`: for inject_fault, the fault as parsed (may be null).
   bool check_command(const OperatorCommand& command, std::string* why, FaultConfig* fault = nullptr) const;
   void apply_command(const OperatorCommand& command, std::uint64_t step);
+  /// Replay from a keyframe: the recorded commands of the steps before `before_step`, the
+  /// injected faults only (`faults`) or everything else (the forces acting, the gains set).
+  void reapply_commands(std::uint64_t before_step, bool faults);
   /// An injected fault's entry (JSON with the keys of a `faults:` entry) parsed as the
   /// scenario's are; without a trigger it starts at step + 1, the first step to begin after
   /// the command's step. False with the reason when it is not a fault this session can run.
@@ -189,9 +195,10 @@ class Session {
   void add_fault(const FaultConfig& fault);  // creates the injector on the first
   void apply_operator_inputs(const StepContext& ctx);
   void reanchor_pacer();
-  void seek(ControlRequest& request);
+  void seek(std::uint64_t target, ControlRequest& request);
   void hold_at_end();
   std::string control_status() const;
+  void control_summary(nlohmann::json& out) const;  // the summary's `control` section, if any
   std::string parameters_json() const;
 
   const Scenario& scenario_;
@@ -253,24 +260,7 @@ class Session {
   Pacer pacer_;
   // operator control
   SessionControl* control_ = nullptr;
-  std::vector<ControlRequest> control_batch_;
-  struct Target {
-    bool by_time = false;
-    std::uint64_t steps = 0;  // steps_done_ to reach
-    std::int64_t time_ns = 0;
-    std::function<void(bool, const std::string&)> done;
-  };
-  std::vector<Target> targets_;  // step and run_until requests in progress
-  bool paused_ = false;
-  bool shutdown_ = false;
-  std::uint64_t pauses_ = 0;
-  double paused_wall_s_ = 0;
-  std::vector<ControlRequest> world_pending_;  // applied at the next step
-  std::vector<OperatorForce> forces_;
-  StepCommands step_commands_;  // this step's, for the recording
-  std::size_t script_at_ = 0;   // next of options_.scripted_commands
-  std::uint64_t commands_applied_ = 0;
-  std::uint64_t end_step_ = 0;  // the step the session ends before (hold_at_end, seek)
+  std::unique_ptr<OperatorControl> op_;  // requests in progress, forces acting, commands to record
   std::uint64_t steps_done_ = 0;
   Outcome outcome_ = Outcome::completed;
   std::string abort_reason_;

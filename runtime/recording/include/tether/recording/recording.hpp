@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tether/recording/operator_command.hpp"
 #include "tether/scenario/step_data.hpp"
 
 namespace tether::runtime {
@@ -61,22 +62,6 @@ struct Keyframe {
   std::vector<std::string> processor_state;  // per feedback processor
   std::string devices;                       // hal::DeviceBank::snapshot (noise streams, actuator states)
   std::string faults;                        // FaultInjector::snapshot (active faults); empty without
-};
-
-/// An operator command that changes the world (a force pushed from a live client, a
-/// processor's gain): it takes effect in phase 4 ("pre") of the step it is recorded with,
-/// so replay applies it again at the same step (docs/live.md).
-struct OperatorCommand {
-  enum class Kind : std::uint8_t { apply_force = 1, remove_force = 2, set_parameter = 3, inject_fault = 4 };
-  Kind kind = Kind::apply_force;
-  std::string name;         // the force's name, the parameter's ("processor.gain"), or the fault (JSON text)
-  std::uint32_t body = 0;   // apply_force: the body index
-  bool body_frame = false;  // apply_force: force, torque and point in the body frame (else world axes)
-  Vec3 force_n{0, 0, 0};
-  Vec3 torque_nm{0, 0, 0};
-  Vec3 point_m{0, 0, 0};  // where the force acts, body frame, from the centre of mass
-  double duration_s = 0;  // apply_force: simulation seconds; 0 = until removed
-  double value = 0;       // set_parameter
 };
 
 /// The operator commands step k applied (`/tether/commands`, only for steps that had any).
