@@ -100,9 +100,9 @@ TEST_CASE("ctl: pause, step 10, force, resume and shutdown a session on --live 0
   REQUIRE(rec.commands.size() == 1);
   CHECK(rec.commands[0].step == at + 10);
   REQUIRE(rec.commands[0].commands.size() == 1);
-  CHECK(rec.commands[0].commands[0].name == "push");
-  CHECK(rec.commands[0].commands[0].force_n.y() == 150);
-  CHECK(rec.commands[0].commands[0].duration_s == 1);
+  CHECK(std::get<runtime::ApplyForce>(rec.commands[0].commands[0]).name == "push");
+  CHECK(std::get<runtime::ApplyForce>(rec.commands[0].commands[0]).force_n.y() == 150);
+  CHECK(std::get<runtime::ApplyForce>(rec.commands[0].commands[0]).duration_s == 1);
 
   // and the session replays bit for bit with no client connected
   const Result replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify -q");

@@ -195,10 +195,10 @@ TEST_CASE(
   REQUIRE_MESSAGE(runtime::load_recording(dir + "/recording.mcap", rec, &error), error);
   REQUIRE(rec.commands.size() == 3);
   CHECK(rec.commands[0].step == 10);
-  CHECK(rec.commands[0].commands[0].name == "push");
-  CHECK(rec.commands[0].commands[0].force_n.y() == 150);
-  CHECK(rec.commands[1].commands[0].name == "spin");
-  CHECK(rec.commands[1].commands[0].body_frame);
+  CHECK(std::get<runtime::ApplyForce>(rec.commands[0].commands[0]).name == "push");
+  CHECK(std::get<runtime::ApplyForce>(rec.commands[0].commands[0]).force_n.y() == 150);
+  CHECK(std::get<runtime::ApplyForce>(rec.commands[1].commands[0]).name == "spin");
+  CHECK(std::get<runtime::ApplyForce>(rec.commands[1].commands[0]).body_frame);
   CHECK(std::holds_alternative<runtime::RemoveForce>(rec.commands[2].commands[0]));
   const json summary = json::parse(read_file(dir + "/summary.json"));
   CHECK(summary["control"]["operator_commands"] == 3);
