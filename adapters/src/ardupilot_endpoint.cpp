@@ -10,11 +10,16 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <string_view>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "tether/adapters/ardupilot_frames.hpp"
+#include "tether/adapters/launch_check.hpp"
+#include "tether/adapters/launched_program.hpp"
 #include "tether/firmware_shim/payloads.h"
 
 namespace tether::adapters {
@@ -48,15 +53,19 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
   const runtime::ConfigNode& n = config.node;
   ArduPilotEndpointConfig out;
   n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "host", "port", "instance", "body",
-                "home_m", "connect_timeout_ms", "channels"});
+                "home_m", "connect_timeout_ms", "channels", "launch"});
   out.host = n.string_or("host", "127.0.0.1");
   in_addr addr{};
-  if (::inet_pton(AF_INET, out.host.c_str(), &addr) != 1) n["host"].error("expected an IPv4 address, got \"" + out.host + "\"");
+  if (::inet_pton(AF_INET, out.host.c_str(), &addr) != 1)
+    n["host"].error("expected an IPv4 address, got \"" + out.host + "\"");
   const std::int64_t port = n.integer_or("port", 9002, 0, 65535);
   const std::int64_t instance = n.integer_or("instance", 0, 0, 1000);
   if (port == 0 && instance > 0) n["instance"].error("with port 0 (any free port) an instance has no meaning");
-  if (port + 10 * instance > 65535) n["instance"].error("port " + std::to_string(port) + " + 10 * instance is past 65535");
+  if (port + 10 * instance > 65535)
+    n["instance"].error("port " + std::to_string(port) + " + 10 * instance is past 65535");
   out.port = static_cast<std::uint16_t>(std::min<std::int64_t>(port + 10 * instance, 65535));
+  out.instance = instance;
+  if (n.has("launch")) out.launch = parse_program_launch(n["launch"], scenario_dir(scenario));
   out.home_m = n.vec3_or("home_m", Vec3(0, 0, 0));
   out.connect_timeout_ms = n.integer_or("connect_timeout_ms", 30'000, 1, 3'600'000);
 
@@ -119,6 +128,16 @@ struct ArduPilotJsonEndpoint::Impl {
   std::int64_t prev_time_ns = 0;
   ap::ReplyBuffer reply;  // the latest reply, sent again on a repeated frame
   std::array<std::uint8_t, 512> datagram{};
+  std::unique_ptr<LaunchedProgram> program;  // with `launch:`
+  // link faults (docs/faults.md): replies out, servo packets in
+  runtime::LinkShaper shape_out, shape_in;
+  bool shaping_out = false, shaping_in = false;  // this step's plans do something
+  struct Inbound {
+    std::string bytes;
+    sockaddr_in from;
+  };
+  std::deque<Inbound> inbox;  // let through after a frame was taken, or late (faults only)
+  std::string program_end;    // how it ended, once stopped
 
   void close() {
     if (fd >= 0) ::close(fd);
@@ -166,6 +185,11 @@ std::string describe(const sockaddr_in& a) {
 
 }  // namespace
 
+std::vector<std::string> ArduPilotJsonEndpoint::launch_problems() const {
+  if (!config_.launch) return {};
+  return adapters::launch_problems(name(), config_.launch->command);
+}
+
 void ArduPilotJsonEndpoint::start(const runtime::WorldModel& model, const runtime::WorldState& initial) {
   Impl& s = *impl_;
   s.model = &model;
@@ -175,7 +199,14 @@ void ArduPilotJsonEndpoint::start(const runtime::WorldModel& model, const runtim
   s.prev_time_ns = initial.time_ns;
   s.reply.size = 0;
   s.have_peer = false;
+  bind_socket();
+  // the port is bound before the program starts: its first packet is never refused
+  if (config_.launch) launch_program();
+  await_first_packet();
+}
 
+void ArduPilotJsonEndpoint::bind_socket() {
+  Impl& s = *impl_;
   s.close();
   s.fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s.fd < 0) throw std::runtime_error("endpoint " + name() + ": socket: " + std::strerror(errno));
@@ -191,13 +222,43 @@ void ArduPilotJsonEndpoint::start(const runtime::WorldModel& model, const runtim
     throw std::runtime_error("endpoint " + name() + ": cannot bind UDP " + config_.host + ":" +
                              std::to_string(config_.port) + ": " + why);
   }
+}
 
-  // ArduPilot sends first: its first servo packet names the address to answer
+// `launch:`: the autopilot program, its output to the log
+void ArduPilotJsonEndpoint::launch_program() {
+  Impl& s = *impl_;
+  LaunchSpec spec;
+  spec.argv = config_.launch->command;
+  replace_placeholder(spec.argv, "{port}", std::to_string(bound_port()));
+  replace_placeholder(spec.argv, "{instance}", std::to_string(config_.instance));
+  replace_placeholder(spec.argv, "{mavlink_port}", std::to_string(5760 + 10 * config_.instance));
+  spec.env = config_.launch->env;
+  spec.cwd = config_.launch->cwd;
+  try {
+    s.program = std::make_unique<LaunchedProgram>(spec, name());
+  } catch (const std::exception& e) {
+    s.close();
+    throw std::runtime_error("endpoint " + name() + ": launch: " + e.what());
+  }
+  spdlog::info("endpoint \"{}\": launched {} (pid {})", name(), s.program->command_line(), s.program->child().pid());
+}
+
+// ArduPilot sends first: its first servo packet names the address to answer. A launched
+// program that ends before is reported at once, with its last output.
+void ArduPilotJsonEndpoint::await_first_packet() {
+  Impl& s = *impl_;
   const auto deadline = SteadyClock::now() + std::chrono::milliseconds(config_.connect_timeout_ms);
-  for (;;) {
+  while (SteadyClock::now() < deadline) {
+    if (s.program && s.program->exited()) {
+      s.close();
+      throw std::runtime_error("endpoint " + name() + ": the autopilot program " + s.program->command_line() + " " +
+                               s.program->describe_end() +
+                               " before its first servo packet; its last output:" + s.program->tail_text());
+    }
     sockaddr_in from{};
-    const ssize_t n = receive_until(s.fd, s.datagram.data(), s.datagram.size(), from, deadline);
-    if (n < 0) break;
+    const auto slice = std::min(deadline, SteadyClock::now() + std::chrono::milliseconds(100));
+    const ssize_t n = receive_until(s.fd, s.datagram.data(), s.datagram.size(), from, slice);
+    if (n < 0) continue;
     ap::ServoPacket p;
     const ap::ServoReject r = ap::parse_servo_packet(s.datagram.data(), static_cast<std::size_t>(n), p);
     link_.packets.count(r);
@@ -210,11 +271,13 @@ void ArduPilotJsonEndpoint::start(const runtime::WorldModel& model, const runtim
   }
   const std::uint16_t port = bound_port();
   s.close();
-  throw std::runtime_error("endpoint " + name() + ": no servo packet from ArduPilot on UDP " + config_.host + ":" +
-                           std::to_string(port) + " within " + std::to_string(config_.connect_timeout_ms) +
-                           " ms (start it with --model JSON:" + config_.host +
-                           (port > 9002 && (port - 9002) % 10 == 0 ? " -I " + std::to_string((port - 9002) / 10) : "") +
-                           ")");
+  throw std::runtime_error(
+      "endpoint " + name() + ": no servo packet from ArduPilot on UDP " + config_.host + ":" + std::to_string(port) +
+      " within " + std::to_string(config_.connect_timeout_ms) + " ms" +
+      (s.program
+           ? " from " + s.program->command_line() + "; its last output:" + s.program->tail_text()
+           : " (start it with --model JSON:" + config_.host +
+                 (port > 9002 && (port - 9002) % 10 == 0 ? " -I " + std::to_string((port - 9002) / 10) : "") + ")"));
 }
 
 std::uint16_t ArduPilotJsonEndpoint::bound_port() const {
@@ -224,15 +287,25 @@ std::uint16_t ArduPilotJsonEndpoint::bound_port() const {
   return ntohs(a.sin_port);
 }
 
-void ArduPilotJsonEndpoint::send_reply() {
+void ArduPilotJsonEndpoint::send_bytes(std::string_view bytes) {
   Impl& s = *impl_;
-  if (!s.have_peer || s.reply.size == 0 || s.fd < 0) return;
-  const ssize_t n = ::sendto(s.fd, s.reply.bytes.data(), s.reply.size, 0, reinterpret_cast<const sockaddr*>(&s.peer),
-                             sizeof s.peer);
-  if (n == static_cast<ssize_t>(s.reply.size))
+  if (!s.have_peer || s.fd < 0) return;
+  const ssize_t n =
+      ::sendto(s.fd, bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&s.peer), sizeof s.peer);
+  if (n == static_cast<ssize_t>(bytes.size()))
     ++link_.replies_sent;
   else
     ++link_.send_errors;  // ArduPilot sends its frame again after a second without a reply
+}
+
+void ArduPilotJsonEndpoint::send_reply() {
+  Impl& s = *impl_;
+  if (s.reply.size == 0) return;
+  const std::string_view bytes(reinterpret_cast<const char*>(s.reply.bytes.data()), s.reply.size);
+  if (!s.shaping_out && s.shape_out.holding() == 0)
+    send_bytes(bytes);
+  else
+    s.shape_out.pass(bytes, [&](std::string_view b) { send_bytes(b); });
 }
 
 bool ArduPilotJsonEndpoint::publish(const runtime::StepContext& ctx, const runtime::WorldState& projected) {
@@ -270,6 +343,46 @@ void ArduPilotJsonEndpoint::fill_commands(const ap::ServoPacket& packet, runtime
   }
 }
 
+// one datagram from ArduPilot (after the link faults): true when it is a new frame, whose
+// servo outputs are then this step's commands
+bool ArduPilotJsonEndpoint::take_datagram(std::string_view bytes, const sockaddr_in& from,
+                                          const runtime::StepContext& ctx, runtime::Reply& reply) {
+  Impl& s = *impl_;
+  ap::ServoPacket p;
+  const ap::ServoReject r =
+      ap::parse_servo_packet(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), p);
+  link_.packets.count(r);
+  counters.corrupt = link_.packets.rejected_total();
+  if (r != ap::ServoReject::none) return false;
+  link_.frame_rate_hz = p.frame_rate_hz;
+  // frame counts compared modulo 2^32: 0 is a repeat, 1..2^31-1 forward, the rest backward
+  const std::uint32_t ahead = p.frame_count - s.last_frame;
+  const bool same_peer = s.have_peer && same_address(from, s.peer);
+  if (same_peer && ahead == 0) {
+    // our reply was lost or late: ArduPilot asks again; answer again, do not step
+    ++link_.repeats;
+    counters.stale = link_.repeats;
+    send_reply();
+    return false;
+  }
+  if (!same_peer || ahead >= 0x8000'0000u) {
+    // ArduPilot restarted (a lower count, or a new port): follow it, give it the state
+    ++link_.restarts;
+    s.peer = from;
+    s.have_peer = true;
+    s.last_frame = p.frame_count;
+    send_reply();
+    return false;
+  }
+  link_.skipped_frames += ahead - 1;
+  ++link_.frames;
+  s.last_frame = p.frame_count;
+  reply.clear();
+  reply.step = ctx.step;
+  fill_commands(p, reply);
+  return true;
+}
+
 runtime::GatherStatus ArduPilotJsonEndpoint::gather(const runtime::StepContext& ctx, SteadyClock::time_point deadline,
                                                     runtime::Reply& reply) {
   Impl& s = *impl_;
@@ -277,44 +390,48 @@ runtime::GatherStatus ArduPilotJsonEndpoint::gather(const runtime::StepContext& 
     fault_message_ = "the endpoint's socket is closed";
     return runtime::GatherStatus::fault;
   }
+  if (s.program && s.program->exited()) {
+    fault_message_ = "the autopilot program " + s.program->describe_end() + " at step " + std::to_string(ctx.step) +
+                     "; its last output:" + s.program->tail_text();
+    return runtime::GatherStatus::fault;
+  }
+  // what the link faults let through late (delayed, or behind a frame already taken) first
+  while (!s.inbox.empty()) {
+    Impl::Inbound m = std::move(s.inbox.front());
+    s.inbox.pop_front();
+    if (take_datagram(m.bytes, m.from, ctx, reply)) return runtime::GatherStatus::ready;
+  }
   for (;;) {
     sockaddr_in from{};
     const ssize_t n = receive_until(s.fd, s.datagram.data(), s.datagram.size(), from, deadline);
     if (n < 0) break;
-    ap::ServoPacket p;
-    const ap::ServoReject r = ap::parse_servo_packet(s.datagram.data(), static_cast<std::size_t>(n), p);
-    link_.packets.count(r);
-    counters.corrupt = link_.packets.rejected_total();
-    if (r != ap::ServoReject::none) continue;
-    link_.frame_rate_hz = p.frame_rate_hz;
-    // frame counts compared modulo 2^32: 0 is a repeat, 1..2^31-1 forward, the rest backward
-    const std::uint32_t ahead = p.frame_count - s.last_frame;
-    const bool same_peer = s.have_peer && same_address(from, s.peer);
-    if (same_peer && ahead == 0) {
-      // our reply was lost or late: ArduPilot asks again; answer again, do not step
-      ++link_.repeats;
-      counters.stale = link_.repeats;
-      send_reply();
+    const std::string_view bytes(reinterpret_cast<const char*>(s.datagram.data()),
+                                 std::min(static_cast<std::size_t>(n), s.datagram.size()));
+    if (!s.shaping_in && s.shape_in.holding() == 0) {
+      if (take_datagram(bytes, from, ctx, reply)) return runtime::GatherStatus::ready;
       continue;
     }
-    if (!same_peer || ahead >= 0x8000'0000u) {
-      // ArduPilot restarted (a lower count, or a new port): follow it, give it the state
-      ++link_.restarts;
-      s.peer = from;
-      s.have_peer = true;
-      s.last_frame = p.frame_count;
-      send_reply();
-      continue;
-    }
-    link_.skipped_frames += ahead - 1;
-    ++link_.frames;
-    s.last_frame = p.frame_count;
-    reply.clear();
-    reply.step = ctx.step;
-    fill_commands(p, reply);
-    return runtime::GatherStatus::ready;
+    bool taken = false;
+    s.shape_in.pass(bytes, [&](std::string_view b) {
+      if (taken)
+        s.inbox.push_back(Impl::Inbound{std::string(b), from});
+      else
+        taken = take_datagram(b, from, ctx, reply);
+    });
+    if (taken) return runtime::GatherStatus::ready;
   }
   return runtime::GatherStatus::timeout;
+}
+
+void ArduPilotJsonEndpoint::set_link_faults(const runtime::LinkFaults& faults) {
+  Impl& s = *impl_;
+  s.shaping_out = faults.out.any();
+  s.shaping_in = faults.in.any();
+  // what a delay held back crosses now: replies to ArduPilot, packets into the inbox
+  s.shape_out.begin_step(faults.step, faults.seed, faults.out, [&](std::string_view b) { send_bytes(b); });
+  s.shape_in.begin_step(faults.step, ~faults.seed, faults.in, [&](std::string_view b) {
+    s.inbox.push_back(Impl::Inbound{std::string(b), s.peer});
+  });
 }
 
 void ArduPilotJsonEndpoint::emit(const runtime::StepContext& ctx, const runtime::WorldState& actual) {
@@ -330,7 +447,15 @@ void ArduPilotJsonEndpoint::safe_reply(runtime::Reply& reply) const {
   fill_commands(stop, reply);
 }
 
-void ArduPilotJsonEndpoint::stop() { impl_->close(); }
+void ArduPilotJsonEndpoint::stop() {
+  Impl& s = *impl_;
+  s.close();
+  if (s.program && s.program_end.empty()) {
+    const int st = s.program->stop(std::chrono::milliseconds(config_.launch->kill_after_ms));
+    s.program_end = ChildProcess::describe_status(st);
+    spdlog::info("endpoint \"{}\": autopilot program {}", name(), s.program_end);
+  }
+}
 
 void ArduPilotJsonEndpoint::summarize(nlohmann::json& out) const {
   nlohmann::json packets = {{"accepted", link_.packets.accepted}};
@@ -348,6 +473,10 @@ void ArduPilotJsonEndpoint::summarize(nlohmann::json& out) const {
       {"frame_rate_hz", link_.frame_rate_hz},
       {"packets", packets},
   };
+  if (auto lf = runtime::link_fault_summary(impl_->shape_out, impl_->shape_in); !lf.is_null())
+    out["ardupilot"]["link_faults"] = lf;
+  if (impl_->program)
+    out["ardupilot"]["program"] = {{"command", impl_->program->command_line()}, {"ended", impl_->program_end}};
 }
 
 }  // namespace tether::adapters

@@ -95,4 +95,20 @@ void parse_launch_env_cwd(const runtime::ConfigNode& l, const std::string& base,
   if (l.has("cwd")) cwd = resolve_config_text(l["cwd"], l.string("cwd"), base, true);
 }
 
+ProgramLaunchConfig parse_program_launch(const runtime::ConfigNode& l, const std::string& base) {
+  ProgramLaunchConfig launch;
+  if (l.expect_map({"command", "env", "cwd", "kill_after_ms"})) {
+    parse_launch_command(l["command"], base, launch.command);
+    parse_launch_env_cwd(l, base, launch.env, launch.cwd);
+    launch.kill_after_ms = l.integer_or("kill_after_ms", 2000, 0, 600'000);
+  }
+  return launch;
+}
+
+void replace_placeholder(std::vector<std::string>& argv, const std::string& what, const std::string& with) {
+  for (std::string& s : argv)
+    for (std::size_t at = 0; (at = s.find(what, at)) != std::string::npos; at += with.size())
+      s.replace(at, what.size(), with);
+}
+
 }  // namespace tether::adapters

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "tether/adapters/child_process.hpp"
+#include "tether/adapters/launched_program.hpp"
 #include "tether/adapters/mqtt_messages.hpp"
 #include "tether/adapters/mqtt_socket.hpp"
 #include "tether/adapters/config_text.hpp"
@@ -104,16 +104,7 @@ MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, cons
   out.resend_ms = n.integer_or("resend_ms", 500, 0, 600'000);
   out.max_payload_bytes = static_cast<std::size_t>(n.integer_or("max_payload_bytes", 64 * 1024, 256, 16 << 20));
 
-  if (n.has("launch")) {
-    const runtime::ConfigNode l = n["launch"];
-    MqttLaunchConfig launch;
-    if (l.expect_map({"command", "env", "cwd", "kill_after_ms"})) {
-      parse_launch_command(l["command"], base, launch.command);
-      parse_launch_env_cwd(l, base, launch.env, launch.cwd);
-      launch.kill_after_ms = l.integer_or("kill_after_ms", 2000, 0, 600'000);
-    }
-    out.launch = std::move(launch);
-  }
+  if (n.has("launch")) out.launch = parse_program_launch(n["launch"], base);
   return out;
 }
 
@@ -188,10 +179,7 @@ struct MqttEndpoint::Impl {
   std::string last_reject;
   bool stopped = true;
 
-  std::unique_ptr<ChildProcess> child;
-  std::thread output_thread;
-  std::deque<std::string> output_tail;
-  std::atomic<bool> child_exited{false};
+  std::unique_ptr<LaunchedProgram> program;  // with `launch:`
 };
 
 MqttEndpoint::MqttEndpoint(const runtime::EndpointConfig& config, const runtime::Scenario& scenario)
@@ -201,15 +189,6 @@ MqttEndpoint::MqttEndpoint(const runtime::EndpointConfig& config, MqttEndpointCo
     : Endpoint(config), config_(std::move(mqtt)), impl_(std::make_unique<Impl>()) {}
 
 MqttEndpoint::~MqttEndpoint() { stop(); }
-
-namespace {
-
-void replace_all(std::string& s, const std::string& what, const std::string& with) {
-  for (std::size_t at = 0; (at = s.find(what, at)) != std::string::npos; at += with.size())
-    s.replace(at, what.size(), with);
-}
-
-}  // namespace
 
 // a feedback message as it arrives (after the link faults): parsed, matched against what
 // has been published by now, queued for the step it answers
@@ -295,57 +274,17 @@ void MqttEndpoint::launch_program() {
   Impl& s = *impl_;
   LaunchSpec spec;
   spec.argv = config_.launch->command;
-  for (auto& a : spec.argv) {
-    replace_all(a, "{broker}", config_.broker);
-    replace_all(a, "{session}", config_.session);
-    replace_all(a, "{vehicle_id}", config_.vehicle_id);
-    replace_all(a, "{scenario}", config_.scenario_path);
-  }
+  replace_placeholder(spec.argv, "{broker}", config_.broker);
+  replace_placeholder(spec.argv, "{session}", config_.session);
+  replace_placeholder(spec.argv, "{vehicle_id}", config_.vehicle_id);
+  replace_placeholder(spec.argv, "{scenario}", config_.scenario_path);
   spec.env = config_.launch->env;
   spec.cwd = config_.launch->cwd;
-  s.child = std::make_unique<ChildProcess>(spec);
-  info("endpoint \"{}\": launched {} (pid {})", name(), s.child->command_line(), s.child->pid());
-  const int out_fd = s.child->take_stdout();
-  const int err_fd = s.child->take_stderr();
-  // the program's output goes to the log, line by line, until both pipes close
-  s.output_thread = std::thread([this, out_fd, err_fd] { forward_program_output(out_fd, err_fd); });
-}
-
-// the launched program's output, line by line, to the log until both pipes close
-void MqttEndpoint::forward_program_output(int out_fd, int err_fd) {
-  Impl& t = *impl_;
-  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
-  std::string partial[2];
-  int open = 2;
-  char buf[1024];
-  while (open > 0) {
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-      if (n <= 0) {
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        if (!partial[i].empty()) info("[{}] {}", name(), partial[i]);
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open;
-        continue;
-      }
-      for (ssize_t k = 0; k < n; ++k) {
-        if (buf[k] == '\n') {
-          info("[{}] {}", name(), partial[i]);
-          std::lock_guard<std::mutex> lock(t.m);
-          t.output_tail.push_back(partial[i]);
-          if (t.output_tail.size() > 10) t.output_tail.pop_front();
-          partial[i].clear();
-        } else if (buf[k] != '\r' && partial[i].size() < 2000) {
-          partial[i] += buf[k];
-        }
-      }
-    }
-  }
-  t.child_exited = true;
-  t.cv.notify_all();
+  s.program = std::make_unique<LaunchedProgram>(spec, name(), [this] {
+    { std::lock_guard<std::mutex> lock(impl_->m); }  // a waiter between its check and its wait sees the end
+    impl_->cv.notify_all();
+  });
+  info("endpoint \"{}\": launched {} (pid {})", name(), s.program->command_line(), s.program->child().pid());
 }
 
 // the Paho client and its handlers: messages, (re)connections, a lost broker
@@ -459,12 +398,11 @@ void MqttEndpoint::wait_vehicle_online() {
   Impl& s = *impl_;
   std::unique_lock<std::mutex> lock(s.m);
   const bool online = s.cv.wait_for(lock, milliseconds(config_.wait_online_ms),
-                                    [&] { return s.vehicle_online || s.child_exited.load(); });
+                                    [&] { return s.vehicle_online || (s.program && s.program->exited()); });
   if (!online || !s.vehicle_online) {
-    std::string tail;
-    for (const auto& l : s.output_tail) tail += "\n  | " + l;
-    if (s.child_exited)
-      throw std::runtime_error("the vehicle program " + s.child->command_line() + " ended before it reported online" +
+    const std::string tail = s.program ? s.program->tail_text() : std::string();
+    if (s.program && s.program->exited())
+      throw std::runtime_error("the vehicle program " + s.program->command_line() + " ended before it reported online" +
                                (tail.empty() ? "" : "; its last output:" + tail));
     throw std::runtime_error("vehicle \"" + config_.vehicle_id + "\" did not report \"online\" on " + s.topics.status +
                              " within " + std::to_string(config_.wait_online_ms) +
@@ -569,11 +507,8 @@ runtime::GatherStatus MqttEndpoint::gather(const runtime::StepContext& ctx, runt
                                    std::to_string(ctx.step) + " not applied");
       s.queue.pop_front();
     }
-    if (s.child_exited && s.child) {
-      const auto st = s.child->try_wait();
-      fault_message_ = "vehicle program " +
-                       (st ? ChildProcess::describe_status(*st) : std::string("closed its output")) + " at step " +
-                       std::to_string(ctx.step);
+    if (s.program && s.program->exited()) {
+      fault_message_ = "vehicle program " + s.program->describe_end() + " at step " + std::to_string(ctx.step);
       sync();
       return runtime::GatherStatus::fault;
     }
@@ -643,11 +578,10 @@ void MqttEndpoint::stop() {
     } catch (...) {
     }
   }
-  if (s.child) {
-    const int st = s.child->terminate(milliseconds(config_.launch ? config_.launch->kill_after_ms : 2000));
+  if (s.program) {
+    const int st = s.program->stop(milliseconds(config_.launch ? config_.launch->kill_after_ms : 2000));
     info("endpoint \"{}\": vehicle program {}", name(), ChildProcess::describe_status(st));
   }
-  if (s.output_thread.joinable()) s.output_thread.join();
 }
 
 MqttCounters MqttEndpoint::mqtt_counters() const {

@@ -215,7 +215,7 @@ bool parse_fault_when(const ConfigNode& x, const Scenario& sc, FaultConfig& f) {
 }  // namespace
 
 std::set<std::string>& link_fault_types() {
-  static std::set<std::string> types{"serial", "mqtt"};
+  static std::set<std::string> types{"serial", "mqtt", "ardupilot_json"};
   return types;
 }
 

@@ -4,7 +4,8 @@
 // + 10 per `instance`), ArduPilot (SITL with --model JSON, or a board simulating on
 // hardware) sends servo packets to it, and it answers the sender with one JSON line.
 //
-//   start()    bind; wait for ArduPilot's first servo packet (connect_timeout_ms)
+//   start()    bind; launch the autopilot (`launch:`); wait for ArduPilot's first servo
+//              packet (connect_timeout_ms)
 //   publish    the reply for S'_{k+1} (the projected state) to ArduPilot's latest frame
 //   gather     wait for the next frame (frame_count + 1): its servo outputs, through the
 //              channel map, are this step's actuator commands. The same frame again is
@@ -17,13 +18,18 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tether/adapters/ardupilot_channels.hpp"
 #include "tether/adapters/ardupilot_json.hpp"
+#include "tether/adapters/config_text.hpp"
 #include "tether/loop/endpoint.hpp"
 #include "tether/scenario/scenario.hpp"
+
+struct sockaddr_in;
 
 namespace tether::adapters {
 
@@ -35,12 +41,17 @@ struct ArduPilotChannel {
 
 /// A `type: ardupilot_json` endpoint's own keys.
 struct ArduPilotEndpointConfig {
-  std::string host = "127.0.0.1";  // the address the endpoint binds
-  std::uint16_t port = 9002;       // `port` (default 9002) + 10 * `instance`; 0: any free port
-  int body = -1;                   // the vehicle's body ArduPilot flies (`body`, default its first)
-  runtime::Vec3 home_m{0, 0, 0};   // `home_m`: world ENU point ArduPilot's position counts from
+  std::string host = "127.0.0.1";            // the address the endpoint binds
+  std::uint16_t port = 9002;                 // `port` (default 9002) + 10 * `instance`; 0: any free port
+  int body = -1;                             // the vehicle's body ArduPilot flies (`body`, default its first)
+  runtime::Vec3 home_m{0, 0, 0};             // `home_m`: world ENU point ArduPilot's position counts from
   std::int64_t connect_timeout_ms = 30'000;  // start() waits this long for the first packet
   std::vector<ArduPilotChannel> channels;
+  std::int64_t instance = 0;  // ArduPilot's -I: its ports are 9002 and 5760, + 10 * instance
+  /// `launch:` the autopilot program (SITL, the stand-in), started once the port is bound;
+  /// in its command {port} is the bound UDP port, {instance} the instance and
+  /// {mavlink_port} 5760 + 10 * instance. Without it ArduPilot is started by hand (or is a board).
+  std::optional<ProgramLaunchConfig> launch;
 };
 
 /// Reads a `type: ardupilot_json` endpoint's keys; records positioned errors in the
@@ -66,8 +77,11 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
   ArduPilotJsonEndpoint(const runtime::EndpointConfig& config, ArduPilotEndpointConfig ap);
   ~ArduPilotJsonEndpoint() override;
 
-  /// Binds host:port and waits for ArduPilot's first servo packet. Throws std::runtime_error
-  /// naming the endpoint: the port cannot be bound, or no packet within connect_timeout_ms.
+  /// With `launch:`, the program it would start, if it is not there.
+  std::vector<std::string> launch_problems() const override;
+  /// Binds host:port, launches the program (`launch:`) and waits for ArduPilot's first servo
+  /// packet. Throws std::runtime_error naming the endpoint: the port cannot be bound, the
+  /// program cannot be started or ends first, or no packet within connect_timeout_ms.
   void start(const runtime::WorldModel& model, const runtime::WorldState& initial) override;
   /// Sends the reply for the projected state to ArduPilot. false (a fault) when the state
   /// cannot be written (a NaN or a value out of range).
@@ -76,6 +90,9 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
   [[nodiscard]] runtime::GatherStatus gather(const runtime::StepContext& ctx, runtime::SteadyClock::time_point deadline,
                                              runtime::Reply& reply) override;
   void emit(const runtime::StepContext& ctx, const runtime::WorldState& actual) override;
+  /// This step's link faults: replies to ArduPilot (out) and its servo packets (in) pass a
+  /// runtime::LinkShaper; disconnect drops both ways.
+  void set_link_faults(const runtime::LinkFaults& faults) override;
   /// Every mapped actuator at its stop command (0).
   void safe_reply(runtime::Reply& reply) const override;
   void stop() override;
@@ -89,7 +106,14 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
 
  private:
   struct Impl;
+  // start()'s three parts: the socket, the program (`launch:`), ArduPilot's first packet
+  void bind_socket();
+  void launch_program();
+  void await_first_packet();
   void send_reply();
+  void send_bytes(std::string_view bytes);
+  bool take_datagram(std::string_view bytes, const sockaddr_in& from, const runtime::StepContext& ctx,
+                     runtime::Reply& reply);
   void fill_commands(const ardupilot::ServoPacket& packet, runtime::Reply& reply) const;
 
   ArduPilotEndpointConfig config_;

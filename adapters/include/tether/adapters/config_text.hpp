@@ -3,6 +3,7 @@
 // to the scenario file, programs to launch. Shared by the serial and MQTT endpoints.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,5 +35,20 @@ void parse_launch_command(const runtime::ConfigNode& command, const std::string&
 /// `launch.env` (a map of variable: value) and `launch.cwd` (a path), when present.
 void parse_launch_env_cwd(const runtime::ConfigNode& launch, const std::string& base,
                           std::vector<std::pair<std::string, std::string>>& env, std::string& cwd);
+
+/// `launch:` of an endpoint that starts a program beside it (MQTT's vehicle, ArduPilot):
+/// the command line with the endpoint's own {placeholders} still in it, env, cwd.
+struct ProgramLaunchConfig {
+  std::vector<std::string> command;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string cwd;
+  std::int64_t kill_after_ms = 2000;  // after SIGTERM at stop(), how long before SIGKILL
+};
+
+/// Reads `launch: {command, env, cwd, kill_after_ms}` (positioned errors on the node).
+ProgramLaunchConfig parse_program_launch(const runtime::ConfigNode& launch, const std::string& base);
+
+/// Every `{what}` in each argument replaced by `with`.
+void replace_placeholder(std::vector<std::string>& argv, const std::string& what, const std::string& with);
 
 }  // namespace tether::adapters

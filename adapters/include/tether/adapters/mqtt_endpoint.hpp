@@ -15,18 +15,15 @@
 #include <utility>
 #include <vector>
 
+#include "tether/adapters/config_text.hpp"
 #include "tether/loop/endpoint.hpp"
 #include "tether/scenario/scenario.hpp"
 
 namespace tether::adapters {
 
 /// `launch:`: a program the endpoint starts before connecting (e.g. tether-vehicle).
-struct MqttLaunchConfig {
-  std::vector<std::string> command;  // argv; {broker} {session} {vehicle_id} {scenario} replaced at start
-  std::vector<std::pair<std::string, std::string>> env;
-  std::string cwd;
-  std::int64_t kill_after_ms = 2000;  // after SIGTERM at stop(), how long before SIGKILL
-};
+/// `launch:`; in its command {broker} {session} {vehicle_id} {scenario} are replaced at start.
+using MqttLaunchConfig = ProgramLaunchConfig;
 
 /// Everything an MQTT endpoint needs besides the common endpoint keys.
 struct MqttEndpointConfig {
@@ -115,7 +112,6 @@ class MqttEndpoint final : public runtime::Endpoint {
   void on_feedback(std::string_view payload, bool retained);
   // start(), in order
   void launch_program();
-  void forward_program_output(int out_fd, int err_fd);
   void create_client();
   void connect_and_subscribe();
   void wait_vehicle_online();

@@ -74,7 +74,7 @@ struct FaultConfig {
 std::vector<FaultConfig> parse_faults(const ConfigNode& node, const Scenario& scenario);
 
 /// The endpoint types whose links take link faults (their endpoint shapes its bytes with a
-/// runtime::LinkShaper): serial and mqtt built in; an endpoint type registered later adds its
+/// runtime::LinkShaper): serial, mqtt and ardupilot_json built in; an endpoint type registered later adds its
 /// name here when it registers (before any scenario is loaded, like every registry).
 std::set<std::string>& link_fault_types();
 
