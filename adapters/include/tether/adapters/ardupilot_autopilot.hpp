@@ -51,7 +51,8 @@ inline constexpr int pilot_dead_zone = 50;
 
 /// The gains of the holds, as named parameters (PARAM_SET) and with their defaults. Chosen for a
 /// ~11.5 kg, near-neutrally-buoyant BlueROV2-like vehicle whose thrusters give ~±40 N at full
-/// command: depth from 0 to 2 m settles in ~8 s with no visible overshoot (docs/ardupilot.md).
+/// command: in the test's heave model a dive from 0 to 2 m is within 5 cm after ~6 s and peaks
+/// 4 cm past the target (docs/ardupilot.md).
 struct HoldGains {
   double depth_p_per_s = 0.8;           // PSC_POSZ_P: depth error (m) -> vertical speed target (m/s)
   double vertical_speed_max_m_s = 0.5;  // PILOT_SPEED (cm/s on the wire): hold and pilot climb/descent limit
