@@ -21,6 +21,7 @@
 #include "tether/adapters/launch_check.hpp"
 #include "tether/adapters/launched_program.hpp"
 #include "tether/firmware_shim/payloads.h"
+#include "tether/hal/device_bank.hpp"
 
 namespace tether::adapters {
 
@@ -30,9 +31,9 @@ using runtime::Vec3;
 
 namespace {
 
-// an actuator of the vehicle by its full name or a unique tail ("thruster", "hull.thruster");
+// a device of the vehicle by its full name or a unique tail ("thruster", "hull.thruster");
 // -1 when there is none (an error is recorded), -2 when it is ambiguous
-int find_actuator(const runtime::Scenario& scenario, const std::string& vehicle, const std::string& name) {
+int find_device(const runtime::Scenario& scenario, const std::string& vehicle, const std::string& name) {
   int found = -1;
   for (std::size_t i = 0; i < scenario.devices.size(); ++i) {
     const hal::DeviceSpec& d = scenario.devices[i];
@@ -46,6 +47,40 @@ int find_actuator(const runtime::Scenario& scenario, const std::string& vehicle,
   return found;
 }
 
+// `rangefinders: [{rng: 1, device: altimeter}, ...]`
+void parse_rangefinders(const runtime::ConfigNode& list, const runtime::EndpointConfig& config,
+                        const runtime::Scenario& scenario, std::vector<ArduPilotRangefinder>& out) {
+  if (!list.is_sequence()) {
+    list.error("expected a list of {rng: 1..6, device: NAME}, got " + runtime::describe_value(list.yaml()));
+    return;
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const runtime::ConfigNode r = list.at(i);
+    if (!r.expect_map({"rng", "device"})) continue;
+    const int rng = static_cast<int>(r.integer_or("rng", 1, 1, 6));
+    for (const ArduPilotRangefinder& other : out)
+      if (other.rng == rng) r["rng"].error("rng_" + std::to_string(rng) + " is given twice");
+    if (!r.has("device")) {
+      r.expected("device", "a range, sonar or altimeter device of the vehicle");
+      continue;
+    }
+    const int d = find_device(scenario, config.vehicle, r.string("device"));
+    if (d < 0) {
+      r["device"].error(d == -1 ? "no device \"" + r.string("device") + "\" on vehicle \"" + config.vehicle + "\""
+                                : "\"" + r.string("device") + "\" is ambiguous: write the full name");
+      continue;
+    }
+    const hal::DeviceSpec& spec = scenario.devices[static_cast<std::size_t>(d)];
+    const auto kind = static_cast<std::uint8_t>(spec.kind);
+    if (kind != TETHER_KIND_RANGE && kind != TETHER_KIND_SONAR && kind != TETHER_KIND_ALTIMETER) {
+      r["device"].error("\"" + spec.name.full() + "\" is a " + tether_kind_name(kind) +
+                        "; a rangefinder is a range, sonar or altimeter device");
+      continue;
+    }
+    out.push_back(ArduPilotRangefinder{rng, static_cast<std::uint16_t>(d)});
+  }
+}
+
 }  // namespace
 
 ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& config,
@@ -53,7 +88,7 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
   const runtime::ConfigNode& n = config.node;
   ArduPilotEndpointConfig out;
   n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "host", "port", "instance", "body",
-                "home_m", "connect_timeout_ms", "channels", "launch"});
+                "home_m", "connect_timeout_ms", "channels", "launch", "rangefinders", "wind_from_current"});
   out.host = n.string_or("host", "127.0.0.1");
   in_addr addr{};
   if (::inet_pton(AF_INET, out.host.c_str(), &addr) != 1)
@@ -66,6 +101,8 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
   out.port = static_cast<std::uint16_t>(std::min<std::int64_t>(port + 10 * instance, 65535));
   out.instance = instance;
   if (n.has("launch")) out.launch = parse_program_launch(n["launch"], scenario_dir(scenario));
+  out.wind_from_current = n.boolean_or("wind_from_current", false);
+  if (n.has("rangefinders")) parse_rangefinders(n["rangefinders"], config, scenario, out.rangefinders);
   out.home_m = n.vec3_or("home_m", Vec3(0, 0, 0));
   out.connect_timeout_ms = n.integer_or("connect_timeout_ms", 30'000, 1, 3'600'000);
 
@@ -93,7 +130,7 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
     const ap::ChannelMap& m = maps[i];
     if (m.actuator.empty() || config.vehicle_index < 0) continue;
     const runtime::ConfigNode where = n["channels"].at(i)["actuator"];
-    const int d = find_actuator(scenario, config.vehicle, m.actuator);
+    const int d = find_device(scenario, config.vehicle, m.actuator);
     if (d == -1) {
       where.error("no device \"" + m.actuator + "\" on vehicle \"" + config.vehicle + "\"");
       continue;
@@ -321,6 +358,7 @@ bool ArduPilotJsonEndpoint::publish(const runtime::StepContext& ctx, const runti
   if (dt_ns > 0) k.acceleration_m_s2 = (k.velocity_m_s - s.prev_velocity) / (static_cast<double>(dt_ns) * 1e-9);
   ap::ReplyState r;
   ap::to_ardupilot(k, s.model->gravity_m_s2, config_.home_m, r);
+  add_optional_fields(r);
   const ap::EncodeError e = ap::encode_reply(r, s.reply);
   if (e != ap::EncodeError::none) {
     fault_message_ = std::string("the state at step ") + std::to_string(ctx.step) +
@@ -329,6 +367,22 @@ bool ArduPilotJsonEndpoint::publish(const runtime::StepContext& ctx, const runti
   }
   send_reply();
   return true;
+}
+
+// rng_N from the mapped devices' current readings, the current as velocity_wind
+void ArduPilotJsonEndpoint::add_optional_fields(ap::ReplyState& r) const {
+  if (devices_ != nullptr) {
+    for (const ArduPilotRangefinder& f : config_.rangefinders) {
+      const hal::Sample& sample = devices_->sample(f.device);
+      if (!sample.valid) continue;
+      r.rng_m[static_cast<std::size_t>(f.rng - 1)] = sample.ch[0];
+      r.rng_present = static_cast<std::uint8_t>(r.rng_present | (1u << (f.rng - 1)));
+    }
+  }
+  if (config_.wind_from_current) {
+    r.has_wind = true;
+    r.velocity_wind_m_s = ap::ned_from_enu(impl_->model->water.current_m_s);
+  }
 }
 
 void ArduPilotJsonEndpoint::fill_commands(const ap::ServoPacket& packet, runtime::Reply& reply) const {

@@ -39,6 +39,13 @@ struct ArduPilotChannel {
   std::uint16_t device = 0;  // index into the scenario's devices
 };
 
+/// `rangefinders:` one of ArduPilot's rng_1..rng_6 fed from a range, sonar or altimeter
+/// device of the vehicle (its reading after noise and faults; no data: the key is left out).
+struct ArduPilotRangefinder {
+  int rng = 1;               // 1..6: `rng_N`, read by ArduPilot's RNGFNDx_TYPE 100
+  std::uint16_t device = 0;  // index into the scenario's devices
+};
+
 /// A `type: ardupilot_json` endpoint's own keys.
 struct ArduPilotEndpointConfig {
   std::string host = "127.0.0.1";            // the address the endpoint binds
@@ -47,7 +54,9 @@ struct ArduPilotEndpointConfig {
   runtime::Vec3 home_m{0, 0, 0};             // `home_m`: world ENU point ArduPilot's position counts from
   std::int64_t connect_timeout_ms = 30'000;  // start() waits this long for the first packet
   std::vector<ArduPilotChannel> channels;
-  std::int64_t instance = 0;  // ArduPilot's -I: its ports are 9002 and 5760, + 10 * instance
+  std::vector<ArduPilotRangefinder> rangefinders;
+  bool wind_from_current = false;  // `wind_from_current`: the water current as `velocity_wind` (NED)
+  std::int64_t instance = 0;       // ArduPilot's -I: its ports are 9002 and 5760, + 10 * instance
   /// `launch:` the autopilot program (SITL, the stand-in), started once the port is bound;
   /// in its command {port} is the bound UDP port, {instance} the instance and
   /// {mavlink_port} 5760 + 10 * instance. Without it ArduPilot is started by hand (or is a board).
@@ -114,6 +123,7 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
   void send_bytes(std::string_view bytes);
   bool take_datagram(std::string_view bytes, const sockaddr_in& from, const runtime::StepContext& ctx,
                      runtime::Reply& reply);
+  void add_optional_fields(ardupilot::ReplyState& r) const;
   void fill_commands(const ardupilot::ServoPacket& packet, runtime::Reply& reply) const;
 
   ArduPilotEndpointConfig config_;

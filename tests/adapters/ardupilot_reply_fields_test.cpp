@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+// The optional reply fields of the ardupilot_json endpoint: `rangefinders:` puts a range,
+// sonar or altimeter device's reading into rng_N, `wind_from_current` the water current
+// into velocity_wind (NED); read back the way ArduPilot reads them (the stand-in's parser).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "tether/adapters/ardupilot_endpoint.hpp"
+#include "tether/adapters/ardupilot_standin.hpp"
+#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/loop/session.hpp"
+
+using namespace tether;
+using namespace tether::runtime;
+namespace ap = tether::adapters::ardupilot;
+
+namespace {
+
+std::string fields_scenario(const std::string& endpoint_extra) {
+  return R"(name: ardupilot_fields
+world:
+  gravity_m_s2: [0, 0, -9.81]
+  water: {density_kg_m3: 1000, surface_z_m: 0, current_m_s: [0.3, -0.2, 0]}
+  tank: {size_m: [20, 20, 10], floor_z_m: -10}
+vehicles:
+  - name: auv
+    bodies:
+      - name: hull
+        shape: {type: sphere, radius_m: 0.2}
+        mass_kg: 34.3
+        initial: {position_m: [0, 0, -4]}
+        devices:
+          - {name: thruster, kind: thruster}
+          - {name: altimeter, kind: altimeter}
+          - {name: depth, kind: depth}
+loop: {period_ms: 10, real_time_factor: 0, steps: 50}
+endpoints:
+  - name: ap
+    type: ardupilot_json
+    vehicle: auv
+    deadline_ms: 5000
+    port: 0
+    connect_timeout_ms: 10000
+    channels: [{channel: 1, actuator: thruster}]
+)" + endpoint_extra;
+}
+
+}  // namespace
+
+TEST_CASE("ardupilot reply fields: rng_N from an altimeter and velocity_wind from the current, read ArduPilot's way") {
+  const Scenario sc = parse_scenario(
+      fields_scenario("    rangefinders: [{rng: 2, device: altimeter}]\n    wind_from_current: true\n"), "f.yaml");
+  auto endpoints = adapters::make_endpoints(sc);
+  auto* endpoint = dynamic_cast<adapters::ArduPilotJsonEndpoint*>(endpoints[0].get());
+  REQUIRE(endpoint != nullptr);
+  Session session(sc, std::move(endpoints));
+  std::atomic<bool> stop{false};
+  Outcome outcome = Outcome::failed;
+  std::thread runner([&] { outcome = session.run(stop); });
+  std::uint16_t port = 0;
+  for (int i = 0; i < 500 && (port = endpoint->bound_port()) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(port != 0);
+  ap::FixedPwm law(1500);
+  ap::StandInOptions o;
+  o.port = port;
+  o.recv_timeout_ms = 10;
+  ap::ArduPilotStandIn autopilot(o, law);
+  std::thread flying([&] {
+    while (autopilot.frame(std::chrono::steady_clock::now() + std::chrono::seconds(30)) ==
+           ap::ArduPilotStandIn::FrameResult::replied) {
+    }
+  });
+  runner.join();
+  autopilot.cancel();
+  flying.join();
+  REQUIRE(outcome == Outcome::completed);
+
+  const ap::SensorReading& r = autopilot.last();
+  CHECK((r.fields & ap::field_rng_1) == 0);  // rng_1 is not mapped
+  REQUIRE((r.fields & (ap::field_rng_1 << 1)) != 0);
+  CHECK(r.rng_m[1] == doctest::Approx(6.0).epsilon(0.02));  // 4 m deep in a 10 m tank: 6 m to the floor
+  REQUIRE((r.fields & ap::field_velocity_wind) != 0);
+  // east 0.3, north -0.2 (ENU) is north -0.2, east 0.3, down 0 (NED)
+  CHECK(r.velocity_wind_m_s.x() == doctest::Approx(-0.2));
+  CHECK(r.velocity_wind_m_s.y() == doctest::Approx(0.3));
+  CHECK(r.velocity_wind_m_s.z() == doctest::Approx(0.0));
+}
+
+TEST_CASE("ardupilot reply fields: without them the reply has neither; mistakes are positioned") {
+  auto errors_of = [](const std::string& extra) {
+    try {
+      const Scenario sc = parse_scenario(fields_scenario(extra), "f.yaml");
+      adapters::make_endpoints(sc);
+    } catch (const ConfigError& e) {
+      std::string all;
+      for (const auto& line : e.errors()) all += line + "\n";
+      return all;
+    }
+    return std::string();
+  };
+  CHECK(errors_of("").empty());
+  const std::string all = errors_of(
+      "    rangefinders:\n      - {rng: 7, device: altimeter}\n      - {rng: 1, device: depth}\n"
+      "      - {rng: 2, device: nothing}\n      - {rng: 3}\n    wind_from_current: maybe\n");
+  INFO(all);
+  CHECK(all.find("endpoints[0].rangefinders[0].rng:") != std::string::npos);
+  CHECK(all.find("endpoints[0].rangefinders[1].device: \"auv.hull.depth\" is a depth; a rangefinder is a range, "
+                 "sonar or altimeter device") != std::string::npos);
+  CHECK(all.find("endpoints[0].rangefinders[2].device: no device \"nothing\" on vehicle \"auv\"") !=
+        std::string::npos);
+  CHECK(all.find("endpoints[0].rangefinders[3]") != std::string::npos);
+  CHECK(all.find("endpoints[0].wind_from_current") != std::string::npos);
+}
