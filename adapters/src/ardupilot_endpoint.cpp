@@ -48,7 +48,7 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
   const runtime::ConfigNode& n = config.node;
   ArduPilotEndpointConfig out;
   n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "host", "port", "instance", "body",
-                "home_m", "connect_timeout_ms", "channels"});
+                "home_m", "connect_timeout_ms", "channels", "mavlink"});
   out.host = n.string_or("host", "127.0.0.1");
   in_addr addr{};
   if (::inet_pton(AF_INET, out.host.c_str(), &addr) != 1) n["host"].error("expected an IPv4 address, got \"" + out.host + "\"");
@@ -59,6 +59,7 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
   out.port = static_cast<std::uint16_t>(std::min<std::int64_t>(port + 10 * instance, 65535));
   out.home_m = n.vec3_or("home_m", Vec3(0, 0, 0));
   out.connect_timeout_ms = n.integer_or("connect_timeout_ms", 30'000, 1, 3'600'000);
+  if (n.has("mavlink")) out.mavlink = parse_mavlink_config(n["mavlink"], instance);
 
   // the body ArduPilot flies: `body` (its part name or full name), else the vehicle's first
   if (config.vehicle_index < 0) {
@@ -130,7 +131,9 @@ ArduPilotJsonEndpoint::ArduPilotJsonEndpoint(const runtime::EndpointConfig& conf
     : ArduPilotJsonEndpoint(config, parse_ardupilot_config(config, scenario)) {}
 
 ArduPilotJsonEndpoint::ArduPilotJsonEndpoint(const runtime::EndpointConfig& config, ArduPilotEndpointConfig ap)
-    : Endpoint(config), config_(std::move(ap)), impl_(std::make_unique<Impl>()) {}
+    : Endpoint(config), config_(std::move(ap)), impl_(std::make_unique<Impl>()) {
+  if (config_.mavlink) mavlink_ = std::make_unique<MavlinkLink>(*config_.mavlink);
+}
 
 ArduPilotJsonEndpoint::~ArduPilotJsonEndpoint() { stop(); }
 
@@ -192,6 +195,15 @@ void ArduPilotJsonEndpoint::start(const runtime::WorldModel& model, const runtim
                              std::to_string(config_.port) + ": " + why);
   }
 
+  // SITL started directly sends no servo packet until a MAVLink client is connected
+  if (mavlink_) {
+    try {
+      mavlink_->connect("endpoint " + name());
+    } catch (const std::runtime_error&) {
+      s.close();
+      throw;
+    }
+  }
   // ArduPilot sends first: its first servo packet names the address to answer
   const auto deadline = SteadyClock::now() + std::chrono::milliseconds(config_.connect_timeout_ms);
   for (;;) {
@@ -254,6 +266,7 @@ bool ArduPilotJsonEndpoint::publish(const runtime::StepContext& ctx, const runti
                      " cannot be sent to ArduPilot: " + ap::to_string(e) + " value";
     return false;
   }
+  if (mavlink_) mavlink_->step(ctx.time_ns);  // heartbeat and due commands before the frame advances
   send_reply();
   return true;
 }
@@ -312,6 +325,7 @@ runtime::GatherStatus ArduPilotJsonEndpoint::gather(const runtime::StepContext& 
     reply.clear();
     reply.step = ctx.step;
     fill_commands(p, reply);
+    if (mavlink_) mavlink_->receive(reply.logs);
     return runtime::GatherStatus::ready;
   }
   return runtime::GatherStatus::timeout;
@@ -330,7 +344,10 @@ void ArduPilotJsonEndpoint::safe_reply(runtime::Reply& reply) const {
   fill_commands(stop, reply);
 }
 
-void ArduPilotJsonEndpoint::stop() { impl_->close(); }
+void ArduPilotJsonEndpoint::stop() {
+  impl_->close();
+  if (mavlink_) mavlink_->close();
+}
 
 void ArduPilotJsonEndpoint::summarize(nlohmann::json& out) const {
   nlohmann::json packets = {{"accepted", link_.packets.accepted}};
@@ -348,6 +365,7 @@ void ArduPilotJsonEndpoint::summarize(nlohmann::json& out) const {
       {"frame_rate_hz", link_.frame_rate_hz},
       {"packets", packets},
   };
+  if (mavlink_) mavlink_->summarize(out);
 }
 
 }  // namespace tether::adapters

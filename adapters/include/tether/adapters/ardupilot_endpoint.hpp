@@ -12,16 +12,25 @@
 //              restarted (followed to its new port); a jump is counted and taken
 //   emit       keeps S_{k+1}'s velocity: the next reply's accelerometer is the mean
 //              acceleration over the step
+//
+// With a `mavlink:` section the endpoint is also ArduPilot's ground station (mavlink_link.hpp):
+// start() connects the MAVLink link before it waits for the first servo packet (a directly
+// started SITL sends none until a client is on TCP 5760); publish sends the heartbeat and the
+// script's commands due at t_k; gather, once the frame is taken, turns what ArduPilot said
+// (armed, mode, STATUSTEXT, refused commands) into the reply's log lines, which the recording
+// keeps and `replay --verify` reproduces.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tether/adapters/ardupilot_channels.hpp"
 #include "tether/adapters/ardupilot_json.hpp"
+#include "tether/adapters/mavlink_link.hpp"
 #include "tether/loop/endpoint.hpp"
 #include "tether/scenario/scenario.hpp"
 
@@ -41,6 +50,7 @@ struct ArduPilotEndpointConfig {
   runtime::Vec3 home_m{0, 0, 0};   // `home_m`: world ENU point ArduPilot's position counts from
   std::int64_t connect_timeout_ms = 30'000;  // start() waits this long for the first packet
   std::vector<ArduPilotChannel> channels;
+  std::optional<MavlinkLinkConfig> mavlink;  // `mavlink:`: Tether as ArduPilot's ground station
 };
 
 /// Reads a `type: ardupilot_json` endpoint's keys; records positioned errors in the
@@ -86,6 +96,8 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
   std::uint16_t bound_port() const;
   const ArduPilotCounters& link_counters() const { return link_; }
   const ArduPilotEndpointConfig& config() const { return config_; }
+  /// The MAVLink link, or nullptr without a `mavlink:` section.
+  const MavlinkLink* mavlink() const { return mavlink_.get(); }
 
  private:
   struct Impl;
@@ -95,6 +107,7 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
   ArduPilotEndpointConfig config_;
   ArduPilotCounters link_;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<MavlinkLink> mavlink_;
 };
 
 }  // namespace tether::adapters
