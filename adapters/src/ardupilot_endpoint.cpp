@@ -88,7 +88,7 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
   const runtime::ConfigNode& n = config.node;
   ArduPilotEndpointConfig out;
   n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "host", "port", "instance", "body",
-                "home_m", "connect_timeout_ms", "channels", "launch", "rangefinders", "wind_from_current"});
+                "home_m", "connect_timeout_ms", "channels", "launch", "rangefinders", "wind_from_current", "mavlink"});
   out.host = n.string_or("host", "127.0.0.1");
   in_addr addr{};
   if (::inet_pton(AF_INET, out.host.c_str(), &addr) != 1)
@@ -105,6 +105,12 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
   if (n.has("rangefinders")) parse_rangefinders(n["rangefinders"], config, scenario, out.rangefinders);
   out.home_m = n.vec3_or("home_m", Vec3(0, 0, 0));
   out.connect_timeout_ms = n.integer_or("connect_timeout_ms", 30'000, 1, 3'600'000);
+  if (n.has("mavlink")) {
+    out.mavlink = parse_mavlink_config(n["mavlink"], instance);
+    if (out.mavlink->port == 0 && !out.launch)
+      n["mavlink"]["address"].error(
+          "port 0 (a free port) needs `launch:`, which hands it to the autopilot as {mavlink_port}");
+  }
 
   // the body ArduPilot flies: `body` (its part name or full name), else the vehicle's first
   if (config.vehicle_index < 0) {
@@ -186,7 +192,9 @@ ArduPilotJsonEndpoint::ArduPilotJsonEndpoint(const runtime::EndpointConfig& conf
     : ArduPilotJsonEndpoint(config, parse_ardupilot_config(config, scenario)) {}
 
 ArduPilotJsonEndpoint::ArduPilotJsonEndpoint(const runtime::EndpointConfig& config, ArduPilotEndpointConfig ap)
-    : Endpoint(config), config_(std::move(ap)), impl_(std::make_unique<Impl>()) {}
+    : Endpoint(config), config_(std::move(ap)), impl_(std::make_unique<Impl>()) {
+  if (config_.mavlink) mavlink_ = std::make_unique<MavlinkLink>(*config_.mavlink);
+}
 
 ArduPilotJsonEndpoint::~ArduPilotJsonEndpoint() { stop(); }
 
@@ -208,6 +216,20 @@ ssize_t receive_until(int fd, std::uint8_t* buf, std::size_t cap, sockaddr_in& f
     const ssize_t n = ::recvfrom(fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC, reinterpret_cast<sockaddr*>(&from), &len);
     if (n >= 0) return n;
   }
+}
+
+// a TCP port nobody listens on now (bound, read, released): the autopilot binds it next
+std::uint16_t free_tcp_port(const std::string& host) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  ::inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+  socklen_t len = sizeof a;
+  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!ok) throw std::runtime_error(std::string("no free TCP port on ") + host + ": " + std::strerror(errno));
+  return ntohs(a.sin_port);
 }
 
 bool same_address(const sockaddr_in& a, const sockaddr_in& b) {
@@ -239,6 +261,15 @@ void ArduPilotJsonEndpoint::start(const runtime::WorldModel& model, const runtim
   bind_socket();
   // the port is bound before the program starts: its first packet is never refused
   if (config_.launch) launch_program();
+  // SITL started directly sends no servo packet until a MAVLink client is connected
+  if (mavlink_) {
+    try {
+      mavlink_->connect("endpoint " + name());
+    } catch (const std::runtime_error&) {
+      s.close();
+      throw;
+    }
+  }
   await_first_packet();
 }
 
@@ -268,7 +299,13 @@ void ArduPilotJsonEndpoint::launch_program() {
   spec.argv = config_.launch->command;
   replace_placeholder(spec.argv, "{port}", std::to_string(bound_port()));
   replace_placeholder(spec.argv, "{instance}", std::to_string(config_.instance));
-  replace_placeholder(spec.argv, "{mavlink_port}", std::to_string(5760 + 10 * config_.instance));
+  // `mavlink.address` with port 0: a free port now, which the program is told to serve
+  if (config_.mavlink && config_.mavlink->port == 0) {
+    config_.mavlink->port = free_tcp_port(config_.mavlink->host);
+    mavlink_ = std::make_unique<MavlinkLink>(*config_.mavlink);
+  }
+  replace_placeholder(spec.argv, "{mavlink_port}",
+                      std::to_string(config_.mavlink ? config_.mavlink->port : 5760 + 10 * config_.instance));
   spec.env = config_.launch->env;
   spec.cwd = config_.launch->cwd;
   try {
@@ -365,6 +402,7 @@ bool ArduPilotJsonEndpoint::publish(const runtime::StepContext& ctx, const runti
                      " cannot be sent to ArduPilot: " + ap::to_string(e) + " value";
     return false;
   }
+  if (mavlink_) mavlink_->step(ctx.time_ns);  // heartbeat and due commands before the frame advances
   send_reply();
   return true;
 }
@@ -415,12 +453,20 @@ bool ArduPilotJsonEndpoint::take_datagram(std::string_view bytes, const sockaddr
   if (same_peer && ahead == 0) {
     // our reply was lost or late: ArduPilot asks again; answer again, do not step
     ++link_.repeats;
-    counters.stale = link_.repeats;
+    counters.stale = link_.repeats + link_.old_packets + link_.foreign_packets;
     send_reply();
     return false;
   }
   if (!same_peer || ahead >= 0x8000'0000u) {
-    // ArduPilot restarted (a lower count, or a new port): follow it, give it the state
+    // a lower count or another sender: ArduPilot restarted only if this is its first frame
+    // (0: it counts from 0 and repeats 0 until answered); anything else is an old packet
+    // (delayed or duplicated on the way) or a stranger: counted, not answered
+    if (p.frame_count != 0) {
+      ++(same_peer ? link_.old_packets : link_.foreign_packets);
+      counters.stale = link_.repeats + link_.old_packets + link_.foreign_packets;
+      return false;
+    }
+    // ArduPilot restarted (at 0, on its port or a new one): follow it, give it the state
     ++link_.restarts;
     s.peer = from;
     s.have_peer = true;
@@ -434,6 +480,7 @@ bool ArduPilotJsonEndpoint::take_datagram(std::string_view bytes, const sockaddr
   reply.clear();
   reply.step = ctx.step;
   fill_commands(p, reply);
+  if (mavlink_) mavlink_->receive(reply.logs);
   return true;
 }
 
@@ -509,6 +556,7 @@ void ArduPilotJsonEndpoint::stop() {
     s.program_end = ChildProcess::describe_status(st);
     spdlog::info("endpoint \"{}\": autopilot program {}", name(), s.program_end);
   }
+  if (mavlink_) mavlink_->close();
 }
 
 void ArduPilotJsonEndpoint::summarize(nlohmann::json& out) const {
@@ -521,6 +569,8 @@ void ArduPilotJsonEndpoint::summarize(nlohmann::json& out) const {
       {"frames", link_.frames},
       {"repeats", link_.repeats},
       {"restarts", link_.restarts},
+      {"old_packets", link_.old_packets},
+      {"foreign_packets", link_.foreign_packets},
       {"skipped_frames", link_.skipped_frames},
       {"replies_sent", link_.replies_sent},
       {"send_errors", link_.send_errors},
@@ -531,6 +581,7 @@ void ArduPilotJsonEndpoint::summarize(nlohmann::json& out) const {
     out["ardupilot"]["link_faults"] = lf;
   if (impl_->program)
     out["ardupilot"]["program"] = {{"command", impl_->program->command_line()}, {"ended", impl_->program_end}};
+  if (mavlink_) mavlink_->summarize(out);
 }
 
 }  // namespace tether::adapters

@@ -310,8 +310,11 @@ void MavlinkServer::handle_command(const mav::CommandLong& c) {
     }
     const bool arm = c.param1 == 1.0F;
     // the text comes before the answer, as ArduPilot's arming prints it while it arms
-    if (autopilot_.set_armed(arm)) send_text(severity_info, arm ? text_arming : text_disarming);
+    const bool changed = autopilot_.set_armed(arm);
+    if (changed) send_text(severity_info, arm ? text_arming : text_disarming);
     send_ack(c.command, mav::mav_result_accepted);
+    // as for a mode: the new state shows in a heartbeat soon after, not a second later
+    if (changed) send_heartbeat();
     return;
   }
   if (c.command == mav::mav_cmd_do_set_mode) {

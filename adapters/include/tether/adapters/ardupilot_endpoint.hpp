@@ -9,10 +9,18 @@
 //   publish    the reply for S'_{k+1} (the projected state) to ArduPilot's latest frame
 //   gather     wait for the next frame (frame_count + 1): its servo outputs, through the
 //              channel map, are this step's actuator commands. The same frame again is
-//              answered with the same reply (no step); a lower count is ArduPilot
-//              restarted (followed to its new port); a jump is counted and taken
+//              answered with the same reply (no step); frame 0 again is ArduPilot
+//              restarted (followed to its new port); another lower count or another
+//              sender is counted and ignored; a jump is counted and taken
 //   emit       keeps S_{k+1}'s velocity: the next reply's accelerometer is the mean
 //              acceleration over the step
+//
+// With a `mavlink:` section the endpoint is also ArduPilot's ground station (mavlink_link.hpp):
+// start() connects the MAVLink link before it waits for the first servo packet (a directly
+// started SITL sends none until a client is on TCP 5760); publish sends the heartbeat and the
+// script's commands due at t_k; gather, once the frame is taken, turns what ArduPilot said
+// (armed, mode, STATUSTEXT, refused commands) into the reply's log lines, which the recording
+// keeps and `replay --verify` reproduces.
 #pragma once
 
 #include <array>
@@ -26,6 +34,7 @@
 #include "tether/adapters/ardupilot_channels.hpp"
 #include "tether/adapters/ardupilot_json.hpp"
 #include "tether/adapters/config_text.hpp"
+#include "tether/adapters/mavlink_link.hpp"
 #include "tether/loop/endpoint.hpp"
 #include "tether/scenario/scenario.hpp"
 
@@ -61,6 +70,7 @@ struct ArduPilotEndpointConfig {
   /// in its command {port} is the bound UDP port, {instance} the instance and
   /// {mavlink_port} 5760 + 10 * instance. Without it ArduPilot is started by hand (or is a board).
   std::optional<ProgramLaunchConfig> launch;
+  std::optional<MavlinkLinkConfig> mavlink;  // `mavlink:`: Tether as ArduPilot's ground station
 };
 
 /// Reads a `type: ardupilot_json` endpoint's keys; records positioned errors in the
@@ -70,10 +80,12 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
 
 /// What happened on the link, for the summary.
 struct ArduPilotCounters {
-  std::uint64_t frames = 0;          // new frames taken as a step's commands
-  std::uint64_t repeats = 0;         // the same frame again, answered with the same reply
-  std::uint64_t restarts = 0;        // a lower frame_count (or a new sender): ArduPilot restarted
-  std::uint64_t skipped_frames = 0;  // frames jumped over (count - expected)
+  std::uint64_t frames = 0;           // new frames taken as a step's commands
+  std::uint64_t repeats = 0;          // the same frame again, answered with the same reply
+  std::uint64_t restarts = 0;         // frame_count 0 again (from its port or a new one): ArduPilot restarted
+  std::uint64_t old_packets = 0;      // a lower count but not 0 from ArduPilot: late or duplicated, ignored
+  std::uint64_t foreign_packets = 0;  // another sender not starting at 0: ignored
+  std::uint64_t skipped_frames = 0;   // frames jumped over (count - expected)
   std::uint64_t replies_sent = 0;
   std::uint64_t send_errors = 0;
   ardupilot::ServoCounters packets;  // every datagram by outcome
@@ -112,6 +124,8 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
   std::uint16_t bound_port() const;
   const ArduPilotCounters& link_counters() const { return link_; }
   const ArduPilotEndpointConfig& config() const { return config_; }
+  /// The MAVLink link, or nullptr without a `mavlink:` section.
+  const MavlinkLink* mavlink() const { return mavlink_.get(); }
 
  private:
   struct Impl;
@@ -129,6 +143,7 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
   ArduPilotEndpointConfig config_;
   ArduPilotCounters link_;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<MavlinkLink> mavlink_;
 };
 
 }  // namespace tether::adapters
