@@ -68,6 +68,7 @@ class FakeAutopilot {
     if (::poll(&p, 1, timeout_ms) <= 0) return false;
     drop();
     client_ = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    peer_closed_ = false;
     return client_ >= 0;
   }
   void drop() {
@@ -107,17 +108,23 @@ class FakeAutopilot {
       if (::poll(&p, 1, 5) <= 0) continue;
       std::uint8_t buf[1024];
       const ssize_t n = ::recv(client_, buf, sizeof buf, 0);
-      if (n <= 0) break;
+      if (n <= 0) {
+        peer_closed_ = true;
+        break;
+      }
       decoder_.feed(std::span<const std::uint8_t>(buf, static_cast<std::size_t>(n)),
                     [&](const mav::Frame& f) { frames.push_back(f); });
     }
     return frames;
   }
+  // read() saw the link close the connection
+  bool peer_closed() const { return peer_closed_; }
 
  private:
   int listen_fd_ = -1;
   int client_ = -1;
   std::uint8_t seq_ = 0;
+  bool peer_closed_ = false;
   mav::Decoder decoder_;
 };
 
@@ -476,7 +483,7 @@ class FlyingAutopilot {
     if (!autopilot_.accept(10'000)) return;
     bool armed = false;
     std::uint32_t mode = 19;
-    while (!done_) {
+    while (!done_ && !autopilot_.peer_closed()) {
       autopilot_.heartbeat(armed, mode);
       for (const mav::Frame& f : autopilot_.read(0, 20)) {
         received_.push_back(f);
