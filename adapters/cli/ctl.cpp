@@ -213,6 +213,12 @@ const std::vector<Verb>& verbs() {
       calls("fault",
             "KEY=VALUE... | '{JSON}' (a faults: entry, e.g. device=auv.hull.depth kind=bias value=0.5 duration_s=2)",
             "/tether/inject_fault", {}, 0, true, true),
+      calls("autopilot-arm", "ENDPOINT true|false [force=true]", "/tether/autopilot_arm", {"endpoint", "arm"}, 2, true),
+      calls("autopilot-mode", "ENDPOINT MODE (e.g. ALT_HOLD)", "/tether/autopilot_mode", {"endpoint", "mode"}, 2),
+      calls("autopilot-manual", "ENDPOINT X Y Z R [buttons=N] (each -1000..1000)", "/tether/autopilot_manual",
+            {"endpoint", "x", "y", "z", "r"}, 5, true),
+      calls("autopilot-target", "ENDPOINT [depth=M] [heading=DEG]", "/tether/autopilot_target", {"endpoint"}, 1, true,
+            false, {{"depth", "depth_m"}, {"heading", "heading_deg"}}),
       calls("shutdown", "", "/tether/shutdown"),
       calls("call", "SERVICE ['{JSON}'] (any service the session offers; the session checks it)", nullptr),
       runs("param", "get [NAME...] | set NAME VALUE", param,
@@ -252,6 +258,7 @@ json word_value(const live::RequestKey* key, const std::string& word) {
       v = json::parse(word, nullptr, false);
       return v.is_discarded() ? json(word) : v;
     }
+    case live::KeyType::boolean: return word == "true" ? json(true) : word == "false" ? json(false) : json(word);
     case live::KeyType::string: return word;
   }
   return word;

@@ -548,6 +548,20 @@ void ArduPilotJsonEndpoint::safe_reply(runtime::Reply& reply) const {
   fill_commands(stop, reply);
 }
 
+bool ArduPilotJsonEndpoint::operator_command(std::string_view verb, const nlohmann::json& arguments, bool apply,
+                                             std::string* why) {
+  if (!mavlink_) {
+    if (why) *why = "endpoint \"" + name() + "\" has no mavlink: section (no link to the autopilot)";
+    return false;
+  }
+  std::vector<MavlinkAction> actions;
+  if (!operator_actions(verb, arguments, mavlink_->config().vehicle, actions, why)) return false;
+  if (!apply) return true;
+  for (const MavlinkAction& a : actions)
+    if (!mavlink_->queue(a, why)) return false;
+  return true;
+}
+
 void ArduPilotJsonEndpoint::stop() {
   Impl& s = *impl_;
   s.close();

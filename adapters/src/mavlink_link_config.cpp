@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "tether/adapters/mavlink_link.hpp"
 
@@ -73,7 +76,97 @@ void parse_param(const runtime::ConfigNode& p, MavlinkAction& out) {
   out.param_value = static_cast<float>(p.number("value", runtime::Range::between(-3.4e38, 3.4e38)));
 }
 
+// the readers of operator_actions: false with the reason, the key named
+struct Arguments {
+  const nlohmann::json& j;
+  std::string* why;
+
+  bool fail(const std::string& text) const {
+    if (why) *why = text;
+    return false;
+  }
+  bool only(std::initializer_list<const char*> keys) const {
+    for (const auto& [key, value] : j.items()) {
+      (void)value;
+      if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return key == k; }) == keys.end())
+        return fail("unknown key \"" + key + "\"");
+    }
+    return true;
+  }
+  bool number(const char* key, double lo, double hi, double& out) const {
+    if (!j.contains(key)) return true;
+    const nlohmann::json& v = j[key];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo || v.get<double>() > hi)
+      return fail("\"" + std::string(key) + "\" must be a finite number in " + range_text(lo, hi) + ", got " +
+                  v.dump());
+    out = v.get<double>();
+    return true;
+  }
+  bool whole(const char* key, double lo, double hi, double& out) const {
+    if (!number(key, lo, hi, out)) return false;
+    if (j.contains(key) && out != std::floor(out))
+      return fail("\"" + std::string(key) + "\" must be a whole number, got " + j[key].dump());
+    return true;
+  }
+  static std::string range_text(double lo, double hi) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g..%g", lo, hi);
+    return text;
+  }
+};
+
 }  // namespace
+
+bool operator_actions(std::string_view verb, const nlohmann::json& arguments, mav::Vehicle vehicle,
+                      std::vector<MavlinkAction>& out, std::string* why) {
+  const Arguments a{arguments, why};
+  MavlinkAction action;
+  if (verb == "autopilot_arm") {
+    if (!a.only({"arm", "force"})) return false;
+    if (!arguments.contains("arm") || !arguments["arm"].is_boolean()) return a.fail("\"arm\" must be true or false");
+    if (arguments.contains("force") && !arguments["force"].is_boolean())
+      return a.fail("\"force\" must be true or false");
+    action.kind = MavlinkAction::Kind::arm;
+    action.arm = arguments["arm"].get<bool>();
+    action.force = arguments.value("force", false);
+  } else if (verb == "autopilot_mode") {
+    if (!a.only({"mode"})) return false;
+    if (!arguments.contains("mode") || !arguments["mode"].is_string()) return a.fail("\"mode\" must be a mode's name");
+    const std::string name = arguments["mode"].get<std::string>();
+    const std::optional<std::uint32_t> m = mav::custom_mode(vehicle, name);
+    if (!m) return a.fail("no mode \"" + name + "\" in " + vehicle_label(vehicle) + " (" + mode_list(vehicle) + ")");
+    action.kind = MavlinkAction::Kind::mode;
+    action.custom_mode = *m;
+  } else if (verb == "autopilot_manual") {
+    if (!a.only({"x", "y", "z", "r", "buttons"})) return false;
+    std::array<double, 4> axes{0, 0, vehicle == mav::Vehicle::sub ? 500.0 : 0.0, 0};
+    double buttons = 0;
+    if (!a.whole("x", -1000, 1000, axes[0]) || !a.whole("y", -1000, 1000, axes[1]) ||
+        !a.whole("z", -1000, 1000, axes[2]) || !a.whole("r", -1000, 1000, axes[3]) ||
+        !a.whole("buttons", 0, 65535, buttons))
+      return false;
+    action.kind = MavlinkAction::Kind::manual;
+    for (std::size_t i = 0; i < 4; ++i) action.manual[i] = static_cast<std::int16_t>(axes[i]);
+    action.buttons = static_cast<std::uint16_t>(buttons);
+  } else if (verb == "autopilot_target") {
+    if (!a.only({"depth_m", "heading_deg"})) return false;
+    if (!arguments.contains("depth_m") && !arguments.contains("heading_deg"))
+      return a.fail("give depth_m, heading_deg or both");
+    MavlinkAction depth, heading;
+    depth.kind = MavlinkAction::Kind::depth;
+    heading.kind = MavlinkAction::Kind::heading;
+    if (!a.number("depth_m", 0, 11'000, depth.depth_m) || !a.number("heading_deg", -360, 360, heading.heading_deg))
+      return false;
+    if (arguments.contains("depth_m")) out.push_back(depth);
+    if (arguments.contains("heading_deg")) out.push_back(heading);
+    return true;
+  } else {
+    return a.fail("unknown autopilot command \"" + std::string(verb) +
+                  "\" (autopilot_arm, autopilot_mode, autopilot_manual, autopilot_target)");
+  }
+  out.push_back(action);
+  return true;
+}
 
 std::string MavlinkLinkConfig::address() const {
   return std::string(transport == Transport::tcp ? "tcp:" : "udp:") + host + ":" + std::to_string(port);

@@ -68,6 +68,7 @@ class FakeAutopilot {
     if (::poll(&p, 1, timeout_ms) <= 0) return false;
     drop();
     client_ = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    peer_closed_ = false;
     return client_ >= 0;
   }
   void drop() {
@@ -107,17 +108,23 @@ class FakeAutopilot {
       if (::poll(&p, 1, 5) <= 0) continue;
       std::uint8_t buf[1024];
       const ssize_t n = ::recv(client_, buf, sizeof buf, 0);
-      if (n <= 0) break;
+      if (n <= 0) {
+        peer_closed_ = true;
+        break;
+      }
       decoder_.feed(std::span<const std::uint8_t>(buf, static_cast<std::size_t>(n)),
                     [&](const mav::Frame& f) { frames.push_back(f); });
     }
     return frames;
   }
+  // read() saw the link close the connection
+  bool peer_closed() const { return peer_closed_; }
 
  private:
   int listen_fd_ = -1;
   int client_ = -1;
   std::uint8_t seq_ = 0;
+  bool peer_closed_ = false;
   mav::Decoder decoder_;
 };
 
@@ -441,13 +448,75 @@ std::uint16_t free_udp_port() {
   return ntohs(a.sin_port);
 }
 
+// ArduPilot for a session: the MAVLink side (a heartbeat every 20 ms of wall time; arm and
+// DO_SET_MODE answered as ArduPilot does; every frame it gets kept) and the physics side
+// (the stand-in's servo packets), each on a thread until finish()
+class FlyingAutopilot {
+ public:
+  explicit FlyingAutopilot(std::uint16_t udp_port) : law_(1500), servo_(options(udp_port), law_) {
+    mavlink_side_ = std::thread([this] { serve(); });
+    flying_ = std::thread([this] {
+      while (servo_.frame(Clock::now() + std::chrono::seconds(30)) == ap::ArduPilotStandIn::FrameResult::replied) {
+      }
+    });
+  }
+  ~FlyingAutopilot() { finish(); }
+  std::uint16_t mavlink_port() const { return autopilot_.port(); }
+  void finish() {
+    servo_.cancel();
+    done_ = true;
+    if (flying_.joinable()) flying_.join();
+    if (mavlink_side_.joinable()) mavlink_side_.join();
+  }
+  // after finish()
+  const std::vector<mav::Frame>& received() const { return received_; }
+
+ private:
+  static ap::StandInOptions options(std::uint16_t port) {
+    ap::StandInOptions o;
+    o.port = port;
+    o.resend_after_ms = 200;
+    o.recv_timeout_ms = 10;
+    return o;
+  }
+  void serve() {
+    if (!autopilot_.accept(10'000)) return;
+    bool armed = false;
+    std::uint32_t mode = 19;
+    while (!done_ && !autopilot_.peer_closed()) {
+      autopilot_.heartbeat(armed, mode);
+      for (const mav::Frame& f : autopilot_.read(0, 20)) {
+        received_.push_back(f);
+        const auto c = mav::decode<mav::CommandLong>(f);
+        if (!c) continue;
+        mav::CommandAck ack;
+        ack.command = c->command;
+        autopilot_.send(ack);
+        if (c->command == 400) {
+          armed = c->param1 == 1.0F;
+          autopilot_.statustext(6, armed ? "Arming motors" : "Disarming motors");
+        }
+        if (c->command == 176) mode = static_cast<std::uint32_t>(c->param2);
+      }
+    }
+  }
+
+  FakeAutopilot autopilot_;
+  ap::FixedPwm law_;
+  ap::ArduPilotStandIn servo_;
+  std::atomic<bool> done_{false};
+  std::vector<mav::Frame> received_;
+  std::thread mavlink_side_;
+  std::thread flying_;
+};
+
 }  // namespace
 
 TEST_CASE("mavlink link: in a session, ArduPilot's answers are the endpoint's log lines that expectations read") {
-  FakeAutopilot autopilot;
   const std::uint16_t udp = free_udp_port();
+  FlyingAutopilot autopilot(udp);
   const Scenario sc = parse_scenario(scenario_text(udp, R"(    mavlink:
-      address: tcp:127.0.0.1:)" + std::to_string(autopilot.port()) +
+      address: tcp:127.0.0.1:)" + std::to_string(autopilot.mavlink_port()) +
                                                             R"(
       script:
         - {at_s: 0.1, arm: true, force: true}
@@ -459,46 +528,9 @@ expect:
 )"),
                                      "ap.yaml");
   Session session(sc, adapters::make_endpoints(sc));
-
-  // the autopilot: a heartbeat every 20 ms (wall), answers arm and DO_SET_MODE as ArduPilot does
-  std::atomic<bool> done{false};
-  std::thread mavlink_side([&] {
-    if (!autopilot.accept(10'000)) return;
-    bool armed = false;
-    std::uint32_t mode = 19;
-    while (!done) {
-      autopilot.heartbeat(armed, mode);
-      for (const mav::Frame& f : autopilot.read(0, 20)) {
-        const auto c = mav::decode<mav::CommandLong>(f);
-        if (!c) continue;
-        mav::CommandAck ack;
-        ack.command = c->command;
-        autopilot.send(ack);
-        if (c->command == 400) {
-          armed = c->param1 == 1.0F;
-          autopilot.statustext(6, armed ? "Arming motors" : "Disarming motors");
-        }
-        if (c->command == 176) mode = static_cast<std::uint32_t>(c->param2);
-      }
-    }
-  });
-  // the physics side: ArduPilot's servo packets (it only starts once MAVLink is connected)
-  ap::FixedPwm law(1500);
-  ap::StandInOptions o;
-  o.port = udp;
-  o.resend_after_ms = 200;
-  o.recv_timeout_ms = 10;
-  ap::ArduPilotStandIn servo(o, law);
-  std::thread flying([&] {
-    while (servo.frame(Clock::now() + std::chrono::seconds(30)) == ap::ArduPilotStandIn::FrameResult::replied) {
-    }
-  });
   std::atomic<bool> stop{false};
   const Outcome outcome = session.run(stop);
-  servo.cancel();
-  done = true;
-  flying.join();
-  mavlink_side.join();
+  autopilot.finish();
   REQUIRE(outcome == Outcome::completed);
 
   const auto s = session.summary();
@@ -511,6 +543,67 @@ expect:
   CHECK(m["commands_sent"] == 2);
   CHECK(m["heartbeats_sent"] == 2);  // t = 0 and 1 s of 1.5 s
   CHECK(m["acks"]["accepted"] == 2);
+}
+
+TEST_CASE("mavlink link: an operator's autopilot command reaches ArduPilot at the next step; bad ones are refused") {
+  const std::uint16_t udp = free_udp_port();
+  FlyingAutopilot autopilot(udp);
+  const Scenario sc = parse_scenario(
+      scenario_text(udp, "    mavlink: {address: 'tcp:127.0.0.1:" + std::to_string(autopilot.mavlink_port()) +
+                             "'}\n  - {name: ctl, type: in_process, vehicle: auv, controller: idle}\n"),
+      "ap.yaml");
+  SessionControl control;
+  SessionOptions options;
+  options.control = &control;
+  Session session(sc, adapters::make_endpoints(sc), options);
+
+  // queued before the run: taken before step 0, answered from the loop
+  struct Answer {
+    bool ok = false;
+    std::string text;
+  };
+  std::vector<Answer> answers(6);
+  auto submit = [&](std::size_t i, const std::string& endpoint, const std::string& verb, const std::string& args) {
+    ControlRequest r;
+    r.action = ControlRequest::World{EndpointCommand{endpoint, verb, args}};
+    r.done = [&answers, i](bool ok, const std::string& text) { answers[i] = {ok, text}; };
+    REQUIRE(control.submit(std::move(r)));
+  };
+  submit(0, "ap", "autopilot_target", R"({"depth_m":3,"heading_deg":180})");
+  submit(1, "nosuch", "autopilot_arm", R"({"arm":true})");
+  submit(2, "ctl", "autopilot_arm", R"({"arm":true})");
+  submit(3, "ap", "autopilot_mode", R"({"mode":"CRUISE"})");
+  submit(4, "ap", "autopilot_manual", R"({"x":5000})");
+  submit(5, "ap", "autopilot_target", R"({})");
+  std::atomic<bool> stop{false};
+  const Outcome outcome = session.run(stop);
+  autopilot.finish();
+  REQUIRE(outcome == Outcome::completed);
+
+  CHECK(answers[0].ok);
+  CHECK(answers[0].text.find("\"takes_effect_at_step\":0") != std::string::npos);
+  CHECK(!answers[1].ok);
+  CHECK(answers[1].text == "no endpoint \"nosuch\" (known: ap, ctl)");
+  CHECK(!answers[2].ok);
+  CHECK(answers[2].text == "endpoint \"ctl\" (type in_process) takes no operator commands");
+  CHECK(!answers[3].ok);
+  CHECK(answers[3].text.find("no mode \"CRUISE\" in ArduSub (STABILIZE") == 0);
+  CHECK(!answers[4].ok);
+  CHECK(answers[4].text == "\"x\" must be a finite number in -1000..1000, got 5000");
+  CHECK(!answers[5].ok);
+  CHECK(answers[5].text == "give depth_m, heading_deg or both");
+
+  // the accepted one: a depth target of 3 m and a heading of 180°, once each
+  int depth = 0, heading = 0;
+  for (const mav::Frame& f : autopilot.received()) {
+    if (auto d = mav::decode<mav::SetPositionTargetGlobalInt>(f)) depth += d->alt == -3.0F ? 1 : 100;
+    if (auto h = mav::decode<mav::SetAttitudeTarget>(f)) heading += std::abs(h->q[3]) > 0.999F ? 1 : 100;
+  }
+  CHECK(depth == 1);
+  CHECK(heading == 1);
+  const auto s = session.summary();
+  CHECK(s["endpoints"][0]["mavlink"]["commands_sent"] == 2);
+  CHECK(s["control"]["operator_commands"] == 1);
 }
 
 TEST_CASE("mavlink link: config mistakes in the mavlink section are positioned") {

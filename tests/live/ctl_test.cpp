@@ -123,6 +123,15 @@ TEST_CASE("ctl: bad usage exits 2 before connecting, no server exits 3") {
   r = run(tether_exe + " ctl --url ws://127.0.0.1:9 rtf 5000");
   CHECK(r.exit_code == 2);
   CHECK_MESSAGE(r.out.find("\"rtf\" must be a finite number in 0..1000") != std::string::npos, r.out);
+  r = run(tether_exe + " ctl --url ws://127.0.0.1:9 autopilot-manual ap 0 0 2000 0");
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(r.out.find("\"z\" must be a whole number in -1000..1000, got 2000") != std::string::npos, r.out);
+  r = run(tether_exe + " ctl --url ws://127.0.0.1:9 autopilot-arm ap maybe");
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(r.out.find("\"arm\" must be true or false, got \"maybe\"") != std::string::npos, r.out);
+  r = run(tether_exe + " ctl --url ws://127.0.0.1:9 autopilot-target ap depht=2");
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(r.out.find("unknown key \"depht\"") != std::string::npos, r.out);
   r = run(tether_exe + " ctl --url ws://127.0.0.1:9 --timeout 5 status");  // port 9 (discard): nothing listens
   CHECK(r.exit_code == 3);
 }

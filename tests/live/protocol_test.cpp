@@ -110,6 +110,30 @@ TEST_CASE("live services: requests become session requests through the table, an
   CHECK(why.find("`if:` conditions") != std::string::npos);
   CHECK_FALSE(build("/tether/inject_fault", R"({"device":"auv.hull.depth","kind":"wobble"})"));
   CHECK(why.find(R"("kind" must be one of "drop")") == 0);
+  // the autopilot services: one EndpointCommand each, the verb and the other keys kept for
+  // the endpoint to check; the keys' own types and ranges checked here
+  REQUIRE(build("/tether/autopilot_arm", R"({"endpoint":"ap","arm":true,"force":true})"));
+  const auto& arm = std::get<runtime::EndpointCommand>(std::get<runtime::ControlRequest::World>(r.action).command);
+  CHECK(arm.endpoint == "ap");
+  CHECK(arm.verb == "autopilot_arm");
+  CHECK(arm.arguments == R"({"arm":true,"force":true})");
+  REQUIRE(build("/tether/autopilot_mode", R"({"endpoint":"ap","mode":"alt hold"})"));
+  REQUIRE(build("/tether/autopilot_manual", R"({"endpoint":"ap","x":-1000,"z":500,"buttons":3})"));
+  REQUIRE(build("/tether/autopilot_target", R"({"endpoint":"ap","depth_m":2.5})"));
+  CHECK(std::get<runtime::EndpointCommand>(std::get<runtime::ControlRequest::World>(r.action).command).arguments ==
+        R"({"depth_m":2.5})");
+  CHECK_FALSE(build("/tether/autopilot_arm", R"({"endpoint":"ap","arm":"yes"})"));
+  CHECK(why == R"("arm" must be true or false, got "yes")");
+  CHECK_FALSE(build("/tether/autopilot_arm", R"({"arm":true})"));
+  CHECK(why.find(R"("endpoint" is required)") == 0);
+  CHECK_FALSE(build("/tether/autopilot_manual", R"({"endpoint":"ap","x":1001,"y":0.5})"));
+  CHECK(why ==
+        R"("x" must be a whole number in -1000..1000, got 1001; "y" must be a whole number in -1000..1000, got 0.5)");
+  CHECK_FALSE(build("/tether/autopilot_target", R"({"endpoint":"ap","depth_m":-1,"heading_deg":1e300})"));
+  CHECK(why.find(R"("depth_m" must be a finite number in 0..11000, got -1)") == 0);
+  CHECK(why.find(R"("heading_deg" must be a finite number in -360..360)") != std::string::npos);
+  CHECK_FALSE(build("/tether/autopilot_mode", R"({"endpoint":"ap","mode":"ALT_HOLD","verb":"autopilot_arm"})"));
+  CHECK(why.find(R"(unknown key "verb")") == 0);
 }
 
 TEST_CASE("live services: the table gives ids in order, refuses a second of a name, and derives the schemas") {

@@ -32,7 +32,8 @@ std::vector<OperatorCommand> one_of_each() {
   f.point_m = Vec3(0.3, 0, -0.1);
   f.duration_s = 1.0 / 3.0;
   return {f, RemoveForce{"push"}, SetParameter{"feedback.blend.alpha", 0.7},
-          InjectFault{R"({"device":"auv.hull.depth","kind":"bias","value":-3})"}};
+          InjectFault{R"({"device":"auv.hull.depth","kind":"bias","value":-3})"},
+          EndpointCommand{"ardusub", "autopilot_target", R"({"depth_m":2.5,"heading_deg":-90})"}};
 }
 
 std::string bytes_of(const OperatorCommand& c) {
@@ -50,7 +51,7 @@ TEST_CASE("operator commands: every kind survives the recording's bytes exactly,
   StepCommands sc;
   sc.step = 1234;
   sc.commands = one_of_each();
-  static_assert(std::variant_size_v<OperatorCommand> == 4);  // a new kind: add it to one_of_each
+  static_assert(std::variant_size_v<OperatorCommand> == 5);  // a new kind: add it to one_of_each
   std::string bytes;
   encode_step_commands(sc, bytes);
   StepCommands back;
@@ -70,6 +71,10 @@ TEST_CASE("operator commands: every kind survives the recording's bytes exactly,
   CHECK(f.body_frame);
   CHECK(std::get<InjectFault>(back.commands[3]).entry == std::get<InjectFault>(sc.commands[3]).entry);
   CHECK(std::string(kind_name(back.commands[2])) == "set_parameter");
+  const auto& e = std::get<EndpointCommand>(back.commands[4]);
+  CHECK(e.endpoint == "ardusub");
+  CHECK(e.verb == "autopilot_target");
+  CHECK(e.arguments == R"({"depth_m":2.5,"heading_deg":-90})");
 }
 
 TEST_CASE("operator commands: the recording's layout is format 2's, every field written, kind numbers from 1") {
@@ -93,7 +98,7 @@ TEST_CASE("operator commands: the recording's layout is format 2's, every field 
 
   // a kind this build does not know is refused, not misread
   std::string unknown = b;
-  unknown[3] = '\x05';
+  unknown[3] = '\x06';
   StepCommands out;
   std::string why;
   CHECK_FALSE(decode_step_commands(unknown, out, &why));
@@ -118,6 +123,8 @@ TEST_CASE("operator commands: JSON, the live services' requests, round-trips eve
   CHECK(why.find("\"name\" is required") == 0);
   CHECK_FALSE(command_from_json("set_parameter", json{{"name", "x"}, {"value", "high"}}, bodies, c, &why));
   CHECK(why == "\"value\" must be a finite number");
+  CHECK_FALSE(command_from_json("endpoint_command", json{{"verb", "autopilot_arm"}}, bodies, c, &why));
+  CHECK(why.find("\"endpoint\" is required") == 0);
   CHECK_FALSE(command_from_json("teleport", json::object(), bodies, c, &why));
   CHECK(why == "unknown operator command \"teleport\"");
 }

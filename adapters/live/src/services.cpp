@@ -51,6 +51,9 @@ RequestKey text(std::string name, std::string description, bool required = false
 RequestKey vec3(std::string name, std::string description) {
   return key(std::move(name), KeyType::vec3, std::move(description), false);
 }
+RequestKey boolean(std::string name, std::string description, bool required = false) {
+  return key(std::move(name), KeyType::boolean, std::move(description), required);
+}
 // a handler for a service that asks the session for one fixed thing
 template <class Action>
 ServiceHandler plain() {
@@ -68,6 +71,43 @@ ServiceHandler world(const char* kind) {
     out = R::World{std::move(c)};
     return true;
   };
+}
+
+// a handler for a command to one endpoint (EndpointCommand): the request with its verb; the
+// session finds the endpoint and the endpoint checks the arguments
+ServiceHandler endpoint_command(const char* verb) {
+  return [verb](const json& j, const ServiceContext& ctx, R::Action& out, std::string* why) {
+    json request = j;
+    request["verb"] = verb;
+    runtime::OperatorCommand c;
+    if (!runtime::command_from_json(runtime::EndpointCommand::kind, request, ctx.bodies, c, why)) return false;
+    out = R::World{std::move(c)};
+    return true;
+  };
+}
+
+// the autopilot services (docs/live.md, "Autopilot services"): an ardupilot_json endpoint
+// with a `mavlink:` section sends them to ArduPilot at the next step
+template <class Add>
+void add_autopilot_services(Add& add) {
+  const RequestKey endpoint = text("endpoint", "the ardupilot_json endpoint (with a mavlink: section)", true);
+  add("/tether/autopilot_arm", "tether/AutopilotArm", "arms or disarms the autopilot (COMMAND_LONG 400)",
+      {endpoint, boolean("arm", "true arms, false disarms", true),
+       boolean("force", "skip the pre-arm checks (param2 21196; default false)")},
+      accepted_response_schema, true, endpoint_command("autopilot_arm"));
+  add("/tether/autopilot_mode", "tether/AutopilotMode", "puts the autopilot in a flight mode (DO_SET_MODE)",
+      {endpoint, text("mode", "the mode's name (ALT_HOLD, \"alt hold\"; the vehicle's modes)", true)},
+      accepted_response_schema, true, endpoint_command("autopilot_mode"));
+  add("/tether/autopilot_manual", "tether/AutopilotManual", "one MANUAL_CONTROL: the pilot's sticks and buttons",
+      {endpoint, integer("x", -1000, 1000, "forward (default 0)"), integer("y", -1000, 1000, "right (default 0)"),
+       integer("z", -1000, 1000, "throttle (default 500 for sub: neutral, 0 for rover)"),
+       integer("r", -1000, 1000, "yaw (default 0)"), integer("buttons", 0, 65535, "button bits (default 0)")},
+      accepted_response_schema, true, endpoint_command("autopilot_manual"));
+  add("/tether/autopilot_target", "tether/AutopilotTarget",
+      "a depth (SET_POSITION_TARGET_GLOBAL_INT) and/or heading (SET_ATTITUDE_TARGET) target",
+      {endpoint, number("depth_m", 0, 11000, "depth below the surface, m (alt = -depth)"),
+       number("heading_deg", -360, 360, "compass heading, degrees clockwise from north")},
+      accepted_response_schema, true, endpoint_command("autopilot_target"));
 }
 
 // the built-ins, in id order (clients may have cached the ids: append, never reorder)
@@ -158,6 +198,7 @@ void add_builtins(ServiceTable& t) {
       R"("accepted":{"type":"boolean"},"takes_effect_at_step":{"type":"integer"},"fault":{"type":"string"},)"
       R"("starts_at_step":{"type":"integer"}}})",
       true, world(runtime::InjectFault::kind));
+  add_autopilot_services(add);
 }
 
 std::string number_text(double v) {
@@ -184,6 +225,7 @@ std::string expected(const RequestKey& k) {
     case KeyType::number: return "a finite number" + range;
     case KeyType::vec3: return "an array of three finite numbers";
     case KeyType::object: return "a JSON object";
+    case KeyType::boolean: return "true or false";
     case KeyType::string: {
       if (k.choices.empty()) return "a string";
       std::string list;
@@ -207,6 +249,7 @@ bool fits(const RequestKey& k, const json& v) {
         if (!x.is_number() || !std::isfinite(x.get<double>())) return false;
       return true;
     case KeyType::object: return v.is_object();
+    case KeyType::boolean: return v.is_boolean();
     case KeyType::string:
       if (!v.is_string()) return false;
       if (k.choices.empty()) return true;
@@ -287,6 +330,7 @@ std::string request_schema(const Service& service) {
       case KeyType::number: p["type"] = "number"; break;
       case KeyType::string: p["type"] = "string"; break;
       case KeyType::object: p["type"] = "object"; break;
+      case KeyType::boolean: p["type"] = "boolean"; break;
       case KeyType::vec3:
         p = {{"type", "array"}, {"items", {{"type", "number"}}}, {"minItems", 3}, {"maxItems", 3}};
         break;

@@ -44,6 +44,9 @@ std::string describe(const OperatorCommand& command, const WorldModel& model) {
             return buf;
           },
           [](const InjectFault& c) -> std::string { return "inject_fault " + c.entry; },
+          [](const EndpointCommand& c) -> std::string {
+            return "endpoint_command " + c.verb + " " + c.arguments + " to endpoint " + c.endpoint;
+          },
       },
       command);
 }
@@ -152,6 +155,16 @@ bool Session::check_command(const OperatorCommand& command, std::string* why, Fa
             if (fault) *fault = std::move(f);
             return true;
           },
+          [&](const EndpointCommand& c) {
+            const nlohmann::json arguments = nlohmann::json::parse(c.arguments, nullptr, false);
+            if (!arguments.is_object()) return fail("the arguments must be a JSON object");
+            std::string known;
+            for (const auto& e : endpoints_) {
+              if (e->name() == c.endpoint) return e->operator_command(c.verb, arguments, false, why);
+              known += (known.empty() ? "" : ", ") + e->name();
+            }
+            return fail("no endpoint \"" + c.endpoint + "\" (known: " + known + ")");
+          },
       },
       command);
 }
@@ -223,6 +236,16 @@ void Session::apply_command(const OperatorCommand& command, std::uint64_t step) 
                      add_fault(f);
                    else
                      spdlog::warn("operator command inject_fault at step {} refused: {}", step, why);
+                 },
+                 [&](const EndpointCommand& c) {
+                   std::string why = "no such endpoint";
+                   const nlohmann::json arguments = nlohmann::json::parse(c.arguments, nullptr, false);
+                   for (auto& e : endpoints_)
+                     if (e->name() == c.endpoint && arguments.is_object() &&
+                         e->operator_command(c.verb, arguments, true, &why))
+                       return;
+                   spdlog::warn("operator command {} for endpoint {} at step {} refused: {}", c.verb, c.endpoint, step,
+                                why);
                  },
              },
              command);

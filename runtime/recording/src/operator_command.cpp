@@ -10,9 +10,10 @@ namespace tether::runtime {
 using nlohmann::json;
 
 // the recording's kind number is the index + 1: appending keeps every recorded number
-static_assert(std::variant_size_v<OperatorCommand> == 4, "a new kind: its JSON and fields below, and docs/live.md");
+static_assert(std::variant_size_v<OperatorCommand> == 5, "a new kind: its JSON and fields below, and docs/live.md");
 static_assert(std::is_same_v<std::variant_alternative_t<0, OperatorCommand>, ApplyForce>);
 static_assert(std::is_same_v<std::variant_alternative_t<3, OperatorCommand>, InjectFault>);
+static_assert(std::is_same_v<std::variant_alternative_t<4, OperatorCommand>, EndpointCommand>);
 
 const char* kind_name(const OperatorCommand& c) {
   return std::visit([](const auto& k) { return std::decay_t<decltype(k)>::kind; }, c);
@@ -99,6 +100,25 @@ bool read(const Reader& r, const BodyNames&, InjectFault& c) {
   return true;
 }
 
+// {"endpoint": NAME, "verb": VERB, ...arguments}: the arguments are checked by the endpoint
+bool read(const Reader& r, const BodyNames&, EndpointCommand& c) {
+  if (!r.string("endpoint", c.endpoint, true, "the endpoint's name")) return false;
+  if (!r.string("verb", c.verb, true, "what the endpoint is to do")) return false;
+  json arguments = r.j;
+  arguments.erase("endpoint");
+  arguments.erase("verb");
+  c.arguments = arguments.dump();
+  return true;
+}
+
+json endpoint_command_json(const EndpointCommand& c) {
+  json j = json::parse(c.arguments, nullptr, false);
+  if (!j.is_object()) j = json{{"arguments", c.arguments}};
+  j["endpoint"] = c.endpoint;
+  j["verb"] = c.verb;
+  return j;
+}
+
 // the alternative whose kind is `kind`, read from the request
 template <std::size_t I = 0>
 bool read_kind(std::string_view kind, const Reader& r, const BodyNames& bodies, OperatorCommand& out) {
@@ -143,6 +163,7 @@ json command_to_json(const OperatorCommand& command, const BodyNames& bodies) {
                           json j = json::parse(c.entry, nullptr, false);
                           return j.is_object() ? j : json{{"entry", c.entry}};
                         },
+                        [](const EndpointCommand& c) { return endpoint_command_json(c); },
                     },
                     command);
 }
@@ -173,6 +194,7 @@ OperatorCommandFields to_fields(const OperatorCommand& command) {
                    f.value = c.value;
                  },
                  [&](const InjectFault& c) { f.name = c.entry; },
+                 [&](const EndpointCommand& c) { f.name = endpoint_command_json(c).dump(); },
              },
              command);
   return f;
@@ -186,6 +208,13 @@ bool from_fields(OperatorCommandFields f, OperatorCommand& out) {
     case 2: out = RemoveForce{std::move(f.name)}; return true;
     case 3: out = SetParameter{std::move(f.name), f.value}; return true;
     case 4: out = InjectFault{std::move(f.name)}; return true;
+    case 5: {
+      const json j = json::parse(f.name, nullptr, false);
+      EndpointCommand c;
+      if (!j.is_object() || !read(Reader{j, nullptr}, BodyNames{}, c)) return false;
+      out = std::move(c);
+      return true;
+    }
     default: return false;
   }
 }

@@ -230,7 +230,8 @@ const std::vector<EnumDef>& enums() {
         {"APPLY_FORCE", 1},
         {"REMOVE_FORCE", 2},
         {"SET_PARAMETER", 3},
-        {"INJECT_FAULT", 4}}},
+        {"INJECT_FAULT", 4},
+        {"ENDPOINT_COMMAND", 5}}},
   };
   return e;
 }
@@ -309,7 +310,7 @@ const std::vector<MessageDef>& messages() {
       {"OperatorCommand",
        "A command from an operator that changes the world, applied in phase 4 of its step.",
        {{"kind", 1, t_enum, one, "CommandKind", ""},
-        {"name", 2, t_string, one, "", "force, parameter, or the fault as JSON"},
+        {"name", 2, t_string, one, "", "force, parameter, or the fault or endpoint command as JSON"},
         {"body", 3, t_uint32, one, "", ""},
         {"body_frame", 4, t_bool, one, "", ""},
         {"force_n", 5, t_message, one, "Vec3", ""},

@@ -116,6 +116,9 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
   void set_link_faults(const runtime::LinkFaults& faults) override;
   /// Every mapped actuator at its stop command (0).
   void safe_reply(runtime::Reply& reply) const override;
+  /// The autopilot services (autopilot_arm, _mode, _manual, _target): checked, then queued on
+  /// the MAVLink link for the next step. Refused without a `mavlink:` section.
+  bool operator_command(std::string_view verb, const nlohmann::json& arguments, bool apply, std::string* why) override;
   void stop() override;
   /// Adds an "ardupilot" object: address, frames, repeats, restarts, packets by outcome.
   void summarize(nlohmann::json& out) const override;

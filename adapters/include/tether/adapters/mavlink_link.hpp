@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -73,6 +74,13 @@ MavlinkLinkConfig parse_mavlink_config(const runtime::ConfigNode& node, std::int
 /// (`with_time`: at_s is required). Records positioned errors; nothing when there were any.
 std::optional<MavlinkAction> parse_mavlink_action(const runtime::ConfigNode& node, mavlink::Vehicle vehicle,
                                                   bool with_time);
+
+/// An operator's autopilot command (docs/live.md, "Autopilot services") as the actions it
+/// sends: autopilot_arm {arm, force?}, autopilot_mode {mode}, autopilot_manual {x, y, z, r,
+/// buttons?}, autopilot_target {depth_m?, heading_deg?} (at least one). False with the reason:
+/// an unknown verb or key, an unknown mode, a value missing, not finite or out of range.
+bool operator_actions(std::string_view verb, const nlohmann::json& arguments, mavlink::Vehicle vehicle,
+                      std::vector<MavlinkAction>& out, std::string* why);
 
 /// What happened on the link, for the summary.
 struct MavlinkLinkCounters {

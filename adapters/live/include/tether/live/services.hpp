@@ -25,8 +25,9 @@ enum class KeyType : std::uint8_t {
   integer,  // a whole number
   number,   // a finite number
   string,
-  vec3,    // [x, y, z], finite numbers
-  object,  // any JSON object
+  vec3,     // [x, y, z], finite numbers
+  object,   // any JSON object
+  boolean,  // true or false
 };
 
 /// One key of a service's request.
@@ -78,8 +79,9 @@ class ServiceTable {
 };
 
 /// The services a live session offers: the built-ins (/tether/status, pause, resume, step,
-/// run_until, set_rtf, apply_force, remove_force, shutdown, seek, inject_fault; ids 1..11)
-/// registered on first use, then whatever `add` was given.
+/// run_until, set_rtf, apply_force, remove_force, shutdown, seek, inject_fault; ids 1..11;
+/// the autopilot services autopilot_arm, autopilot_mode, autopilot_manual, autopilot_target;
+/// ids 12..15) registered on first use, then whatever `add` was given.
 ServiceTable& services();
 const Service* find_service(std::uint32_t id);
 const Service* find_service(std::string_view name);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -99,6 +100,17 @@ class Endpoint {
   }
   /// The reply applied under the `safe` policy (e.g. thrusters off). Default: no forces.
   virtual void safe_reply(Reply& reply) const { reply.clear(); }
+  /// An operator's command for this endpoint (EndpointCommand, docs/live.md): `verb` with its
+  /// `arguments` (a JSON object). `apply` false: only checked, when the request comes; true:
+  /// done, between steps, at the step it is recorded with. False with the reason in `why`.
+  /// Default: refused, this endpoint takes none.
+  virtual bool operator_command(std::string_view verb, const nlohmann::json& arguments, bool apply, std::string* why) {
+    (void)verb;
+    (void)arguments;
+    (void)apply;
+    if (why) *why = "endpoint \"" + name_ + "\" (type " + type_ + ") takes no operator commands";
+    return false;
+  }
   /// Stops what start() started. Must be safe to call twice.
   virtual void stop() {}
   /// Adds endpoint-specific figures to the summary (a JSON object).

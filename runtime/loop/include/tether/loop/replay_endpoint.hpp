@@ -17,6 +17,14 @@ class ReplayEndpoint final : public Endpoint {
   [[nodiscard]] bool publish(const StepContext& ctx, const WorldState& projected) override;
   [[nodiscard]] GatherStatus gather(const StepContext& ctx, SteadyClock::time_point deadline, Reply& reply) override;
   void safe_reply(Reply& reply) const override;
+  /// Taken and ignored: the recorded replies already hold what the command did.
+  bool operator_command(std::string_view verb, const nlohmann::json& arguments, bool apply, std::string* why) override {
+    (void)verb;
+    (void)arguments;
+    (void)apply;
+    (void)why;
+    return true;
+  }
 
  private:
   const Recording& recording_;

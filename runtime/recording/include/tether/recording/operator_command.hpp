@@ -63,11 +63,22 @@ struct InjectFault {
   std::string entry;
 };
 
+/// A command for one endpoint, which the session hands to it (Endpoint::operator_command)
+/// at the step it applies: an autopilot's arming, mode, pilot input, targets (docs/live.md,
+/// "Autopilot services"). The endpoint checks the arguments; a replayed endpoint ignores
+/// the command (its recorded replies hold what the command did).
+struct EndpointCommand {
+  static constexpr const char* kind = "endpoint_command";
+  std::string endpoint;   // the endpoint's name
+  std::string verb;       // what to do: the live service's short name ("autopilot_arm")
+  std::string arguments;  // a JSON object's text: the request's other keys
+};
+
 /// The recording's kind numbers are the alternatives' indices + 1 (tether.CommandKind):
 /// append new kinds at the end.
-using OperatorCommand = std::variant<ApplyForce, RemoveForce, SetParameter, InjectFault>;
+using OperatorCommand = std::variant<ApplyForce, RemoveForce, SetParameter, InjectFault, EndpointCommand>;
 
-/// "apply_force", "remove_force", "set_parameter", "inject_fault".
+/// "apply_force", "remove_force", "set_parameter", "inject_fault", "endpoint_command".
 const char* kind_name(const OperatorCommand& command);
 
 /// The names a request may give a body ("vehicle.part", and "vehicle" for its first body)
@@ -87,7 +98,7 @@ bool command_from_json(std::string_view kind, const nlohmann::json& request, con
 /// those a kind does not use left at zero, so a recording is written as it always was.
 struct OperatorCommandFields {
   std::uint8_t kind = 0;  // the variant's index + 1
-  std::string name;       // a force's or parameter's name, or the fault's entry (JSON text)
+  std::string name;       // a force's or parameter's name; the fault's entry or the endpoint command (JSON text)
   std::uint32_t body = 0;
   bool body_frame = false;
   Vec3 force_n{0, 0, 0};
