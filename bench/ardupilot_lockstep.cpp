@@ -6,7 +6,7 @@
 //      reply (the bytes of one encoded state, every time): the ceiling, frames/s
 //   2  Tether: a Session at rtf 0 (a six-thruster vehicle, channels 1..6) with a
 //      `type: ardupilot_json` endpoint (port 0): frames/s and the ratio to the echo
-//      (goals: >= 0.85 of the echo, >= 1,200 frames/s: ArduSub's SIM_RATE_HZ is 1200 at most)
+//      (goals: >= 0.85 of the echo, >= 1,200 frames/s)
 //   3  paced at 400 Hz (loop period 2.5 ms, real_time_factor 1) for a few seconds: the
 //      session summary's step time, round trip, overruns and misses
 // The echo and the session take turns (rounds), so that the machine's noise hits both alike.
