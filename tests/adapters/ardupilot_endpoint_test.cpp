@@ -242,6 +242,51 @@ TEST_CASE("ardupilot endpoint: repeats answered again, a restart followed, a jum
   ep.stop();
 }
 
+TEST_CASE("ardupilot endpoint: an old frame is ignored, frame 0 again is a restart, a stranger is ignored") {
+  const std::uint16_t port = free_udp_port();
+  const Scenario sc = parse_scenario(scenario_text(port), "ap.yaml");
+  adapters::ArduPilotJsonEndpoint ep(sc.endpoints[0], sc);
+  FakeArduPilot apm(port);
+  auto started = std::async(std::launch::async, [&] { ep.start(sc.model, sc.initial); });
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (started.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready && Clock::now() < give_up)
+    apm.send(10);
+  REQUIRE(started.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
+  started.get();
+  Reply reply;
+  StepContext ctx{0, 0, 10'000'000};
+  REQUIRE(ep.publish(ctx, sc.initial));
+  while (!apm.nothing_waiting()) apm.receive();
+
+  // an old frame from ArduPilot's port (late on the network), and a stranger's frame 50:
+  // both counted and ignored (not answered), then frame 11 is the step
+  apm.send(7);
+  FakeArduPilot stranger(port);
+  stranger.send(50);
+  apm.send(11, 1900);
+  REQUIRE(ep.gather(ctx, Clock::now() + std::chrono::seconds(5), reply) == GatherStatus::ready);
+  CHECK(command_value(reply.commands[0]) == 1.0f);
+  CHECK(ep.link_counters().old_packets == 1);
+  CHECK(ep.link_counters().foreign_packets == 1);
+  CHECK(ep.link_counters().restarts == 0);
+  CHECK(ep.counters.stale == 2);
+  CHECK(apm.nothing_waiting());
+  CHECK(stranger.nothing_waiting());
+
+  // ArduPilot restarted on the same port (a board after a reset): frame 0 is followed and
+  // answered, frame 1 is the next step
+  ctx = {1, 10'000'000, 10'000'000};
+  REQUIRE(ep.publish(ctx, sc.initial));
+  CHECK(!apm.receive().empty());
+  apm.send(0);
+  apm.send(1, 1100);
+  REQUIRE(ep.gather(ctx, Clock::now() + std::chrono::seconds(5), reply) == GatherStatus::ready);
+  CHECK(command_value(reply.commands[0]) == -1.0f);
+  CHECK(ep.link_counters().restarts == 1);
+  CHECK(!apm.receive().empty());  // frame 0 was given the state
+  ep.stop();
+}
+
 TEST_CASE("ardupilot endpoint: a session flies the vehicle on the stand-in autopilot's thrust, in lock-step") {
   const std::uint16_t port = free_udp_port();
   const Scenario sc = parse_scenario(scenario_text(port), "ap.yaml");
