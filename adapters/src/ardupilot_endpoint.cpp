@@ -166,6 +166,8 @@ struct ArduPilotJsonEndpoint::Impl {
   sockaddr_in peer{};
   bool have_peer = false;
   std::uint32_t last_frame = 0;  // the frame answered last (publish replies to it)
+  std::uint32_t candidate = 0;   // the last off-sequence count seen (believed if it comes again)
+  bool have_candidate = false;
   const runtime::WorldModel* model = nullptr;
   Vec3 prev_velocity{0, 0, 0};  // S_k's, for the mean acceleration over the step
   std::int64_t prev_time_ns = 0;
@@ -231,6 +233,10 @@ std::uint16_t free_tcp_port(const std::string& host) {
   if (!ok) throw std::runtime_error(std::string("no free TCP port on ") + host + ": " + std::strerror(errno));
   return ntohs(a.sin_port);
 }
+
+// the furthest a new frame may be ahead of the last one taken: ArduPilot skips one frame per
+// reply that answered no frame of ours (a step that missed it); further is a damaged count
+constexpr std::uint32_t max_frame_jump = 32;
 
 bool same_address(const sockaddr_in& a, const sockaddr_in& b) {
   return a.sin_addr.s_addr == b.sin_addr.s_addr && a.sin_port == b.sin_port;
@@ -447,34 +453,50 @@ bool ArduPilotJsonEndpoint::take_datagram(std::string_view bytes, const sockaddr
   counters.corrupt = link_.packets.rejected_total();
   if (r != ap::ServoReject::none) return false;
   link_.frame_rate_hz = p.frame_rate_hz;
-  // frame counts compared modulo 2^32: 0 is a repeat, 1..2^31-1 forward, the rest backward
-  const std::uint32_t ahead = p.frame_count - s.last_frame;
+  // ArduPilot moves on one frame per reply it reads, and it reads every reply we send (also
+  // one sent on a step whose frame never came, a miss): from its address a count a little
+  // ahead (up to max_frame_jump) is its next frame, the same count again is a repeat, 0 is a
+  // restart. Any other count (behind, or far ahead) is a packet late, duplicated or damaged
+  // on the way, unless ArduPilot insists on it: the same such count twice in a row is
+  // believed (ours was the wrong one)
+  const std::uint32_t ahead = p.frame_count - s.last_frame;  // modulo 2^32
   const bool same_peer = s.have_peer && same_address(from, s.peer);
+  const auto stale = [&] { counters.stale = link_.repeats + link_.off_sequence + link_.foreign_packets; };
   if (same_peer && ahead == 0) {
     // our reply was lost or late: ArduPilot asks again; answer again, do not step
     ++link_.repeats;
-    counters.stale = link_.repeats + link_.old_packets + link_.foreign_packets;
+    stale();
     send_reply();
     return false;
   }
-  if (!same_peer || ahead >= 0x8000'0000u) {
-    // a lower count or another sender: ArduPilot restarted only if this is its first frame
-    // (0: it counts from 0 and repeats 0 until answered); anything else is an old packet
-    // (delayed or duplicated on the way) or a stranger: counted, not answered
-    if (p.frame_count != 0) {
-      ++(same_peer ? link_.old_packets : link_.foreign_packets);
-      counters.stale = link_.repeats + link_.old_packets + link_.foreign_packets;
-      return false;
-    }
+  if (p.frame_count == 0 && !(same_peer && ahead == 1)) {
     // ArduPilot restarted (at 0, on its port or a new one): follow it, give it the state
     ++link_.restarts;
     s.peer = from;
     s.have_peer = true;
-    s.last_frame = p.frame_count;
+    s.last_frame = 0;
+    s.have_candidate = false;
     send_reply();
     return false;
   }
-  link_.skipped_frames += ahead - 1;
+  if (!same_peer) {
+    ++link_.foreign_packets;  // a stranger, or an ArduPilot we did not see start: not followed
+    stale();
+    return false;
+  }
+  if (ahead > max_frame_jump) {
+    if (!s.have_candidate || s.candidate != p.frame_count) {
+      s.candidate = p.frame_count;
+      s.have_candidate = true;
+      ++link_.off_sequence;
+      stale();
+      return false;
+    }
+    ++link_.resyncs;  // ArduPilot sent it twice: its count is the one to follow
+  } else {
+    link_.skipped_frames += ahead - 1;  // frames whose replies were the misses' (or lost)
+  }
+  s.have_candidate = false;
   ++link_.frames;
   s.last_frame = p.frame_count;
   reply.clear();
@@ -583,7 +605,8 @@ void ArduPilotJsonEndpoint::summarize(nlohmann::json& out) const {
       {"frames", link_.frames},
       {"repeats", link_.repeats},
       {"restarts", link_.restarts},
-      {"old_packets", link_.old_packets},
+      {"off_sequence", link_.off_sequence},
+      {"resyncs", link_.resyncs},
       {"foreign_packets", link_.foreign_packets},
       {"skipped_frames", link_.skipped_frames},
       {"replies_sent", link_.replies_sent},

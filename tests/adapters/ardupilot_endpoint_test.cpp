@@ -66,7 +66,8 @@ endpoints:
     type: ardupilot_json
     vehicle: auv
     deadline_ms: 5000
-    port: )" + std::to_string(port) +
+    port: )" +
+         std::to_string(port) +
          R"(
     connect_timeout_ms: 10000
     channels: [{channel: 1, actuator: thruster}]
@@ -185,13 +186,18 @@ TEST_CASE("ardupilot endpoint: repeats answered again, a restart followed, a jum
   CHECK(restarted.receive().find("\"timestamp\":0.02,") != std::string::npos);  // followed to its port
   ep.emit(ctx, s1);
 
-  // step 2: a jump from 1 to 4 skips 2 frames and is taken
+  // step 2: a jump from 1 to 4 (the replies of two misses read) skips 2 frames and is taken;
+  // a jump far ahead (a damaged count) is ignored once, believed when it comes again
   ctx = {2, 20'000'000, 10'000'000};
   REQUIRE(ep.publish(ctx, s1));
   CHECK(!restarted.receive().empty());
   CHECK(apm.nothing_waiting());  // the old port hears nothing more
+  restarted.send(1'000'004);
+  CHECK(ep.gather(ctx, Clock::now() + std::chrono::milliseconds(100), reply) == GatherStatus::timeout);
+  CHECK(ep.link_counters().off_sequence == 1);
   restarted.send(4);
   REQUIRE(ep.gather(ctx, Clock::now() + std::chrono::seconds(5), reply) == GatherStatus::ready);
+  CHECK(ep.link_counters().resyncs == 0);
   CHECK(ep.link_counters().skipped_frames == 2);
   CHECK(command_value(reply.commands[0]) == 0.0f);
 
@@ -205,7 +211,7 @@ TEST_CASE("ardupilot endpoint: repeats answered again, a restart followed, a jum
   CHECK(packets.rejected[static_cast<std::size_t>(ap::ServoReject::bad_magic)] == 1);
   CHECK(packets.rejected[static_cast<std::size_t>(ap::ServoReject::short_packet)] == 1);
   CHECK(ep.counters.corrupt == 2);
-  CHECK(ep.counters.stale == ep.link_counters().repeats);
+  CHECK(ep.counters.stale == ep.link_counters().repeats + ep.link_counters().off_sequence);
 
   // steady steps allocate nothing in publish, gather or emit
   tether::test::AllocCount count;
@@ -266,22 +272,33 @@ TEST_CASE("ardupilot endpoint: an old frame is ignored, frame 0 again is a resta
   apm.send(11, 1900);
   REQUIRE(ep.gather(ctx, Clock::now() + std::chrono::seconds(5), reply) == GatherStatus::ready);
   CHECK(command_value(reply.commands[0]) == 1.0f);
-  CHECK(ep.link_counters().old_packets == 1);
+  CHECK(ep.link_counters().off_sequence == 1);
   CHECK(ep.link_counters().foreign_packets == 1);
   CHECK(ep.link_counters().restarts == 0);
   CHECK(ep.counters.stale == 2);
   CHECK(apm.nothing_waiting());
   CHECK(stranger.nothing_waiting());
 
-  // ArduPilot restarted on the same port (a board after a reset): frame 0 is followed and
-  // answered, frame 1 is the next step
+  // a count far ahead twice in a row: ArduPilot insists on it, so it is believed and followed
   ctx = {1, 10'000'000, 10'000'000};
   REQUIRE(ep.publish(ctx, sc.initial));
   CHECK(!apm.receive().empty());
-  apm.send(0);
-  apm.send(1, 1100);
+  apm.send(500'000);
+  apm.send(500'000, 1100);
   REQUIRE(ep.gather(ctx, Clock::now() + std::chrono::seconds(5), reply) == GatherStatus::ready);
   CHECK(command_value(reply.commands[0]) == -1.0f);
+  CHECK(ep.link_counters().off_sequence == 2);
+  CHECK(ep.link_counters().resyncs == 1);
+
+  // ArduPilot restarted on the same port (a board after a reset): frame 0 is followed and
+  // answered, frame 1 is the next step
+  ctx = {2, 20'000'000, 10'000'000};
+  REQUIRE(ep.publish(ctx, sc.initial));
+  CHECK(!apm.receive().empty());
+  apm.send(0);
+  apm.send(1, 1900);
+  REQUIRE(ep.gather(ctx, Clock::now() + std::chrono::seconds(5), reply) == GatherStatus::ready);
+  CHECK(command_value(reply.commands[0]) == 1.0f);
   CHECK(ep.link_counters().restarts == 1);
   CHECK(!apm.receive().empty());  // frame 0 was given the state
   ep.stop();

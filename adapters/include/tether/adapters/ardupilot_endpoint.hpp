@@ -10,8 +10,8 @@
 //   gather     wait for the next frame (frame_count + 1): its servo outputs, through the
 //              channel map, are this step's actuator commands. The same frame again is
 //              answered with the same reply (no step); frame 0 again is ArduPilot
-//              restarted (followed to its new port); another lower count or another
-//              sender is counted and ignored; a jump is counted and taken
+//              restarted (followed to its new port); any other count is ignored unless
+//              it comes twice in a row (then believed); other senders are ignored
 //   emit       keeps S_{k+1}'s velocity: the next reply's accelerometer is the mean
 //              acceleration over the step
 //
@@ -80,12 +80,13 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
 
 /// What happened on the link, for the summary.
 struct ArduPilotCounters {
-  std::uint64_t frames = 0;           // new frames taken as a step's commands
-  std::uint64_t repeats = 0;          // the same frame again, answered with the same reply
-  std::uint64_t restarts = 0;         // frame_count 0 again (from its port or a new one): ArduPilot restarted
-  std::uint64_t old_packets = 0;      // a lower count but not 0 from ArduPilot: late or duplicated, ignored
+  std::uint64_t frames = 0;          // new frames taken as a step's commands
+  std::uint64_t repeats = 0;         // the same frame again, answered with the same reply
+  std::uint64_t restarts = 0;        // frame_count 0 again (from its port or a new one): ArduPilot restarted
+  std::uint64_t skipped_frames = 0;  // frames jumped over by a believed jump (count - expected)
+  std::uint64_t off_sequence = 0;    // from ArduPilot, neither next, repeat nor 0: late, duplicated or damaged; ignored
+  std::uint64_t resyncs = 0;         // an off-sequence count sent twice in a row: believed and followed
   std::uint64_t foreign_packets = 0;  // another sender not starting at 0: ignored
-  std::uint64_t skipped_frames = 0;   // frames jumped over (count - expected)
   std::uint64_t replies_sent = 0;
   std::uint64_t send_errors = 0;
   ardupilot::ServoCounters packets;  // every datagram by outcome
