@@ -150,6 +150,11 @@ void Autopilot::publish(const SensorReading* reading, double depth_target_m, dou
   telemetry_.heading_target_deg = heading_target_deg;
 }
 
+std::chrono::steady_clock::time_point Autopilot::now() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sim_clock(telemetry_.have_reading ? telemetry_.reading.timestamp_s : 0.0);
+}
+
 AutopilotTelemetry Autopilot::telemetry() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return telemetry_;
@@ -255,7 +260,7 @@ void SubHoldLaw::outputs(const SensorReading* last, std::uint32_t frame_count, s
   (void)frame_count;
   fill(pwm_us, 1500);
   demand_ = Demand{};
-  const AutopilotSnapshot s = autopilot_.snapshot(std::chrono::steady_clock::now());
+  const AutopilotSnapshot s = autopilot_.snapshot(last != nullptr ? sim_clock(last->timestamp_s) : autopilot_.now());
   if (last == nullptr) {
     autopilot_.publish(nullptr, depth_target_m_, heading_target_deg_);
     return;
@@ -292,7 +297,7 @@ void SubHoldLaw::outputs(const SensorReading* last, std::uint32_t frame_count, s
 void RoverLaw::outputs(const SensorReading* last, std::uint32_t frame_count, std::span<std::uint16_t> pwm_us) {
   (void)frame_count;
   fill(pwm_us, 1500);
-  const AutopilotSnapshot s = autopilot_.snapshot(std::chrono::steady_clock::now());
+  const AutopilotSnapshot s = autopilot_.snapshot(last != nullptr ? sim_clock(last->timestamp_s) : autopilot_.now());
   autopilot_.publish(last, 0, 0);
   if (!s.armed || s.mode != rover_mode_manual || pwm_us.size() < 3) return;
   const double throttle = stick(s.pilot.x);

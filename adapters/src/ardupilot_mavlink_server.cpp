@@ -340,7 +340,7 @@ void MavlinkServer::handle(const mav::Frame& frame) {
                 (m->base_mode & mav::mav_mode_flag_custom_mode_enabled) != 0, m->custom_mode);
     handled = true;
   } else if (auto mc = mav::decode<mav::ManualControl>(frame); mc && for_us(mc->target)) {
-    autopilot_.set_pilot(PilotInput{mc->x, mc->y, mc->z, mc->r}, Clock::now());
+    autopilot_.set_pilot(PilotInput{mc->x, mc->y, mc->z, mc->r}, autopilot_.now());
     handled = true;
   } else if (auto g = mav::decode<mav::SetPositionTargetGlobalInt>(frame); g && for_us(g->target_system)) {
     if ((g->type_mask & position_target_ignore_z) == 0) autopilot_.set_depth_target(-static_cast<double>(g->alt));

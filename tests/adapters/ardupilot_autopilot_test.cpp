@@ -142,8 +142,8 @@ TEST_CASE("ardupilot autopilot: MANUAL mixes the pilot's sticks directly") {
   auto pwm = run_law(law, &r);
   CHECK(pwm[4] == 1100);
   CHECK(pwm[5] == 1100);
-  // sticks older than the pilot timeout count as centred
-  ap.set_pilot({1000, 0, 1000, 1000}, Clock::now() - pilot_timeout - std::chrono::seconds(1));
+  // sticks older than the pilot timeout (in simulated time, the readings') count as centred
+  ap.set_pilot({1000, 0, 1000, 1000}, sim_clock(r.timestamp_s) - pilot_timeout - std::chrono::seconds(1));
   CHECK(run_law(law, &r) == std::vector<std::uint16_t>(16, 1500));
 }
 

@@ -23,6 +23,7 @@
 #include "tether/adapters/ardupilot_standin.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/loop/session.hpp"
+#include "ardupilot_test_util.hpp"
 
 using namespace tether;
 using namespace tether::runtime;
@@ -131,38 +132,22 @@ endpoints:
 faults:
 )" + faults;
   const Scenario sc = parse_scenario(text, "ap_faults.yaml");
-  auto endpoints = adapters::make_endpoints(sc);
-  auto* endpoint = dynamic_cast<adapters::ArduPilotJsonEndpoint*>(endpoints[0].get());
-  REQUIRE(endpoint != nullptr);
-  Session session(sc, std::move(endpoints));
-
   ap::FixedPwm law(1600);
-  std::atomic<bool> stop{false};
-  Flown out;
-  std::thread runner([&] { out.outcome = session.run(stop); });
-  // the endpoint binds a free port in start(): wait for it, then fly
-  std::uint16_t port = 0;
-  for (int i = 0; i < 500 && (port = endpoint->bound_port()) == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  REQUIRE(port != 0);
-  std::optional<LossyRelay> relay;
-  if (lose_reply > 0) relay.emplace(port, lose_reply);
   ap::StandInOptions o;
-  o.port = relay ? relay->port() : port;
   o.resend_after_ms = 50;
   o.recv_timeout_ms = 10;
-  ap::ArduPilotStandIn autopilot(o, law);
-  std::thread flying([&] {
-    while (autopilot.frame(std::chrono::steady_clock::now() + std::chrono::seconds(30)) ==
-           ap::ArduPilotStandIn::FrameResult::replied) {
-    }
-  });
-  runner.join();
-  autopilot.cancel();
-  flying.join();
-  out.summary = session.summary();
-  out.autopilot = autopilot.counters;
-  out.frame_count = autopilot.frame_count();
+  std::optional<LossyRelay> relay;
+  const ardupilot_test::StandInFlight flight =
+      ardupilot_test::fly_with_standin(sc, law, o, [&](std::uint16_t port) -> std::uint16_t {
+        if (lose_reply <= 0) return port;
+        relay.emplace(port, lose_reply);
+        return relay->port();
+      });
+  Flown out;
+  out.outcome = flight.outcome;
+  out.summary = flight.summary;
+  out.autopilot = flight.autopilot;
+  out.frame_count = flight.frame_count;
   if (relay) out.lost = relay->lost;
   return out;
 }

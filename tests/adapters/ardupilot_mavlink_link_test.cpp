@@ -545,7 +545,7 @@ expect:
   CHECK(m["acks"]["accepted"] == 2);
 }
 
-TEST_CASE("mavlink link: an operator's autopilot command reaches ArduPilot at the next step; bad ones are refused") {
+TEST_CASE("mavlink link: an operator's autopilot command reaches ArduPilot at the next step, bad ones are refused") {
   const std::uint16_t udp = free_udp_port();
   FlyingAutopilot autopilot(udp);
   const Scenario sc = parse_scenario(

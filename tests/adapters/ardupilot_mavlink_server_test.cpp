@@ -218,8 +218,9 @@ TEST_CASE("ardupilot mavlink server: targets, pilot input and parameters reach t
   sticks.z = 700;
   sticks.r = 100;
   gcs.send(sticks);
-  CHECK(eventually([&] { return ap.snapshot(Clock::now()).pilot.x == 300; }));
-  const auto pilot = ap.snapshot(Clock::now()).pilot;
+  // the pilot timeout runs on the autopilot's (simulated) clock: no reading yet, time 0
+  CHECK(eventually([&] { return ap.snapshot(ap.now()).pilot.x == 300; }));
+  const auto pilot = ap.snapshot(ap.now()).pilot;
   CHECK(pilot.y == -200);
   CHECK(pilot.z == 700);
   CHECK(pilot.r == 100);

@@ -287,7 +287,7 @@ TEST_CASE("ardupilot policies: 32 channels through a session: channel 32 drives 
   CHECK(std::abs(f.x_m) < 1e-9);
 }
 
-TEST_CASE("ardupilot policies: hostile datagrams mid-session are counted; a stranger is ignored, not followed") {
+TEST_CASE("ardupilot policies: hostile datagrams mid-session are counted, a stranger is ignored, not followed") {
   Stranger stranger;
   FlightPlan plan;
   plan.text = scenario_text(40, "    deadline_ms: 5000\n    channels: [{channel: 1, actuator: thruster}]\n");

@@ -13,6 +13,7 @@
 #include "tether/adapters/ardupilot_standin.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/loop/session.hpp"
+#include "ardupilot_test_util.hpp"
 
 using namespace tether;
 using namespace tether::runtime;
@@ -54,33 +55,13 @@ endpoints:
 TEST_CASE("ardupilot reply fields: rng_N from an altimeter and velocity_wind from the current, read ArduPilot's way") {
   const Scenario sc = parse_scenario(
       fields_scenario("    rangefinders: [{rng: 2, device: altimeter}]\n    wind_from_current: true\n"), "f.yaml");
-  auto endpoints = adapters::make_endpoints(sc);
-  auto* endpoint = dynamic_cast<adapters::ArduPilotJsonEndpoint*>(endpoints[0].get());
-  REQUIRE(endpoint != nullptr);
-  Session session(sc, std::move(endpoints));
-  std::atomic<bool> stop{false};
-  Outcome outcome = Outcome::failed;
-  std::thread runner([&] { outcome = session.run(stop); });
-  std::uint16_t port = 0;
-  for (int i = 0; i < 500 && (port = endpoint->bound_port()) == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  REQUIRE(port != 0);
   ap::FixedPwm law(1500);
   ap::StandInOptions o;
-  o.port = port;
   o.recv_timeout_ms = 10;
-  ap::ArduPilotStandIn autopilot(o, law);
-  std::thread flying([&] {
-    while (autopilot.frame(std::chrono::steady_clock::now() + std::chrono::seconds(30)) ==
-           ap::ArduPilotStandIn::FrameResult::replied) {
-    }
-  });
-  runner.join();
-  autopilot.cancel();
-  flying.join();
-  REQUIRE(outcome == Outcome::completed);
+  const ardupilot_test::StandInFlight flight = ardupilot_test::fly_with_standin(sc, law, o);
+  REQUIRE(flight.outcome == Outcome::completed);
 
-  const ap::SensorReading& r = autopilot.last();
+  const ap::SensorReading& r = flight.last;
   CHECK((r.fields & ap::field_rng_1) == 0);  // rng_1 is not mapped
   REQUIRE((r.fields & (ap::field_rng_1 << 1)) != 0);
   CHECK(r.rng_m[1] == doctest::Approx(6.0).epsilon(0.02));  // 4 m deep in a 10 m tank: 6 m to the floor
@@ -91,7 +72,7 @@ TEST_CASE("ardupilot reply fields: rng_N from an altimeter and velocity_wind fro
   CHECK(r.velocity_wind_m_s.z() == doctest::Approx(0.0));
 }
 
-TEST_CASE("ardupilot reply fields: without them the reply has neither; mistakes are positioned") {
+TEST_CASE("ardupilot reply fields: without them the reply has neither, and mistakes are positioned") {
   auto errors_of = [](const std::string& extra) {
     try {
       const Scenario sc = parse_scenario(fields_scenario(extra), "f.yaml");
@@ -111,8 +92,7 @@ TEST_CASE("ardupilot reply fields: without them the reply has neither; mistakes 
   CHECK(all.find("endpoints[0].rangefinders[0].rng:") != std::string::npos);
   CHECK(all.find("endpoints[0].rangefinders[1].device: \"auv.hull.depth\" is a depth; a rangefinder is a range, "
                  "sonar or altimeter device") != std::string::npos);
-  CHECK(all.find("endpoints[0].rangefinders[2].device: no device \"nothing\" on vehicle \"auv\"") !=
-        std::string::npos);
+  CHECK(all.find("endpoints[0].rangefinders[2].device: no device \"nothing\" on vehicle \"auv\"") != std::string::npos);
   CHECK(all.find("endpoints[0].rangefinders[3]") != std::string::npos);
   CHECK(all.find("endpoints[0].wind_from_current") != std::string::npos);
 }

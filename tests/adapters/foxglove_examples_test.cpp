@@ -41,11 +41,23 @@ std::string scenario_build_dir(const std::string& root, bool qemu) {
   fs::create_directories(dir / "firmware" / "cortex_m3");
   fs::create_symlink(binary_dir + "/firmware/host", dir / "firmware" / "host");
   fs::create_symlink(binary_dir + "/tether-vehicle", dir / "tether-vehicle");
+  fs::create_symlink(binary_dir + "/tether-ardupilot", dir / "tether-ardupilot");
   if (qemu)
     for (const char* elf : {"depth_heading_hold.elf", "wall_follow.elf"})
       fs::create_symlink(scratch_firmware("cortex_m3", std::string("cortex_m3/") + elf),
                          dir / "firmware" / "cortex_m3" / elf);
   return dir.string();
+}
+
+// the ArduPilot scenarios take ArduPilot's fixed ports (9002, 5760, + 10 per instance); here
+// free ones, so that another test flying them at the same time does not collide
+std::string free_ports(const std::string& scenario) {
+  const char* endpoint = scenario == "ardusub_bluerov2" ? "ardusub"
+                         : scenario == "ardurover_skid" ? "ardurover"
+                                                        : nullptr;
+  if (endpoint == nullptr) return {};
+  const std::string e = std::string(" --set endpoints.") + endpoint;
+  return e + ".port=0" + e + ".instance=0" + e + ".mavlink.address=tcp:127.0.0.1:0";
 }
 
 }  // namespace
@@ -79,10 +91,10 @@ TEST_CASE("every example scenario's recording opens in Foxglove without an error
     const std::string out = root + "/" + name;
     // a short run of each (300 steps): the channels and schemas are all there from the first
     // steps; the verdict of expectations about later times may fail (exit 6), not the file
-    const auto r =
-        tether::cli_test::run("TETHER_BUILD_DIR=" + build + " TETHER_MQTT_BROKER=" + broker.uri() +
-                              " TETHER_MQTT_SESSION=foxglove_" + name + " " + binary_dir + "/tether run " + source_dir +
-                              "/config/scenarios/" + name + ".yaml --rtf 0 --steps 300 --quiet --out " + out);
+    const auto r = tether::cli_test::run("TETHER_BUILD_DIR=" + build + " TETHER_MQTT_BROKER=" + broker.uri() +
+                                         " TETHER_MQTT_SESSION=foxglove_" + name + " " + binary_dir + "/tether run " +
+                                         source_dir + "/config/scenarios/" + name +
+                                         ".yaml --rtf 0 --steps 300 --quiet" + free_ports(name) + " --out " + out);
     INFO(name << ": " << r.out);
     CHECK((r.exit_code == 0 || r.exit_code == 6));
     REQUIRE(fs::exists(out + "/recording.mcap"));
@@ -113,7 +125,15 @@ TEST_CASE("every example scenario's recording opens in Foxglove without an error
       CHECK(topics.contains("/devices/auv/hull/psd_right"));
     }
     // every vehicle's state on its own topic (the AUV's, the rover's, the car's, a cable's)
-    const std::string vehicle = name == "rover" || name == "rover_wall_follow" ? "rover" : name == "car" ? name : "auv";
+    const std::string vehicle = name == "rover" || name == "rover_wall_follow" || name == "ardurover_skid" ? "rover"
+                                : name == "car"                                                            ? name
+                                : name == "ardusub_bluerov2"                                               ? "rov"
+                                                                                                           : "auv";
+    if (name == "ardusub_bluerov2") {
+      // ArduSub's servo outputs, one channel per mapped motor
+      CHECK(topics.contains("/devices/rov/frame/motor1"));
+      CHECK(topics.contains("/devices/rov/frame/motor6"));
+    }
     CHECK_MESSAGE(topics.contains("/vehicles/" + vehicle + "/state"), name);
     if (name == "rover") CHECK(topics.contains("/devices/rover/chassis/odometer_left"));  // wheel odometry
     if (name == "rover_wall_follow") {

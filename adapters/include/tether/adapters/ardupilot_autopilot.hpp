@@ -13,6 +13,7 @@
 
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -46,6 +47,13 @@ struct PilotInput {
 /// Without a MANUAL_CONTROL for this long the pilot's sticks count as centred (ArduSub's
 /// pilot-input failsafe, FS_PILOT_TIMEOUT, defaults to 3 s and also centres them).
 inline constexpr std::chrono::milliseconds pilot_timeout{3000};
+
+/// The autopilot's clock as SITL's is: simulated time, the replies' timestamps, as a
+/// time_point (so that the pilot timeout holds in simulated seconds, at any speed).
+inline std::chrono::steady_clock::time_point sim_clock(double timestamp_s) {
+  return std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(std::isfinite(timestamp_s) ? timestamp_s : 0.0)));
+}
 /// Stick travel (of 1000) around centre that counts as centred.
 inline constexpr int pilot_dead_zone = 50;
 
@@ -142,6 +150,9 @@ class Autopilot {
 
   /// The state for one frame of the law, the pilot judged fresh or not at `now`.
   AutopilotSnapshot snapshot(std::chrono::steady_clock::time_point now) const;
+  /// sim_clock() of the latest reading published (0 before the first): when MAVLink input
+  /// arrives, by the autopilot's clock.
+  std::chrono::steady_clock::time_point now() const;
 
   /// The law's latest reading and targets (called by the law each frame).
   void publish(const SensorReading* reading, double depth_target_m, double heading_target_deg);

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// A session with an ardupilot_json endpoint flown by the stand-in autopilot on a thread:
+// the session starts (its endpoint binds a free port: `port: 0`), the stand-in flies it
+// until the run ends. Shared by the ArduPilot tests that fly whole sessions.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tether/adapters/ardupilot_endpoint.hpp"
+#include "tether/adapters/ardupilot_standin.hpp"
+#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/loop/session.hpp"
+
+namespace tether::ardupilot_test {
+
+struct StandInFlight {
+  runtime::Outcome outcome = runtime::Outcome::failed;
+  nlohmann::json summary;
+  adapters::ardupilot::StandInCounters autopilot;
+  std::uint32_t frame_count = 0;
+  adapters::ardupilot::SensorReading last;  // the last reply the stand-in read
+};
+
+/// Runs the scenario (its first endpoint an ardupilot_json one with `port: 0`) with the
+/// stand-in flying `law`; `options.port` is set to where the stand-in sends (the endpoint's
+/// port, or what `route(port)` returns: a relay in between).
+inline StandInFlight fly_with_standin(const runtime::Scenario& sc, adapters::ardupilot::ControlLaw& law,
+                                      adapters::ardupilot::StandInOptions options,
+                                      const std::function<std::uint16_t(std::uint16_t)>& route = {}) {
+  namespace ap = adapters::ardupilot;
+  auto endpoints = adapters::make_endpoints(sc);
+  auto* endpoint = dynamic_cast<adapters::ArduPilotJsonEndpoint*>(endpoints[0].get());
+  REQUIRE(endpoint != nullptr);
+  runtime::Session session(sc, std::move(endpoints));
+  std::atomic<bool> stop{false};
+  StandInFlight out;
+  std::thread runner([&] { out.outcome = session.run(stop); });
+  // the endpoint binds its port in start(): wait for it (a bound), then fly
+  std::uint16_t port = 0;
+  for (int i = 0; i < 1000 && (port = endpoint->bound_port()) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (port == 0) stop = true;
+  REQUIRE(port != 0);
+  options.port = route ? route(port) : port;
+  ap::ArduPilotStandIn autopilot(options, law);
+  std::thread flying([&] {
+    while (autopilot.frame(std::chrono::steady_clock::now() + std::chrono::seconds(30)) ==
+           ap::ArduPilotStandIn::FrameResult::replied) {
+    }
+  });
+  runner.join();
+  autopilot.cancel();
+  flying.join();
+  out.summary = session.summary();
+  out.autopilot = autopilot.counters;
+  out.frame_count = autopilot.frame_count();
+  out.last = autopilot.last();
+  return out;
+}
+
+}  // namespace tether::ardupilot_test
