@@ -26,6 +26,7 @@
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/firmware_shim/payloads.h"
 #include "tether/loop/session.hpp"
+#include "ardupilot_test_util.hpp"
 
 using namespace tether;
 using namespace tether::runtime;
@@ -48,21 +49,8 @@ std::uint16_t free_udp_port() {
 }
 
 std::string scenario_text(std::uint16_t port, const std::string& extra = "", int steps = 100) {
-  return R"(name: ardupilot
-world: {gravity_m_s2: [0, 0, 0], water: {density_kg_m3: 1000, surface_z_m: 10}}
-vehicles:
-  - name: auv
-    bodies:
-      - name: hull
-        shape: {type: sphere, radius_m: 0.2}
-        mass_kg: 5
-        devices:
-          - {name: thruster, kind: thruster, params: {max_thrust_n: 20, time_constant_s: 0.02}}
-          - {name: depth, kind: depth}
-loop: {period_ms: 10, real_time_factor: 0, steps: )" +
-         std::to_string(steps) + R"(}
-endpoints:
-  - name: ap
+  return ardupilot_test::one_thruster_world("ardupilot", steps, "", "          - {name: depth, kind: depth}\n") +
+         R"(  - name: ap
     type: ardupilot_json
     vehicle: auv
     deadline_ms: 5000

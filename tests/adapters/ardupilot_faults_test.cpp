@@ -110,19 +110,7 @@ struct Flown {
 
 // 120 steps of 10 ms at rtf 0 with `faults` on endpoint "ap", flown by the stand-in
 Flown fly(const std::string& faults, const std::string& deadline_policy = "deadline_ms: 5000", int lose_reply = 0) {
-  const std::string text = R"(name: ardupilot_faults
-world: {gravity_m_s2: [0, 0, 0], water: {density_kg_m3: 1000, surface_z_m: 10}}
-vehicles:
-  - name: auv
-    bodies:
-      - name: hull
-        shape: {type: sphere, radius_m: 0.2}
-        mass_kg: 5
-        devices:
-          - {name: thruster, kind: thruster, params: {max_thrust_n: 20, time_constant_s: 0.02}}
-loop: {period_ms: 10, real_time_factor: 0, steps: 120, seed: 7}
-endpoints:
-  - name: ap
+  const std::string text = ardupilot_test::one_thruster_world("ardupilot_faults", 120, ", seed: 7") + R"(  - name: ap
     type: ardupilot_json
     vehicle: auv
     )" + deadline_policy + R"(

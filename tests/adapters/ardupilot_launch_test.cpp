@@ -15,6 +15,7 @@
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/launch_check.hpp"
 #include "tether/loop/session.hpp"
+#include "ardupilot_test_util.hpp"
 
 using namespace tether;
 using namespace tether::runtime;
@@ -24,20 +25,7 @@ namespace {
 const std::string fake_sitl = TETHER_SOURCE_DIR "/tests/adapters/ardupilot_fake_sitl.py";
 
 std::string launch_scenario(const std::string& command, int steps) {
-  return R"(name: ardupilot_launch
-world: {gravity_m_s2: [0, 0, 0], water: {density_kg_m3: 1000, surface_z_m: 10}}
-vehicles:
-  - name: auv
-    bodies:
-      - name: hull
-        shape: {type: sphere, radius_m: 0.2}
-        mass_kg: 5
-        devices:
-          - {name: thruster, kind: thruster, params: {max_thrust_n: 20, time_constant_s: 0.02}}
-loop: {period_ms: 10, real_time_factor: 0, steps: )" +
-         std::to_string(steps) + R"(}
-endpoints:
-  - name: ap
+  return ardupilot_test::one_thruster_world("ardupilot_launch", steps) + R"(  - name: ap
     type: ardupilot_json
     vehicle: auv
     deadline_ms: 5000

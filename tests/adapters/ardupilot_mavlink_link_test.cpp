@@ -27,6 +27,7 @@
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/mavlink_link.hpp"
 #include "tether/loop/session.hpp"
+#include "ardupilot_test_util.hpp"
 
 using namespace tether;
 using namespace tether::runtime;
@@ -411,19 +412,7 @@ TEST_CASE("mavlink link: no autopilot within connect_timeout_ms is a clear start
 namespace {
 
 std::string scenario_text(std::uint16_t udp_port, const std::string& mavlink, const std::string& expect = "") {
-  return R"(name: ardupilot-mavlink
-world: {gravity_m_s2: [0, 0, 0], water: {density_kg_m3: 1000, surface_z_m: 10}}
-vehicles:
-  - name: auv
-    bodies:
-      - name: hull
-        shape: {type: sphere, radius_m: 0.2}
-        mass_kg: 5
-        devices:
-          - {name: thruster, kind: thruster, params: {max_thrust_n: 20, time_constant_s: 0.02}}
-loop: {period_ms: 10, real_time_factor: 1, steps: 150}
-endpoints:
-  - name: ap
+  return ardupilot_test::one_thruster_world("ardupilot-mavlink", 150, "", "", 1) + R"(  - name: ap
     type: ardupilot_json
     vehicle: auv
     deadline_ms: 5000

@@ -31,6 +31,7 @@
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/firmware_shim/payloads.h"
 #include "tether/loop/session.hpp"
+#include "ardupilot_test_util.hpp"
 
 using namespace tether;
 using namespace tether::runtime;
@@ -42,20 +43,7 @@ namespace {
 // one thruster on a sphere in zero gravity, `steps` of 10 ms at rtf 0; `endpoint` adds keys
 // to the endpoint "ap" (its policy, deadline, channels)
 std::string scenario_text(int steps, const std::string& endpoint) {
-  return R"(name: ardupilot_policies
-world: {gravity_m_s2: [0, 0, 0], water: {density_kg_m3: 1000, surface_z_m: 10}}
-vehicles:
-  - name: auv
-    bodies:
-      - name: hull
-        shape: {type: sphere, radius_m: 0.2}
-        mass_kg: 5
-        devices:
-          - {name: thruster, kind: thruster, params: {max_thrust_n: 20, time_constant_s: 0.02}}
-loop: {period_ms: 10, real_time_factor: 0, steps: )" +
-         std::to_string(steps) + R"(, seed: 7}
-endpoints:
-  - name: ap
+  return ardupilot_test::one_thruster_world("ardupilot_policies", steps, ", seed: 7") + R"(  - name: ap
     type: ardupilot_json
     vehicle: auv
     port: 0

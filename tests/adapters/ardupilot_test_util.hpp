@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,26 @@
 #include "tether/loop/session.hpp"
 
 namespace tether::ardupilot_test {
+
+/// The ArduPilot tests' world: a 5 kg sphere with one thruster (`thruster`, and `devices`
+/// more, each a "          - {...}" line) in zero gravity, `steps` of 10 ms at real-time
+/// factor `rtf`; the text ends with "endpoints:\n" for the caller's endpoints.
+inline std::string one_thruster_world(const std::string& name, int steps, const std::string& loop_extra = "",
+                                      const std::string& devices = "", int rtf = 0) {
+  return "name: " + name + R"(
+world: {gravity_m_s2: [0, 0, 0], water: {density_kg_m3: 1000, surface_z_m: 10}}
+vehicles:
+  - name: auv
+    bodies:
+      - name: hull
+        shape: {type: sphere, radius_m: 0.2}
+        mass_kg: 5
+        devices:
+          - {name: thruster, kind: thruster, params: {max_thrust_n: 20, time_constant_s: 0.02}}
+)" + devices +
+         "loop: {period_ms: 10, real_time_factor: " + std::to_string(rtf) + ", steps: " + std::to_string(steps) +
+         loop_extra + "}\nendpoints:\n";
+}
 
 struct StandInFlight {
   runtime::Outcome outcome = runtime::Outcome::failed;
