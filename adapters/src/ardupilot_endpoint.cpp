@@ -81,6 +81,25 @@ void parse_rangefinders(const runtime::ConfigNode& list, const runtime::Endpoint
   }
 }
 
+// `imu: NAME`: an imu device of the vehicle; -1 (an error recorded) when it is not one
+int parse_imu(const runtime::ConfigNode& n, const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
+  const std::string name = n.string("imu");
+  const runtime::ConfigNode node = n["imu"];
+  const int d = find_device(scenario, config.vehicle, name);
+  if (d < 0) {
+    node.error(d == -1 ? "no device \"" + name + "\" on vehicle \"" + config.vehicle + "\""
+                       : "\"" + name + "\" is ambiguous: write the full name");
+    return -1;
+  }
+  const hal::DeviceSpec& spec = scenario.devices[static_cast<std::size_t>(d)];
+  if (static_cast<std::uint8_t>(spec.kind) != TETHER_KIND_IMU) {
+    node.error("\"" + spec.name.full() + "\" is a " + tether_kind_name(static_cast<std::uint8_t>(spec.kind)) +
+               "; `imu` names an imu device");
+    return -1;
+  }
+  return d;
+}
+
 }  // namespace
 
 ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& config,
@@ -88,7 +107,8 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
   const runtime::ConfigNode& n = config.node;
   ArduPilotEndpointConfig out;
   n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "host", "port", "instance", "body",
-                "home_m", "connect_timeout_ms", "channels", "launch", "rangefinders", "wind_from_current", "mavlink"});
+                "home_m", "connect_timeout_ms", "channels", "launch", "rangefinders", "wind_from_current", "imu",
+                "mavlink"});
   out.host = n.string_or("host", "127.0.0.1");
   in_addr addr{};
   if (::inet_pton(AF_INET, out.host.c_str(), &addr) != 1)
@@ -103,6 +123,7 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
   if (n.has("launch")) out.launch = parse_program_launch(n["launch"], scenario_dir(scenario));
   out.wind_from_current = n.boolean_or("wind_from_current", false);
   if (n.has("rangefinders")) parse_rangefinders(n["rangefinders"], config, scenario, out.rangefinders);
+  if (n.has("imu")) out.imu = parse_imu(n, config, scenario);
   out.home_m = n.vec3_or("home_m", Vec3(0, 0, 0));
   out.connect_timeout_ms = n.integer_or("connect_timeout_ms", 30'000, 1, 3'600'000);
   if (n.has("mavlink")) {
@@ -421,6 +442,14 @@ void ArduPilotJsonEndpoint::add_optional_fields(ap::ReplyState& r) const {
       if (!sample.valid) continue;
       r.rng_m[static_cast<std::size_t>(f.rng - 1)] = sample.ch[0];
       r.rng_present = static_cast<std::uint8_t>(r.rng_present | (1u << (f.rng - 1)));
+    }
+  }
+  // the imu device's reading (its noise, bias, faults; its device frame taken as the body's)
+  if (devices_ != nullptr && config_.imu >= 0) {
+    const hal::Sample& sample = devices_->sample(static_cast<std::size_t>(config_.imu));
+    if (sample.valid) {
+      r.gyro_rad_s = ap::frd_from_flu(Vec3(sample.ch[0], sample.ch[1], sample.ch[2]));
+      r.accel_body_m_s2 = ap::frd_from_flu(Vec3(sample.ch[3], sample.ch[4], sample.ch[5]));
     }
   }
   if (config_.wind_from_current) {

@@ -38,6 +38,7 @@ vehicles:
           - {name: thruster, kind: thruster}
           - {name: altimeter, kind: altimeter}
           - {name: depth, kind: depth}
+          - {name: imu, kind: imu, noise: {offset: 0.05}}
 loop: {period_ms: 10, real_time_factor: 0, steps: 50}
 endpoints:
   - name: ap
@@ -54,7 +55,8 @@ endpoints:
 
 TEST_CASE("ardupilot reply fields: rng_N from an altimeter and velocity_wind from the current, read ArduPilot's way") {
   const Scenario sc = parse_scenario(
-      fields_scenario("    rangefinders: [{rng: 2, device: altimeter}]\n    wind_from_current: true\n"), "f.yaml");
+      fields_scenario("    rangefinders: [{rng: 2, device: altimeter}]\n    wind_from_current: true\n    imu: imu\n"),
+      "f.yaml");
   ap::FixedPwm law(1500);
   ap::StandInOptions o;
   o.recv_timeout_ms = 10;
@@ -70,6 +72,10 @@ TEST_CASE("ardupilot reply fields: rng_N from an altimeter and velocity_wind fro
   CHECK(r.velocity_wind_m_s.x() == doctest::Approx(-0.2));
   CHECK(r.velocity_wind_m_s.y() == doctest::Approx(0.3));
   CHECK(r.velocity_wind_m_s.z() == doctest::Approx(0.0));
+  // the imu device's reading, with its bias (0.05 rad/s on each gyro axis), in FRD
+  CHECK(r.gyro_rad_s.x() == doctest::Approx(0.05).epsilon(0.01));
+  CHECK(r.gyro_rad_s.y() == doctest::Approx(-0.05).epsilon(0.01));
+  CHECK(r.gyro_rad_s.z() == doctest::Approx(-0.05).epsilon(0.01));
 }
 
 TEST_CASE("ardupilot reply fields: without them the reply has neither, and mistakes are positioned") {
@@ -87,7 +93,7 @@ TEST_CASE("ardupilot reply fields: without them the reply has neither, and mista
   CHECK(errors_of("").empty());
   const std::string all = errors_of(
       "    rangefinders:\n      - {rng: 7, device: altimeter}\n      - {rng: 1, device: depth}\n"
-      "      - {rng: 2, device: nothing}\n      - {rng: 3}\n    wind_from_current: maybe\n");
+      "      - {rng: 2, device: nothing}\n      - {rng: 3}\n    wind_from_current: maybe\n    imu: depth\n");
   INFO(all);
   CHECK(all.find("endpoints[0].rangefinders[0].rng:") != std::string::npos);
   CHECK(all.find("endpoints[0].rangefinders[1].device: \"auv.hull.depth\" is a depth; a rangefinder is a range, "
@@ -95,4 +101,5 @@ TEST_CASE("ardupilot reply fields: without them the reply has neither, and mista
   CHECK(all.find("endpoints[0].rangefinders[2].device: no device \"nothing\" on vehicle \"auv\"") != std::string::npos);
   CHECK(all.find("endpoints[0].rangefinders[3]") != std::string::npos);
   CHECK(all.find("endpoints[0].wind_from_current") != std::string::npos);
+  CHECK(all.find("endpoints[0].imu: \"auv.hull.depth\" is a depth; `imu` names an imu device") != std::string::npos);
 }

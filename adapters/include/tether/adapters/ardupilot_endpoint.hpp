@@ -64,6 +64,8 @@ struct ArduPilotEndpointConfig {
   std::int64_t connect_timeout_ms = 30'000;  // start() waits this long for the first packet
   std::vector<ArduPilotChannel> channels;
   std::vector<ArduPilotRangefinder> rangefinders;
+  int imu = -1;  // `imu`: an imu device of the vehicle whose reading (noise, faults) is the reply's imu; -1: the body's
+                 // motion
   bool wind_from_current = false;  // `wind_from_current`: the water current as `velocity_wind` (NED)
   std::int64_t instance = 0;       // ArduPilot's -I: its ports are 9002 and 5760, + 10 * instance
   /// `launch:` the autopilot program (SITL, the stand-in), started once the port is bound;
