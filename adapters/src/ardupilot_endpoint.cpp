@@ -542,11 +542,13 @@ runtime::GatherStatus ArduPilotJsonEndpoint::gather(const runtime::StepContext& 
     fault_message_ = "the endpoint's socket is closed";
     return runtime::GatherStatus::fault;
   }
-  if (s.program && s.program->exited()) {
+  const auto program_ended = [&] {
+    if (!s.program || !s.program->exited()) return false;
     fault_message_ = "the autopilot program " + s.program->describe_end() + " at step " + std::to_string(ctx.step) +
                      "; its last output:" + s.program->tail_text();
-    return runtime::GatherStatus::fault;
-  }
+    return true;
+  };
+  if (program_ended()) return runtime::GatherStatus::fault;
   // what the link faults let through late (delayed, or behind a frame already taken) first
   while (!s.inbox.empty()) {
     Impl::Inbound m = std::move(s.inbox.front());
@@ -555,8 +557,14 @@ runtime::GatherStatus ArduPilotJsonEndpoint::gather(const runtime::StepContext& 
   }
   for (;;) {
     sockaddr_in from{};
-    const ssize_t n = receive_until(s.fd, s.datagram.data(), s.datagram.size(), from, deadline);
-    if (n < 0) break;
+    // a launched program is looked at every 100 ms of the wait: its end is a fault at once
+    const auto until = s.program ? std::min(deadline, SteadyClock::now() + std::chrono::milliseconds(100)) : deadline;
+    const ssize_t n = receive_until(s.fd, s.datagram.data(), s.datagram.size(), from, until);
+    if (n < 0) {
+      if (program_ended()) return runtime::GatherStatus::fault;
+      if (SteadyClock::now() < deadline) continue;
+      break;
+    }
     const std::string_view bytes(reinterpret_cast<const char*>(s.datagram.data()),
                                  std::min(static_cast<std::size_t>(n), s.datagram.size()));
     if (!s.shaping_in && s.shape_in.holding() == 0) {
