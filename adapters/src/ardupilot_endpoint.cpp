@@ -38,11 +38,9 @@ int find_device(const runtime::Scenario& scenario, const std::string& vehicle, c
   for (std::size_t i = 0; i < scenario.devices.size(); ++i) {
     const hal::DeviceSpec& d = scenario.devices[i];
     if (d.name.vehicle != vehicle) continue;
-    const std::string full = d.name.full();
-    if (full == name) return static_cast<int>(i);
-    const bool tail = full.size() > name.size() && full.compare(full.size() - name.size(), name.size(), name) == 0 &&
-                      full[full.size() - name.size() - 1] == '.';
-    if (tail) found = found == -1 ? static_cast<int>(i) : -2;
+    const int match = device_name_match(d.name.full(), name);
+    if (match == 2) return static_cast<int>(i);
+    if (match == 1) found = found == -1 ? static_cast<int>(i) : -2;
   }
   return found;
 }

@@ -95,6 +95,13 @@ void parse_launch_env_cwd(const runtime::ConfigNode& l, const std::string& base,
   if (l.has("cwd")) cwd = resolve_config_text(l["cwd"], l.string("cwd"), base, true);
 }
 
+int device_name_match(const std::string& full, const std::string& name) {
+  if (full == name) return 2;
+  const bool tail = full.size() > name.size() && full.compare(full.size() - name.size(), name.size(), name) == 0 &&
+                    full[full.size() - name.size() - 1] == '.';
+  return tail ? 1 : 0;
+}
+
 ProgramLaunchConfig parse_program_launch(const runtime::ConfigNode& l, const std::string& base) {
   ProgramLaunchConfig launch;
   if (l.expect_map({"command", "env", "cwd", "kill_after_ms"})) {

@@ -177,14 +177,12 @@ std::vector<runtime::DeviceCommand> safe_commands(const runtime::ConfigNode& n, 
         // the full name, or its tail after a dot ("thruster_left", "hull.thruster_left") if unique
         std::vector<runtime::DeviceCommand*> found;
         for (runtime::DeviceCommand& c : safe) {
-          const std::string full = scenario.devices[c.device].name.full();
-          const bool tail = full.size() > key.size() && full.compare(full.size() - key.size(), key.size(), key) == 0 &&
-                            full[full.size() - key.size() - 1] == '.';
-          if (full == key) {
+          const int match = device_name_match(scenario.devices[c.device].name.full(), key);
+          if (match == 2) {
             found.assign(1, &c);
             break;
           }
-          if (tail) found.push_back(&c);
+          if (match == 1) found.push_back(&c);
         }
         if (found.empty()) {
           v.error("no actuator \"" + key + "\" among this endpoint's devices");

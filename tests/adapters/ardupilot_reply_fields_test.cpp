@@ -103,3 +103,33 @@ TEST_CASE("ardupilot reply fields: without them the reply has neither, and mista
   CHECK(all.find("endpoints[0].wind_from_current") != std::string::npos);
   CHECK(all.find("endpoints[0].imu: \"auv.hull.depth\" is a depth; `imu` names an imu device") != std::string::npos);
 }
+
+TEST_CASE("ardupilot keys: absurd values (1e308, NaN, wrong types) are refused with their position") {
+  auto errors_of = [](const std::string& extra) {
+    try {
+      const Scenario sc = parse_scenario(fields_scenario(extra), "f.yaml");
+      adapters::make_endpoints(sc);
+    } catch (const ConfigError& e) {
+      std::string all;
+      for (const auto& line : e.errors()) all += line + "\n";
+      return all;
+    }
+    return std::string();
+  };
+  const std::string all = errors_of(
+      "    rangefinders: [{rng: 1e308, device: altimeter}]\n    imu: [1, 2]\n"
+      "    home_m: [1e308, .nan, 0]\n    mavlink:\n      script:\n        - {at_s: .nan, arm: true}\n"
+      "        - {at_s: 1, depth_m: 1e308}\n        - {at_s: 1, heading_deg: .nan}\n"
+      "        - {at_s: 1e308, mode: ALT_HOLD}\n        - {at_s: 1, manual: {x: .nan}}\n"
+      "        - {at_s: 1, param: {name: PILOT_SPEED, value: .inf}}\n");
+  INFO(all);
+  CHECK(all.find("endpoints[0].rangefinders[0].rng:") != std::string::npos);
+  CHECK(all.find("endpoints[0].imu:") != std::string::npos);
+  CHECK(all.find("endpoints[0].home_m") != std::string::npos);
+  CHECK(all.find("endpoints[0].mavlink.script[0].at_s:") != std::string::npos);
+  CHECK(all.find("endpoints[0].mavlink.script[1].depth_m:") != std::string::npos);
+  CHECK(all.find("endpoints[0].mavlink.script[2].heading_deg:") != std::string::npos);
+  CHECK(all.find("endpoints[0].mavlink.script[3].at_s:") != std::string::npos);
+  CHECK(all.find("endpoints[0].mavlink.script[4].manual.x:") != std::string::npos);
+  CHECK(all.find("endpoints[0].mavlink.script[5].param.value:") != std::string::npos);
+}

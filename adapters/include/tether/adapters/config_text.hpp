@@ -36,6 +36,11 @@ void parse_launch_command(const runtime::ConfigNode& command, const std::string&
 void parse_launch_env_cwd(const runtime::ConfigNode& launch, const std::string& base,
                           std::vector<std::pair<std::string, std::string>>& env, std::string& cwd);
 
+/// How a key names a device: 2 when `name` is its full name ("auv.hull.thruster"), 1 when it
+/// is a tail after a dot ("thruster", "hull.thruster"), 0 otherwise. Endpoint keys accept
+/// both; a tail that fits more than one device is the caller's "ambiguous" error.
+int device_name_match(const std::string& full, const std::string& name);
+
 /// `launch:` of an endpoint that starts a program beside it (MQTT's vehicle, ArduPilot):
 /// the command line with the endpoint's own {placeholders} still in it, env, cwd.
 struct ProgramLaunchConfig {
