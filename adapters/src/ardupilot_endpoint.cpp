@@ -529,6 +529,9 @@ bool ArduPilotJsonEndpoint::take_datagram(std::string_view bytes, const sockaddr
   reply.clear();
   reply.step = ctx.step;
   fill_commands(p, reply);
+  // the frame and the reply ArduPilot read before it (the state it flew this frame on)
+  reply.add_wire(false, bytes);
+  reply.add_wire(true, std::string_view(reinterpret_cast<const char*>(s.reply.bytes.data()), s.reply.size));
   if (mavlink_) mavlink_->receive(reply.logs);
   return true;
 }

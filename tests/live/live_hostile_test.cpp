@@ -291,6 +291,46 @@ TEST_CASE("live hostile: another address than loopback needs a token, and client
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("live hostile: a token with reserved characters works percent-encoded as client libraries write it") {
+  const std::string dir = temp_dir("token_encoded");
+  const int port = free_loopback_port();
+  // space, plus, slash, question mark, ampersand, equals, percent and a non-ASCII letter
+  Process tether("run " + in_process_file + " --live 127.0.0.1:" + std::to_string(port) +
+                     " --paused --steps 100000 -q --out " + dir + "/run",
+                 dir, "TETHER_LIVE_TOKEN='a+b c/d?e&f=g%h\xc3\xa9'");
+  // the header form, unencoded (this also waits for the server to listen)
+  live::Client header;
+  std::string error;
+  REQUIRE_MESSAGE(connect(header, port, "a+b c/d?e&f=g%h\xc3\xa9", &error), error);
+  const auto page = [&](const std::string& query) {
+    return raw_exchange(port, "GET /?token=" + query + " HTTP/1.1\r\nHost: x\r\n\r\n").substr(0, 12);
+  };
+  // JavaScript's encodeURIComponent, curl --data-urlencode: every reserved byte as %XX
+  CHECK(page("a%2Bb%20c%2Fd%3Fe%26f%3Dg%25h%C3%A9") == "HTTP/1.1 200");
+  // the same with lower-case hex digits
+  CHECK(page("a%2bb%20c%2fd%3fe%26f%3dg%25h%c3%a9") == "HTTP/1.1 200");
+  // Python's urllib.parse.urlencode / quote_plus: a space as '+'
+  CHECK(page("a%2Bb+c%2Fd%3Fe%26f%3Dg%25h%C3%A9") == "HTTP/1.1 200");
+  // Python's quote (safe '/'): the slash left as it is
+  CHECK(page("a%2Bb%20c/d%3Fe%26f%3Dg%25h%C3%A9") == "HTTP/1.1 200");
+  // wrong, cut short, or with a broken escape: refused
+  CHECK(page("a%2Bb%20c%2Fd%3Fe%26f%3Dg%25h") == "HTTP/1.1 401");
+  CHECK(page("a%2Bb%20c%2Fd%3Fe%26f%3Dg%25h%C3%A") == "HTTP/1.1 401");
+  CHECK(page("a%2Bb%20c%2Fd%3Fe%26f%3Dg%G5h%C3%A9") == "HTTP/1.1 401");
+  CHECK(page("a+b+c") == "HTTP/1.1 401");
+  // a WebSocket client with the encoded token in its URL
+  live::Client encoded;
+  REQUIRE_MESSAGE(
+      encoded.connect("ws://127.0.0.1:" + std::to_string(port) + "/?token=a%2Bb%20c%2Fd%3Fe%26f%3Dg%25h%C3%A9", "",
+                      &error),
+      error);
+  const Result ctl = run("TETHER_LIVE_TOKEN='a+b c/d?e&f=g%h\xc3\xa9' " + tether_exe +
+                         " ctl --url ws://127.0.0.1:" + std::to_string(port) + " shutdown");
+  CHECK_MESSAGE(ctl.exit_code == 0, ctl.out);
+  CHECK(tether.wait() == 130);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("live hostile: a live: block in the scenario, and more clients than max_clients are refused") {
   const std::string dir = temp_dir("cap");
   const int port = free_loopback_port();

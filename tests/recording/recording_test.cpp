@@ -96,6 +96,10 @@ Reply odd_reply(std::size_t seed, bool with_covariance) {
   r.commands.push_back(full);
   r.measurements.push_back(odd_measurement(i, with_covariance));
   r.measurements.push_back(odd_measurement(i, !with_covariance));
+  // wire frames: binary with zero bytes and high bits, text, and an empty one
+  r.add_wire(false, std::string("\x3a\x48\x00\x00\xff\x80\n", 7));
+  r.add_wire(true, "\n{\"timestamp\":1.5}\n");
+  r.add_wire(false, std::string());
   return r;
 }
 
@@ -122,6 +126,11 @@ void check_same(const Reply& a, const Reply& b) {
     CHECK(a.commands[i].device == b.commands[i].device);
     CHECK(a.commands[i].size == b.commands[i].size);
     CHECK(std::memcmp(a.commands[i].bytes.data(), b.commands[i].bytes.data(), a.commands[i].size) == 0);
+  }
+  REQUIRE(a.wire.size() == b.wire.size());
+  for (std::size_t i = 0; i < a.wire.size(); ++i) {
+    CHECK(a.wire[i].to_peer == b.wire[i].to_peer);
+    CHECK(a.wire_frame(a.wire[i]) == b.wire_frame(b.wire[i]));
   }
   REQUIRE(a.measurements.size() == b.measurements.size());
   for (std::size_t i = 0; i < a.measurements.size(); ++i) {
@@ -324,6 +333,50 @@ TEST_CASE("a measurement takes 133 bytes, with covariance 424: every field is wr
   encode_step(rec, bytes);
   REQUIRE(decode_step(bytes, rec, nullptr));
   CHECK(rec.slots[0].reply.measurements[0].has_covariance);
+}
+
+TEST_CASE("a wire frame is Reply field 5: a WireFrame with to_peer and its bytes, as written") {
+  Reply r;
+  r.step = 1;
+  r.add_wire(true, "ab");
+  r.add_wire(false, std::string("\0", 1));
+  std::string b;
+  encode_reply(r, b);
+  // step 1; field 5 (len) of 6 bytes: to_peer (field 1 varint 1), bytes (field 2) "ab";
+  // field 5 of 5 bytes: to_peer 0 (every field is written, zeros included), bytes "\0"
+  const std::string want(
+      "\x08\x01"
+      "\x2a\x06\x08\x01\x12\x02"
+      "ab"
+      "\x2a\x05\x08\x00\x12\x01\x00",
+      17);
+  CHECK(b == want);
+  // a WireFrame without its bytes field is refused (the step record that holds it too)
+  StepRecord rec;
+  SlotRecord slot;
+  slot.reply = r;
+  rec.slots.push_back(slot);
+  std::string bytes;
+  encode_step(rec, bytes);
+  StepRecord back;
+  REQUIRE(decode_step(bytes, back, nullptr));
+  REQUIRE(back.slots.size() == 1);
+  REQUIRE(back.slots[0].reply.wire.size() == 2);
+  CHECK(back.slots[0].reply.wire[0].to_peer);
+  CHECK(back.slots[0].reply.wire_frame(back.slots[0].reply.wire[0]) == "ab");
+  CHECK_FALSE(back.slots[0].reply.wire[1].to_peer);
+  // by hand: a step whose one fresh slot's reply has a WireFrame with or without bytes
+  const auto step_with = [](std::string_view frame) {
+    std::string reply = std::string("\x08\x01\x2a", 3) + static_cast<char>(frame.size()) + std::string(frame);
+    std::string slot = std::string("\x08\x00\x10\x00\x1a", 5) + static_cast<char>(reply.size()) + reply;
+    return std::string("\x32", 1) + static_cast<char>(slot.size()) + slot + std::string("\x10\x00\x18\x00\x21", 5) +
+           std::string(8, '\0') + std::string("\x28\x00\x08\x02", 4);
+  };
+  std::string error;
+  CHECK(decode_step(step_with(std::string("\x08\x01\x12\x00", 4)), back, &error));
+  CHECK(back.slots.at(0).reply.wire.at(0).size == 0);
+  CHECK_FALSE(decode_step(step_with(std::string("\x08\x01", 2)), back, &error));
+  CHECK(!error.empty());
 }
 
 TEST_CASE("a world state round-trips exactly and its fields are required") {

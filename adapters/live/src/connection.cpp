@@ -23,6 +23,43 @@ bool same_token(const std::string& a, const std::string& b) {
   return diff == 0 && !b.empty();
 }
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// a query value percent-decoded (RFC 3986); with plus_is_space also '+' as a space, as
+// application/x-www-form-urlencoded writes it (Python's urlencode). False on a broken escape.
+bool percent_decode(std::string_view in, bool plus_is_space, std::string& out) {
+  out.clear();
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '%') {
+      if (i + 2 >= in.size()) return false;
+      const int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
+      if (hi < 0 || lo < 0) return false;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out.push_back(plus_is_space && in[i] == '+' ? ' ' : in[i]);
+    }
+  }
+  return true;
+}
+
+// a token from the query string: as sent, percent-decoded (encodeURIComponent, curl) or
+// form-decoded (urlencode) — every comparison made, each in constant time
+bool query_token_matches(const std::string& given, const std::string& token) {
+  std::string decoded, form;
+  const bool d = percent_decode(given, false, decoded);
+  const bool f = percent_decode(given, true, form);
+  const bool raw_ok = same_token(given, token);
+  const bool decoded_ok = same_token(d ? decoded : std::string(), token);
+  const bool form_ok = same_token(f ? form : std::string(), token);
+  return raw_ok | decoded_ok | form_ok;
+}
+
 std::string query_param(std::string_view target, std::string_view key) {
   const auto q = target.find('?');
   if (q == std::string_view::npos) return {};
@@ -132,11 +169,11 @@ void Connection::on_request(beast::error_code ec) {
   const std::string_view target(target_view.data(), target_view.size());
   auto token_ok = [&] {
     if (server_.opt.token.empty()) return true;
-    std::string given = query_param(target, "token");
+    const std::string given = query_param(target, "token");
+    if (!given.empty()) return query_token_matches(given, server_.opt.token);
     const auto auth_view = req[http::field::authorization];
     const std::string auth(auth_view.data(), auth_view.size());
-    if (given.empty() && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
-    return same_token(given, server_.opt.token);
+    return auth.rfind("Bearer ", 0) == 0 && same_token(auth.substr(7), server_.opt.token);
   };
   if (!websocket::is_upgrade(req)) {
     {

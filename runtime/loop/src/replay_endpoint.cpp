@@ -25,6 +25,7 @@ GatherStatus ReplayEndpoint::gather(const StepContext& ctx, SteadyClock::time_po
       reply.wrenches.assign(slot.reply.wrenches.begin(), slot.reply.wrenches.end());
       reply.commands.assign(slot.reply.commands.begin(), slot.reply.commands.end());
       reply.measurements.assign(slot.reply.measurements.begin(), slot.reply.measurements.end());
+      reply.copy_wire(slot.reply);
       reply.logs.clear();
       return GatherStatus::ready;
     case SlotOutcome::timeout: return GatherStatus::timeout;

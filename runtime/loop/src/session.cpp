@@ -34,14 +34,16 @@ struct Session::Slot {
 
 namespace {
 
-// copies a reply into another's buffers (assign keeps their capacity; log text is not
-// part of a keyframe)
+// copies a reply into another's buffers (assign keeps their capacity; log text and wire
+// frames are not part of a keyframe)
 void copy_reply(const Reply& from, Reply& to) {
   to.step = from.step;
   to.wrenches.assign(from.wrenches.begin(), from.wrenches.end());
   to.commands.assign(from.commands.begin(), from.commands.end());
   to.measurements.assign(from.measurements.begin(), from.measurements.end());
   to.logs.clear();
+  to.wire.clear();
+  to.wire_bytes.clear();
 }
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) * 1e-9; }
@@ -667,6 +669,7 @@ bool Session::record(const StepContext& ctx, std::uint64_t step_ns) {
       r.reply.wrenches.assign(slots_[i].last.wrenches.begin(), slots_[i].last.wrenches.end());
       r.reply.commands.assign(slots_[i].last.commands.begin(), slots_[i].last.commands.end());
       r.reply.measurements.assign(slots_[i].last.measurements.begin(), slots_[i].last.measurements.end());
+      r.reply.copy_wire(slots_[i].last);
     }
   }
   item.actual = state_;

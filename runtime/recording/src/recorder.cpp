@@ -21,12 +21,12 @@ using recorder_json::stamp;
 
 Recorder::Recorder(const Scenario& scenario, std::vector<std::string> endpoint_names,
                    std::vector<std::pair<std::string, std::vector<std::string>>> processor_fields)
-    : Recorder(scenario, RecorderInputs{std::move(endpoint_names), std::move(processor_fields), {}}) {}
+    : Recorder(scenario, RecorderInputs{std::move(endpoint_names), std::move(processor_fields), {}, {}}) {}
 
 Recorder::Recorder(const Scenario& scenario, RecorderInputs inputs)
     : scenario_(scenario), endpoint_names_(std::move(inputs.endpoint_names)),
       processor_fields_(std::move(inputs.processor_fields)), safe_replies_(std::move(inputs.safe_replies)),
-      writer_(std::make_unique<mcap::Writer>()) {
+      wire_topics_(std::move(inputs.wire_topics)), writer_(std::make_unique<mcap::Writer>()) {
   ring_.resize(scenario.recording.queue_slots);
   const std::size_t keyframes_in_ring =
       scenario.recording.queue_slots / std::max<std::uint64_t>(1, scenario.recording.keyframe_every_steps) + 2;

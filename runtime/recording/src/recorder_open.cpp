@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <numbers>
 
 #include <nlohmann/json.hpp>
@@ -301,6 +302,16 @@ bool Recorder::open(const std::string& path, std::string* error) {
   const auto state_s = schema("tether.VehicleState", "jsonschema", vehicle_state_schema);
   const auto endpoint_s = schema("tether.EndpointStep", "jsonschema", endpoint_step_schema);
   for (const auto& name : endpoint_names_) ch_endpoint_.push_back(channel(endpoint_s, "/endpoints/" + name, "json"));
+  // the endpoints' wire frames as their views show them (topics of one schema share it)
+  std::map<std::string, std::uint16_t> wire_schemas;
+  ch_wire_.resize(std::min(wire_topics_.size(), endpoint_names_.size()));
+  for (std::size_t e = 0; e < ch_wire_.size(); ++e) {
+    for (const WireTopic& w : wire_topics_[e]) {
+      auto [it, added] = wire_schemas.try_emplace(w.schema_name, 0);
+      if (added) it->second = schema(w.schema_name, "jsonschema", w.schema);
+      ch_wire_[e].push_back(channel(it->second, "/endpoints/" + endpoint_names_[e] + "/" + w.suffix, "json"));
+    }
+  }
   for (const auto& [name, fields] : processor_fields_)
     ch_processor_.push_back(channel(schema("tether.ProcessorFigures", "jsonschema", processor_schema(name, fields)),
                                     "/feedback/" + name, "json"));

@@ -238,7 +238,24 @@ void Recorder::write_views(std::uint64_t t, const StepItem& step) {
   write_measured(t, step);
   write_vehicles(t, step);
   write_endpoints(t, step);
+  if (!ch_wire_.empty()) write_wire(t, step);
   if (!processor_fields_.empty()) write_feedback(t, step);
+}
+
+// each fresh reply's wire frames on the endpoint's views of them
+void Recorder::write_wire(std::uint64_t t, const StepItem& step) {
+  for (std::size_t e = 0; e < step.record.slots.size() && e < ch_wire_.size(); ++e) {
+    const SlotRecord& slot = step.record.slots[e];
+    if (slot.outcome != SlotOutcome::fresh) continue;
+    const std::vector<WireTopic>& views = wire_topics_[e];
+    for (const WireFrame& f : slot.reply.wire) {
+      for (std::size_t v = 0; v < views.size(); ++v) {
+        if (views[v].to_peer != f.to_peer || !views[v].render) continue;
+        text_.clear();
+        if (views[v].render(step.record.step, slot.reply.wire_frame(f), text_)) out(ch_wire_[e][v], t, text_);
+      }
+    }
+  }
 }
 
 // which vehicles a measurement came for this step (the last one counts, as before), each

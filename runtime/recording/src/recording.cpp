@@ -61,7 +61,9 @@ constexpr std::uint32_t dc_device = 1, dc_payload = 2;
 constexpr std::uint32_t m_body = 1, m_time = 2, m_has_pose = 3, m_has_velocity = 4, m_position = 5, m_orientation = 6,
                         m_velocity = 7, m_angular = 8, m_covariance = 9;
 // Reply
-constexpr std::uint32_t r_step = 1, r_wrenches = 2, r_commands = 3, r_measurements = 4;
+constexpr std::uint32_t r_step = 1, r_wrenches = 2, r_commands = 3, r_measurements = 4, r_wire = 5;
+// WireFrame
+constexpr std::uint32_t wf_to_peer = 1, wf_bytes = 2;
 // Slot
 constexpr std::uint32_t s_outcome = 1, s_round_trip = 2, s_reply = 3;
 // StepRecord
@@ -226,6 +228,12 @@ void put_reply(pb::Writer& w, const Reply& reply) {
     put_measurement(w, m);
     w.end(at);
   }
+  for (const WireFrame& f : reply.wire) {
+    const std::size_t at = w.begin(f::r_wire);
+    w.boolean(f::wf_to_peer, f.to_peer);
+    w.bytes(f::wf_bytes, reply.wire_frame(f));
+    w.end(at);
+  }
 }
 
 bool read_command(std::string_view bytes, DeviceCommand& c) {
@@ -243,6 +251,22 @@ bool read_command(std::string_view bytes, DeviceCommand& c) {
   });
 }
 
+bool read_wire_frame(std::string_view bytes, Reply& reply) {
+  bool to_peer = false;
+  std::string_view data;
+  const bool ok = read_nested(bytes, bit(f::wf_bytes), [&](pb::Reader& r, std::uint32_t field, Wire w) {
+    switch (field) {
+      case f::wf_to_peer: return get_bool(r, w, to_peer);
+      case f::wf_bytes: return get(r, w, data);
+      default: return r.skip(w);
+    }
+  });
+  // offsets are 32-bit: a reply's frames hold less than 4 GiB (an MCAP message is far smaller)
+  if (!ok || reply.wire_bytes.size() + data.size() > 0xffffffffu) return false;
+  reply.add_wire(to_peer, data);
+  return true;
+}
+
 bool read_reply(std::string_view bytes, Reply& reply) {
   reply.clear();
   return read_nested(bytes, bit(f::r_step), [&](pb::Reader& r, std::uint32_t field, Wire w) {
@@ -258,6 +282,7 @@ bool read_reply(std::string_view bytes, Reply& reply) {
       }
       case f::r_commands: return get(r, w, b) && read_command(b, reply.commands.emplace_back());
       case f::r_measurements: return get(r, w, b) && read_measurement(b, reply.measurements.emplace_back());
+      case f::r_wire: return get(r, w, b) && read_wire_frame(b, reply);
       default: return r.skip(w);
     }
   });

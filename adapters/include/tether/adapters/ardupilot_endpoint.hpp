@@ -20,7 +20,8 @@
 // started SITL sends none until a client is on TCP 5760); publish sends the heartbeat and the
 // script's commands due at t_k; gather, once the frame is taken, turns what ArduPilot said
 // (armed, mode, STATUSTEXT, refused commands) into the reply's log lines, which the recording
-// keeps and `replay --verify` reproduces.
+// keeps and `replay --verify` reproduces. Each step's reply carries the servo packet taken and
+// the JSON reply sent before it as wire frames (Reply::wire): recorded with the step.
 #pragma once
 
 #include <array>
@@ -80,6 +81,11 @@ struct ArduPilotEndpointConfig {
 ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& config,
                                                const runtime::Scenario& scenario);
 
+/// The recording's views of the link's wire frames (adapters/src/ardupilot_wire.cpp):
+/// `servo` (the packet: frame count, rate, every pulse width), `servo/chN` per mapped channel
+/// (pulse width, the command it became, the actuator) and `reply` (the JSON sent).
+std::vector<runtime::WireTopic> ardupilot_wire_topics(const ArduPilotEndpointConfig& config);
+
 /// What happened on the link, for the summary.
 struct ArduPilotCounters {
   std::uint64_t frames = 0;          // new frames taken as a step's commands
@@ -123,6 +129,8 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
   /// the MAVLink link for the next step. Refused without a `mavlink:` section.
   bool operator_command(std::string_view verb, const nlohmann::json& arguments, bool apply, std::string* why) override;
   void stop() override;
+  /// The servo packets, per mapped channel and the replies as Foxglove topics.
+  std::vector<runtime::WireTopic> wire_topics() const override { return ardupilot_wire_topics(config_); }
   /// Adds an "ardupilot" object: address, frames, repeats, restarts, packets by outcome.
   void summarize(nlohmann::json& out) const override;
 

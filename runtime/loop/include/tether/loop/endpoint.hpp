@@ -113,6 +113,9 @@ class Endpoint {
   }
   /// Stops what start() started. Must be safe to call twice.
   virtual void stop() {}
+  /// How the recording shows the frames this endpoint puts in Reply::wire (Foxglove topics
+  /// under `/endpoints/NAME/`). Default: none (its frames, if any, are only in the steps).
+  virtual std::vector<WireTopic> wire_topics() const { return {}; }
   /// Adds endpoint-specific figures to the summary (a JSON object).
   virtual void summarize(nlohmann::json& out) const { (void)out; }
   /// Why the endpoint faulted, for the summary and the log.

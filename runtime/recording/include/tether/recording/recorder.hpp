@@ -64,6 +64,9 @@ struct RecorderInputs {
   /// Each endpoint's safe reply (Endpoint::safe_reply), in endpoint order; empty: none.
   /// Recorded once, so that replay applies what the `safe` policy applied.
   std::vector<Reply> safe_replies;
+  /// Per endpoint, the Foxglove views of its wire frames (Endpoint::wire_topics); may be
+  /// shorter than endpoint_names (the rest have none).
+  std::vector<std::vector<WireTopic>> wire_topics;
 };
 
 class Recorder {
@@ -167,6 +170,7 @@ class Recorder {
   void write_vehicles(std::uint64_t log_time_ns, const StepItem& step);
   void write_endpoints(std::uint64_t log_time_ns, const StepItem& step);
   void write_feedback(std::uint64_t log_time_ns, const StepItem& step);
+  void write_wire(std::uint64_t log_time_ns, const StepItem& step);
   void open_device_channels();
   void write_scene();
   std::uint16_t schema(const std::string& name, const std::string& encoding, const std::string& text);
@@ -177,6 +181,7 @@ class Recorder {
   std::vector<std::string> endpoint_names_;
   std::vector<std::pair<std::string, std::vector<std::string>>> processor_fields_;
   std::vector<Reply> safe_replies_;
+  std::vector<std::vector<WireTopic>> wire_topics_;
   std::unique_ptr<mcap::Writer> writer_;
   std::string path_;
   bool keep_file_ = true;
@@ -213,6 +218,7 @@ class Recorder {
   std::vector<std::uint16_t> ch_vehicle_state_;                      // per vehicle: `/vehicles/V/state`
   std::vector<std::uint16_t> ch_endpoint_;                           // per endpoint: `/endpoints/NAME`
   std::vector<std::uint16_t> ch_processor_;                          // per processor: `/feedback/NAME`
+  std::vector<std::vector<std::uint16_t>> ch_wire_;  // per endpoint, per wire topic: `/endpoints/NAME/SUFFIX`
 
   // writer-thread scratch, reused from step to step
   std::vector<const Measurement*> measured_;  // per vehicle, this step

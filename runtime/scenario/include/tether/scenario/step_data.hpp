@@ -6,7 +6,9 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,6 +53,28 @@ struct LogLine {
   std::string text;
 };
 
+/// Bytes that crossed an endpoint's link for this step, as they went (ArduPilot's servo
+/// packet and Tether's JSON reply): recorded with the step, handed back unchanged by replay.
+/// The bytes live in the reply's `wire_bytes` (one buffer, reused from step to step).
+struct WireFrame {
+  bool to_peer = false;  // false: from the other side; true: sent by Tether
+  std::uint32_t offset = 0;
+  std::uint32_t size = 0;
+};
+
+/// A Foxglove view of an endpoint's wire frames: the recorder writes one JSON message on
+/// `/endpoints/NAME/SUFFIX` for each frame of the step that `render` accepts
+/// (Endpoint::wire_topics, docs/recording.md "Wire frames").
+struct WireTopic {
+  std::string suffix;       // "servo", "servo/ch3", "reply"
+  bool to_peer = false;     // which frames it shows
+  std::string schema_name;  // its messages' JSON Schema (topics of one name share it)
+  std::string schema;
+  /// Appends one JSON object for `bytes` (the frame of step `step`) to `json`; false: this
+  /// frame has nothing for the topic (and `json` is left as it was).
+  std::function<bool(std::uint64_t step, std::string_view bytes, std::string& json)> render;
+};
+
 /// An endpoint's answer for one step. Buffers are reserved at configure time and reused.
 struct Reply {
   std::uint64_t step = 0;
@@ -62,12 +86,32 @@ struct Reply {
   std::vector<Measurement> measurements;
   /// Text the endpoint produced since its last reply (not part of the physics).
   std::vector<LogLine> logs;
+  /// What crossed the link for this step, for the recording (not part of the physics):
+  /// frames in order, their bytes in `wire_bytes` (add_wire, wire_frame).
+  std::vector<WireFrame> wire;
+  std::string wire_bytes;
+
+  void add_wire(bool to_peer, std::string_view bytes) {
+    wire.push_back(WireFrame{to_peer, static_cast<std::uint32_t>(wire_bytes.size()),
+                             static_cast<std::uint32_t>(bytes.size())});
+    wire_bytes.append(bytes);
+  }
+  std::string_view wire_frame(const WireFrame& f) const {
+    return std::string_view(wire_bytes).substr(f.offset, f.size);
+  }
+  /// Copies another reply's wire frames (the buffers keep their capacity).
+  void copy_wire(const Reply& from) {
+    wire.assign(from.wire.begin(), from.wire.end());
+    wire_bytes.assign(from.wire_bytes);
+  }
 
   void clear() {
     wrenches.clear();
     commands.clear();
     measurements.clear();
     logs.clear();
+    wire.clear();
+    wire_bytes.clear();
   }
 };
 
