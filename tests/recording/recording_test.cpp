@@ -219,6 +219,17 @@ void check_same(const WorldState& a, const WorldState& b) {
   }
 }
 
+// a step record with one fresh slot holding `reply`, encoded
+std::string one_slot_step(const Reply& reply) {
+  StepRecord rec;
+  SlotRecord slot;
+  slot.reply = reply;
+  rec.slots.push_back(slot);
+  std::string bytes;
+  encode_step(rec, bytes);
+  return bytes;
+}
+
 }  // namespace
 
 TEST_CASE("a step record round-trips exactly, odd doubles and all") {
@@ -326,12 +337,7 @@ TEST_CASE("a measurement takes 133 bytes, with covariance 424: every field is wr
   // the covariance as a packed double field: tag, two-byte length, 36 doubles
   CHECK(with.size() == without.size() + 1 + 2 + 36 * 8);
   StepRecord rec;
-  SlotRecord slot;
-  slot.reply = r;
-  rec.slots.push_back(slot);
-  std::string bytes;
-  encode_step(rec, bytes);
-  REQUIRE(decode_step(bytes, rec, nullptr));
+  REQUIRE(decode_step(one_slot_step(r), rec, nullptr));
   CHECK(rec.slots[0].reply.measurements[0].has_covariance);
 }
 
@@ -351,21 +357,15 @@ TEST_CASE("a wire frame is Reply field 5: a WireFrame with to_peer and its bytes
       "\x2a\x05\x08\x00\x12\x01\x00",
       17);
   CHECK(b == want);
-  // a WireFrame without its bytes field is refused (the step record that holds it too)
-  StepRecord rec;
-  SlotRecord slot;
-  slot.reply = r;
-  rec.slots.push_back(slot);
-  std::string bytes;
-  encode_step(rec, bytes);
   StepRecord back;
-  REQUIRE(decode_step(bytes, back, nullptr));
+  REQUIRE(decode_step(one_slot_step(r), back, nullptr));
   REQUIRE(back.slots.size() == 1);
   REQUIRE(back.slots[0].reply.wire.size() == 2);
   CHECK(back.slots[0].reply.wire[0].to_peer);
   CHECK(back.slots[0].reply.wire_frame(back.slots[0].reply.wire[0]) == "ab");
   CHECK_FALSE(back.slots[0].reply.wire[1].to_peer);
-  // by hand: a step whose one fresh slot's reply has a WireFrame with or without bytes
+  // by hand: a step whose one fresh slot's reply has a WireFrame with or without bytes (a
+  // WireFrame without its bytes field is refused, and the step record that holds it too)
   const auto step_with = [](std::string_view frame) {
     std::string reply = std::string("\x08\x01\x2a", 3) + static_cast<char>(frame.size()) + std::string(frame);
     std::string slot = std::string("\x08\x00\x10\x00\x1a", 5) + static_cast<char>(reply.size()) + reply;
@@ -754,15 +754,9 @@ TEST_CASE("a device command claiming more than 16 bytes is clamped, not written 
   c.device = 1;
   c.size = 200;
   reply.commands.push_back(c);
-  StepRecord rec;
-  SlotRecord s;
-  s.reply = reply;
-  rec.slots.push_back(s);
-  std::string bytes;
-  encode_step(rec, bytes);
   StepRecord out;
   std::string error;
-  REQUIRE(decode_step(bytes, out, &error));
+  REQUIRE(decode_step(one_slot_step(reply), out, &error));
   REQUIRE(out.slots[0].reply.commands.size() == 1);
   CHECK(out.slots[0].reply.commands[0].size == DeviceCommand::max_bytes);
 }
