@@ -93,7 +93,7 @@ int test_command(const TestOptions& options) {
     campaign = campaign::load_campaign(options.campaign, options.campaign_overrides);
   } catch (const runtime::ConfigError& e) {
     for (const auto& line : e.errors()) std::cerr << line << '\n';
-    std::cerr << e.errors().size() << (e.errors().size() == 1 ? " error" : " errors") << '\n';
+    std::cerr << e.count() << (e.count() == 1 ? " error" : " errors") << '\n';
     return exit_usage;
   }
   const std::vector<campaign::PlannedRun> all = campaign::expand_campaign(campaign, options.overrides);

@@ -33,7 +33,7 @@ void install_signal_handlers() {
 
 void print_config_error(const runtime::ConfigError& e) {
   for (const auto& line : e.errors()) std::cerr << line << '\n';
-  std::cerr << e.errors().size() << (e.errors().size() == 1 ? " error" : " errors") << '\n';
+  std::cerr << e.count() << (e.count() == 1 ? " error" : " errors") << '\n';
 }
 
 std::string recording_path(const std::string& path) {

@@ -11,6 +11,7 @@
 #include "tether/recording/json_text.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/hal/device_spec.hpp"
+#include "tether/live/services.hpp"
 #include "tether/loop/feedback.hpp"
 #include "tether/loop/in_process.hpp"
 
@@ -35,6 +36,14 @@ nlohmann::json kinds_json() {
   add_point(out, "endpoint_types", "endpoints[].type", adapters::endpoint_kinds());
   add_point(out, "controllers", "endpoints[].controller (type in_process)", runtime::controllers());
   add_point(out, "device_kinds", "vehicles[].parts[].devices[].kind", hal::device_kinds());
+  // live services are called by clients of a live session, not named in a scenario
+  nlohmann::json services = nlohmann::json::array();
+  for (const live::Service& s : live::services().entries())
+    services.push_back({{"name", s.name}, {"description", s.description}});
+  out.push_back({{"extension_point", "live_services"},
+                 {"what", "live service"},
+                 {"scenario_key", "called by live clients: tether run --live"},
+                 {"kinds", std::move(services)}});
   return out;
 }
 

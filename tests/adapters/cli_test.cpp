@@ -306,19 +306,20 @@ TEST_CASE("bad usage exits 2") {
 TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
   const auto r = run(tether_exe + " kinds");
   CHECK_MESSAGE(r.exit_code == 0, r.out);
-  for (const char* heading : {"feedback_processors", "endpoint_types", "controllers", "device_kinds"})
+  for (const char* heading : {"feedback_processors", "endpoint_types", "controllers", "device_kinds", "live_services"})
     CHECK_MESSAGE(r.out.find(std::string(heading) + " (") != std::string::npos, heading);
   for (const char* name : {"direct", "blend", "vector_adjust", "kalman", "estimate",    // feedback processors
                            "in_process", "serial", "mqtt", "stand_in", "ardupilot_json",  // endpoint types
                            "idle", "depth_pid", "depth_heading_hold",                   // controllers
-                           "range", "imu", "gps", "clock", "thruster", "wheel_drive"})  // device kinds
+                           "range", "imu", "gps", "clock", "thruster", "wheel_drive",   // device kinds
+                           "/tether/step", "/tether/apply_force", "/tether/autopilot_arm"})  // live services
     CHECK_MESSAGE(r.out.find("\n  " + std::string(name) + " ") != std::string::npos, name);
   CHECK(r.out.find("docs/extending.md") != std::string::npos);
 
   const auto j = run(tether_exe + " kinds --json");
   CHECK(j.exit_code == 0);
   const auto points = nlohmann::json::parse(j.out);
-  REQUIRE(points.size() == 4);
+  REQUIRE(points.size() == 5);
   auto names_of = [&](const std::string& point) {
     std::vector<std::string> out;
     for (const auto& p : points)
@@ -335,6 +336,9 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
         std::vector<std::string>{"in_process", "serial", "mqtt", "stand_in", "ardupilot_json"});
   CHECK(names_of("controllers") == std::vector<std::string>{"idle", "depth_pid", "depth_heading_hold"});
   CHECK(names_of("device_kinds").size() == 20);
+  const auto services = names_of("live_services");
+  REQUIRE(services.size() >= 15);
+  CHECK(services.front() == "/tether/status");  // in id order
 
   // and `tether --help` points to it
   CHECK(run(tether_exe + " --help").out.find("kinds") != std::string::npos);

@@ -277,3 +277,34 @@ TEST_CASE("--set PATH[+]=VALUE appends to a list, creating it when absent") {
   // a list the scenario does not know: the error names the option that made it
   CHECK(errors_of({"colours[+]=red"}).find("--set colours[+]=red: colours: unknown key") == 0);
 }
+
+TEST_CASE("a file with 5,000 unknown keys lists the first 100 errors and counts them all") {
+  std::string text = valid;
+  for (int i = 0; i < 5000; ++i) text += "unknown_" + std::to_string(i) + ": " + std::to_string(i) + "\n";
+  try {
+    parse_scenario(text, "big.yaml");
+    FAIL("a file with unknown keys parsed");
+  } catch (const ConfigError& e) {
+    CHECK(e.count() == 5000);
+    REQUIRE(e.errors().size() == 101);
+    CHECK(e.errors().front().find("big.yaml:") == 0);
+    CHECK(e.errors().front().find("unknown key") != std::string::npos);
+    for (const std::string& line : e.errors()) CHECK(line.find("big.yaml") == 0);  // every line names the file
+    CHECK(e.errors().back() == "big.yaml: more than 100 errors; only the first 100 are listed");
+    // the exception's text is the list, not a million lines
+    CHECK(std::string(e.what()).size() < 100 * 400);
+  }
+}
+
+TEST_CASE("up to 100 errors are all listed, with no count line") {
+  std::string text = valid;
+  for (int i = 0; i < 100; ++i) text += "unknown_" + std::to_string(i) + ": 1\n";
+  try {
+    parse_scenario(text, "s.yaml");
+    FAIL("a file with unknown keys parsed");
+  } catch (const ConfigError& e) {
+    CHECK(e.count() == 100);
+    CHECK(e.errors().size() == 100);
+    CHECK(e.errors().back().find("unknown_99") != std::string::npos);
+  }
+}

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Operator control of a running session (docs/live.md): the requests a SessionControl
 // queues are taken between steps; world commands (forces, gains, faults) are applied in
-// phase 4 of the next step and recorded with it, so `tether replay --verify` repeats them.
+// phase `pre` of the next step (apply_operator_inputs) and recorded with it, so `tether
+// replay --verify` repeats them.
 // Every switch over a request or a command is a std::visit with no catch-all: a new kind
 // does not build until it is handled here.
 #include <cmath>
@@ -262,7 +263,7 @@ void Session::reapply_commands(std::uint64_t before_step, bool faults) {
   if (!faults) std::erase_if(op_->forces, [&](const OperatorForce& f) { return f.until_step <= before_step; });
 }
 
-// phase 4: this step's operator commands, then the forces acting now, into inputs_
+// in phase `pre`: this step's operator commands, then the forces acting now, into inputs_
 void Session::apply_operator_inputs(const StepContext& ctx) {
   OperatorControl& op = *op_;
   op.step_commands.commands.clear();

@@ -210,8 +210,11 @@ double core_margin(const Shape& s) {
     case ShapeKind::sphere:
     case ShapeKind::capsule: return s.radius_m;
     case ShapeKind::cylinder: return 0.1 * std::min(s.radius_m, s.half_length_m);
-    default: return 0;
+    case ShapeKind::box:
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: return 0;
   }
+  return 0;
 }
 
 Vec3 core_support(const ShapePose& s, const Vec3& d, double margin) {
@@ -230,7 +233,9 @@ Vec3 core_support(const ShapePose& s, const Vec3& d, double margin) {
       if (rho > tiny) p += Vec3(0, dl.y(), dl.z()) * ((sh.radius_m - margin) / rho);
       break;
     }
-    default: p.setZero(); break;
+    case ShapeKind::sphere:
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: p.setZero(); break;
   }
   return s.position + s.rotation * p;
 }
@@ -802,7 +807,9 @@ double point_distance(const ShapePose& s, const Vec3& point, Vec3& normal, Vec3&
     case ShapeKind::box: d = point_box_local(sh.half_extents_m, p, nl, ql); break;
     case ShapeKind::capsule: d = point_capsule_local(sh.radius_m, sh.half_length_m, p, nl, ql); break;
     case ShapeKind::cylinder: d = point_cylinder_local(sh.radius_m, sh.half_length_m, p, nl, ql); break;
-    default:
+    case ShapeKind::sphere:
+    case ShapeKind::plane:
+    case ShapeKind::heightfield:
       nl = Vec3(0, 0, 1);
       ql = p;
       d = std::numeric_limits<double>::infinity();
@@ -886,7 +893,8 @@ int collide(const ShapePose& a_in, const ShapePose& b_in, double margin, Contact
         case ShapeKind::plane: box_plane(a, world_plane(b), margin, set); break;
         case ShapeKind::cylinder:
         case ShapeKind::capsule: generic_convex(a, b, margin, set); break;
-        default: break;
+        case ShapeKind::sphere:
+        case ShapeKind::heightfield: break;
       }
       break;
     case ShapeKind::cylinder:
@@ -894,7 +902,9 @@ int collide(const ShapePose& a_in, const ShapePose& b_in, double margin, Contact
         case ShapeKind::cylinder:
         case ShapeKind::capsule: generic_convex(a, b, margin, set); break;
         case ShapeKind::plane: cylinder_plane(a, world_plane(b), margin, set); break;
-        default: break;
+        case ShapeKind::sphere:
+        case ShapeKind::box:
+        case ShapeKind::heightfield: break;
       }
       break;
     case ShapeKind::capsule:
@@ -907,7 +917,10 @@ int collide(const ShapePose& a_in, const ShapePose& b_in, double margin, Contact
           sphere_against(e1, sa.radius_m, b, margin, set);
           break;
         }
-        default: break;
+        case ShapeKind::sphere:
+        case ShapeKind::box:
+        case ShapeKind::cylinder:
+        case ShapeKind::heightfield: break;
       }
       break;
     case ShapeKind::plane:

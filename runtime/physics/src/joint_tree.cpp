@@ -364,7 +364,8 @@ void row_vectors(const JointSolve& j, const TreeRow& row, Vec3& lin, Vec3& ang_a
       ang_b = r.ang_b.row(row.index).transpose();
       break;
     case TreeRow::limit: lin = r.lin_l, ang_a = r.ang_a_l, ang_b = r.ang_b_l; break;
-    default: lin = r.lin_d, ang_a = r.ang_a_d, ang_b = r.ang_b_d; break;
+    case TreeRow::motor:
+    case TreeRow::brake: lin = r.lin_d, ang_a = r.ang_a_d, ang_b = r.ang_b_d; break;
   }
 }
 
@@ -409,8 +410,9 @@ RowBounds bounds_of(JointSolve& j, const TreeRow& row) {
     case TreeRow::equality: return {&j.lambda[row.index], 0.0, -inf, inf};
     case TreeRow::limit: return {&j.lambda_l, j.target_l, j.rows.limit_both_ways ? -inf : 0.0, inf};
     case TreeRow::motor: return {&j.lambda_m, j.motor_speed, -j.bound_m, j.bound_m};
-    default: return {&j.lambda_b, 0.0, -j.bound_b, j.bound_b};
+    case TreeRow::brake: break;
   }
+  return {&j.lambda_b, 0.0, -j.bound_b, j.bound_b};  // the brake
 }
 
 // tree t's rows through its Schur complement: the extra joints' rows, then (if they all fit)

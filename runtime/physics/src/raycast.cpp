@@ -217,7 +217,9 @@ bool raycast_shape(const ShapePose& pose, const Vec3& origin, const Vec3& d_worl
       }
       break;
     }
-    default: return false;
+    case ShapeKind::sphere:
+    case ShapeKind::plane:
+    case ShapeKind::heightfield: return false;  // not cast against here
   }
   if (!(best <= max_range)) return false;
   t_out = best;

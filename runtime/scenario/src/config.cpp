@@ -17,6 +17,17 @@ namespace tether::runtime {
 
 namespace {
 
+void count_unlisted_error(ConfigContext& context) {
+  // the first one past the cap says so (starting with the file, as every error does); the
+  // others are placeholders that only count
+  if (context.errors.size() == ConfigContext::listed_errors)
+    context.errors.push_back(context.file + ": more than " + std::to_string(ConfigContext::listed_errors) +
+                             " errors; only the first " + std::to_string(ConfigContext::listed_errors) +
+                             " are listed");
+  else
+    context.errors.emplace_back();
+}
+
 std::string join_errors(const std::vector<std::string>& errors) {
   std::string out;
   for (const auto& e : errors) {
@@ -142,7 +153,9 @@ class DuplicateKeyFinder : public YAML::EventHandler {
       f.key = text;
       if (!in_key()) {
         const auto [first, inserted] = f.seen.emplace(text, mark);
-        if (!inserted)
+        if (!inserted && !context_.listing())
+          count_unlisted_error(context_);
+        else if (!inserted)
           context_.errors.push_back(position(context_.file, mark) + ": " +
                                     (f.path.empty() ? text : f.path + "." + text) + ": key given twice (first at " +
                                     position(context_.file, first->second) + ")");
@@ -272,8 +285,19 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-ConfigError::ConfigError(std::vector<std::string> errors)
-    : std::runtime_error(join_errors(printable_all(errors))), errors_(printable_all(std::move(errors))) {}
+// the errors with text (the first ConfigContext::listed_errors), and a line for the rest
+ConfigError::Listed ConfigError::listed(std::vector<std::string> errors) {
+  Listed out;
+  out.count = errors.size();
+  std::erase_if(errors, [](const std::string& e) { return e.empty(); });
+  out.lines = printable_all(std::move(errors));
+  return out;
+}
+
+ConfigError::ConfigError(std::vector<std::string> errors) : ConfigError(listed(std::move(errors))) {}
+
+ConfigError::ConfigError(Listed l)
+    : std::runtime_error(join_errors(l.lines)), count_(l.count), errors_(std::move(l.lines)) {}
 
 std::string Range::expected() const {
   const bool has_min = min > -1e299;
@@ -311,6 +335,10 @@ ConfigNode ConfigNode::at(std::size_t i) const {
 }
 
 void ConfigNode::error(const std::string& message) const {
+  if (!context_->listing()) {
+    count_unlisted_error(*context_);
+    return;
+  }
   std::string where = context_->file;
   if (mark_.line >= 0) where += ":" + std::to_string(mark_.line + 1) + ":" + std::to_string(mark_.column + 1);
   // a value that came from --set: name the option, not a place in the file
@@ -337,7 +365,9 @@ bool ConfigNode::expect_map(std::initializer_list<const char*> allowed) const {
     const std::string key = kv.first.Scalar();
     bool known = false;
     for (const char* a : allowed) known = known || key == a;
-    if (!known) {
+    if (!known && !context_->listing()) {
+      count_unlisted_error(*context_);
+    } else if (!known) {
       std::string list;
       for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
       ConfigNode(context_, kv.first, child_path(path_, key.c_str()), mark_)

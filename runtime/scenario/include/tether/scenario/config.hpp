@@ -23,15 +23,33 @@ namespace tether::runtime {
 /// All problems found in one scenario file, one positioned line each.
 class ConfigError : public std::runtime_error {
  public:
+  /// `errors` as a ConfigContext collects them: the first ConfigContext::listed_errors with
+  /// their text, an empty placeholder for each one after. errors() lists the first ones and,
+  /// when there were more, a last line saying how many; count() is the true number.
   explicit ConfigError(std::vector<std::string> errors);
   const std::vector<std::string>& errors() const { return errors_; }
+  std::size_t count() const { return count_; }
 
  private:
+  struct Listed {
+    std::size_t count = 0;
+    std::vector<std::string> lines;
+  };
+  static Listed listed(std::vector<std::string> errors);
+  explicit ConfigError(Listed listed);
+
+  std::size_t count_ = 0;
   std::vector<std::string> errors_;
 };
 
 /// Shared by every ConfigNode of one file: its name and the list of errors so far.
 struct ConfigContext {
+  /// Errors past this many are counted, not written: a file with a million unknown keys is
+  /// refused fast, in little memory, with a readable list (the count stays true:
+  /// `errors.size()` grows by one per error, with an empty placeholder).
+  static constexpr std::size_t listed_errors = 100;
+  bool listing() const { return errors.size() < listed_errors; }
+
   std::string file;
   std::vector<std::string> errors;
   /// `--set PATH=VALUE` overrides applied to the tree: (path as ConfigNode writes it, the
