@@ -343,15 +343,7 @@ TEST_CASE("ardupilot endpoint: a session flies the vehicle on the stand-in autop
 
 TEST_CASE("ardupilot endpoint: config mistakes are positioned and no ArduPilot is a clear start error") {
   auto errors_of = [](const std::string& endpoint_extra) {
-    try {
-      const Scenario sc = parse_scenario(scenario_text(9002, endpoint_extra), "ap.yaml");
-      adapters::make_endpoints(sc);
-    } catch (const ConfigError& e) {
-      std::string all;
-      for (const auto& line : e.errors()) all += line + "\n";
-      return all;
-    }
-    return std::string();
+    return tether::ardupilot_test::endpoint_config_errors(scenario_text(9002, endpoint_extra), "ap.yaml");
   };
   // a second endpoint with its own mistakes
   const std::string all = errors_of(R"(  - name: ap2

@@ -597,15 +597,7 @@ TEST_CASE("mavlink link: an operator's autopilot command reaches ArduPilot at th
 
 TEST_CASE("mavlink link: config mistakes in the mavlink section are positioned") {
   auto errors_of = [](const std::string& mavlink) {
-    try {
-      const Scenario sc = parse_scenario(scenario_text(9002, mavlink), "ap.yaml");
-      adapters::make_endpoints(sc);
-    } catch (const ConfigError& e) {
-      std::string all;
-      for (const auto& line : e.errors()) all += line + "\n";
-      return all;
-    }
-    return std::string();
+    return tether::ardupilot_test::endpoint_config_errors(scenario_text(9002, mavlink), "ap.yaml");
   };
   const std::string all = errors_of(R"(    mavlink:
       address: tcp:localhost:5760

@@ -80,15 +80,7 @@ TEST_CASE("ardupilot reply fields: rng_N from an altimeter and velocity_wind fro
 
 TEST_CASE("ardupilot reply fields: without them the reply has neither, and mistakes are positioned") {
   auto errors_of = [](const std::string& extra) {
-    try {
-      const Scenario sc = parse_scenario(fields_scenario(extra), "f.yaml");
-      adapters::make_endpoints(sc);
-    } catch (const ConfigError& e) {
-      std::string all;
-      for (const auto& line : e.errors()) all += line + "\n";
-      return all;
-    }
-    return std::string();
+    return tether::ardupilot_test::endpoint_config_errors(fields_scenario(extra), "f.yaml");
   };
   CHECK(errors_of("").empty());
   const std::string all = errors_of(
@@ -106,15 +98,7 @@ TEST_CASE("ardupilot reply fields: without them the reply has neither, and mista
 
 TEST_CASE("ardupilot keys: absurd values (1e308, NaN, wrong types) are refused with their position") {
   auto errors_of = [](const std::string& extra) {
-    try {
-      const Scenario sc = parse_scenario(fields_scenario(extra), "f.yaml");
-      adapters::make_endpoints(sc);
-    } catch (const ConfigError& e) {
-      std::string all;
-      for (const auto& line : e.errors()) all += line + "\n";
-      return all;
-    }
-    return std::string();
+    return tether::ardupilot_test::endpoint_config_errors(fields_scenario(extra), "f.yaml");
   };
   const std::string all = errors_of(
       "    rangefinders: [{rng: 1e308, device: altimeter}]\n    imu: [1, 2]\n"

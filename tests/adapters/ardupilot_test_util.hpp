@@ -87,4 +87,17 @@ inline StandInFlight fly_with_standin(const runtime::Scenario& sc, adapters::ard
   return out;
 }
 
+/// The configuration errors of building `text`'s endpoints, one per line ("" when it builds).
+inline std::string endpoint_config_errors(const std::string& text, const std::string& file) {
+  try {
+    const runtime::Scenario sc = runtime::parse_scenario(text, file);
+    adapters::make_endpoints(sc);
+  } catch (const runtime::ConfigError& e) {
+    std::string all;
+    for (const auto& line : e.errors()) all += line + "\n";
+    return all;
+  }
+  return std::string();
+}
+
 }  // namespace tether::ardupilot_test
