@@ -38,10 +38,21 @@ shim_sources=("$shim"/src/*.c)
 have() { command -v "$1" >/dev/null 2>&1; }
 
 # a target whose compiler is missing is skipped, unless it was asked for by name
+# (the message names what installs it: scripts/deps.sh test, or the Debian packages)
 need() {
   if have "$1"; then return 0; fi
-  if [ "$explicit" -gt 0 ]; then echo "build_firmware.sh: $1 not found" >&2; exit 1; fi
-  echo "skip $2: $1 not installed"
+  local packages
+  case "$2" in
+    cortex_m3) packages="gcc-arm-none-eabi libnewlib-arm-none-eabi (and qemu-system-arm to run it)" ;;
+    avr) packages="gcc-avr avr-libc (and simavr to run it)" ;;
+    *) packages="build-essential" ;;
+  esac
+  if [ "$explicit" -gt 0 ]; then
+    echo "build_firmware.sh: $1 not found; install it with ./scripts/deps.sh test (as root)" >&2
+    echo "  (or the Debian packages $packages)" >&2
+    exit 1
+  fi
+  echo "skip $2: $1 not installed (./scripts/deps.sh test installs it: $packages)"
   return 1
 }
 

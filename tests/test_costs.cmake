@@ -1,0 +1,16 @@
+# Read by CTest after the suites' tests are defined (tests/CMakeLists.txt adds it to
+# TEST_INCLUDE_FILES last): each test in tests/test_costs.txt gets its measured seconds as
+# its COST, so `ctest -j` starts the slowest first and the short ones fill in around them.
+# A name no longer defined is ignored by set_tests_properties here. The plain add_test()
+# tests (soak, fuzz, benchmarks) get their COST where they are added.
+if(NOT EXISTS "${CMAKE_CURRENT_LIST_DIR}/test_costs.txt")
+  return()
+endif()
+file(STRINGS "${CMAKE_CURRENT_LIST_DIR}/test_costs.txt" tether_cost_rows REGEX "^[0-9]")
+foreach(row IN LISTS tether_cost_rows)
+  string(FIND "${row}" "\t" tab)
+  string(SUBSTRING "${row}" 0 ${tab} seconds)
+  math(EXPR start "${tab} + 1")
+  string(SUBSTRING "${row}" ${start} -1 name)
+  set_tests_properties("${name}" PROPERTIES COST ${seconds})
+endforeach()
