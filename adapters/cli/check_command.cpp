@@ -19,9 +19,20 @@ int check_command(const CheckOptions& options) {
     const runtime::Scenario scenario = runtime::load_scenario(options.scenario, options.overrides);
     const auto endpoints = adapters::make_endpoints(scenario);
     const auto processors = runtime::make_feedback_processors(scenario);
-    const auto missing = adapters::launch_problems(endpoints);  // each endpoint type checks its own launch
-    if (!missing.empty()) {
-      for (const auto& m : missing) std::cerr << options.scenario << ": " << m << '\n';
+    // each endpoint type checks its own launch; a problem is positioned at the endpoint's
+    // `launch:` key like every other error of the file
+    bool missing = false;
+    for (const auto& e : endpoints)
+      for (const std::string& m : e->launch_problems()) {
+        missing = true;
+        const std::string prefix = "endpoint \"" + e->name() + "\": launch: ";
+        const std::string text = m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m;
+        for (const auto& c : scenario.endpoints)
+          if (c.name == e->name()) (c.node.has("launch") ? c.node["launch"] : c.node).error(text);
+      }
+    if (missing) {
+      for (const auto& c : scenario.endpoints)
+        if (!c.node.context().errors.empty()) throw runtime::ConfigError(c.node.context().errors);
       return exit_usage;
     }
     std::cout << options.scenario << ": ok (" << scenario.model.vehicles.size() << " vehicles, "

@@ -38,6 +38,8 @@ int info_command(const InfoOptions& options) {
     j["endpoints"].push_back({{"name", e.name}, {"type", e.type}, {"policy", runtime::to_string(e.policy)}});
   if (rec.summary) {
     j["outcome"] = (*rec.summary)["outcome"];
+    if (rec.summary->contains("verdict")) j["verdict"] = (*rec.summary)["verdict"];
+    if (rec.summary->contains("expectations")) j["expectations"] = (*rec.summary)["expectations"];
     j["counters"] = nlohmann::json::object();
     for (const auto& e : (*rec.summary)["endpoints"])
       j["counters"][e["name"].get<std::string>()] = {{"replies", e["replies"]}, {"misses", e["misses"]},
@@ -69,6 +71,20 @@ int info_command(const InfoOptions& options) {
               static_cast<unsigned long long>(j["first_step"].get<std::uint64_t>()), j["duration_s"].get<double>(),
               j["period_ms"].get<double>(), rec.keyframes.size());
   if (rec.summary) std::printf("outcome     %s\n", (*rec.summary)["outcome"].get<std::string>().c_str());
+  if (j.contains("verdict")) {
+    // the expectations' verdict, as `tether run` judged them (PASS / FAIL / SKIPPED each)
+    std::size_t passed = 0, failed = 0, skipped = 0;
+    for (const auto& x : j["expectations"]) {
+      passed += x.value("verdict", "") == "PASS";
+      failed += x.value("verdict", "") == "FAIL";
+      skipped += x.value("verdict", "") == "SKIPPED";
+    }
+    std::printf("verdict     %s: %zu passed, %zu failed, %zu skipped of %zu expectations\n",
+                j["verdict"] == "pass" ? "PASS" : "FAIL", passed, failed, skipped, j["expectations"].size());
+    for (const auto& x : j["expectations"])
+      if (x.value("verdict", "") == "FAIL")
+        std::printf("            FAIL %s\n", x.value("name", std::string("?")).c_str());
+  }
   for (const auto& e : rec.scenario.endpoints) {
     std::printf("endpoint    %s (%s, policy %s)", e.name.c_str(), e.type.c_str(), runtime::to_string(e.policy));
     if (j.contains("counters") && j["counters"].contains(e.name)) {

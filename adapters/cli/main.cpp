@@ -3,6 +3,8 @@
 // heavy to compile); each command is in its own file (run_command.cpp, replay_command.cpp, ...).
 #include <CLI/CLI.hpp>
 
+#include <iostream>
+
 #include "commands.hpp"
 
 namespace {
@@ -75,6 +77,14 @@ CLI::App* add_ctl(CLI::App& app, CtlOptions& ctl) {
   ctl_cmd->add_option("--count", ctl.count, "watch: stop after this many messages");
   ctl_cmd->add_option("command", ctl.args, "The command and its arguments")->required()->allow_extra_args();
   ctl_cmd->positionals_at_end(false);
+  ctl_cmd->footer(
+      "Exit codes (ctl's own):\n"
+      "  0  the session answered and did it (watch: the session ended or --count was reached)\n"
+      "  1  the session refused it (the reason is printed: a value out of range, an unknown body,\n"
+      "     a parameter set outside its range), or no answer came within --timeout\n"
+      "  2  bad usage: an unknown command, missing or malformed words, a request the service's keys\n"
+      "     refuse (checked before connecting), or watch of a topic the session does not offer\n"
+      "  3  no session at --url (refused, wrong token, not a foxglove.websocket.v1 server)");
   return ctl_cmd;
 }
 
@@ -183,6 +193,26 @@ CLI::App* add_kinds(CLI::App& app, KindsOptions& kinds) {
   return kinds_cmd;
 }
 
+// each command's --help: one example and where the exit codes are (not the whole block,
+// which `tether --help` has)
+void add_example(CLI::App* cmd, const std::string& example) {
+  cmd->footer("Example:\n  " + example + "\nExit codes: tether --help");
+}
+
+// `tether bogus`: name the unknown command and the known ones (CLI11 would only say that a
+// subcommand is required)
+bool unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  std::string known;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == argv[1]) return false;
+    known += (known.empty() ? "" : ", ") + sub->get_name();
+  }
+  std::cerr << "tether: unknown command \"" << argv[1] << "\" (the commands: " << known
+            << "; tether --help says what each does)\n";
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,9 +240,21 @@ int main(int argc, char** argv) {
   auto* test_cmd = add_test(app, test);
   auto* kinds_cmd = add_kinds(app, kinds);
   auto* ports_cmd = app.add_subcommand("ports", "List serial ports (libserialport); pseudo-terminals are not listed");
+  add_example(run_cmd, "tether run config/scenarios/default.yaml --rtf 1 --set loop.seed=7");
+  add_example(replay_cmd, "tether replay runs/default-20261127-101500 --verify");
+  add_example(info_cmd, "tether info runs/default-20261127-101500/recording.mcap");
+  add_example(report_cmd, "tether report runs/default-20261127-101500 -o report.html");
+  add_example(devices_cmd, "tether devices config/scenarios/auv_sensors.yaml");
+  add_example(check_cmd, "tether check config/scenarios/car.yaml --set loop.steps=100");
+  add_example(test_cmd, "tether test config/campaigns/depth_hold.yaml -j 2 --out runs/depth-hold");
+  add_example(kinds_cmd, "tether kinds --json");
+  add_example(ports_cmd, "tether ports");
+  ctl_cmd->footer("Example:\n  tether ctl --url ws://127.0.0.1:8765 force push auv 0 30 0 duration=2\n" +
+                  ctl_cmd->get_footer());
 
   log_to_stderr();
   register_extensions();
+  if (unknown_command(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

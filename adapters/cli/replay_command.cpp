@@ -166,6 +166,48 @@ struct ReplayDone {
   std::uint64_t steps_planned = 0;
 };
 
+// the scenario's expectations judged again on the replayed states: the verdicts, and
+// whether they agree with the recording's (compared only for a whole replay from its start)
+nlohmann::json judge_expectations(const ReplayDone& d, std::string& text) {
+  const nlohmann::json now = d.session.summary();
+  if (!now.contains("expectations")) return nullptr;
+  std::size_t passed = 0, failed = 0, skipped = 0;
+  for (const auto& x : now["expectations"]) {
+    passed += x["verdict"] == "PASS";
+    failed += x["verdict"] == "FAIL";
+    skipped += x["verdict"] == "SKIPPED";
+  }
+  nlohmann::json out{{"verdict", now.value("verdict", "")}, {"expectations", now["expectations"]}};
+  text = "expectations: " + std::to_string(passed) + " of " + std::to_string(now["expectations"].size()) + " passed, " +
+         std::to_string(failed) + " failed, " + std::to_string(skipped) + " skipped on the " +
+         (d.regression ? "new build's run" : "replayed states");
+  const bool whole = d.first == 0 && d.session.steps_done() == d.steps_planned;
+  const nlohmann::json* then =
+      d.rec.summary && d.rec.summary->contains("expectations") ? &(*d.rec.summary)["expectations"] : nullptr;
+  if (!then || !whole || then->size() != now["expectations"].size()) {
+    text += then ? "; not compared with the recording's (a partial replay)" : "; the recording has no verdicts";
+    return out;
+  }
+  nlohmann::json differences = nlohmann::json::array();
+  for (std::size_t i = 0; i < then->size(); ++i)
+    if ((*then)[i]["verdict"] != now["expectations"][i]["verdict"])
+      differences.push_back({{"name", now["expectations"][i]["name"]},
+                             {"recorded", (*then)[i]["verdict"]},
+                             {"now", now["expectations"][i]["verdict"]}});
+  out["agree_with_recording"] = differences.empty();
+  out["differences"] = differences;
+  if (differences.empty()) {
+    text += "; the same verdicts as the recording";
+  } else {
+    text += "; differ from the recording:";
+    for (const auto& x : differences)
+      text += " \"" + x["name"].get<std::string>() + "\" " + x["recorded"].get<std::string>() + " then, " +
+              x["now"].get<std::string>() + " now;";
+    text.pop_back();
+  }
+  return out;
+}
+
 // the result as JSON (--json) or text; true when a new firmware's commands diverged
 bool print_replay_result(const ReplayDone& d) {
   const runtime::Session& session = d.session;
@@ -203,6 +245,9 @@ bool print_replay_result(const ReplayDone& d) {
     // a replay stopped early (a state differed, SIGINT) compared only part of the recording
     result["complete"] = session.steps_done() == d.steps_planned;
   }
+  std::string judged;
+  const nlohmann::json expectations = judge_expectations(d, judged);
+  if (!expectations.is_null()) result["expectations"] = expectations;
   if (d.options.json) {
     std::cout << runtime::json_text(result, 2) << '\n';
     return commands_diverged;
@@ -222,6 +267,7 @@ bool print_replay_result(const ReplayDone& d) {
       std::printf("verify: all %llu replayed states are bit-identical to the recording\n",
                   static_cast<unsigned long long>(d.verified));
   }
+  if (!judged.empty()) std::printf("%s\n", judged.c_str());
   for (std::size_t i = 0; i < d.regressions.size(); ++i)
     std::fputs(adapters::regression_report_text(*d.regressions[i], d.launches[i]).c_str(), stdout);
   return commands_diverged;
@@ -326,6 +372,7 @@ int replay_command(const ReplayOptions& options) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (recorder) {
     (void)recorder->close(session->summary(), &error);  // the clients get the summary; no file
+    session->set_recorder(nullptr);                     // the session's summary is asked for again below
     recorder.reset();
   }
   if (server) server->stop();

@@ -139,7 +139,7 @@ void print_expectations(const nlohmann::json& s, std::ostream& out) {
       skipped += x["verdict"] == "SKIPPED";
     }
     out << "  expectations: " << s["expectations"].size() - failed - skipped << " of " << s["expectations"].size()
-        << " passed" << (skipped ? ", " + std::to_string(skipped) + " skipped (the run ended before their window)" : "")
+        << " passed" << (skipped ? ", " + std::to_string(skipped) + " skipped (the run ended before it could judge them)" : "")
         << (failed ? " - FAIL" : "") << '\n';
     for (const auto& x : s["expectations"]) {
       out << "    " << x["verdict"].get<std::string>() << "  " << x["name"].get<std::string>();

@@ -59,7 +59,9 @@ TEST_CASE("tether check fails when a firmware image or program the scenario laun
     std::ofstream(file) << s;
     const auto r = run(tether_exe + " check " + file);
     CHECK_MESSAGE(r.exit_code == 2, r.out);
-    CHECK_MESSAGE(r.out.find("endpoint \"firmware\": launch: " + message) != std::string::npos, r.out);
+    // positioned at the endpoint's launch: key (line 89 of the file) like every other error
+    CHECK_MESSAGE(r.out.find(file + ":89:") != std::string::npos, r.out);
+    CHECK_MESSAGE(r.out.find(".launch: " + message) != std::string::npos, r.out);
   }
 }
 
@@ -344,6 +346,22 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
   CHECK(run(tether_exe + " --help").out.find("kinds") != std::string::npos);
 }
 
+TEST_CASE("tether: an unknown command is named, and each command's --help has an example, not the exit codes") {
+  const auto bogus = run(tether_exe + " bogus");
+  CHECK(bogus.exit_code == 2);
+  CHECK_MESSAGE(bogus.out.find("tether: unknown command \"bogus\" (the commands: run, ctl, replay") == 0, bogus.out);
+  const auto top = run(tether_exe + " --help");
+  CHECK(top.out.find("Exit codes:") != std::string::npos);  // the whole block, once, here
+  for (const char* command : {"run", "replay", "info", "report", "devices", "check", "test", "kinds", "ports", "ctl"}) {
+    const auto help = run(tether_exe + " " + command + " --help");
+    CHECK_MESSAGE(help.exit_code == 0, command);
+    CHECK_MESSAGE(help.out.find("Example:\n  tether " + std::string(command)) != std::string::npos, help.out);
+    CHECK_MESSAGE(help.out.find("130  stopped by SIGINT") == std::string::npos, command << ": " << help.out);
+  }
+  // ctl keeps its own exit codes
+  CHECK(run(tether_exe + " ctl --help").out.find("Exit codes (ctl's own):") != std::string::npos);
+}
+
 TEST_CASE("tether check: the serial endpoint's old goal key points to the scenario's goals") {
   const std::string dir = temp_dir("oldgoal");
   std::ifstream in(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
@@ -468,6 +486,15 @@ TEST_CASE("expect: a failed expectation is named with its step, exit 6, and the 
   CHECK(page.find("<h2>Expectations</h2>") != std::string::npos);
   CHECK(page.find("<h2>Expectations</h2>") < page.find("<h2>Summary</h2>"));
   CHECK(page.find("the run FAILED") != std::string::npos);
+  // the outcome is coloured by the verdict: not green under the FAIL banner
+  CHECK(page.find("<td class=\"outcome-failed\">completed, an expectation failed</td>") != std::string::npos);
+  CHECK(page.find("<td class=\"outcome-completed\">completed</td>") == std::string::npos);
+  // `tether info` carries the verdict too
+  const auto info = run(tether_exe + " info " + dir + "/run");
+  CHECK_MESSAGE(info.out.find("verdict     FAIL: 3 passed, 1 failed, 0 skipped of 4 expectations") != std::string::npos,
+                info.out);
+  CHECK_MESSAGE(info.out.find("FAIL holds 2 m depth") != std::string::npos, info.out);
+  CHECK(nlohmann::json::parse(run(tether_exe + " info --json " + dir + "/run", false).out)["verdict"] == "fail");
   // the unchanged example passes: exit 0
   const auto ok = run(tether_exe + " run " + in_process_file + " --rtf 0 --quiet --out " + dir + "/ok");
   CHECK_MESSAGE(ok.exit_code == 0, ok.out);
@@ -554,7 +581,7 @@ TEST_CASE("tethered_rov: firmware holds depth while a 30 m cable holds the AUV b
   const std::string dir = temp_dir("tethered-rov");
   const auto r = run(tether_fw +
                      " run " TETHER_SOURCE_DIR
-                     "/config/scenarios/tethered_rov.yaml --rtf 0 --steps 800 "
+                     "/config/scenarios/tethered_rov.yaml --rtf 0 --set loop.steps=800 "
                      "--quiet --json --out " +
                      dir + " 2>/dev/null");
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);
@@ -570,7 +597,9 @@ TEST_CASE("tethered_rov: firmware holds depth while a 30 m cable holds the AUV b
     CHECK(x < -8.0);
   }
   CHECK(found);
-  // the load cell at the AUV's tail feels the taut cable pull it back (x forward on the wire)
+  // the load cell at the AUV's tail feels the taut cable pull it back (x forward on the wire);
+  // `at end` is judged at step 800 because the scenario was set to end there (`--steps 800`
+  // would cut it short and skip them: expectation_eval_test)
   bool pulled = false;
   for (const auto& e : summary["expectations"])
     if (e["name"] == "the cable pulls it back") {

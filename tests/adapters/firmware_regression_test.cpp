@@ -71,6 +71,11 @@ const std::string& firmware_recording() {
       REQUIRE(text.find(from) != std::string::npos);
       text.replace(text.find(from), from.size(), to);
     }
+    // an expectation the 6 s recording can judge: the dive has begun by 4 s (a build whose
+    // depth gain has the wrong sign fails it)
+    REQUIRE(text.find("expect:\n") != std::string::npos);
+    text.insert(text.find("expect:\n") + 8,
+                "  - {name: diving by 4 s, value: auv.depth_m, that: \"> 0.3\", when: \"after 4 s\"}\n");
     // the firmware path is relative to the scenario's folder unless TETHER_BUILD_DIR is set
     const std::string file = scratch("scenario") + "/default_block.yaml";
     std::ofstream(file) << text;
@@ -247,6 +252,21 @@ TEST_CASE("firmware regression: closed loop, the new firmware drives the world")
     CHECK(j["firmware_regression"][0]["mode"] == "closed loop");
     CHECK(j["firmware_regression"][0]["diverged"] == false);
     CHECK(j["final_state_hash"] == nlohmann::json::parse(rec.out)["final_state_hash"]);
+    // the expectations judged again: the plain replay and the new build agree with the recording
+    for (const auto& out : {nlohmann::json::parse(rec.out), j}) {
+      REQUIRE(out.contains("expectations"));
+      CHECK(out["expectations"]["verdict"] == "pass");
+      CHECK(out["expectations"]["agree_with_recording"] == true);
+      CHECK(out["expectations"]["expectations"].size() == 6);
+    }
+  }
+  SUBCASE("a build whose depth gain has the wrong sign fails the dive's expectation, and says it differs") {
+    const std::string broken = TETHER_BINARY_DIR "/firmware/host/depth_heading_hold_broken";
+    const auto r =
+        sh(tether_bin + " replay " + firmware_recording() + " --quiet --closed-loop --firmware firmware=" + broken);
+    CHECK_MESSAGE(r.exit_code == 1, r.out);  // its commands diverge
+    CHECK_MESSAGE(contains(r.out, "on the new build's run; differ from the recording:"), r.out);
+    CHECK_MESSAGE(contains(r.out, "\"diving by 4 s\" PASS then, FAIL now"), r.out);
   }
   SUBCASE("the changed gain changes the dive") {
     const auto r = sh(tether_bin + " replay " + firmware_recording() +

@@ -72,6 +72,10 @@ TEST_CASE("ctl: pause, step 10, force, resume and shutdown a session on --live 0
   r = run(tether_exe + " ctl --url " + url + " unforce nosuch");
   CHECK(r.exit_code == 1);
   CHECK(r.out.find("no force named") != std::string::npos);
+  // the verb is named once ("seek: seek:" before)
+  r = run(tether_exe + " ctl --url " + url + " seek 5");
+  CHECK(r.exit_code == 1);
+  CHECK_MESSAGE(r.out.find("tether ctl: seek: only a recording served live") != std::string::npos, r.out);
 
   // resume: it runs again
   s = ctl_json(url, "resume");

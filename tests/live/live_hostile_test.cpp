@@ -63,14 +63,28 @@ bool status_with(live::Client& c, const std::string& text) {
   return false;
 }
 
-// a raw TCP exchange: sends `bytes`, returns what comes back until the server closes
-std::string raw_exchange(int port, const std::string& bytes) {
+// a TCP connection to the server on loopback that has said nothing yet
+int open_raw(int port) {
   const int s = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(static_cast<std::uint16_t>(port));
   REQUIRE(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return s;
+}
+
+// the in-process scenario with a `live:` block on `port`, paused, written into `dir`
+std::string live_block_scenario(const std::string& dir, int port, int max_clients) {
+  std::ofstream f(dir + "/scenario.yaml");
+  f << read_file(in_process_file) << "\nlive:\n  port: " << port << "\n  max_clients: " << max_clients
+    << "\n  start_paused: true\n";
+  return dir + "/scenario.yaml";
+}
+
+// a raw TCP exchange: sends `bytes`, returns what comes back until the server closes
+std::string raw_exchange(int port, const std::string& bytes) {
+  const int s = open_raw(port);
   timeval tv{10, 0};
   setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   if (!bytes.empty()) REQUIRE(send(s, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
@@ -171,14 +185,7 @@ TEST_CASE("live hostile: malformed, oversized and unknown input gets a status or
                      "dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: chat\r\n\r\n")
             .find("400") != std::string::npos);
   // half-open: connects and says nothing (the handshake timeout ends it; not waited for here)
-  const int half = socket(AF_INET, SOCK_STREAM, 0);
-  {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    REQUIRE(::connect(half, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  }
+  const int half = open_raw(port);
   // 1,000 connect/disconnect cycles
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 1000; ++i) {
@@ -334,11 +341,7 @@ TEST_CASE("live hostile: a token with reserved characters works percent-encoded 
 TEST_CASE("live hostile: a live: block in the scenario, and more clients than max_clients are refused") {
   const std::string dir = temp_dir("cap");
   const int port = free_loopback_port();
-  {
-    std::ofstream f(dir + "/scenario.yaml");
-    f << read_file(in_process_file) << "\nlive:\n  port: " << port << "\n  max_clients: 1\n  start_paused: true\n";
-  }
-  Process tether("run " + dir + "/scenario.yaml --steps 100000 -q --out " + dir + "/run", dir);
+  Process tether("run " + live_block_scenario(dir, port, 1) + " --steps 100000 -q --out " + dir + "/run", dir);
   live::Client first;
   std::string error;
   REQUIRE_MESSAGE(connect(first, port, "", &error), error);
@@ -357,5 +360,48 @@ TEST_CASE("live hostile: a live: block in the scenario, and more clients than ma
   REQUIRE_MESSAGE(ok, error);
   call(third, "/tether/shutdown");
   CHECK(tether.wait() == 130);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "live hostile: idle connections cannot lock clients out, a client that never reads its answers is closed for "
+    "cause, and the summary lists every client") {
+  const std::string dir = temp_dir("idle");
+  const int port = free_loopback_port();
+  Process tether("run " + live_block_scenario(dir, port, 2) + " --steps 100000 -q --out " + dir + "/run", dir);
+  live::Client first;
+  std::string error;
+  REQUIRE_MESSAGE(connect(first, port, "", &error), error);
+  // 60 connections that never speak: more than the handshake pool (4 x max_clients + 16 = 24)
+  std::vector<int> idle;
+  for (int i = 0; i < 60; ++i) idle.push_back(open_raw(port));
+  // a client connects at once all the same: the oldest idle ones made room
+  live::Client second;
+  REQUIRE_MESSAGE(second.connect("ws://127.0.0.1:" + std::to_string(port), "", &error, 3), error);
+  CHECK(call(second, "/tether/status")["paused"] == true);
+  // the second asks and asks (each answer echoes 10 kB) and never reads: closed at the
+  // documented bound of answers waiting, counted as closed for cause
+  const std::string ask = json{{"op", std::string(10000, 'x')}}.dump();
+  for (int i = 0; i < 20000; ++i)
+    if (!second.send_text(ask, &error)) break;
+  // the first stays to the end; its shutdown ends the session
+  call(first, "/tether/shutdown");
+  CHECK(tether.wait() == 130);
+  for (int s : idle) close(s);
+  const json summary = json::parse(read_file(dir + "/run/summary.json"));
+  const json& live = summary["live"];
+  INFO(live.dump());
+  CHECK(live["idle_closed"].get<int>() >= 36);
+  CHECK(live["closed_for_cause"].get<int>() >= 1);
+  // both clients are listed: the one closed for not reading, and the one connected at the end
+  REQUIRE(live["per_client"].size() == 2);
+  bool not_reading = false, to_the_end = false;
+  for (const auto& c : live["per_client"]) {
+    const std::string end = c["end"];
+    not_reading |= end.find("does not read its responses") != std::string::npos;
+    to_the_end |= end.find("connected when the summary was written") != std::string::npos;
+  }
+  CHECK(not_reading);
+  CHECK(to_the_end);
   std::filesystem::remove_all(dir);
 }

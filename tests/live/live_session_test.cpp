@@ -340,3 +340,78 @@ TEST_CASE(
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE(
+    "live session: absurd operator values are refused with the field and the bound, the session keeps stepping, "
+    "and replays bit for bit") {
+  const std::string dir = temp_dir("hostile-values");
+  const int port = free_loopback_port();
+  Process tether("run " + in_process_file + " --live " + std::to_string(port) +
+                     " --paused --rtf 0 --steps 500 -q --set 'vehicles[0].feedback=[{name: blend, type: blend, "
+                     "alpha: 0.1}, {name: adjust, type: vector_adjust}]' --out " +
+                     dir,
+                 dir);
+  live::Client c;
+  std::string error;
+  REQUIRE_MESSAGE(connect(c, port, "", &error), error);
+  json s = call(c, "/tether/step", {{"steps", 10}});
+  REQUIRE(s["step"] == 10);
+  auto refused = [&](const char* service, const json& request, const char* says) {
+    const json r = call(c, service, request);
+    CHECK_MESSAGE(r["ok"] == false, service << " " << request.dump() << ": " << r.dump());
+    CHECK_MESSAGE(r.value("error", "").find(says) != std::string::npos, r.dump());
+  };
+  // apply_force: nothing to apply, a misspelt key, `duration` for `duration_s`, 1e308 N (it
+  // once ended the session with a NaN), a torque, a point and a duration over their bounds
+  refused("/tether/apply_force", {{"name", "p"}, {"body", "auv"}}, "\"force\" or \"torque\" is required");
+  refused("/tether/apply_force", {{"name", "p"}, {"body", "auv"}, {"forse", {30, 0, 0}}}, "unknown key \"forse\"");
+  refused("/tether/apply_force", {{"name", "p"}, {"body", "auv"}, {"force", {30, 0, 0}}, {"duration", 2}},
+          "unknown key \"duration\"");
+  refused("/tether/apply_force", {{"name", "p"}, {"body", "auv"}, {"force", {1e308, 0, 0}}},
+          "1000 g on the 38 kg of vehicle auv");
+  refused("/tether/apply_force", {{"name", "p"}, {"body", "auv"}, {"torque", {0, 0, 4e5}}}, "N·m");
+  refused("/tether/apply_force", {{"name", "p"}, {"body", "auv"}, {"force", {1, 0, 0}}, {"point", {1e4, 0, 0}}},
+          "at most 1000 m");
+  refused("/tether/apply_force", {{"name", "p"}, {"body", "auv"}, {"force", {1, 0, 0}}, {"duration_s", 1e300}},
+          "\"duration_s\" must be a finite number in 0..10000000");
+  // run_until: past the clock's range (it once wrapped round and answered at once), in the
+  // past, past the session's last step
+  refused("/tether/run_until", {{"time_s", 9.3e9}}, "clock's range");
+  refused("/tether/run_until", {{"time_s", 0.05}}, "not in the future");
+  refused("/tether/run_until", {{"time_s", 6.0}}, "past the session's end at 5 s");
+  // a gain outside the scenario key's range: refused with the range, the value kept, and
+  // `tether ctl param set` prints the refusal and exits 1
+  const std::string ctl = tether_exe + " ctl --url ws://127.0.0.1:" + std::to_string(port);
+  for (const char* bad : {"feedback.blend.alpha 1.5", "feedback.blend.alpha -0.1", "feedback.blend.alpha 0",
+                          "feedback.adjust.max_force_n 0", "feedback.adjust.max_force_n -5"}) {
+    const Result r = run(ctl + " param set " + bad);
+    CHECK_MESSAGE(r.exit_code == 1, bad << ": " << r.out);
+    CHECK_MESSAGE(r.out.find("(its range in the scenario file)") != std::string::npos, bad << ": " << r.out);
+  }
+  Result r = run(ctl + " param get feedback.blend.alpha feedback.adjust.max_force_n");
+  CHECK_MESSAGE(r.out.find("feedback.blend.alpha = 0.1") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("feedback.adjust.max_force_n = 1000") != std::string::npos, r.out);
+  // a value in range is taken; a sensible force too
+  r = run(ctl + " param set feedback.blend.alpha 1");
+  CHECK_MESSAGE(r.exit_code == 0, r.out);
+  json ok =
+      call(c, "/tether/apply_force", {{"name", "p"}, {"body", "auv"}, {"force", {30, 0, 0}}, {"duration_s", 0.5}});
+  CHECK_MESSAGE(ok["ok"] == true, ok.dump());
+  s = call(c, "/tether/run_until", {{"time_s", 2.0}});
+  CHECK(s["step"] == 200);
+  s = call(c, "/tether/step", {{"steps", 300}});
+  CHECK(s["step"] == 500);
+  CHECK(tether.wait() == 0);
+
+  // only the two accepted commands were recorded; the session ended as planned and replays
+  runtime::Recording rec;
+  REQUIRE_MESSAGE(runtime::load_recording(dir + "/recording.mcap", rec, &error), error);
+  std::size_t commands = 0;
+  for (const auto& sc : rec.commands) commands += sc.commands.size();
+  CHECK(commands == 2);
+  const json summary = json::parse(read_file(dir + "/summary.json"));
+  CHECK(summary["outcome"] == "completed");
+  const Result replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify -q");
+  CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  std::filesystem::remove_all(dir);
+}

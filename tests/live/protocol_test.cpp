@@ -95,7 +95,7 @@ TEST_CASE("live services: requests become session requests through the table, an
   CHECK(force.force_n.y() == 2);
   CHECK(force.point_m.x() == 0.5);
   CHECK(force.duration_s == 2);
-  CHECK_FALSE(build("/tether/apply_force", R"({"name":"p","body":"rov"})"));
+  CHECK_FALSE(build("/tether/apply_force", R"({"name":"p","body":"rov","force":[1,0,0]})"));
   CHECK(why.find("auv.hull") != std::string::npos);  // the message lists the known bodies
   CHECK_FALSE(build("/tether/apply_force", R"({"name":"p","body":"auv","force":[1,2]})"));
   CHECK(why.find(R"("force" must be an array of three finite numbers)") == 0);
@@ -103,6 +103,12 @@ TEST_CASE("live services: requests become session requests through the table, an
   CHECK(why == R"("frame" must be one of "world", "body", got "sideways")");
   CHECK_FALSE(build("/tether/apply_force", R"({"name":"p","body":"auv","forse":[0,1,0]})"));
   CHECK(why.find(R"(unknown key "forse")") == 0);
+  // a force with neither force nor torque would do nothing: refused
+  CHECK_FALSE(build("/tether/apply_force", R"({"name":"p","body":"auv"})"));
+  CHECK(why == R"("force" or "torque" is required (a force with neither does nothing))");
+  REQUIRE(build("/tether/apply_force", R"({"name":"p","body":"auv","torque":[0,0,1]})"));
+  CHECK_FALSE(build("/tether/apply_force", R"({"name":"p","body":"auv","force":[1,0,0],"duration_s":2e7})"));
+  CHECK(why == R"("duration_s" must be a finite number in 0..10000000, got 20000000.0)");
   // a fault: the keys of a faults: entry; `if:` is known, and refused with the reason
   REQUIRE(build("/tether/inject_fault", R"({"device":"auv.hull.depth","kind":"bias","value":-3})"));
   CHECK(std::holds_alternative<runtime::InjectFault>(std::get<runtime::ControlRequest::World>(r.action).command));

@@ -114,6 +114,34 @@ TEST_CASE("expect: a run stopped before its first step judges nothing (all skipp
   }
 }
 
+TEST_CASE("expect: a run shortened with --steps skips `at end` and an `eventually` not yet held, saying so") {
+  const Scenario sc = parse_scenario(coasting(R"(  - {value: auv.x_m, that: "> 0.9", when: at end}
+  - {value: auv.x_m, that: "> 0.9", when: eventually}
+  - {value: auv.x_m, that: "> 0.05", when: eventually}
+  - {value: auv.x_m, that: "< 0.5"}
+)"),
+                                     "coast.yaml");
+  SessionOptions options;
+  options.steps = 30;  // of the scenario's 100
+  Session session(sc, {}, options);
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  const nlohmann::json e = session.summary()["expectations"];
+  REQUIRE(e.size() == 4);
+  // judged at the cut (x = 0.3) they would fail: the scenario's end is at x = 1
+  CHECK(e[0]["verdict"] == "SKIPPED");
+  CHECK(e[0]["reason"] == "run shortened (30 of 100 steps): judged only on the whole run");
+  CHECK(e[1]["verdict"] == "SKIPPED");
+  CHECK(e[2]["verdict"] == "PASS");  // it held already
+  CHECK(e[3]["verdict"] == "PASS");  // always: judged on the steps that ran
+  CHECK(session.expectations_passed());
+  // the whole run judges them
+  Session whole(sc, {});
+  REQUIRE(whole.run(stop) == Outcome::completed);
+  CHECK(whole.summary()["expectations"][0]["verdict"] == "PASS");
+  CHECK(whole.summary()["expectations"][3]["verdict"] == "FAIL");
+}
+
 TEST_CASE("expect: bad entries are positioned config errors") {
   const std::string text = coasting(R"(  - {value: auv.x_m, that: "about 3"}
   - {value: rov.x_m, that: "< 1"}

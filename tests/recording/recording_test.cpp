@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -501,6 +502,7 @@ TEST_CASE("docs/recording.proto is the descriptor's text, and the descriptor nam
   REQUIRE(r.len(file));
   pb::Reader fr(file);
   std::vector<std::string> names;
+  std::vector<std::pair<std::string, std::string>> json_names;  // every field: name, json_name
   std::string package, syntax;
   while (fr.next(field, wire)) {
     std::string_view v;
@@ -515,8 +517,52 @@ TEST_CASE("docs/recording.proto is the descriptor's text, and the descriptor nam
       std::string_view name;
       REQUIRE(mr.len(name));
       names.emplace_back(name);
+      // DescriptorProto.field (2): FieldDescriptorProto { name 1, ..., json_name 10 }
+      while (field == 4 && mr.next(f2, w2)) {
+        std::string_view body;
+        if (w2 != pb::Wire::len) {
+          std::uint64_t ignored;
+          REQUIRE(mr.varint(ignored));
+          continue;
+        }
+        REQUIRE(mr.len(body));
+        if (f2 != 2) continue;
+        pb::Reader fd(body);
+        std::uint32_t f3;
+        pb::Wire w3;
+        std::string field_name, json_name;
+        while (fd.next(f3, w3)) {
+          if (w3 != pb::Wire::len) {
+            std::uint64_t ignored;
+            REQUIRE(fd.varint(ignored));
+            continue;
+          }
+          std::string_view text;
+          REQUIRE(fd.len(text));
+          if (f3 == 1) field_name = text;
+          if (f3 == 10) json_name = text;
+        }
+        json_names.emplace_back(field_name, json_name);
+      }
     }
   }
+  // json_name as protoc writes it (lowerCamelCase), which tools reading the JSON form use
+  REQUIRE(json_names.size() > 20);
+  for (const auto& [n, j] : json_names) {
+    std::string camel;
+    bool up = false;
+    for (char c : n) {
+      if (c == '_') {
+        up = true;
+        continue;
+      }
+      camel += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+      up = false;
+    }
+    CHECK_MESSAGE(j == camel, n);
+  }
+  CHECK(std::find(json_names.begin(), json_names.end(),
+                  std::make_pair(std::string("position_m"), std::string("positionM"))) != json_names.end());
   CHECK(package == "tether");
   CHECK(syntax == "proto3");
   for (const char* n : {"StepRecord", "WorldState", "Keyframe", "StepCommands", "SafeReplies", "Reply", "Measurement",

@@ -3,6 +3,7 @@
 // rather than the second silently losing to the first.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -233,7 +234,12 @@ TEST_CASE("--set: overrides by path, list elements by index or name, validated l
         "--set vehicles[3].bodies[0].mass_kg=1: vehicles has no element [3]\n");
   CHECK(errors_of({"endpoints.nope.deadline_ms=1"}).find("endpoints has no element named \"nope\"") !=
         std::string::npos);
-  CHECK(errors_of({"world.tank.size_m=[1,2,3]"}).find("world.tank is not in the file") != std::string::npos);
+  // a section the file leaves out is created, so every documented key can be set; a
+  // misspelt section is then an unknown key, named by the option
+  CHECK_FALSE(parse_scenario(valid, "s.yaml", {"recording.compress=false"}).recording.compress);
+  CHECK(parse_scenario(valid, "s.yaml").recording.compress);
+  CHECK(errors_of({"recordng.compress=false"}).find("--set recordng.compress=false: ") == 0);
+  CHECK(errors_of({"recordng.compress=false"}).find("recordng: unknown key") != std::string::npos);
   CHECK(errors_of({"loop.seed"}) == "--set loop.seed: expected PATH=VALUE\n");
   CHECK(errors_of({"loop.seed=[1, 2"}).find("--set loop.seed=[1, 2: the value is not YAML") == 0);
 }
@@ -272,8 +278,8 @@ TEST_CASE("--set PATH[+]=VALUE appends to a list, creating it when absent") {
   CHECK(errors_of({"loop[+]=1"}) == "--set loop[+]=1: loop is not a list (only a list takes [+])\n");
   CHECK(errors_of({"endpoints[+].name=x"}) ==
         "--set endpoints[+].name=x: [+] appends a list element: it ends the path\n");
-  // only the list before [+] may be new, not the keys above it
-  CHECK(errors_of({"world.tank.statics[+]=1"}).find("world.tank is not in the file") != std::string::npos);
+  // the sections above a new list are created too; what they hold is checked like the file
+  CHECK(errors_of({"world.tank.statics[+]=1"}).find("--set world.tank.statics[+]=1: world.tank") == 0);
   // a list the scenario does not know: the error names the option that made it
   CHECK(errors_of({"colours[+]=red"}).find("--set colours[+]=red: colours: unknown key") == 0);
 }
@@ -293,6 +299,25 @@ TEST_CASE("a file with 5,000 unknown keys lists the first 100 errors and counts 
     CHECK(e.errors().back() == "big.yaml: more than 100 errors; only the first 100 are listed");
     // the exception's text is the list, not a million lines
     CHECK(std::string(e.what()).size() < 100 * 400);
+  }
+}
+
+TEST_CASE("a map with more than 10,000 keys is refused at the first key past them, before a tree is built") {
+  std::string text = valid;
+  const int first_line = static_cast<int>(std::count(text.begin(), text.end(), '\n')) + 1;
+  for (int i = 0; i < 20000; ++i) text += "unknown_" + std::to_string(i) + ": " + std::to_string(i) + "\n";
+  try {
+    parse_scenario(text, "huge.yaml");
+    FAIL("a map of 20,000 keys parsed");
+  } catch (const ConfigError& e) {
+    REQUIRE(e.errors().size() == 1);
+    // the valid file's own top-level keys come first: the 10,001st key is among the unknown ones
+    const std::string& line = e.errors().front();
+    CHECK_MESSAGE(line.find("huge.yaml:") == 0, line);
+    CHECK_MESSAGE(line.find(": (top level): a map with more than 10000 keys") != std::string::npos, line);
+    const int at = std::stoi(line.substr(std::string("huge.yaml:").size()));
+    CHECK(at > first_line);
+    CHECK(at < first_line + 10000);
   }
 }
 

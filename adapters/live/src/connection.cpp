@@ -151,6 +151,7 @@ void Connection::param_values(const json& values) {
 }
 
 void Connection::on_request(beast::error_code ec) {
+  if (finished_) return;  // closed while it waited (made room for a newer connection)
   if (ec) {
     // garbage before the upgrade, a half-open connection, a header over its limit
     {
@@ -339,6 +340,10 @@ void Connection::enqueue(Out o) {
     ++data_queued_;
   } else if (queue_.size() - data_queued_ >= max_control_queued) {
     // a client that sends requests but never reads the answers
+    {
+      std::lock_guard lock(server_.stats_mutex);
+      ++server_.closed_for_cause;
+    }
     finish("closed: it does not read its responses (" + std::to_string(max_control_queued) + " queued)");
     beast::get_lowest_layer(ws_).close();
     return;
@@ -386,6 +391,15 @@ void Connection::write_next() {
   });
 }
 
+json Connection::figures(const std::string& end) const {
+  return {{"client", id_}, {"remote", remote_}, {"sent", sent_}, {"dropped", dropped_}, {"end", end}};
+}
+
+void Connection::refuse_busy() {
+  plain_response(http::status::service_unavailable,
+                 "busy: too many connections waiting for their handshake; try again\n");
+}
+
 // the connection is over: release its subscriptions, keep its figures
 void Connection::finish(const std::string& why) {
   if (finished_) return;
@@ -398,9 +412,7 @@ void Connection::finish(const std::string& why) {
     --server_.clients_now;
     spdlog::info("live: client {} ({}) {}; {} messages sent, {} dropped", id_, remote_, why, sent_, dropped_);
     std::lock_guard lock(server_.stats_mutex);
-    if (server_.finished.size() < max_finished_clients)
-      server_.finished.push_back(
-          {{"client", id_}, {"remote", remote_}, {"sent", sent_}, {"dropped", dropped_}, {"end", why}});
+    if (server_.finished.size() < max_finished_clients) server_.finished.push_back(figures(why));
   }
   beast::error_code ec;
   beast::get_lowest_layer(ws_).socket().close(ec);

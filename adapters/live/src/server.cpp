@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 
 #include <cstdlib>
+#include <future>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -65,15 +66,32 @@ void Server::Impl::accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted) return;
     if (!ec) {
-      // sockets still in their handshake count too, so a flood of half-open ones is bounded
-      if (connections.size() >= 4 * static_cast<std::size_t>(opt.max_clients) + 16) {
-        std::lock_guard lock(stats_mutex);
-        ++refused_full;
-        beast::error_code ignored;
-        socket.close(ignored);
+      // sockets still in their handshake count too, so a flood of half-open ones is bounded;
+      // when the pool is full the oldest connection still in its handshake makes room (an
+      // idle one cannot hold the door shut), and with none to close the newcomer is answered 503
+      const std::size_t pool = 4 * static_cast<std::size_t>(opt.max_clients) + 16;
+      if (connections.size() >= pool) {
+        std::shared_ptr<Connection> oldest;
+        for (const auto& c : connections)
+          if (!c->upgraded() && !c->finished() && (!oldest || c->id() < oldest->id())) oldest = c;
+        if (oldest) {
+          {
+            std::lock_guard lock(stats_mutex);
+            ++idle_closed;
+          }
+          oldest->finish("closed before the upgrade: the handshake pool (" + std::to_string(pool) +
+                         ") was full and it was the oldest waiting");
+        }
+      }
+      auto c = std::make_shared<Connection>(*this, std::move(socket), next_id++);
+      connections.insert(c);
+      if (connections.size() > pool + 16) {
+        {
+          std::lock_guard lock(stats_mutex);
+          ++refused_full;
+        }
+        c->refuse_busy();
       } else {
-        auto c = std::make_shared<Connection>(*this, std::move(socket), next_id++);
-        connections.insert(c);
         c->start();
       }
     }
@@ -259,17 +277,35 @@ std::uint16_t Server::port() const { return impl_->bound_port; }
 
 json Server::summary() const {
   const Impl& s = *impl_;
+  // the clients connected now, from the server thread (it owns them): every client that
+  // connected appears in per_client, those that stayed to the end too
+  json connected = json::array();
+  if (s.thread.joinable() && !s.ioc->stopped()) {
+    auto answer = std::make_shared<std::promise<json>>();
+    auto figures = answer->get_future();
+    net::post(*s.ioc, [&s, answer] {
+      json list = json::array();
+      for (const auto& c : s.connections)
+        if (c->upgraded() && !c->finished()) list.push_back(c->figures("connected when the summary was written"));
+      answer->set_value(std::move(list));
+    });
+    if (figures.wait_for(std::chrono::seconds(2)) == std::future_status::ready) connected = figures.get();
+  }
   std::lock_guard lock(s.stats_mutex);
+  json per_client = s.finished;
+  for (auto& c : connected)
+    if (per_client.size() < max_finished_clients) per_client.push_back(std::move(c));
   return json{{"address", s.opt.host + ":" + std::to_string(s.bound_port)},
               {"clients", s.clients_total},
               {"refused", {{"token", s.refused_token}, {"full", s.refused_full}, {"protocol", s.refused_protocol}}},
               {"http_requests", s.http_requests},
               {"closed_for_cause", s.closed_for_cause},
+              {"idle_closed", s.idle_closed},
               {"clients_connected", s.clients_now.load()},
               {"dropped_messages", s.dropped_live.load()},
               {"server_dropped_messages", s.inbox_dropped.load()},
               {"rate_limited_messages", s.rate_limited.load()},
-              {"per_client", s.finished}};
+              {"per_client", per_client}};
 }
 
 bool Server::wants(std::uint16_t channel) const {

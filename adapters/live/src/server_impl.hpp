@@ -126,7 +126,7 @@ struct Server::Impl {
 
   mutable std::mutex stats_mutex;
   std::uint64_t clients_total = 0, refused_token = 0, refused_full = 0, refused_protocol = 0, http_requests = 0,
-                closed_for_cause = 0;
+                closed_for_cause = 0, idle_closed = 0;
   std::vector<json> finished;
 
   std::size_t upgraded() const;
@@ -149,7 +149,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     remote_ = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
   }
   bool upgraded() const { return upgraded_; }
+  bool finished() const { return finished_; }
+  std::uint64_t id() const { return id_; }
+  // its line of the summary's per_client
+  json figures(const std::string& end) const;
   void start();
+  // the handshake pool is full: answered 503 and closed (Server::Impl::accept)
+  void refuse_busy();
+  // the connection is over: release its subscriptions, keep its figures
+  void finish(const std::string& why);
   // a message of a channel: sent if this client subscribes to it
   void deliver(const Msg& m);
   void send_time(std::uint64_t t);
@@ -180,8 +188,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_binary(const std::string& data);
   void enqueue(Out o);
   void write_next();
-  // the connection is over: release its subscriptions, keep its figures
-  void finish(const std::string& why);
   void error_status(const std::string& why) { send_text(status_text(2, why)); }
 
   Server::Impl& server_;

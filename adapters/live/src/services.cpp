@@ -153,8 +153,15 @@ void add_builtins(ServiceTable& t) {
        vec3("force", "N, in `frame`'s axes (default 0)"), vec3("torque", "N·m, in `frame`'s axes (default 0)"),
        text("frame", "the axes of force and torque (default world)", false, {"world", "body"}),
        vec3("point", "where the force acts, m, body frame from the centre of mass (default the centre)"),
-       number("duration_s", 0, inf, "simulation seconds (0 or absent: until removed)")},
-      accepted_response_schema, true, world(runtime::ApplyForce::kind));
+       number("duration_s", 0, 1e7, "simulation seconds (0 or absent: until removed)")},
+      accepted_response_schema, true, [](const json& j, const ServiceContext& ctx, R::Action& out, std::string* why) {
+        // a request with neither would be accepted and do nothing
+        if (!j.contains("force") && !j.contains("torque")) {
+          if (why) *why = "\"force\" or \"torque\" is required (a force with neither does nothing)";
+          return false;
+        }
+        return world(runtime::ApplyForce::kind)(j, ctx, out, why);
+      });
   add("/tether/remove_force", "tether/RemoveForce", "removes a force from the next step",
       {text("name", "the force's name", true)}, accepted_response_schema, true, world(runtime::RemoveForce::kind));
   add("/tether/shutdown", "tether/Shutdown", "ends the session after the step in progress (outcome stopped)", {}, {},

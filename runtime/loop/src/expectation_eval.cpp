@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/loop/expectation_eval.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numbers>
 
@@ -26,6 +28,9 @@ struct Expectations::Item {
   bool have_worst = false;
   double worst = 0, worst_margin = 0;
   std::string why;  // a failure that is not a value (never evaluated, never held)
+  // the scenario's planned run (loop.steps from its initial step): a run cut short of it
+  // (`--steps`, a stop) cannot judge `at end` or an `eventually` that has not held yet
+  std::uint64_t first_step = 0, planned_steps = 0;
 };
 
 namespace {
@@ -106,6 +111,8 @@ Expectations::Expectations(const std::vector<ExpectationConfig>& configs,
   for (const ExpectationConfig& c : configs) {
     Item it;
     it.c = c;
+    it.first_step = scenario.initial.step;
+    it.planned_steps = scenario.loop.steps;
     it.that = that_text(c);
     it.when = when_text(c);
     if (c.kind == QuantityKind::feedback) {
@@ -273,6 +280,15 @@ bool Expectations::holds_now(std::size_t i, const ExpectationStep& s) {
 void Expectations::finish(const ExpectationStep& last) {
   for (Item& it : items_) {
     const ExpectationConfig& c = it.c;
+    const std::uint64_t ran = last.step + 1 - std::min(last.step + 1, it.first_step);
+    if (ran < it.planned_steps && !it.failed &&
+        (c.when == ExpectWhen::at_end || (c.when == ExpectWhen::eventually && !it.held_once))) {
+      // judged at the cut, `at end` would judge a state the scenario never meant as its end
+      it.skipped = true;
+      it.why = "run shortened (" + std::to_string(ran) + " of " + std::to_string(it.planned_steps) +
+               " steps): judged only on the whole run";
+      continue;
+    }
     if (c.when == ExpectWhen::at_end) evaluate_one(it, last);  // the last state only
     if (it.failed) continue;
     // a window (or a deadline) the run ended before: the run cannot judge it (a run cut
@@ -284,8 +300,9 @@ void Expectations::finish(const ExpectationStep& last) {
     if (!never_held && it.evaluated > 0) continue;
     if (window_after_end) {
       it.skipped = true;
-      it.why = "the run ended at " + nlohmann::json(last.t_s).dump() + " s, before its " +
-               (never_held ? "deadline" : "window");
+      char t[32];
+      std::snprintf(t, sizeof t, "%.9g", last.t_s);  // 2.01, not 2.0100000000000002
+      it.why = std::string("the run ended at ") + t + " s, before its " + (never_held ? "deadline" : "window");
     } else {
       it.failed = true;
       it.first_fail_step = last.step;

@@ -13,6 +13,9 @@ namespace tether::runtime::feedback_detail {
 
 namespace {
 
+// the blend factor's values, for the scenario key and a live set alike (docs/feedback.md)
+const Range alpha_range{0, 1, true};
+
 // alpha = 1 is `direct`; 0 < alpha < 1 is `blend`
 class BlendProcessor final : public FeedbackProcessor {
  public:
@@ -23,7 +26,7 @@ class BlendProcessor final : public FeedbackProcessor {
       node.expect_map({"name", "type", "use_velocity"});
     } else {
       node.expect_map({"name", "type", "alpha", "use_velocity"});
-      alpha_ = node.number_or("alpha", 0.1, Range{0, 1, true});
+      alpha_ = node.number_or("alpha", 0.1, alpha_range);
     }
     use_velocity_ = node.boolean_or("use_velocity", true);
   }
@@ -38,10 +41,11 @@ class BlendProcessor final : public FeedbackProcessor {
     value = alpha_;
     return true;
   }
+  Range parameter_range(std::string_view) const override { return alpha_range; }
   bool set_parameter(std::string_view name, double value, std::string* why) override {
     if (direct_ || name != "alpha") return FeedbackProcessor::set_parameter(name, value, why);
-    if (!(value >= 0 && value <= 1)) {
-      if (why) *why = "alpha must be a number in 0..1";
+    if (!alpha_range.contains(value)) {
+      if (why) *why = "alpha must be " + alpha_range.expected();
       return false;
     }
     alpha_ = value;

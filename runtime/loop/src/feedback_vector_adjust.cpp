@@ -20,6 +20,9 @@ namespace tether::runtime::feedback_detail {
 
 namespace {
 
+// max_force_n and max_torque_nm, for the scenario keys and a live set alike (docs/feedback.md)
+const Range limit_range = Range::positive();
+
 using Mat6 = Eigen::Matrix<double, 6, 6>;
 
 class VectorAdjustProcessor final : public FeedbackProcessor {
@@ -27,8 +30,8 @@ class VectorAdjustProcessor final : public FeedbackProcessor {
   void configure(const ConfigNode& node, const WorldModel& model, int) override {
     node.expect_map({"name", "type", "iterations", "max_force_n", "max_torque_nm", "tolerance_m"});
     iterations_ = static_cast<int>(node.integer_or("iterations", 2, 1, 3));
-    max_force_n_ = node.number_or("max_force_n", 1000.0, Range::positive());
-    max_torque_nm_ = node.number_or("max_torque_nm", 200.0, Range::positive());
+    max_force_n_ = node.number_or("max_force_n", 1000.0, limit_range);
+    max_torque_nm_ = node.number_or("max_torque_nm", 200.0, limit_range);
     tolerance_m_ = node.number_or("tolerance_m", 1e-6, Range::non_negative());
     // pre-size the trial buffers: the step never allocates
     trial_.bodies.resize(model.bodies.size());
@@ -37,6 +40,7 @@ class VectorAdjustProcessor final : public FeedbackProcessor {
   FeedbackPhase phase() const override { return FeedbackPhase::pre; }
 
   std::vector<std::string> parameter_names() const override { return {"max_force_n", "max_torque_nm"}; }
+  Range parameter_range(std::string_view) const override { return limit_range; }
   bool parameter(std::string_view name, double& value) const override {
     if (name == "max_force_n")
       value = max_force_n_;
@@ -49,8 +53,8 @@ class VectorAdjustProcessor final : public FeedbackProcessor {
   bool set_parameter(std::string_view name, double value, std::string* why) override {
     double* target = name == "max_force_n" ? &max_force_n_ : name == "max_torque_nm" ? &max_torque_nm_ : nullptr;
     if (!target) return FeedbackProcessor::set_parameter(name, value, why);
-    if (!(value > 0) || !std::isfinite(value)) {
-      if (why) *why = std::string(name) + " must be a finite number > 0";
+    if (!limit_range.contains(value)) {
+      if (why) *why = std::string(name) + " must be " + limit_range.expected();
       return false;
     }
     *target = value;

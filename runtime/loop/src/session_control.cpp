@@ -25,6 +25,42 @@ constexpr std::uint64_t forever = std::numeric_limits<std::uint64_t>::max();
 
 bool finite(const Vec3& v) { return std::isfinite(v.x()) && std::isfinite(v.y()) && std::isfinite(v.z()); }
 
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// An operator's force is bounded by the vehicle it acts on (docs/live.md, "apply_force"):
+// at most what would accelerate the whole vehicle at 1000 g, and that force at 1 m for the
+// torque. Far above any real push, far below what breaks the integrator (1e308 N did).
+constexpr double max_force_g = 1000;
+constexpr double max_force_duration_s = 1e7;
+constexpr double max_force_arm_m = 1000;
+
+struct ForceBound {
+  double force_n = 0;
+  double torque_nm = 0;
+  std::string why;
+};
+
+ForceBound force_bound(const WorldModel& model, std::size_t body) {
+  const BodyModel& b = model.bodies[body];
+  double mass = 0;
+  std::string whose = "body " + b.name;
+  if (b.vehicle >= 0 && static_cast<std::size_t>(b.vehicle) < model.vehicles.size()) {
+    for (int i : model.vehicles[b.vehicle].bodies) mass += model.bodies[i].mass_kg;
+    whose = "vehicle " + model.vehicles[b.vehicle].name;
+  } else {
+    mass = b.mass_kg;
+  }
+  ForceBound out;
+  out.force_n = max_force_g * 9.80665 * mass;
+  out.torque_nm = out.force_n * 1.0;
+  out.why = "1000 g on the " + number(mass) + " kg of " + whose;
+  return out;
+}
+
 std::string describe(const OperatorCommand& command, const WorldModel& model) {
   char buf[400];
   return std::visit(
@@ -122,6 +158,18 @@ bool Session::check_command(const OperatorCommand& command, std::string* why, Fa
             if (!finite(c.force_n) || !finite(c.torque_nm) || !finite(c.point_m) || !std::isfinite(c.duration_s))
               return fail("force, torque, point and duration must be finite numbers");
             if (c.duration_s < 0) return fail("duration_s must be >= 0 (0: until removed)");
+            if (c.duration_s > max_force_duration_s)
+              return fail("duration_s must be <= " + number(max_force_duration_s) + " s (0: until removed)");
+            const ForceBound bound = force_bound(model_, c.body);
+            if (c.force_n.norm() > bound.force_n)
+              return fail("the force's size, " + number(c.force_n.norm()) + " N, is over " + number(bound.force_n) +
+                          " N (" + bound.why + ")");
+            if (c.torque_nm.norm() > bound.torque_nm)
+              return fail("the torque's size, " + number(c.torque_nm.norm()) + " N·m, is over " +
+                          number(bound.torque_nm) + " N·m (" + bound.why + ", times 1 m)");
+            if (c.point_m.norm() > max_force_arm_m)
+              return fail("the point is " + number(c.point_m.norm()) + " m from the centre of mass; at most " +
+                          number(max_force_arm_m) + " m");
             return true;
           },
           [&](const RemoveForce& c) {
@@ -140,7 +188,10 @@ bool Session::check_command(const OperatorCommand& command, std::string* why, Fa
                   const std::string field = rest.substr(p->name().size() + 1);
                   double old = 0;
                   if (!p->parameter(field, old)) break;
-                  if (!std::isfinite(c.value)) return fail(c.name + " must be a finite number");
+                  const Range range = p->parameter_range(field);
+                  if (!std::isfinite(c.value) || !range.contains(c.value))
+                    return fail(c.name + " must be " + range.expected() + " (its range in the scenario file), got " +
+                                number(c.value) + "; it stays " + number(old));
                   return true;
                 }
             }
@@ -339,10 +390,10 @@ void Session::handle_request(ControlRequest& r) {
                    op.targets.push_back({false, from + s.steps, 0, std::move(r.done)});
                  },
                  [&](const R::RunUntil& u) {
-                   if (!std::isfinite(u.time_s)) return answer(false, "time_s must be a finite number");
-                   const auto ns = static_cast<std::int64_t>(std::llround(u.time_s * 1e9));
+                   std::string why;
+                   const std::int64_t ns = run_until_target(u.time_s, &why);
+                   if (ns < 0) return answer(false, why);
                    op.paused = true;
-                   if (ns <= state_.time_ns) return answer(true, control_status());
                    op.targets.push_back({true, 0, ns, std::move(r.done)});
                  },
                  [&](const R::SetRtf& s) {
@@ -376,6 +427,27 @@ void Session::handle_request(ControlRequest& r) {
              r.action);
 }
 
+// run_until's target in ns: after the time now and no later than the session's last
+// planned step; -1 with the reason otherwise (a time past the int64 range once wrapped round
+// and answered at once)
+std::int64_t Session::run_until_target(double time_s, std::string* why) const {
+  const double now_s = static_cast<double>(state_.time_ns) * 1e-9;
+  const double end_s = now_s + static_cast<double>(steps_total_ - std::min(steps_done_, steps_total_)) *
+                                   static_cast<double>(scenario_.loop.period_ns) * 1e-9;
+  auto fail = [&](std::string text) {
+    *why = std::move(text);
+    return std::int64_t{-1};
+  };
+  if (!std::isfinite(time_s)) return fail("time_s must be a finite number");
+  if (time_s > 9.2e9) return fail("time_s must be <= 9.2e9 s (the clock's range)");
+  if (time_s <= now_s)
+    return fail("time_s " + number(time_s) + " s is not in the future: the session is at " + number(now_s) + " s");
+  if (time_s > end_s)
+    return fail("time_s " + number(time_s) + " s is past the session's end at " + number(end_s) + " s (step " +
+                std::to_string(state_.step + (steps_total_ - std::min(steps_done_, steps_total_))) + ")");
+  return static_cast<std::int64_t>(std::llround(time_s * 1e9));
+}
+
 // replay served live: restore the nearest keyframe at or before the target, then step on
 // to it (paused; answered when it is there)
 void Session::seek(std::uint64_t target, ControlRequest& r) {
@@ -384,17 +456,17 @@ void Session::seek(std::uint64_t target, ControlRequest& r) {
     if (r.done) r.done(ok, text);
   };
   if (!options_.keyframes || options_.keyframes->empty())
-    return answer(false, "seek: only a recording served live (tether replay --live) can seek");
+    return answer(false, "only a recording served live (tether replay --live) can seek");
   if (target >= op.end_step)
-    return answer(false, "seek: step " + std::to_string(target) + " is past the recording's last step " +
+    return answer(false, "step " + std::to_string(target) + " is past the recording's last step " +
                              std::to_string(op.end_step - 1));
   auto it = options_.keyframes->upper_bound(target);
   if (it == options_.keyframes->begin())
-    return answer(false, "seek: no keyframe at or before step " + std::to_string(target));
+    return answer(false, "no keyframe at or before step " + std::to_string(target));
   --it;
   std::string why;
   if (!restore(it->second, &why))
-    return answer(false, "seek: cannot restore the keyframe at step " + std::to_string(it->first) + ": " + why);
+    return answer(false, "cannot restore the keyframe at step " + std::to_string(it->first) + ": " + why);
   op.script_at = 0;  // apply_operator_inputs skips forward to the step
   steps_total_ = steps_done_ + (op.end_step - state_.step);
   for (auto& t : op.targets)

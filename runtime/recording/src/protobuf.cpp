@@ -334,6 +334,21 @@ const std::vector<MessageDef>& messages() {
   return m;
 }
 
+// protoc's json_name: lowerCamelCase, each '_' dropped and the letter after it capitalised
+std::string json_name(const std::string& name) {
+  std::string out;
+  bool upper = false;
+  for (const char c : name) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out += upper && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+    upper = false;
+  }
+  return out;
+}
+
 std::string build_descriptor_set() {
   std::string file;
   Writer f(file);
@@ -349,7 +364,7 @@ std::string build_descriptor_set() {
       f.u64(4, d.repeated ? 3 : 1);  // LABEL_REPEATED : LABEL_OPTIONAL
       f.u64(5, static_cast<std::uint64_t>(d.type));
       if (d.type == t_message || d.type == t_enum) f.bytes(6, std::string(".tether.") + d.type_name);
-      f.bytes(10, d.name);  // json_name: the field's own name
+      f.bytes(10, json_name(d.name));  // as protoc writes it: position_m -> positionM
       f.end(fa);
     }
     f.end(at);

@@ -83,7 +83,11 @@ void run_table(Page& p, const json& s) {
   auto row = [&](const std::string& k, const std::string& v, const std::string& cls = "") {
     p.add("<tr><th>" + esc(k) + "</th><td" + (cls.empty() ? "" : " class=\"" + cls + "\"") + ">" + v + "</td></tr>");
   };
-  row("outcome", esc(outcome), "outcome-" + esc(outcome));
+  // coloured by the verdict too: a session that completed but failed an expectation is red
+  if (outcome == "completed" && jstr(s, "verdict") == "fail")
+    row("outcome", "completed, an expectation failed", "outcome-failed");
+  else
+    row("outcome", esc(outcome), "outcome-" + esc(outcome));
   if (s.contains("reason")) row("reason", esc(jstr(s, "reason")));
   row("steps", esc(jstr(s, "steps")) + " of " + esc(jstr(s, "steps_planned")) + " planned");
   row("simulated time", fmt(jnum(s, "sim_time_s"), 3) + " s");

@@ -83,6 +83,13 @@ class FeedbackProcessor {
     (void)name, (void)value;
     return false;
   }
+  /// The values the parameter may take: the range its scenario key has (docs/feedback.md), so
+  /// a live set and `tether check` accept the same values. The session refuses a set outside
+  /// it before the command is queued or recorded.
+  virtual Range parameter_range(std::string_view name) const {
+    (void)name;
+    return Range::any();
+  }
   /// Sets it; false with the reason (unknown name, value out of range).
   virtual bool set_parameter(std::string_view name, double value, std::string* why) {
     (void)value;

@@ -196,6 +196,7 @@ class Session {
   void apply_operator_inputs(const StepContext& ctx);
   void reanchor_pacer();
   void seek(std::uint64_t target, ControlRequest& request);
+  std::int64_t run_until_target(double time_s, std::string* why) const;
   void hold_at_end();
   std::string control_status() const;
   void control_summary(nlohmann::json& out) const;  // the summary's `control` section, if any
