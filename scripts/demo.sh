@@ -58,5 +58,6 @@ echo "demo: running config/scenarios/default.yaml (firmware build/firmware/host/
 ./build/tether run config/scenarios/default.yaml --out "$out" "$@"
 where "$out"
 echo "demo: the same control law in-process: config/scenarios/in_process_depth_hold.yaml;"
-echo "demo: the Cortex-M3 build under QEMU: scripts/build_firmware.sh cortex_m3, then config/scenarios/qemu_depth_hold.yaml;"
+echo "demo: the Cortex-M3 build under QEMU: scripts/build_firmware.sh cortex_m3, then config/scenarios/qemu_depth_hold.yaml"
+echo "      (the ARM compiler and QEMU come with ./scripts/deps.sh test);"
 echo "demo: a tank trial over MQTT with a stand-in vehicle: scripts/demo.sh tank"

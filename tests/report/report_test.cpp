@@ -255,7 +255,8 @@ TEST_CASE("the report shows every section, the summary's figures and nothing ext
         "Roll and pitch over time", "Speed over time", "ctl: forces", "ctl: torques", "ctl: device #3",
         "Step time (phases 1–7)", "Round trip: ctl", "Round trip: tank", "Deadline misses (cumulative)", "kalman: gain",
         "kalman: innovation_m", "estimate: drag"})
-    CHECK_MESSAGE(html.find(std::string(">") + svg::escape(title) + "</text>") != std::string::npos, title);
+    // (a title may go on: a chattering command's plot says it is drawn as an envelope)
+    CHECK_MESSAGE(html.find(std::string(">") + svg::escape(title)) != std::string::npos, title);
   // series names in legends
   for (const char* label :
        {">actual<", ">projected<", ">measured<", ">auv.hull force_body.x<", ">auv.hull torque_body.z<",
@@ -384,7 +385,7 @@ TEST_CASE("the report of a real session shows the depth goal the controller held
   CHECK(html.find(">goal</text>") != std::string::npos);
   CHECK(html.find(">target (controller)</text>") == std::string::npos);
   // actuator commands are named from the scenario's device table, one plot per device
-  CHECK(html.find(">controller: auv.hull.thruster_vfront</text>") != std::string::npos);
+  CHECK(html.find(">controller: auv.hull.thruster_vfront (mean; band: least to most per") != std::string::npos);
   CHECK(html.find(">thruster command (fraction -1..1)</text>") != std::string::npos);
   CHECK(html.find("No deadline was missed.") != std::string::npos);
   CHECK(html.find("600 of 600 planned") != std::string::npos);
@@ -543,6 +544,51 @@ TEST_CASE("down-sampling keeps spikes, gaps and both ends") {
   const auto kp = svg::downsample(px, py, 200, true);
   CHECK(kp.size() <= 200);
   CHECK(std::find(kp.begin(), kp.end(), 4321) != kp.end());
+}
+
+TEST_CASE("a chattering command becomes its mean in a min-max envelope, and a smooth line keeps its points") {
+  // 1,500 steps of a command swinging between 0.46 and 1.0 every step (the example firmware's
+  // vertical thrusters), drawn as steps: a solid band of ink before
+  svg::Line chatter;
+  for (int i = 0; i < 1500; ++i) {
+    chatter.x.push_back(i * 0.01);
+    chatter.y.push_back(i % 2 ? 1.0 : 0.46);
+  }
+  chatter.step = true;
+  REQUIRE(svg::make_envelope(chatter, 500));
+  REQUIRE(chatter.y.size() == 500);
+  REQUIRE(chatter.low.size() == 500);
+  REQUIRE(chatter.high.size() == 500);
+  CHECK_FALSE(chatter.step);
+  for (std::size_t b = 0; b < 500; ++b) {
+    CHECK(chatter.low[b] == 0.46);
+    CHECK(chatter.high[b] == 1.0);
+    CHECK(chatter.y[b] == doctest::Approx(0.73).epsilon(0.2));  // 3 samples a bucket: 2 of one, 1 of the other
+  }
+  svg::Plot plot;
+  plot.title = "thruster";
+  plot.lines.push_back(chatter);
+  const std::string drawn = svg::render(plot);
+  CHECK(drawn.find("class=\"envelope\"") != std::string::npos);
+
+  // a slow sine, a short series, a constant: kept as they are
+  svg::Line smooth;
+  for (int i = 0; i < 1500; ++i) {
+    smooth.x.push_back(i * 0.01);
+    smooth.y.push_back(std::sin(i * 0.002));
+  }
+  CHECK_FALSE(svg::make_envelope(smooth, 500));
+  CHECK(smooth.y.size() == 1500);
+  CHECK(smooth.low.empty());
+  svg::Line short_line;
+  short_line.x = {0, 1, 2};
+  short_line.y = {0, 1, 0};
+  CHECK_FALSE(svg::make_envelope(short_line, 500));
+  svg::Line flat;
+  flat.x.assign(1500, 0.0);
+  flat.y.assign(1500, 0.5);
+  for (int i = 0; i < 1500; ++i) flat.x[static_cast<std::size_t>(i)] = i;
+  CHECK_FALSE(svg::make_envelope(flat, 500));
 }
 
 TEST_CASE("ticks are round numbers and their labels have the decimals they need") {
@@ -978,6 +1024,10 @@ TEST_CASE(
   CHECK(std::filesystem::exists(shots + "/browser_depth_hold.png"));
   // the verdict comes first, before the summary table
   const std::string html = read(real);
+  // the controller's chattering thruster commands are drawn as envelopes, in SVG and dygraphs
+  CHECK(html.find("thruster_vfront (mean; band: least to most per") != std::string::npos);
+  CHECK(html.find("class=\"envelope\"") != std::string::npos);
+  CHECK(html.find("\"custom\":true") != std::string::npos);
   CHECK(html.find("PASS</b>") < html.find("<h2>Summary</h2>"));
 
   // and the check fails a page that a reader would see broken: a script error, a request

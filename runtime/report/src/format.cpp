@@ -148,6 +148,11 @@ std::string interactive_spec(const svg::Plot& plot) {
     if (l.path) return "";
   // one line with a band (an estimate ±σ): dygraphs' error bars, each value [y, σ]
   const bool bars = plot.lines.size() == 1 && plot.lines[0].band.size() >= plot.lines[0].y.size();
+  // lines with an envelope (make_envelope): dygraphs' custom bars, each value [low, mean, high]
+  // (a line without one gives [y, y, y])
+  bool custom = false;
+  for (const svg::Line& l : plot.lines) custom = custom || (!l.low.empty() && l.low.size() >= l.y.size());
+  if (custom && bars) return "";
   std::vector<std::tuple<double, std::size_t, std::size_t>> points;  // x, line, index
   for (std::size_t li = 0; li < plot.lines.size(); ++li) {
     const svg::Line& l = plot.lines[li];
@@ -167,6 +172,13 @@ std::string interactive_spec(const svg::Plot& plot) {
     const double y = plot.lines[li].y[i];
     if (!std::isfinite(y)) continue;
     const double sigma = bars ? plot.lines[li].band[i] : 0.0;
+    if (custom) {
+      const svg::Line& l = plot.lines[li];
+      const bool has = l.low.size() > i && l.high.size() > i && std::isfinite(l.low[i]) && std::isfinite(l.high[i]);
+      data.back()[li + 1] =
+          json::array({six_digits(has ? l.low[i] : y), six_digits(y), six_digits(has ? l.high[i] : y)});
+      continue;
+    }
     data.back()[li + 1] =
         bars ? json::array({six_digits(y), std::isfinite(sigma) ? six_digits(sigma) : 0.0}) : json(six_digits(y));
   }
@@ -185,10 +197,10 @@ std::string interactive_spec(const svg::Plot& plot) {
   json refs = json::array();
   for (const svg::RefLine& r : plot.refs)
     refs.push_back({{"vertical", r.vertical}, {"value", r.value}, {"label", r.label}, {"color", r.color}});
-  json spec{{"title", plot.title}, {"xlabel", plot.x_label}, {"ylabel", plot.y_label},  {"labels", labels},
-            {"colors", colors},    {"step", step},           {"dashed", dashed},        {"dots", dots},
-            {"data", data},        {"refs", refs},           {"log", plot.log_y},       {"invert", plot.invert_y},
-            {"bars", bars},        {"width", plot.width_px}, {"height", plot.height_px}};
+  json spec{{"title", plot.title}, {"xlabel", plot.x_label}, {"ylabel", plot.y_label}, {"labels", labels},
+            {"colors", colors},    {"step", step},           {"dashed", dashed},       {"dots", dots},
+            {"data", data},        {"refs", refs},           {"log", plot.log_y},      {"invert", plot.invert_y},
+            {"bars", bars},        {"custom", custom},       {"width", plot.width_px}, {"height", plot.height_px}};
   if (plot.y_min && plot.y_max) spec["range"] = {*plot.y_min, *plot.y_max};
   // inside a <script> element: "</" must not end it early
   std::string text = runtime::json_text(spec);

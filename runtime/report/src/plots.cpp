@@ -4,11 +4,29 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <utility>
 
 #include "page.hpp"
 
 namespace tether::runtime::report_detail {
+
+namespace {
+
+// a chattering command is drawn as this many means with their envelopes: few enough that
+// each mean takes many samples (a command flipping every step averages to a smooth line;
+// 500 buckets of 3 samples still zigzagged), many enough for the plot's 550 pixels
+constexpr std::size_t envelope_buckets = 150;
+
+// the time one envelope point stands for, for the plot's title ("0.03 s")
+std::string envelope_period(const std::vector<double>& t) {
+  if (t.size() < 2) return "point";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g s", (t.back() - t.front()) / static_cast<double>(envelope_buckets));
+  return buf;
+}
+
+}  // namespace
 
 // `faults:` on one timeline with what followed: each fault's activations as bars under the
 // endpoints' cumulative misses, each failed expectation's first failing step as a line
@@ -269,6 +287,11 @@ void commands_section(Page& p, const Collected& c, const ReportOptions& o) {
         cards.back().lines.push_back(line(per_channel ? "" : ch.label, e.t, ch.v, color++));
         cards.back().lines.back().width_px = per_channel ? 1.0 : 1.5;
         cards.back().lines.back().step = true;  // a command holds until the next one
+        // a command that changes faster than the plot can show (a controller that chatters
+        // every step) is its mean in a band from its least to its most, never a barcode
+        if (svg::make_envelope(cards.back().lines.back(), envelope_buckets) &&
+            cards.back().title.find("(mean") == std::string::npos)
+          cards.back().title += " (mean; band: least to most per " + envelope_period(e.t) + ")";
       }
       for (const svg::Plot& plot : cards) {
         any = true;

@@ -51,6 +51,7 @@ svg.plot{display:block}
 .iplot.live svg.plot{display:none}
 .iplot .dygraph-legend{font-size:11px;background:rgba(255,255,255,.85);left:70px!important;width:auto}
 .iplot .dygraph-title{font-size:13px}
+.iplot .dygraph-ylabel{font-size:11px;white-space:nowrap}
 @media print{.iplot.live .dg{display:none}.iplot.live svg.plot{display:block}}
 table{border-collapse:collapse;background:#fff;border:1px solid #dde1e7;margin:4px 0 12px}
 th,td{padding:4px 10px;border-bottom:1px solid #eceef2;text-align:left;vertical-align:top}
@@ -77,7 +78,9 @@ const char* interactive_script = R"js(
   for (const holder of document.querySelectorAll("div.iplot")) {
     const spec = JSON.parse(holder.querySelector("script[type='application/json']").textContent);
     const inv = spec.invert;  // depth grows downward: draw -v, label v
-    const data = inv ? spec.data.map((r) => r.map((v, i) => (i && v !== null ? -v : v))) : spec.data;
+    // a value may be [y, sigma] (error bars) or [low, mean, high] (an envelope)
+    const flip = (v) => (Array.isArray(v) ? (v.length === 3 ? [-v[2], -v[1], -v[0]] : [-v[0], v[1]]) : -v);
+    const data = inv ? spec.data.map((r) => r.map((v, i) => (i && v !== null ? flip(v) : v))) : spec.data;
     const fmt = (v) => String(+(inv ? -v : v).toPrecision(6));
     const series = {};
     spec.labels.slice(1).forEach((l, i) => {
@@ -87,7 +90,7 @@ const char* interactive_script = R"js(
     const options = {
       labels: spec.labels, colors: spec.colors, title: spec.title, xlabel: spec.xlabel, ylabel: spec.ylabel,
       series, logscale: spec.log, legend: "always", width: spec.width, height: spec.height, titleHeight: 22,
-      errorBars: spec.bars, sigma: 1, fillAlpha: 0.18,
+      errorBars: spec.bars, customBars: !!spec.custom, sigma: 1, fillAlpha: spec.custom ? 0.25 : 0.18,
       axes: { x: { valueFormatter: (v) => String(+v.toPrecision(6)) }, y: { axisLabelFormatter: fmt, valueFormatter: fmt } },
       underlayCallback: (ctx, area, g) => {
         for (const r of spec.refs) {

@@ -447,25 +447,26 @@ void draw_bars_and_refs(std::string& s, const Plot& p, const Layout& f) {
   }
 }
 
-// the ±band as a shaded area under the line: along the top, back along the bottom; a NaN ends
-// one area and starts the next
-void draw_band(std::string& s, const Line& l, const std::vector<double>& yv, const std::vector<std::size_t>& keep,
-               const Layout& f) {
+// a shaded area between two curves over the kept points: along `top`, back along `bottom`;
+// a point where either is not finite ends one area and starts the next
+template <class Top, class Bottom>
+void draw_area(std::string& s, const Line& l, const std::vector<std::size_t>& keep, const Layout& f, Top top,
+               Bottom bottom, const std::string& opening, const char* opacity) {
   const Axis &ax = f.ax, &ay = f.ay;
   std::vector<std::size_t> run;
   auto flush = [&] {
     if (run.size() >= 2) {
       std::string a = "M";
       for (std::size_t k = 0; k < run.size(); ++k)
-        a += (k ? "L" : "") + num(ax.map(l.x[run[k]])) + " " + num(ay.map(yv[run[k]] + l.band[run[k]]));
+        a += (k ? "L" : "") + num(ax.map(l.x[run[k]])) + " " + num(ay.map(top(run[k])));
       for (std::size_t k = run.size(); k-- > 0;)
-        a += "L" + num(ax.map(l.x[run[k]])) + " " + num(ay.map(yv[run[k]] - l.band[run[k]]));
-      s += "<path d=\"" + a + "Z\" fill=\"" + l.color + "\" fill-opacity=\"0.18\" stroke=\"none\"/>";
+        a += "L" + num(ax.map(l.x[run[k]])) + " " + num(ay.map(bottom(run[k])));
+      s += opening + " d=\"" + a + "Z\" fill=\"" + l.color + "\" fill-opacity=\"" + opacity + "\" stroke=\"none\"/>";
     }
     run.clear();
   };
   for (std::size_t i : keep) {
-    if (std::isfinite(l.x[i]) && std::isfinite(yv[i]) && std::isfinite(l.band[i]))
+    if (std::isfinite(l.x[i]) && std::isfinite(top(i)) && std::isfinite(bottom(i)))
       run.push_back(i);
     else
       flush();
@@ -473,7 +474,22 @@ void draw_band(std::string& s, const Line& l, const std::vector<double>& yv, con
   flush();
 }
 
-// one line: its dots, or its band and its path
+// the ±band (an estimate's ±σ) under the line
+void draw_band(std::string& s, const Line& l, const std::vector<double>& yv, const std::vector<std::size_t>& keep,
+               const Layout& f) {
+  draw_area(
+      s, l, keep, f, [&](std::size_t i) { return yv[i] + l.band[i]; }, [&](std::size_t i) { return yv[i] - l.band[i]; },
+      "<path", "0.18");
+}
+
+// an envelope (make_envelope): from the least to the most of each point's samples
+void draw_envelope(std::string& s, const Line& l, const std::vector<std::size_t>& keep, const Layout& f) {
+  draw_area(
+      s, l, keep, f, [&](std::size_t i) { return l.high[i]; }, [&](std::size_t i) { return l.low[i]; },
+      "<path class=\"envelope\"", "0.25");
+}
+
+// one line: its dots, or its band or envelope and its path
 void draw_line(std::string& s, const Plot& p, const Line& l, const Layout& f) {
   const Axis &ax = f.ax, &ay = f.ay;
   const std::size_t n = std::min(l.x.size(), l.y.size());
@@ -492,6 +508,7 @@ void draw_line(std::string& s, const Plot& p, const Line& l, const Layout& f) {
     return;
   }
   if (l.band.size() >= n && !p.log_y) draw_band(s, l, yv, keep, f);
+  if (l.low.size() >= n && l.high.size() >= n && !p.log_y) draw_envelope(s, l, keep, f);
   std::string d;
   d.reserve(keep.size() * 14);
   std::size_t prev = 0;
@@ -523,6 +540,51 @@ void draw_line(std::string& s, const Plot& p, const Line& l, const Layout& f) {
 }
 
 }  // namespace
+
+bool make_envelope(Line& l, std::size_t buckets) {
+  const std::size_t n = std::min(l.x.size(), l.y.size());
+  if (buckets < 2 || n <= 2 * buckets || l.path || l.dots) return false;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::isfinite(l.y[i])) lo = std::min(lo, l.y[i]), hi = std::max(hi, l.y[i]);
+  if (!(hi > lo)) return false;
+  std::vector<double> x, y, low, high;
+  double spread = 0;
+  std::size_t filled = 0;
+  for (std::size_t b = 0; b < buckets; ++b) {
+    const std::size_t from = b * n / buckets, to = (b + 1) * n / buckets;
+    double sum = 0, sx = 0, mn = std::numeric_limits<double>::infinity(), mx = -mn;
+    std::size_t count = 0;
+    for (std::size_t i = from; i < to; ++i) {
+      if (!std::isfinite(l.y[i]) || !std::isfinite(l.x[i])) continue;
+      sum += l.y[i];
+      sx += l.x[i];
+      mn = std::min(mn, l.y[i]);
+      mx = std::max(mx, l.y[i]);
+      ++count;
+    }
+    if (count == 0) {  // a gap stays a gap
+      x.push_back(l.x[from]);
+      y.push_back(std::nan(""));
+      low.push_back(std::nan(""));
+      high.push_back(std::nan(""));
+      continue;
+    }
+    x.push_back(sx / static_cast<double>(count));
+    y.push_back(sum / static_cast<double>(count));
+    low.push_back(mn);
+    high.push_back(mx);
+    spread += mx - mn;
+    ++filled;
+  }
+  if (filled == 0 || spread / static_cast<double>(filled) <= 0.05 * (hi - lo)) return false;
+  l.x = std::move(x);
+  l.y = std::move(y);
+  l.low = std::move(low);
+  l.high = std::move(high);
+  l.step = false;  // a mean of held values is not itself held
+  return true;
+}
 
 std::string render(const Plot& p) {
   Layout f;

@@ -26,6 +26,9 @@ struct Line {
   bool path = false;           // x is not monotonic (a trajectory): down-sample on x and y
   bool step = false;           // a held value (a command): drawn as steps, not ramps between points
   std::vector<double> band{};  // if as long as y: a shaded ±band[i] around y[i] (an estimate's ±σ)
+  // if as long as y: an envelope, shaded from low[i] to high[i], the least and the most of the
+  // samples that point y[i] (their mean) stands for (make_envelope)
+  std::vector<double> low{}, high{};
   double width_px = 1.5;
   double opacity = 1.0;
 };
@@ -73,6 +76,14 @@ std::string render(const Plot& plot);
 /// between NaNs are kept apart and each keeps its first and last point.
 std::vector<std::size_t> downsample(std::span<const double> x, std::span<const double> y, std::size_t max_points,
                                     bool path);
+
+/// A line that changes faster than a plot can show (a command that chatters every step) as
+/// `buckets` points: each the mean of its samples, with their least and most as its envelope
+/// (Line::low, Line::high); a held command's steps become the mean. It does so only when the
+/// line has more than 2 x `buckets` points and, bucket by bucket, its samples spread on
+/// average over more than 5 % of its whole range: a smooth line keeps its points. True if it
+/// did.
+bool make_envelope(Line& line, std::size_t buckets);
 
 /// About `target` round tick values (1, 2, 5 × 10^k steps) covering [lo, hi].
 std::vector<double> nice_ticks(double lo, double hi, int target);
