@@ -409,6 +409,10 @@ TEST_CASE(
   std::size_t commands = 0;
   for (const auto& sc : rec.commands) commands += sc.commands.size();
   CHECK(commands == 2);
+  // the events name the force's duration as written ("for 0.5 s", not "for 0.500000 s")
+  bool named = false;
+  for (const auto& e : rec.events) named |= e["message"].get<std::string>().find("for 0.5 s") != std::string::npos;
+  CHECK(named);
   const json summary = json::parse(read_file(dir + "/summary.json"));
   CHECK(summary["outcome"] == "completed");
   const Result replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify -q");

@@ -72,7 +72,7 @@ std::string describe(const OperatorCommand& command, const WorldModel& model) {
                           c.name.c_str(), c.body < model.bodies.size() ? model.bodies[c.body].name.c_str() : "?",
                           c.force_n.x(), c.force_n.y(), c.force_n.z(), c.torque_nm.x(), c.torque_nm.y(),
                           c.torque_nm.z(), c.body_frame ? "body" : "world", c.point_m.x(), c.point_m.y(), c.point_m.z(),
-                          c.duration_s > 0 ? ("for " + std::to_string(c.duration_s) + " s").c_str() : "until removed");
+                          c.duration_s > 0 ? ("for " + number(c.duration_s) + " s").c_str() : "until removed");
             return buf;
           },
           [](const RemoveForce& c) -> std::string { return "remove_force \"" + c.name + "\""; },
