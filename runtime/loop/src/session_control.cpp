@@ -38,27 +38,18 @@ constexpr double max_force_g = 1000;
 constexpr double max_force_duration_s = 1e7;
 constexpr double max_force_arm_m = 1000;
 
-struct ForceBound {
-  double force_n = 0;
-  double torque_nm = 0;
-  std::string why;
-};
-
-ForceBound force_bound(const WorldModel& model, std::size_t body) {
+// the largest force an operator may apply to `body` (N), and where that bound comes from
+double force_bound(const WorldModel& model, std::size_t body, std::string& why) {
   const BodyModel& b = model.bodies[body];
-  double mass = 0;
+  double mass = b.mass_kg;
   std::string whose = "body " + b.name;
   if (b.vehicle >= 0 && static_cast<std::size_t>(b.vehicle) < model.vehicles.size()) {
+    mass = 0;
     for (int i : model.vehicles[b.vehicle].bodies) mass += model.bodies[i].mass_kg;
     whose = "vehicle " + model.vehicles[b.vehicle].name;
-  } else {
-    mass = b.mass_kg;
   }
-  ForceBound out;
-  out.force_n = max_force_g * 9.80665 * mass;
-  out.torque_nm = out.force_n * 1.0;
-  out.why = "1000 g on the " + number(mass) + " kg of " + whose;
-  return out;
+  why = "1000 g on the " + number(mass) + " kg of " + whose;
+  return max_force_g * 9.80665 * mass;
 }
 
 std::string describe(const OperatorCommand& command, const WorldModel& model) {
@@ -160,13 +151,14 @@ bool Session::check_command(const OperatorCommand& command, std::string* why, Fa
             if (c.duration_s < 0) return fail("duration_s must be >= 0 (0: until removed)");
             if (c.duration_s > max_force_duration_s)
               return fail("duration_s must be <= " + number(max_force_duration_s) + " s (0: until removed)");
-            const ForceBound bound = force_bound(model_, c.body);
-            if (c.force_n.norm() > bound.force_n)
-              return fail("the force's size, " + number(c.force_n.norm()) + " N, is over " + number(bound.force_n) +
-                          " N (" + bound.why + ")");
-            if (c.torque_nm.norm() > bound.torque_nm)
-              return fail("the torque's size, " + number(c.torque_nm.norm()) + " N·m, is over " +
-                          number(bound.torque_nm) + " N·m (" + bound.why + ", times 1 m)");
+            std::string why_bound;
+            const double bound_n = force_bound(model_, c.body, why_bound);
+            if (c.force_n.norm() > bound_n)
+              return fail("the force's size, " + number(c.force_n.norm()) + " N, is over " + number(bound_n) + " N (" +
+                          why_bound + ")");
+            if (c.torque_nm.norm() > bound_n * 1.0)  // that force at 1 m
+              return fail("the torque's size, " + number(c.torque_nm.norm()) + " N·m, is over " + number(bound_n) +
+                          " N·m (" + why_bound + ", times 1 m)");
             if (c.point_m.norm() > max_force_arm_m)
               return fail("the point is " + number(c.point_m.norm()) + " m from the centre of mass; at most " +
                           number(max_force_arm_m) + " m");
