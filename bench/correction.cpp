@@ -12,6 +12,9 @@
 // t_off, the twin's model as it stands then (learned parameters included) predicts the next
 // 10 s with the vehicle's commands and no feedback. Writes an HTML page with SVG plots.
 #include <algorithm>
+#include <array>
+#include <chrono>
+#include <filesystem>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
@@ -32,6 +37,9 @@
 #include "example_controllers.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/hal/device_bank.hpp"
+#include "tether/identify/identify.hpp"
+#include "tether/loop/recorder_inputs.hpp"
+#include "tether/recording/recorder.hpp"
 #include "tether/loop/stand_in_vehicle.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/report/svg_plot.hpp"
@@ -670,6 +678,120 @@ void stand_in_section(const std::string& path, bool quick, int seeds) {
   if (!quick) mqtt_row(path, text, trial_s);
 }
 
+// the offline fit (`tether identify`) of each seed's trial: the stand-in run recorded, its
+// trial part fitted, the open-loop span after it predicted from the measured state
+void offline_section(const std::string& path, bool quick, int seeds) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const double trial_s = quick ? 8 : 60, open_s = quick ? 2 : 10;
+  std::printf(
+      "\noffline fit (tether identify) of the same trials, no processors in the loop: %.0f s fitted, the next "
+      "%.0f s predicted open loop from the measured state\n",
+      trial_s, open_s);
+  std::printf("  %-6s %9s %9s %14s %16s %8s %6s\n", "seed", "read (s)", "fit (s)", "open-loop (m)", "uncorrected (m)",
+              "better", "delay");
+  const char* combos[] = {"thrust_per_effective_mass",
+                          "linear_drag_x_per_effective_mass",
+                          "linear_drag_y_per_effective_mass",
+                          "linear_drag_z_per_effective_mass",
+                          "quadratic_drag_x_per_effective_mass",
+                          "quadratic_drag_y_per_effective_mass",
+                          "quadratic_drag_z_per_effective_mass",
+                          "buoyancy_offset_per_effective_mass_n",
+                          "current_x_m_s",
+                          "current_y_m_s",
+                          "thruster_lag_s"};
+  const char* truth_names[] = {"thrust_coefficient", "linear_drag_x",    "linear_drag_y",    "linear_drag_z",
+                               "quadratic_drag_x",   "quadratic_drag_y", "quadratic_drag_z", "buoyancy_offset_n",
+                               "current_x_m_s",      "current_y_m_s",    "thruster_lag_s"};
+  std::map<std::string, std::array<int, 3>> per;  // identified, covered, within 5 %
+  std::vector<double> gains, fit_s;
+  int pairs = 0, covered = 0, within = 0;
+  tether::identify::FitResult last;
+  tether::identify::Trial last_trial;
+  for (int k = 0; k < seeds; ++k) {
+    const std::uint64_t seed = 42 + static_cast<std::uint64_t>(k);
+    const Scenario sc = stand_in_scenario(text, path, {}, seed, trial_s + open_s);
+    const std::string rec =
+        (std::filesystem::temp_directory_path() / ("tether_bench_identify_" + std::to_string(::getpid()) + ".mcap"))
+            .string();
+    {
+      SessionOptions so;
+      so.real_time_factor = 0;
+      Session session(sc, tether::adapters::make_endpoints(sc), so);
+      Recorder recorder(sc, recorder_inputs(session));
+      std::string error;
+      if (!recorder.open(rec, &error)) throw std::runtime_error(error);
+      session.set_recorder(&recorder);
+      std::atomic<bool> stop{false};
+      (void)session.run(stop);
+      if (!recorder.close(session.summary(), &error)) throw std::runtime_error(error);
+      session.set_recorder(nullptr);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    tether::identify::Trial trial;
+    std::string error;
+    if (!tether::identify::load_trial(rec, "", trial, &error)) throw std::runtime_error(error);
+    const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::filesystem::remove(rec);
+    tether::identify::FitOptions o;
+    o.holdout = open_s / (trial_s + open_s);
+    o.position_stddev_m = 0.002;
+    o.velocity_stddev_m_s = 0.005;
+    const tether::identify::FitResult fit = tether::identify::fit({trial}, o);
+    const auto from = tether::identify::holdout_start(trial, o.holdout);
+    const tether::identify::Prediction p = tether::identify::predict(trial, fit, from, trial.samples.size(), open_s);
+    gains.push_back(p.gain());
+    fit_s.push_back(fit.seconds);
+    std::printf("  %-6llu %9.2f %9.2f %14.4f %16.4f %7.1fx %6d\n", static_cast<unsigned long long>(seed), read_s,
+                fit.seconds, p.fitted_m, p.uncorrected_m, p.gain(), fit.delay_steps);
+    double added = 0;
+    for (const auto& [n, v] : trial.truth)
+      if (n == "added_mass_fraction") added = v;
+    for (std::size_t c = 0; c < std::size(combos); ++c) {
+      double truth = 0;
+      bool have = false;
+      for (const auto& [n, v] : trial.truth)
+        if (n == truth_names[c]) truth = v, have = true;
+      if (!have) continue;
+      if (std::string(combos[c]).find("per_effective_mass") != std::string::npos) truth /= 1 + added;
+      for (const auto& cb : fit.combinations) {
+        if (cb.name != combos[c] || !cb.identified) continue;
+        const bool in2 = std::abs(cb.value - truth) <= 2 * cb.stddev;
+        const bool in5 = std::abs(cb.value - truth) <= 0.05 * std::abs(truth);
+        ++pairs, covered += in2, within += in5;
+        auto& e = per[cb.name];
+        ++e[0], e[1] += in2, e[2] += in5;
+      }
+    }
+    last = fit;
+    last_trial = std::move(trial);
+  }
+  std::sort(gains.begin(), gains.end());
+  std::sort(fit_s.begin(), fit_s.end());
+  std::printf(
+      "\n  open-loop %.0f s prediction vs the uncorrected model: %.1fx to %.1fx better, median %.1fx (goal >= 10x)\n",
+      open_s, gains.front(), gains.back(), gains[gains.size() / 2]);
+  std::printf("  identified combinations: the truth within 2 sigma for %d of %d (goal >= 90 %%), within 5 %% for %d\n",
+              covered, pairs, within);
+  for (const auto& [name, e] : per)
+    std::printf("    %-38s identified in %2d seeds, covered %2d, within 5 %% %2d\n", name.c_str(), e[0], e[1], e[2]);
+  std::printf("  fit time (this machine): median %.2f s, largest %.2f s (goal < 5 s for a 60 s trial)\n",
+              fit_s[fit_s.size() / 2], fit_s.back());
+  std::printf("\n  the last seed's fit:\n");
+  for (const auto& c : last.combinations)
+    std::printf("    %-38s %11.5g +- %-10.3g %s\n", c.name.c_str(), c.value, c.stddev,
+                c.identified ? "identified" : "");
+  for (const auto& w : last.weak) {
+    std::printf("    weak (sigma shrunk %.2gx):", w.shrink);
+    for (const auto& [n, l] : w.loadings) std::printf(" %+.2f %s", l, n.c_str());
+    std::printf("\n      strengthen with: %s\n", w.advice.c_str());
+  }
+  std::printf("    noise scale %.3g, residual correlation %.2f, %d windows, %d iterations\n", last.noise_scale,
+              last.residual_correlation, last.windows, last.iterations);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -680,10 +802,11 @@ int main(int argc, char** argv) {
   std::string html = TETHER_BINARY_DIR "/bench/correction.html";
   std::string stand_in_path = TETHER_SOURCE_DIR "/config/scenarios/tank_identify.yaml";
   int seeds = quick ? 1 : 20;
-  bool stand_in_only = false;
+  bool stand_in_only = false, offline_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--stand-in-only") stand_in_only = true;
+    if (a == "--offline-only") offline_only = true;
     if (i + 1 >= argc) continue;
     if (a == "--scenario") path = argv[i + 1];
     if (a == "--html") html = argv[i + 1];
@@ -694,14 +817,15 @@ int main(int argc, char** argv) {
   // the section against the stand-in vehicle: its exit status
   const auto against_stand_in = [&] {
     try {
-      stand_in_section(stand_in_path, quick, seeds);
+      if (!offline_only) stand_in_section(stand_in_path, quick, seeds);
+      offline_section(stand_in_path, quick, seeds);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "correction: %s\n", e.what());
       return 2;
     }
     return 0;
   };
-  if (stand_in_only) return against_stand_in();
+  if (stand_in_only || offline_only) return against_stand_in();
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "correction: cannot open %s\n", path.c_str());

@@ -47,7 +47,12 @@ if [[ "${1:-}" == tank ]]; then
   echo "demo: mosquitto on $TETHER_MQTT_BROKER; running config/scenarios/tank_identify.yaml (60 s)"
   ./build/tether run config/scenarios/tank_identify.yaml --out "$out" "$@"
   grep -h "hidden truth" "$out/tether.log" | sed 's/^.*tether-vehicle: /demo: tether-vehicle'"'"'s /' || true
+  # the offline fit of the same recording: the first three quarters fitted, the last quarter
+  # predicted open loop against the scenario's own model (docs/feedback.md, "The offline fit")
+  echo "demo: fitting the trial's recording offline: tether identify $out --holdout 0.25 -o $out/fit.yaml"
+  ./build/tether identify "$out" --holdout 0.25 --position-stddev 0.002 --velocity-stddev 0.005 -o "$out/fit.yaml"
   where "$out"
+  echo "demo:   fit       $out/fit.yaml (tether run config/scenarios/tank_identify.yaml --set-file $out/fit.yaml)"
   exit 0
 fi
 

@@ -16,6 +16,7 @@ build=(
   libpaho-mqttpp-dev libpaho-mqtt-dev libssl-dev
   libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libspdlog-dev libfmt-dev libzstd-dev
+  libceres-dev  # tether identify fits a vehicle's model with Ceres Solver (docs/feedback.md)
   libjs-dygraphs  # the report's zoom and hover, inlined into each report (docs/recording.md)
 )
 case "$what" in

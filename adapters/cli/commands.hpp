@@ -14,6 +14,7 @@ namespace tether::cli {
 struct RunOptions {
   std::string scenario;
   std::vector<std::string> overrides;  // --set PATH=VALUE
+  std::vector<std::string> set_files;  // --set-file FILE: the `set:` list of a fit file, before --set
   std::optional<double> real_time_factor;
   std::optional<std::uint64_t> steps;
   std::string out_dir;
@@ -66,6 +67,20 @@ struct DevicesOptions {
 
 struct KindsOptions {
   bool json = false;
+};
+
+struct IdentifyOptions {
+  std::vector<std::string> recordings;  // trials of one vehicle
+  std::string output;                   // -o fit.yaml
+  std::string vehicle;                  // default: the measured one
+  std::string validate;                 // --validate REC: predict this trial open loop
+  double holdout = 0;                   // --holdout F: the last F of the (first) trial is not fitted
+  double horizon_s = 10;                // the open-loop prediction's span
+  int window_steps = 50;
+  int max_delay_steps = 3;
+  double position_stddev_m = 0.005, velocity_stddev_m_s = 0.01;
+  bool no_lag = false;
+  int threads = 2;
 };
 
 struct CheckOptions {
@@ -123,6 +138,8 @@ std::string recording_path(const std::string& path);
 int report_command(const ReportOptions& options);
 /// `tether devices`: returns the process exit code.
 int devices_command(const DevicesOptions& options);
+/// `tether identify` (identify_command.cpp): fits a vehicle's model to recorded trials.
+int identify_command(const IdentifyOptions& options);
 /// `tether check`: returns the process exit code.
 int check_command(const CheckOptions& options);
 /// `tether test` (campaign_command.cpp): runs a campaign, or merges slices; returns the exit code.

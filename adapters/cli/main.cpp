@@ -50,6 +50,13 @@ CLI::App* add_run(CLI::App& app, RunOptions& run) {
                    "endpoints.firmware.deadline_ms=5); validated like the file, recorded in the session")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run_cmd
+      ->add_option("--set-file", run.set_files,
+                   "FILE: the PATH=VALUE overrides listed under `set:` in FILE (a `tether identify` fit), "
+                   "applied before --set")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::ExistingFile);
   run_cmd->add_option("--out", run.out_dir, "Session folder for the summary (default runs/<scenario>-<time>)");
   run_cmd->add_flag("--overwrite", run.overwrite, "Replace an earlier session in the --out folder (else refused)");
   run_cmd->add_flag("--quiet,-q", run.quiet,
@@ -185,6 +192,32 @@ CLI::App* add_test(CLI::App& app, TestOptions& test) {
   return test_cmd;
 }
 
+CLI::App* add_identify(CLI::App& app, IdentifyOptions& o) {
+  auto* cmd = app.add_subcommand("identify",
+                                 "Fit a vehicle's model (thrust gain, drags, buoyancy, current, thruster lag, added "
+                                 "mass, measurement delay) to recorded trials; validate it open loop");
+  cmd->add_option("recordings", o.recordings, "Recordings (or session folders) of trials of one vehicle")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("-o,--output", o.output, "Write the fit here (YAML: `set:` overrides for tether run --set-file)");
+  cmd->add_option("--vehicle", o.vehicle, "The vehicle to fit (default: the one the recordings measured)");
+  cmd->add_option("--validate", o.validate, "A recording to predict open loop with the fit (not fitted)");
+  cmd->add_option("--holdout", o.holdout, "Keep the last FRACTION of the first trial out of the fit and predict it");
+  cmd->add_option("--horizon", o.horizon_s, "Seconds of each open-loop prediction (default 10)")
+      ->check(CLI::Range(0.01, 3600.0));
+  cmd->add_option("--window-steps", o.window_steps, "Steps each fitted window replays (default 50)")
+      ->check(CLI::Range(5, 10000));
+  cmd->add_option("--max-delay-steps", o.max_delay_steps, "Measurement delays tried: 0 to this (default 3)")
+      ->check(CLI::Range(0, 100));
+  cmd->add_option("--position-stddev", o.position_stddev_m, "The measured positions' noise, m (default 0.005)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--velocity-stddev", o.velocity_stddev_m_s, "The measured velocities' noise, m/s (default 0.01)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-lag", o.no_lag, "Do not fit a thruster lag");
+  cmd->add_option("--threads", o.threads, "Threads for the solver (default 2)")->check(CLI::Range(1, 256));
+  return cmd;
+}
+
 CLI::App* add_kinds(CLI::App& app, KindsOptions& kinds) {
   auto* kinds_cmd = app.add_subcommand("kinds",
                                        "List every extension point (feedback processors, endpoint types, "
@@ -230,6 +263,7 @@ int main(int argc, char** argv) {
   CheckOptions check;
   TestOptions test;
   KindsOptions kinds;
+  IdentifyOptions identify;
   auto* run_cmd = add_run(app, run);
   auto* ctl_cmd = add_ctl(app, ctl);
   auto* replay_cmd = add_replay(app, replay);
@@ -239,6 +273,7 @@ int main(int argc, char** argv) {
   auto* check_cmd = add_check(app, check);
   auto* test_cmd = add_test(app, test);
   auto* kinds_cmd = add_kinds(app, kinds);
+  auto* identify_cmd = add_identify(app, identify);
   auto* ports_cmd = app.add_subcommand("ports", "List serial ports (libserialport); pseudo-terminals are not listed");
   add_example(run_cmd, "tether run config/scenarios/default.yaml --rtf 1 --set loop.seed=7");
   add_example(replay_cmd, "tether replay runs/default-20261127-101500 --verify");
@@ -248,6 +283,7 @@ int main(int argc, char** argv) {
   add_example(check_cmd, "tether check config/scenarios/car.yaml --set loop.steps=100");
   add_example(test_cmd, "tether test config/campaigns/depth_hold.yaml -j 2 --out runs/depth-hold");
   add_example(kinds_cmd, "tether kinds --json");
+  add_example(identify_cmd, "tether identify runs/tank_identify-20261127-101500 --holdout 0.25 -o fit.yaml");
   add_example(ports_cmd, "tether ports");
   ctl_cmd->footer("Example:\n  tether ctl --url ws://127.0.0.1:8765 force push auv 0 30 0 duration=2\n" +
                   ctl_cmd->get_footer());
@@ -268,6 +304,7 @@ int main(int argc, char** argv) {
   if (*check_cmd) return check_command(check);
   if (*test_cmd) return test_command(test);
   if (*devices_cmd) return devices_command(devices);
+  if (*identify_cmd) return identify_command(identify);
   // a session folder stands for the recording in it
   if (*replay_cmd) {
     replay.recording = recording_path(replay.recording);

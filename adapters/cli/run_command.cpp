@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "commands.hpp"
 #include "helpers.hpp"
@@ -156,6 +157,34 @@ int exit_code_of(runtime::Outcome outcome, const runtime::Session& session) {
   return exit_aborted;
 }
 
+// the `set:` list of each --set-file (a `tether identify` fit), then --set: false with the
+// reason on stderr
+bool collect_overrides(const RunOptions& options, std::vector<std::string>& out) {
+  for (const std::string& file : options.set_files) {
+    try {
+      const YAML::Node root = YAML::LoadFile(file);
+      const YAML::Node set = root.IsMap() ? root["set"] : YAML::Node();
+      if (!set || !set.IsSequence()) {
+        std::cerr << "tether: --set-file " << file << ": no `set:` list of PATH=VALUE overrides in it\n";
+        return false;
+      }
+      for (std::size_t i = 0; i < set.size(); ++i) {
+        if (!set[i].IsScalar() || set[i].as<std::string>().find('=') == std::string::npos) {
+          std::cerr << "tether: --set-file " << file << ":" << set[i].Mark().line + 1
+                    << ": each entry of `set:` is one PATH=VALUE override\n";
+          return false;
+        }
+        out.push_back(set[i].as<std::string>());
+      }
+    } catch (const YAML::Exception& e) {
+      std::cerr << "tether: --set-file " << file << ": " << e.what() << '\n';
+      return false;
+    }
+  }
+  out.insert(out.end(), options.overrides.begin(), options.overrides.end());
+  return true;
+}
+
 }  // namespace
 
 int run_command(const RunOptions& options) {
@@ -164,10 +193,12 @@ int run_command(const RunOptions& options) {
     return exit_usage;
   }
   if (options.quiet) quiet_console();
+  std::vector<std::string> overrides;
+  if (!collect_overrides(options, overrides)) return exit_usage;
   runtime::Scenario scenario;
   std::vector<std::unique_ptr<runtime::Endpoint>> endpoints;
   try {
-    scenario = runtime::load_scenario(options.scenario, options.overrides);
+    scenario = runtime::load_scenario(options.scenario, overrides);
     endpoints = adapters::make_endpoints(scenario);
   } catch (const runtime::ConfigError& e) {
     print_config_error(e);

@@ -59,6 +59,16 @@ void print_estimates(std::ostream& out, const nlohmann::json& f, const nlohmann:
     }
     out << '\n';
   }
+  // with the added mass considered: what the data pin down, over the effective mass
+  if (f.contains("combinations") && f["combinations"].is_object() && !f["combinations"].empty()) {
+    out << "    over the effective mass m (1 + added mass), as the data pin them down:\n";
+    for (const auto& [key, c] : f["combinations"].items()) {
+      if (!c.is_object() || !c.contains("value") || !c["value"].is_number()) continue;
+      std::snprintf(line, sizeof line, "    %-36s %10.4g ± %-9.2g\n", key.c_str(), c["value"].get<double>(),
+                    c.value("stddev", 0.0));
+      out << line;
+    }
+  }
 }
 
 // the first line: outcome, steps, times; the reason; the recorder's drops; step time

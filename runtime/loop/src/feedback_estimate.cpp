@@ -38,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "feedback_processors.hpp"
+#include "tether/loop/vehicle_parameters.hpp"
 
 namespace tether::runtime::feedback_detail {
 
@@ -50,10 +51,8 @@ using Mat6 = Eigen::Matrix<double, 6, 6>;
 using Vec15 = Eigen::Matrix<double, 15, 1>;
 using Mat15 = Eigen::Matrix<double, 15, 15>;
 
-const std::array<const char*, n_params> param_names = {
-    "thrust_coefficient", "linear_drag_x",    "linear_drag_y",    "linear_drag_z",
-    "quadratic_drag_x",   "quadratic_drag_y", "quadratic_drag_z", "buoyancy_offset_n",
-    "current_x_m_s",      "current_y_m_s",    "thruster_lag_s",   "added_mass_fraction"};
+static_assert(n_params == vp::count);
+constexpr const auto& param_names = vehicle_parameter_names;
 
 // parameter groups as the scenario names them
 struct Group {
@@ -133,7 +132,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     structure_exact_ = node.choice_or("model_structure", "uncertain", {"uncertain", "exact"}) == "exact";
 
     set_bounds_and_prior(
-        b, model, {thrust_range[0], thrust_range[1], drag_factor, max_buoy, max_current, max_lag, added_sd, sd_scale});
+        model, {thrust_range[0], thrust_range[1], drag_factor, max_buoy, max_current, max_lag, added_sd, sd_scale});
     p_ = p0_;
     // the estimated parameters, and the identifiability workspace sized for them
     n_active_ = 0;
@@ -145,12 +144,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     info_.setZero();
     identified_.fill(false);
     weak_share_.fill(1.0);
-    volume0_m3_ = b.volume_m3;
-    mass0_kg_ = b.mass_kg;
-    inertia0_ = b.inertia_body;
-    inv_inertia0_ = b.inv_inertia_body;
-    gravity_ = model.gravity_m_s2.norm();
-    buoyancy_per_m3_ = std::max(model.water.density_kg_m3 * gravity_, 1e-9);
+    base_ = vehicle_parameter_base(model, body_);
     warmup_ = active_[i_lag] ? lag_warmup_steps : 0;
     // pre-sized: the step never allocates
     ring_.assign(static_cast<std::size_t>(horizon_ + warmup_ + 2), Entry{});
@@ -185,46 +179,18 @@ class EstimateProcessor final : public FeedbackProcessor {
     }
   }
 
-  // what configure read for the ranges and the prior
-  struct Bounds {
-    double thrust_a, thrust_b, drag_factor, max_buoy, max_current, max_lag, added_sd, sd_scale;
-  };
-
   // the nominal values (the scenario's), their bounds and the prior
-  void set_bounds_and_prior(const BodyModel& b, const WorldModel& model, const Bounds& bounds) {
-    const auto [thrust_a, thrust_b, drag_factor, max_buoy, max_current, max_lag, added_sd, sd_scale] = bounds;
-    theta_[0] = 1;
-    for (int i = 0; i < 3; ++i) {
-      theta_[1 + i] = b.damping.linear[i];
-      theta_[4 + i] = b.damping.quadratic[i];
-    }
-    theta_[7] = 0;
-    theta_[8] = model.water.current_m_s.x();
-    theta_[9] = model.water.current_m_s.y();
-    theta_[i_lag] = 0;
-    theta_[i_added] = 0;
+  void set_bounds_and_prior(const WorldModel& model, const VehicleParameterRanges& ranges) {
+    const auto nominal = nominal_vehicle_parameters(model, body_);
+    for (int i = 0; i < n_params; ++i) theta_[i] = nominal[static_cast<std::size_t>(i)];
     nominal_ = theta_;
-    lo_[0] = std::min(thrust_a, thrust_b);
-    hi_[0] = std::max(thrust_a, thrust_b);
-    for (int i = 1; i < 7; ++i) {
-      lo_[i] = 0;
-      hi_[i] = std::max(drag_factor * theta_[i], theta_[i] + (i < 4 ? 20.0 : 50.0));
-    }
-    lo_[7] = -max_buoy, hi_[7] = max_buoy;
-    lo_[8] = lo_[9] = -max_current, hi_[8] = hi_[9] = max_current;
-    lo_[i_lag] = 0, hi_[i_lag] = max_lag;
-    lo_[i_added] = 0, hi_[i_added] = 0;  // considered, never moved
-    // prior: about a third of the range, so the data decide; zero for what is not estimated
+    const VehicleParameterPrior prior = vehicle_parameter_prior(nominal, ranges);
     p0_.setZero();
     for (int i = 0; i < n_params; ++i) {
-      // the considered added mass has its own prior, not scaled by initial_stddev
-      const double sd = i == i_added ? added_sd
-                                     : sd_scale * (i == 0       ? 0.3
-                                                   : i < 7      ? std::max(0.5 * theta_[i], 5.0)
-                                                   : i == 7     ? 0.1 * max_buoy
-                                                   : i == i_lag ? 0.3 * max_lag
-                                                                : 0.2);
-      if (active_[static_cast<std::size_t>(i)]) p0_(i, i) = sd * sd;
+      const auto u = static_cast<std::size_t>(i);
+      lo_[i] = prior.lo[u];
+      hi_[i] = prior.hi[u];
+      if (active_[u]) p0_(i, i) = prior.sd[u] * prior.sd[u];
       step_max_[i] = step_fraction_ * (hi_[i] - lo_[i]);
     }
   }
@@ -303,6 +269,29 @@ class EstimateProcessor final : public FeedbackProcessor {
       est[param_names[u]] = theta_[i];
       sd[param_names[u]] = sigma(i);
       id[param_names[u]] = reported_identified(i);
+    }
+    summarize_combinations(out);
+  }
+
+  // with the added mass considered: thrust, drags and buoyancy offset over the effective mass
+  // (1 + a), what the data pin down (docs/feedback.md, "The offline fit"); sigma from the
+  // covariance, the considered added mass's share included, widened by the misfit
+  void summarize_combinations(nlohmann::json& out) const {
+    if (!active_[i_added]) return;
+    auto& comb = out["combinations"] = nlohmann::json::object();
+    const double eff = 1 + theta_[i_added];
+    for (int i = 0; i <= 7; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      if (!active_[u]) continue;
+      VecP g = VecP::Zero();
+      g[i] = 1 / eff;
+      g[i_added] = -theta_[i] / (eff * eff);
+      const double sd = std::sqrt(std::max(g.dot(p_ * g), 0.0)) * (structure_exact_ ? 1.0 : misfit_widening_);
+      const double prior_sd = std::sqrt(std::max(g.dot(p0_ * g), 0.0));
+      const std::string name = i == 0   ? std::string("thrust_per_effective_mass")
+                               : i == 7 ? std::string("buoyancy_offset_per_effective_mass_n")
+                                        : std::string(param_names[u]) + "_per_effective_mass";
+      comb[name] = {{"value", theta_[i] / eff}, {"stddev", std::min(sd, prior_sd)}};
     }
   }
   std::vector<std::string> record_fields() const override {
@@ -419,23 +408,7 @@ class EstimateProcessor final : public FeedbackProcessor {
 
   void apply(WorldModel& model) const { apply(model, theta_); }
   void apply(WorldModel& model, const VecP& th) const {
-    BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
-    b.damping.linear = th.segment<3>(1);
-    b.damping.quadratic = th.segment<3>(4);
-    // added mass (considered: the model's own, 0, except while the Jacobian probes it): heavier
-    // to accelerate, matched by as much more displaced water, since it weighs nothing in water
-    double added_weight = 0;
-    if (active_[i_added]) {
-      const double f = 1 + th[i_added];
-      b.mass_kg = mass0_kg_ * f;
-      b.inv_mass = 1 / b.mass_kg;
-      b.inertia_body = inertia0_ * f;
-      b.inv_inertia_body = inv_inertia0_ / f;
-      added_weight = th[i_added] * mass0_kg_ * gravity_;
-    }
-    b.volume_m3 = std::max(volume0_m3_ + (th[7] + added_weight) / buoyancy_per_m3_, 0.0);
-    model.water.current_m_s.x() = th[8];
-    model.water.current_m_s.y() = th[9];
+    apply_vehicle_parameters(base_, th.data(), active_[i_added], model);
   }
 
   // replays steps [t0, t1) from the measured S_t0 (its velocity changed by dv) with
@@ -469,29 +442,9 @@ class EstimateProcessor final : public FeedbackProcessor {
     return true;
   }
 
-  static void scale(BodyWrench& w, double c) {
-    w.force_world_n *= c;
-    w.torque_world_nm *= c;
-    w.force_body_n *= c;
-    w.torque_body_nm *= c;
-  }
-  // a first-order lag with time constant tau on the wrench, its state y the filtered wrench at
-  // the step's start; returns the filter's mean over the step (the input held for dt), as a
-  // thruster's rotor gives its mean thrust over the step. tau = 0: the input itself
+  static void scale(BodyWrench& w, double c) { scale_wrench(w, c); }
   static BodyWrench lag_step(BodyWrench& y, const BodyWrench& in, double tau, double dt) {
-    if (!(tau > 0) || !(dt > 0)) return y = in;
-    const double decay = std::exp(-dt / tau);
-    const double mean_share = tau / dt * (1 - decay);  // of (y - in) in the step's mean
-    BodyWrench mean;
-    const auto go = [&](Vec3& yv, const Vec3& u, Vec3& m) {
-      m = u + (yv - u) * mean_share;
-      yv = u + (yv - u) * decay;
-    };
-    go(y.force_world_n, in.force_world_n, mean.force_world_n);
-    go(y.torque_world_nm, in.torque_world_nm, mean.torque_world_nm);
-    go(y.force_body_n, in.force_body_n, mean.force_body_n);
-    go(y.torque_body_nm, in.torque_body_nm, mean.torque_body_nm);
-    return mean;
+    return lag_wrench_step(y, in, tau, dt);
   }
   // the lag filter's state at the start of a window at t0: settled on the earliest input the
   // warm-up keeps, then run over the inputs up to t0
@@ -726,8 +679,7 @@ class EstimateProcessor final : public FeedbackProcessor {
   double lambda_ = 0.9995, sigma_p_ = 0.005, sigma_v_ = 0.01, gate_ = 50, step_fraction_ = 0.05;
   VecP theta_ = VecP::Zero(), nominal_ = VecP::Zero(), lo_ = VecP::Zero(), hi_ = VecP::Zero(), step_max_ = VecP::Zero();
   MatP p_ = MatP::Zero(), p0_ = MatP::Zero();
-  double volume0_m3_ = 0, buoyancy_per_m3_ = 1, mass0_kg_ = 1, gravity_ = 9.81;
-  Mat3 inertia0_ = Mat3::Identity(), inv_inertia0_ = Mat3::Identity();
+  VehicleParameterBase base_;
   int warmup_ = 0;         // steps of inputs kept before a window for the lag's filter
   BodyWrench live_lag_{};  // the twin's thruster-lag filter
   std::vector<Entry> ring_;

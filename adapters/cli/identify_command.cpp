@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+// `tether identify REC... -o fit.yaml`: the offline fit of a vehicle's model over recorded
+// trials (docs/feedback.md, "The offline fit"), validated open loop on held-out data.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "tether/identify/identify.hpp"
+
+namespace tether::cli {
+
+namespace {
+
+void print_fit(const identify::FitResult& fit, const identify::Trial& trial) {
+  const auto truth_of = [&](const std::string& name, double& v) {
+    for (const auto& [n, t] : trial.truth)
+      if (n == name) return v = t, true;
+    return false;
+  };
+  const bool truth = !trial.truth.empty();
+  std::printf("  %-38s %12s %11s %-10s%s\n", "parameter", "value", "sigma", "identified", truth ? "  truth" : "");
+  for (const identify::ParameterEstimate& p : fit.parameters) {
+    if (!p.estimated) continue;
+    double t = 0;
+    std::printf("  %-38s %12.6g %11.3g %-10s", p.name.c_str(), p.value, p.stddev, p.identified ? "yes" : "no");
+    if (truth && truth_of(p.name, t)) std::printf("  %.6g", t);
+    std::printf("\n");
+  }
+  // the truth's combinations, where the stand-in told its values
+  double a = 0;
+  const bool truth_added = truth_of("added_mass_fraction", a);
+  std::printf("  combinations the data pin down:\n");
+  for (const identify::Combination& c : fit.combinations) {
+    std::printf("  %-38s %12.6g %11.3g %-10s", c.name.c_str(), c.value, c.stddev, c.identified ? "yes" : "no");
+    double t = 0;
+    const std::string base = c.name.substr(0, c.name.find("_per_effective_mass"));
+    const std::string name = base == "thrust"            ? "thrust_coefficient"
+                             : base == "buoyancy_offset" ? "buoyancy_offset_n"
+                                                         : base;
+    if (truth && truth_of(name, t))
+      std::printf("  %.6g",
+                  c.name.find("per_effective_mass") != std::string::npos ? t / (1 + (truth_added ? a : 0)) : t);
+    std::printf("\n");
+  }
+  if (fit.delay_costs.size() > 1) {
+    std::printf("  delay (steps: cost per window, refitted):");
+    for (const auto& [d, c] : fit.delay_costs) std::printf(" %d: %.4g", d, c);
+    std::printf("\n");
+  }
+  for (const identify::WeakDirection& w : fit.weak) {
+    std::printf("  weak (sigma shrunk %.2gx):", w.shrink);
+    for (const auto& [n, l] : w.loadings) std::printf(" %+.2f %s", l, n.c_str());
+    std::printf("\n    strengthen with: %s\n", w.advice.c_str());
+  }
+  if (fit.delay_costs.size() > 1) {
+    std::printf("  delay %d steps (", fit.delay_steps);
+    if (fit.delay_stddev_steps > 0) std::printf("sigma %.2g; ", fit.delay_stddev_steps);
+    std::printf("a measurement delay or the thrusters' dead time)\n");
+  }
+  std::printf(
+      "  %d windows, %zu residuals; noise scale %.3g, residual correlation %.2f (sigma x%.2f); %d "
+      "iterations%s; %.2f s\n",
+      fit.windows, fit.residuals, fit.noise_scale, fit.residual_correlation, fit.sigma_widening, fit.iterations,
+      fit.converged ? "" : " (not converged)", fit.seconds);
+}
+
+}  // namespace
+
+int identify_command(const IdentifyOptions& options) {
+  if (options.holdout < 0 || options.holdout >= 0.9) {
+    std::cerr << "tether: --holdout " << options.holdout << ": a fraction from 0 to 0.9 of each trial\n";
+    return exit_usage;
+  }
+  std::vector<identify::Trial> trials;
+  for (const std::string& path : options.recordings) {
+    identify::Trial t;
+    std::string error;
+    if (!identify::load_trial(recording_path(path), options.vehicle, t, &error)) {
+      std::cerr << "tether: " << error << '\n';
+      return exit_usage;
+    }
+    std::printf("%s: %zu steps, %zu measured, vehicle %s\n", t.path.c_str(), t.samples.size(), t.measured,
+                t.scenario.model.vehicles[static_cast<std::size_t>(t.vehicle)].name.c_str());
+    trials.push_back(std::move(t));
+  }
+  identify::Trial validation;
+  if (!options.validate.empty()) {
+    std::string error;
+    if (!identify::load_trial(recording_path(options.validate), options.vehicle, validation, &error)) {
+      std::cerr << "tether: " << error << '\n';
+      return exit_usage;
+    }
+  }
+  identify::FitOptions fo;
+  fo.window_steps = options.window_steps;
+  fo.max_delay_steps = options.max_delay_steps;
+  fo.holdout = options.holdout;
+  fo.position_stddev_m = options.position_stddev_m;
+  fo.velocity_stddev_m_s = options.velocity_stddev_m_s;
+  fo.estimate_lag = !options.no_lag;
+  fo.threads = options.threads;
+  identify::FitResult fit;
+  try {
+    fit = identify::fit(trials, fo);
+  } catch (const std::exception& e) {
+    std::cerr << "tether: " << e.what() << '\n';
+    return exit_usage;
+  }
+  print_fit(fit, trials.front());
+
+  std::optional<identify::Prediction> prediction;
+  if (!options.validate.empty()) {
+    const auto& a = validation.scenario.model.bodies[static_cast<std::size_t>(validation.body)];
+    const auto& b = trials.front().scenario.model.bodies[static_cast<std::size_t>(trials.front().body)];
+    if (a.name != b.name || a.mass_kg != b.mass_kg || validation.dt_s != trials.front().dt_s) {
+      std::cerr << "tether: --validate " << options.validate << ": body \"" << a.name
+                << "\" is not the fitted vehicle's \"" << b.name << "\" (another scenario)\n";
+      return exit_usage;
+    }
+    prediction = identify::predict(validation, fit, 0, validation.samples.size(), options.horizon_s);
+  } else if (options.holdout > 0) {
+    const identify::Trial& t = trials.front();
+    prediction =
+        identify::predict(t, fit, identify::holdout_start(t, options.holdout), t.samples.size(), options.horizon_s);
+  }
+  if (prediction) {
+    if (prediction->segments == 0) {
+      std::printf("  validation: no %.3g s segment of held-out data with measured velocities to predict from\n",
+                  options.horizon_s);
+    } else {
+      std::printf(
+          "  open-loop prediction over %d held-out segments of %.3g s: fitted %.4f m, uncorrected %.4f m at "
+          "the end (RMS %.4f vs %.4f m): %.1fx better\n",
+          prediction->segments, prediction->horizon_s, prediction->fitted_m, prediction->uncorrected_m,
+          prediction->fitted_rms_m, prediction->uncorrected_rms_m, prediction->gain());
+    }
+  }
+  if (!options.output.empty()) {
+    std::ofstream f(options.output);
+    f << identify::fit_yaml(trials.front(), fit, prediction);
+    if (!f) {
+      std::cerr << "tether: cannot write " << options.output << '\n';
+      return exit_usage;
+    }
+    std::printf("fit: %s (apply: tether run SCENARIO --set-file %s, SCENARIO the file of scenario \"%s\")\n",
+                options.output.c_str(), options.output.c_str(), trials.front().scenario.name.c_str());
+  }
+  return exit_ok;
+}
+
+}  // namespace tether::cli

@@ -1,0 +1,780 @@
+// SPDX-License-Identifier: Apache-2.0
+// The batch fit (docs/feedback.md, "The offline fit"): multiple shooting over windows of the
+// trial. Each window starts the model's step() from its own start state (position and
+// velocity: parameters of the fit, tied to the measured start by its noise, so a noisy start
+// velocity is fitted rather than trusted), replays the recorded inputs — delayed by the
+// measurement delay tried, lagged by the thruster lag, scaled by the thrust gain — and is
+// compared with the measured positions and velocities at five checkpoints. The parameters
+// (tether/loop/vehicle_parameters.hpp, the online `estimate` processor's) carry the same
+// weak prior as online; the added mass is estimated against its prior (no motion alone tells
+// it from the thrust gain: every force is divided by the effective mass), so the combinations
+// over the effective mass are what the data pin down. Ceres Solver minimises; its covariance,
+// widened by what the residuals show (their size and correlation), gives sigma.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cmath>
+#include <atomic>
+#include <limits>
+#include <memory>
+#include <thread>
+#include <stdexcept>
+
+#include <Eigen/Eigenvalues>
+#include <ceres/ceres.h>
+
+#include "tether/identify/identify.hpp"
+#include "tether/physics/physics.hpp"
+#include "tether/physics/world_state.hpp"
+
+namespace tether::identify {
+
+namespace vp = runtime::vp;
+using ParamArray = std::array<double, vp::count>;
+
+namespace {
+
+constexpr int checkpoints = 5;
+constexpr int residuals_per_window = checkpoints * 6;
+constexpr int lag_warmup_steps = 100;
+
+// what every window of one trial shares
+struct TrialModel {
+  const Trial* trial = nullptr;
+  runtime::VehicleParameterBase base;
+  std::array<bool, vp::count> active{};
+  double sigma_p = 0.005, sigma_v = 0.01;
+  int delay = 0;
+};
+
+// the forward-difference step of parameter i at value v
+double probe_step(int i, double v) {
+  return i == vp::thrust                                ? 1e-4
+         : i < vp::buoyancy                             ? 1e-4 * std::max(std::abs(v), 1.0)
+         : i == vp::buoyancy                            ? 1e-3
+         : i == vp::thruster_lag || i == vp::added_mass ? 1e-4
+                                                        : 1e-5;
+}
+
+// the lag filter's state at input index u0: settled on the earliest input of the warm-up,
+// then run over the inputs up to u0
+BodyWrench lag_before(const Trial& trial, std::int64_t u0, double tau, double dt) {
+  const std::int64_t from = std::max<std::int64_t>(u0 - lag_warmup_steps, 0);
+  BodyWrench y = trial.samples[static_cast<std::size_t>(from)].input;
+  for (std::int64_t u = from; u < u0; ++u)
+    (void)runtime::lag_wrench_step(y, trial.samples[static_cast<std::size_t>(u)].input, tau, dt);
+  return y;
+}
+
+// replays `steps` steps from a start state (position, velocity; orientation and angular
+// velocity of sample `t0`) with the inputs from index u0; calls at(j, body state) after each
+// step j = 1..steps; false on a numerical fault
+template <class At>
+bool simulate(const TrialModel& tm, runtime::WorldModel& model, runtime::WorldState& world, runtime::StepInputs& in,
+              runtime::PhysicsScratch& scratch, const double* theta, const double* start, std::size_t t0,
+              std::int64_t u0, int steps, At&& at) {
+  const Trial& tr = *tm.trial;
+  runtime::apply_vehicle_parameters(tm.base, theta, tm.active[vp::added_mass], model);
+  const auto body = static_cast<std::size_t>(tm.base.body);
+  const auto& twin = tr.twin[std::min(t0, tr.twin.size() - 1)];
+  world.bodies.assign(twin.begin(), twin.end());
+  const TrialSample& s0 = tr.samples[t0];
+  runtime::BodyState& b = world.bodies[body];
+  const runtime::BodyModel& bm = model.bodies[body];
+  b.position_m = Vec3(start[0], start[1], start[2]);
+  b.orientation = s0.orientation;
+  b.linear_momentum = bm.mass_kg * Vec3(start[3], start[4], start[5]);
+  const runtime::Mat3 r0 = s0.orientation.toRotationMatrix();
+  const Vec3 w0 = s0.has_velocity ? s0.angular_velocity : runtime::Vec3::Zero();
+  b.angular_momentum = r0 * bm.inertia_body * r0.transpose() * w0;
+  for (auto& w : in.wrenches) w = BodyWrench{};
+  const double dt = tr.dt_s;
+  BodyWrench lag = lag_before(tr, u0, theta[vp::thruster_lag], dt);
+  for (int j = 1; j <= steps; ++j) {
+    BodyWrench& w = in.wrenches[body];
+    w = runtime::lag_wrench_step(lag, tr.samples[static_cast<std::size_t>(u0 + j - 1)].input, theta[vp::thruster_lag],
+                                 dt);
+    runtime::scale_wrench(w, theta[vp::thrust]);
+    if (runtime::step(model, world, in, dt, nullptr, scratch) != runtime::StepStatus::ok) return false;
+    at(j, world.bodies[body], model.bodies[body]);
+  }
+  return true;
+}
+
+// one window: residuals at five checkpoints (position, and velocity where measured)
+class WindowCost final : public ceres::CostFunction {
+ public:
+  WindowCost(const TrialModel& tm, std::size_t t0, int steps)
+      : tm_(tm), t0_(t0), steps_(steps), model_(tm.trial->scenario.model) {
+    set_num_residuals(residuals_per_window);
+    mutable_parameter_block_sizes()->push_back(vp::count);
+    mutable_parameter_block_sizes()->push_back(6);
+    in_.resize(model_.bodies.size());
+  }
+
+  // what compute() found at the point it was given (the evaluation callback fills it for every
+  // window at once, in parallel; Evaluate copies it when asked at that point)
+  struct Cache {
+    std::array<double, vp::count> theta{};
+    std::array<double, 6> start{};
+    bool valid = false, with_jacobians = false, ok = false;
+    std::array<double, residuals_per_window> residuals{};
+    std::array<double, residuals_per_window * vp::count> jac_theta{};
+    std::array<double, residuals_per_window * 6> jac_start{};
+  };
+
+  void compute(const double* theta, const double* start, bool with_jacobians) const {
+    Cache& c = cache_;
+    std::copy(theta, theta + vp::count, c.theta.begin());
+    std::copy(start, start + 6, c.start.begin());
+    c.valid = true;
+    c.with_jacobians = with_jacobians;
+    double* jac[] = {c.jac_theta.data(), c.jac_start.data()};
+    c.ok = evaluate_now(theta, start, c.residuals.data(), with_jacobians ? jac : nullptr);
+  }
+
+  bool Evaluate(double const* const* p, double* residuals, double** jacobians) const override {
+    const Cache& c = cache_;
+    const bool same = c.valid && std::equal(c.theta.begin(), c.theta.end(), p[0]) &&
+                      std::equal(c.start.begin(), c.start.end(), p[1]) && (c.with_jacobians || !jacobians);
+    if (!same) return evaluate_now(p[0], p[1], residuals, jacobians);
+    if (!c.ok) return false;
+    std::copy(c.residuals.begin(), c.residuals.end(), residuals);
+    if (jacobians && jacobians[0]) std::copy(c.jac_theta.begin(), c.jac_theta.end(), jacobians[0]);
+    if (jacobians && jacobians[1]) std::copy(c.jac_start.begin(), c.jac_start.end(), jacobians[1]);
+    return true;
+  }
+
+  bool evaluate_now(const double* th0, const double* st0, double* residuals, double** jacobians) const {
+    if (!run(th0, st0, residuals)) return false;
+    if (!jacobians) return true;
+    std::array<double, residuals_per_window> probe{};
+    if (jacobians[0]) {
+      ParamArray th;
+      std::copy(th0, th0 + vp::count, th.begin());
+      for (int i = 0; i < vp::count; ++i) {
+        const double h = probe_step(i, th[static_cast<std::size_t>(i)]);
+        if (!tm_.active[static_cast<std::size_t>(i)]) {
+          for (int r = 0; r < residuals_per_window; ++r) jacobians[0][r * vp::count + i] = 0;
+          continue;
+        }
+        const double keep = th[static_cast<std::size_t>(i)];
+        th[static_cast<std::size_t>(i)] = keep + h;
+        if (!run(th.data(), st0, probe.data())) return false;
+        th[static_cast<std::size_t>(i)] = keep;
+        for (int r = 0; r < residuals_per_window; ++r)
+          jacobians[0][r * vp::count + i] = (probe[static_cast<std::size_t>(r)] - residuals[r]) / h;
+      }
+    }
+    if (jacobians[1]) {
+      std::array<double, 6> st;
+      std::copy(st0, st0 + 6, st.begin());
+      const double h = 1e-4;
+      // in uniform water away from the surface and the walls, a start moved by d lands moved
+      // by d: one probe moving every axis at once tells (then the position columns are the
+      // identity), else one probe per axis
+      int first_axis = 0;
+      for (int a = 0; a < 3; ++a) st[static_cast<std::size_t>(a)] += h;
+      if (!run(th0, st.data(), probe.data())) return false;
+      for (int a = 0; a < 3; ++a) st[static_cast<std::size_t>(a)] -= h;
+      bool translates = true;
+      for (int r = 0; r < residuals_per_window && translates; ++r) {
+        const bool position_row = r % 6 < 3;
+        const double expected = residuals[r] + (position_row ? h / tm_.sigma_p : 0.0);
+        translates = std::abs(probe[static_cast<std::size_t>(r)] - expected) <= 1e-6 * h / tm_.sigma_p;
+      }
+      if (translates) {
+        for (int r = 0; r < residuals_per_window; ++r)
+          for (int a = 0; a < 3; ++a) jacobians[1][r * 6 + a] = r % 6 == a ? 1 / tm_.sigma_p : 0.0;
+        first_axis = 3;
+      }
+      for (int i = first_axis; i < 6; ++i) {
+        st[static_cast<std::size_t>(i)] += h;
+        if (!run(th0, st.data(), probe.data())) return false;
+        st[static_cast<std::size_t>(i)] -= h;
+        for (int r = 0; r < residuals_per_window; ++r)
+          jacobians[1][r * 6 + i] = (probe[static_cast<std::size_t>(r)] - residuals[r]) / h;
+      }
+    }
+    return true;
+  }
+
+  std::size_t t0() const { return t0_; }
+
+ private:
+  static int checkpoint(int steps, int j) { return ((j + 1) * steps) / checkpoints; }
+
+  bool run(const double* theta, const double* start, double* r) const {
+    const Trial& tr = *tm_.trial;
+    int next = 0;
+    const auto u0 = static_cast<std::int64_t>(t0_) - tm_.delay;
+    return simulate(tm_, model_, world_, in_, scratch_, theta, start, t0_, u0, steps_,
+                    [&](int j, const runtime::BodyState& s, const runtime::BodyModel& bm) {
+                      if (next >= checkpoints || j != checkpoint(steps_, next)) return;
+                      const TrialSample& m = tr.samples[t0_ + static_cast<std::size_t>(j)];
+                      double* out = r + 6 * next++;
+                      const Vec3 dp = (s.position_m - m.position) / tm_.sigma_p;
+                      const Vec3 dv = m.has_velocity
+                                          ? Vec3((s.linear_momentum * bm.inv_mass - m.velocity) / tm_.sigma_v)
+                                          : Vec3::Zero();
+                      for (int a = 0; a < 3; ++a) out[a] = dp[a], out[3 + a] = dv[a];
+                    });
+  }
+
+  const TrialModel& tm_;
+  std::size_t t0_;
+  int steps_;
+  mutable runtime::WorldModel model_;
+  mutable runtime::WorldState world_;
+  mutable runtime::StepInputs in_;
+  mutable runtime::PhysicsScratch scratch_;
+  mutable Cache cache_;
+};
+
+// before Ceres evaluates the windows at a new point, every window is computed at once on
+// `threads` threads (each window has its own model copy and scratch)
+class ParallelWindows final : public ceres::EvaluationCallback {
+ public:
+  ParallelWindows(int threads, const double* theta) : threads_(std::max(1, threads)), theta_(theta) {}
+  void add(const WindowCost* cost, const double* start) { windows_.emplace_back(cost, start); }
+  void PrepareForEvaluation(bool jacobians, bool new_point) override {
+    if (!new_point && !jacobians) return;
+    std::atomic<std::size_t> next{0};
+    const auto work = [&] {
+      for (std::size_t i = next++; i < windows_.size(); i = next++)
+        windows_[i].first->compute(theta_, windows_[i].second, jacobians);
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads_; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+  }
+
+ private:
+  int threads_;
+  const double* theta_;
+  std::vector<std::pair<const WindowCost*, const double*>> windows_;
+};
+
+// a parameter block tied to a value by a stddev per component: (x - mean) / sd
+class PriorCost final : public ceres::CostFunction {
+ public:
+  PriorCost(std::vector<double> mean, std::vector<double> sd) : mean_(std::move(mean)), sd_(std::move(sd)) {
+    set_num_residuals(static_cast<int>(mean_.size()));
+    mutable_parameter_block_sizes()->push_back(static_cast<int>(mean_.size()));
+  }
+  bool Evaluate(double const* const* p, double* r, double** j) const override {
+    const std::size_t n = mean_.size();
+    for (std::size_t i = 0; i < n; ++i) r[i] = sd_[i] > 0 ? (p[0][i] - mean_[i]) / sd_[i] : 0;
+    if (j && j[0])
+      for (std::size_t a = 0; a < n; ++a)
+        for (std::size_t b = 0; b < n; ++b) j[0][a * n + b] = a == b && sd_[a] > 0 ? 1 / sd_[a] : 0;
+    return true;
+  }
+
+ private:
+  std::vector<double> mean_, sd_;
+};
+
+struct Window {
+  std::size_t trial = 0, t0 = 0;
+};
+
+// the windows of each trial's fitted part: every measured start whose checkpoints are
+// measured and whose inputs (delayed) are there
+std::vector<Window> windows_of(const std::vector<Trial>& trials, const FitOptions& o, int delay, std::size_t stride) {
+  std::vector<Window> out;
+  const auto w = static_cast<std::size_t>(o.window_steps);
+  for (std::size_t k = 0; k < trials.size(); ++k) {
+    const Trial& tr = trials[k];
+    const std::size_t end = holdout_start(tr, o.holdout);
+    // the same windows whatever the delay tried (they start after the largest), so that the
+    // delays' costs compare the delays and not the windows
+    for (std::size_t t0 = static_cast<std::size_t>(std::max(delay, o.max_delay_steps)); t0 + w < end; t0 += w) {
+      bool ok = tr.samples[t0].measured && t0 < tr.twin.size();
+      for (int j = 0; ok && j < checkpoints; ++j)
+        ok = tr.samples[t0 + static_cast<std::size_t>(((j + 1) * o.window_steps) / checkpoints)].measured;
+      for (std::size_t t = t0 - static_cast<std::size_t>(delay); ok && t < t0 + w - static_cast<std::size_t>(delay);
+           ++t)
+        ok = tr.samples[t].has_input;
+      if (ok) out.push_back({k, t0});
+    }
+  }
+  if (stride > 1) {
+    std::vector<Window> every;
+    for (std::size_t i = 0; i < out.size(); i += stride) every.push_back(out[i]);
+    out.swap(every);
+  }
+  return out;
+}
+
+struct Solved {
+  ParamArray theta{};
+  double data_cost = 0, initial_cost = 0;
+  int iterations = 0;
+  bool converged = false;
+  std::string report;
+  Eigen::MatrixXd covariance;                                       // of theta, raw (empty if not computed)
+  std::vector<std::array<double, residuals_per_window>> residuals;  // per window, at the solution
+};
+
+class FitProblem {
+ public:
+  FitProblem(const std::vector<Trial>& trials, const FitOptions& o, int delay, const ParamArray& prior_mean,
+             const ParamArray& prior_sd, const ParamArray& lo, const ParamArray& hi,
+             const std::array<bool, vp::count>& active, std::size_t stride = 1)
+      : trials_(trials), o_(o) {
+    for (const Trial& tr : trials) {
+      TrialModel tm;
+      tm.trial = &tr;
+      tm.base = runtime::vehicle_parameter_base(tr.scenario.model, tr.body);
+      tm.active = active;
+      tm.sigma_p = o.position_stddev_m;
+      tm.sigma_v = o.velocity_stddev_m_s;
+      tm.delay = delay;
+      models_.push_back(tm);
+    }
+    windows_ = windows_of(trials, o, delay, stride);
+    prior_mean_ = prior_mean, prior_sd_ = prior_sd, lo_ = lo, hi_ = hi, active_ = active;
+  }
+  std::size_t windows() const { return windows_.size(); }
+
+  Solved solve(const ParamArray& start, int max_iterations, double huber, bool covariance) {
+    ceres::Problem::Options po;
+    po.cost_function_ownership = ceres::TAKE_OWNERSHIP;
+    po.loss_function_ownership = ceres::TAKE_OWNERSHIP;
+    po.manifold_ownership = ceres::TAKE_OWNERSHIP;
+    ParamArray theta = start;
+    ParallelWindows parallel(o_.threads, theta.data());
+    po.evaluation_callback = &parallel;
+    ceres::Problem problem(po);
+    starts_.assign(windows_.size(), {});
+    std::vector<const WindowCost*> costs;
+    std::vector<ceres::ResidualBlockId> blocks;
+    for (std::size_t i = 0; i < windows_.size(); ++i) {
+      const Window& w = windows_[i];
+      const Trial& tr = trials_[w.trial];
+      const TrialSample& s = tr.samples[w.t0];
+      auto& st = starts_[i];
+      st = start_of(tr, w.t0);
+      auto* cost = new WindowCost(models_[w.trial], w.t0, o_.window_steps);
+      costs.push_back(cost);
+      parallel.add(cost, st.data());
+      blocks.push_back(
+          problem.AddResidualBlock(cost, huber > 0 ? new ceres::HuberLoss(huber) : nullptr, theta.data(), st.data()));
+      std::vector<double> mean(st.begin(), st.end());
+      const double sv = s.has_velocity ? o_.velocity_stddev_m_s : 10.0;  // unmeasured: the checkpoints decide
+      problem.AddResidualBlock(
+          new PriorCost(mean, {o_.position_stddev_m, o_.position_stddev_m, o_.position_stddev_m, sv, sv, sv}), nullptr,
+          st.data());
+    }
+    std::vector<double> pm(prior_mean_.begin(), prior_mean_.end()), ps(vp::count, 0.0);
+    std::vector<int> fixed;
+    for (int i = 0; i < vp::count; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      if (active_[u])
+        ps[u] = prior_sd_[u];
+      else
+        fixed.push_back(i);
+    }
+    problem.AddResidualBlock(new PriorCost(pm, ps), nullptr, theta.data());
+    if (!fixed.empty()) problem.SetManifold(theta.data(), new ceres::SubsetManifold(vp::count, fixed));
+    for (int i = 0; i < vp::count; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      if (!active_[u]) continue;
+      theta[u] = std::clamp(theta[u], lo_[u], hi_[u]);
+      problem.SetParameterLowerBound(theta.data(), i, lo_[u]);
+      problem.SetParameterUpperBound(theta.data(), i, hi_[u]);
+    }
+    ceres::Solver::Options so;
+    so.linear_solver_type = ceres::DENSE_SCHUR;  // the start blocks are eliminated first
+    so.max_num_iterations = max_iterations;
+    so.num_threads = 1;  // the windows are computed in parallel by the evaluation callback
+    so.function_tolerance = 1e-6;
+    so.parameter_tolerance = 1e-8;
+    so.logging_type = ceres::SILENT;
+    ceres::Solver::Summary summary;
+    ceres::Solve(so, &problem, &summary);
+
+    Solved out;
+    out.theta = theta;
+    out.iterations = static_cast<int>(summary.iterations.size());
+    out.converged = summary.termination_type == ceres::CONVERGENCE;
+    out.report = summary.BriefReport();
+    if (std::getenv("TETHER_IDENTIFY_REPORT")) std::fprintf(stderr, "%s\n", summary.FullReport().c_str());
+    out.initial_cost = summary.initial_cost;
+    // the data's cost at the solution (no loss, no priors), and the residuals
+    out.residuals.resize(windows_.size());
+    for (std::size_t i = 0; i < windows_.size(); ++i) {
+      const double* params[] = {theta.data(), starts_[i].data()};
+      if (!costs[i]->evaluate_now(params[0], params[1], out.residuals[i].data(), nullptr)) out.residuals[i].fill(0);
+      for (double r : out.residuals[i]) out.data_cost += 0.5 * r * r;
+    }
+    if (covariance) {
+      ceres::Covariance::Options co;
+      // sparse QR: the priors make the problem full rank; the start blocks keep it sparse
+      co.algorithm_type = ceres::SPARSE_QR;
+      co.num_threads = std::max(1, o_.threads);
+      ceres::Covariance cov(co);
+      const std::vector<std::pair<const double*, const double*>> pairs = {{theta.data(), theta.data()}};
+      if (cov.Compute(pairs, &problem)) {
+        out.covariance.resize(vp::count, vp::count);
+        Eigen::Matrix<double, vp::count, vp::count, Eigen::RowMajor> c;
+        cov.GetCovarianceBlock(theta.data(), theta.data(), c.data());
+        out.covariance = c;
+      }
+    }
+    return out;
+  }
+
+ private:
+  // a window's start: the measured position and velocity (the twin's velocity where none was measured)
+  static std::array<double, 6> start_of(const Trial& tr, std::size_t t) {
+    const TrialSample& s = tr.samples[t];
+    runtime::WorldState twin;
+    if (!s.has_velocity) twin.bodies = tr.twin[std::min(t, tr.twin.size() - 1)];
+    const Vec3 v = s.has_velocity ? s.velocity : runtime::linear_velocity(tr.scenario.model, twin, tr.body);
+    return {s.position.x(), s.position.y(), s.position.z(), v.x(), v.y(), v.z()};
+  }
+
+  const std::vector<Trial>& trials_;
+  const FitOptions& o_;
+  std::vector<TrialModel> models_;
+  std::vector<Window> windows_;
+  std::vector<std::array<double, 6>> starts_;
+  ParamArray prior_mean_{}, prior_sd_{}, lo_{}, hi_{};
+  std::array<bool, vp::count> active_{};
+};
+
+const char* group_advice(int i) {
+  if (i == vp::thrust || i == vp::added_mass)
+    return "thrust and added mass scale the acceleration alike, so no manoeuvre separates them from motion "
+           "alone: a bollard pull (thrust on a load cell) fixes the gain, a trial with a known mass added fixes "
+           "the added mass";
+  if (i == vp::linear_drag || i == vp::quadratic_drag)
+    return "coast-downs along x (thrusters off at speed) from several speeds, both directions";
+  if (i == vp::linear_drag + 1 || i == vp::quadratic_drag + 1)
+    return "sideways motion: turns at several speeds (sway), or lateral steps where the vehicle has lateral thrust";
+  if (i == vp::linear_drag + 2 || i == vp::quadratic_drag + 2)
+    return "depth changes at several vertical speeds, up and down";
+  if (i == vp::buoyancy) return "holding depth and drifting with the vertical thrusters off (trim)";
+  if (i == vp::current_x || i == vp::current_y) return "the same runs in opposite directions along each axis";
+  if (i == vp::thruster_lag) return "fast thrust steps (off to full and back)";
+  return "";
+}
+
+}  // namespace
+
+std::size_t holdout_start(const Trial& trial, double holdout) {
+  const std::size_t n = trial.samples.size();
+  const double keep = std::clamp(1 - holdout, 0.0, 1.0);
+  return std::min(n, static_cast<std::size_t>(std::floor(static_cast<double>(n) * keep)));
+}
+
+namespace {
+
+// what every stage of a fit shares: the nominal values, the prior and bounds, what is estimated
+struct FitSetup {
+  ParamArray nominal{};
+  runtime::VehicleParameterPrior prior;
+  std::array<bool, vp::count> active{};
+};
+
+FitSetup fit_setup(const std::vector<Trial>& trials, const FitOptions& o) {
+  if (trials.empty()) throw std::runtime_error("no trial to fit");
+  const Trial& t0 = trials.front();
+  const runtime::WorldModel& m0 = t0.scenario.model;
+  const auto& b0 = m0.bodies[static_cast<std::size_t>(t0.body)];
+  for (const Trial& tr : trials) {
+    const auto& b = tr.scenario.model.bodies[static_cast<std::size_t>(tr.body)];
+    if (b.name != b0.name || b.mass_kg != b0.mass_kg || tr.dt_s != t0.dt_s)
+      throw std::runtime_error(tr.path + ": body \"" + b.name + "\" (" + std::to_string(b.mass_kg) + " kg, step " +
+                               std::to_string(tr.dt_s) + " s) is not the vehicle of " + t0.path + " (\"" + b0.name +
+                               "\", " + std::to_string(b0.mass_kg) + " kg, step " + std::to_string(t0.dt_s) +
+                               " s): one fit is for one vehicle");
+  }
+  FitSetup f;
+  f.nominal = runtime::nominal_vehicle_parameters(m0, t0.body);
+  runtime::VehicleParameterRanges ranges;
+  ranges.max_buoyancy_n = 0.25 * b0.mass_kg * m0.gravity_m_s2.norm();
+  ranges.added_mass_stddev = o.added_mass_stddev;
+  f.prior = runtime::vehicle_parameter_prior(f.nominal, ranges);
+  // estimated here, against its prior (online it is only considered)
+  f.prior.lo[vp::added_mass] = -0.5, f.prior.hi[vp::added_mass] = 2;
+  f.active.fill(true);
+  f.active[vp::thruster_lag] = o.estimate_lag;
+  f.active[vp::added_mass] = o.estimate_added_mass;
+  return f;
+}
+
+// the fit at no delay; then each delay tried from that solution on a subsample of about 24
+// windows, refitted a few iterations (a delay and a thruster lag look alike until the lag is
+// refitted): the least cost per window wins. Returns the first fit (theta and residuals).
+Solved delay_profile(const std::vector<Trial>& trials, const FitOptions& o, const FitSetup& f, FitResult& out) {
+  const std::size_t needed = 4;
+  Solved first;
+  double best_cost = 0, delay_windows = 0;
+  std::size_t stride = 1;
+  for (int d = 0; d <= std::max(0, o.max_delay_steps); ++d) {
+    if (d == 0) {
+      FitProblem p(trials, o, 0, f.nominal, f.prior.sd, f.prior.lo, f.prior.hi, f.active);
+      if (p.windows() < needed)
+        throw std::runtime_error(
+            "the trial has " + std::to_string(p.windows()) + " usable windows of " + std::to_string(o.window_steps) +
+            " steps (a window needs a measured start and measured checkpoints); a fit needs at least " +
+            std::to_string(needed) + ": record a longer trial, or measure more often");
+      first = p.solve(f.nominal, o.max_iterations, 0, false);
+      if (o.max_delay_steps <= 0) break;
+      stride = std::max<std::size_t>(1, p.windows() / 24);
+    }
+    FitProblem sub(trials, o, d, f.nominal, f.prior.sd, f.prior.lo, f.prior.hi, f.active, stride);
+    if (sub.windows() < needed) break;
+    const Solved s = sub.solve(first.theta, 3, 0, false);
+    const double cost = s.data_cost / static_cast<double>(sub.windows());
+    delay_windows = static_cast<double>(sub.windows());
+    out.delay_costs.emplace_back(d, cost);
+    if (d == 0 || cost < best_cost) best_cost = cost, out.delay_steps = d;
+  }
+  // sigma from the profile's curvature at its least: cost = chi^2 / 2 grows by 1/2 a sigma away
+  if (out.delay_costs.size() >= 3) {
+    const auto i = static_cast<std::size_t>(out.delay_steps);
+    const std::size_t lo = i == 0 ? 0 : i - 1, hi = std::min(lo + 2, out.delay_costs.size() - 1);
+    const std::size_t mid = lo + 1 <= hi ? lo + 1 : lo;
+    const double curvature =
+        (out.delay_costs[lo].second - 2 * out.delay_costs[mid].second + out.delay_costs[hi].second) * delay_windows;
+    out.delay_stddev_steps = curvature > 0 ? 1 / std::sqrt(curvature) : std::numeric_limits<double>::infinity();
+  }
+  return first;
+}
+
+// a Huber loss at three times the typical window's residual
+double huber_scale(const std::vector<std::array<double, residuals_per_window>>& residuals) {
+  std::vector<double> norms;
+  for (const auto& r : residuals) {
+    double s = 0;
+    for (double v : r) s += v * v;
+    norms.push_back(std::sqrt(s));
+  }
+  if (norms.empty()) return 0;
+  std::nth_element(norms.begin(), norms.begin() + static_cast<std::ptrdiff_t>(norms.size() / 2), norms.end());
+  return 3 * std::max(norms[norms.size() / 2], 1e-9);
+}
+
+// what the residuals show: their size against the stated noise, and the correlation of
+// consecutive windows (a systematic misfit repeats itself)
+void residual_diagnostics(const Solved& s, int n_active, FitResult& out) {
+  std::size_t n = 0;
+  double sum_sq = 0, num = 0, den = 0;
+  for (std::size_t i = 0; i < s.residuals.size(); ++i) {
+    for (double r : s.residuals[i]) n += r != 0, sum_sq += r * r;
+    if (i > 0)
+      for (std::size_t u = 0; u < residuals_per_window; ++u) {
+        num += s.residuals[i][u] * s.residuals[i - 1][u];
+        den += 0.5 * (s.residuals[i][u] * s.residuals[i][u] + s.residuals[i - 1][u] * s.residuals[i - 1][u]);
+      }
+  }
+  out.residuals = n;
+  out.mean_nis = n ? sum_sq / static_cast<double>(n) : 0;
+  const double dof = std::max(1.0, static_cast<double>(n) - n_active - 6.0 * out.windows);
+  out.noise_scale = sum_sq / dof;
+  out.residual_correlation = den > 0 ? std::clamp(num / den, 0.0, 0.95) : 0;
+  const double rho = out.residual_correlation;
+  out.sigma_widening = std::sqrt(std::max(1.0, out.noise_scale) * (1 + rho) / (1 - rho));
+}
+
+void estimates(const FitSetup& f, const Eigen::MatrixXd& cov, const Eigen::MatrixXd& widened, bool have_cov,
+               FitResult& out) {
+  for (int i = 0; i < vp::count; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    ParameterEstimate e;
+    e.name = runtime::vehicle_parameter_names[u];
+    e.value = out.theta[u];
+    e.nominal = f.nominal[u];
+    e.estimated = f.active[u];
+    e.prior_stddev = f.prior.sd[u];
+    e.stddev = f.active[u] ? std::min(std::sqrt(std::max(widened(i, i), 0.0)), f.prior.sd[u]) : 0;
+    e.identified = have_cov && f.active[u] && e.stddev < 0.5 * f.prior.sd[u];
+    out.parameters.push_back(e);
+    for (int j = 0; j < vp::count; ++j) {
+      const double d = std::sqrt(std::max(cov(i, i), 0.0) * std::max(cov(j, j), 0.0));
+      out.correlation[u][static_cast<std::size_t>(j)] = d > 0 ? cov(i, j) / d : (i == j ? 1 : 0);
+    }
+  }
+}
+
+// the combinations: every force over the effective mass (1 + a), the current and the lag alone
+void combinations(const FitSetup& f, const Eigen::MatrixXd& widened, bool have_cov, FitResult& out) {
+  const auto& active = f.active;
+  const double eff = 1 + (active[vp::added_mass] ? out.theta[vp::added_mass] : 0);
+  Eigen::MatrixXd p0 = Eigen::MatrixXd::Zero(vp::count, vp::count);
+  for (int i = 0; i < vp::count; ++i)
+    if (active[static_cast<std::size_t>(i)])
+      p0(i, i) = f.prior.sd[static_cast<std::size_t>(i)] * f.prior.sd[static_cast<std::size_t>(i)];
+  const auto combine = [&](int i, const std::string& name, const std::string& meaning, bool per_mass) {
+    if (!active[static_cast<std::size_t>(i)]) return;
+    Eigen::VectorXd g = Eigen::VectorXd::Zero(vp::count);
+    Combination c;
+    c.name = name;
+    c.meaning = meaning;
+    const double v = out.theta[static_cast<std::size_t>(i)];
+    if (per_mass && active[vp::added_mass]) {
+      c.value = v / eff;
+      g[i] = 1 / eff;
+      g[vp::added_mass] = -v / (eff * eff);
+    } else {
+      c.value = v;
+      g[i] = 1;
+    }
+    const double prior_sd = std::sqrt(std::max(g.dot(p0 * g), 0.0));
+    c.stddev = std::min(std::sqrt(std::max(g.dot(widened * g), 0.0)), prior_sd);
+    c.identified = have_cov && c.stddev < 0.5 * prior_sd;
+    out.combinations.push_back(c);
+  };
+  const std::string per = " / (1 + added_mass_fraction)";
+  combine(vp::thrust, "thrust_per_effective_mass", "thrust_coefficient" + per, true);
+  for (int i = 0; i < 6; ++i) {
+    const std::string n = runtime::vehicle_parameter_names[static_cast<std::size_t>(vp::linear_drag + i)];
+    combine(vp::linear_drag + i, n + "_per_effective_mass", n + per, true);
+  }
+  combine(vp::buoyancy, "buoyancy_offset_per_effective_mass_n", "buoyancy_offset_n" + per, true);
+  combine(vp::current_x, "current_x_m_s", "the steady water current along x", false);
+  combine(vp::current_y, "current_y_m_s", "the steady water current along y", false);
+  combine(vp::thruster_lag, "thruster_lag_s", "the thrusters' extra first-order lag", false);
+}
+
+// the weak directions: the data's information in prior units (the posterior's precision less
+// the prior's), eigen-directions along which the data shrank the prior's sigma less than 10x
+void weak_directions(const FitSetup& f, const Eigen::MatrixXd& cov, FitResult& out) {
+  std::vector<int> idx;
+  for (int i = 0; i < vp::count; ++i)
+    if (f.active[static_cast<std::size_t>(i)]) idx.push_back(i);
+  const auto na = static_cast<Eigen::Index>(idx.size());
+  const auto at = [&](Eigen::Index a) { return idx[static_cast<std::size_t>(a)]; };
+  Eigen::MatrixXd c(na, na);
+  Eigen::VectorXd d(na);
+  for (Eigen::Index a = 0; a < na; ++a) {
+    d[a] = f.prior.sd[static_cast<std::size_t>(at(a))];
+    for (Eigen::Index b = 0; b < na; ++b) c(a, b) = cov(at(a), at(b));
+  }
+  const Eigen::MatrixXd info = d.asDiagonal() * c.completeOrthogonalDecomposition().pseudoInverse() * d.asDiagonal() -
+                               Eigen::MatrixXd::Identity(na, na);
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(0.5 * (info + info.transpose()));
+  for (Eigen::Index k = 0; k < na; ++k) {
+    const double mu = std::max(eig.eigenvalues()[k], 0.0);
+    if (mu >= 99) continue;  // shrunk 10x or more
+    WeakDirection w;
+    w.shrink = std::sqrt(1 + mu);
+    const Eigen::VectorXd v = eig.eigenvectors().col(k);
+    Eigen::Index top = 0;
+    for (Eigen::Index a = 0; a < na; ++a) {
+      if (std::abs(v[a]) >= std::abs(v[top])) top = a;
+      if (std::abs(v[a]) >= 0.3)
+        w.loadings.emplace_back(runtime::vehicle_parameter_names[static_cast<std::size_t>(at(a))], v[a]);
+    }
+    std::sort(w.loadings.begin(), w.loadings.end(),
+              [](const auto& x, const auto& y) { return std::abs(x.second) > std::abs(y.second); });
+    bool mass = false;
+    for (const auto& [name, l] : w.loadings) mass |= name == std::string("added_mass_fraction");
+    w.advice = group_advice(mass ? vp::added_mass : at(top));
+    out.weak.push_back(std::move(w));
+  }
+}
+
+}  // namespace
+
+FitResult fit(const std::vector<Trial>& trials, const FitOptions& o) {
+  const FitSetup f = fit_setup(trials, o);
+  const auto started = std::chrono::steady_clock::now();
+  FitResult out;
+  const Solved first = delay_profile(trials, o, f, out);
+  // the final fit at the best delay, robust, with the covariance
+  FitProblem p(trials, o, out.delay_steps, f.nominal, f.prior.sd, f.prior.lo, f.prior.hi, f.active);
+  const Solved s =
+      p.solve(first.theta, std::min(o.max_iterations, 10), o.robust ? huber_scale(first.residuals) : 0, true);
+  out.theta = s.theta;
+  out.windows = static_cast<int>(p.windows());
+  out.iterations = s.iterations;
+  out.converged = s.converged;
+  out.solver_report = s.report;
+  out.initial_cost = s.initial_cost;
+  out.final_cost = s.data_cost;
+  int n_active = 0;
+  for (bool a : f.active) n_active += a;
+  residual_diagnostics(s, n_active, out);
+
+  const bool have_cov = s.covariance.rows() == vp::count;
+  const Eigen::MatrixXd cov = have_cov ? s.covariance : Eigen::MatrixXd::Zero(vp::count, vp::count);
+  const Eigen::MatrixXd widened = cov * out.sigma_widening * out.sigma_widening;
+  estimates(f, cov, widened, have_cov, out);
+  combinations(f, widened, have_cov, out);
+  if (have_cov) weak_directions(f, cov, out);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return out;
+}
+
+Prediction predict(const Trial& trial, const FitResult& fit, std::size_t from, std::size_t to, double horizon_s) {
+  Prediction out;
+  out.horizon_s = horizon_s;
+  const int steps = std::max(1, static_cast<int>(std::lround(horizon_s / trial.dt_s)));
+  const runtime::WorldModel& m0 = trial.scenario.model;
+  TrialModel tm;
+  tm.trial = &trial;
+  tm.base = runtime::vehicle_parameter_base(m0, trial.body);
+  tm.active.fill(true);
+  const ParamArray nominal = runtime::nominal_vehicle_parameters(m0, trial.body);
+  runtime::WorldModel model = m0;
+  runtime::WorldState world;
+  runtime::StepInputs in;
+  in.resize(m0.bodies.size());
+  runtime::PhysicsScratch scratch;
+  double sum_fit = 0, sum_nom = 0, sq_fit = 0, sq_nom = 0;
+  std::size_t n_sq = 0;
+  const auto delay = static_cast<std::size_t>(std::max(fit.delay_steps, 0));
+  to = std::min(to, trial.samples.size());
+  // segments one after the other, each from the next sample with a measured state and inputs
+  for (std::size_t t0 = std::max(from, delay), next = t0; t0 + static_cast<std::size_t>(steps) < to; t0 = next) {
+    next = t0 + 1;
+    const TrialSample& s0 = trial.samples[t0];
+    if (!s0.measured || !s0.has_velocity || t0 >= trial.twin.size()) continue;
+    bool inputs = true;
+    for (std::size_t t = t0 - delay; t < t0 - delay + static_cast<std::size_t>(steps); ++t)
+      inputs = inputs && trial.samples[t].has_input;
+    if (!inputs) continue;
+    next = t0 + static_cast<std::size_t>(steps);
+    const double start[6] = {s0.position.x(), s0.position.y(), s0.position.z(),
+                             s0.velocity.x(), s0.velocity.y(), s0.velocity.z()};
+    double end_fit = -1, end_nom = -1, seg_fit = 0, seg_nom = 0;
+    std::size_t seg_n = 0;
+    const auto run = [&](const ParamArray& th, bool with_added, std::size_t u_delay, double& end, double& sq) {
+      tm.active[vp::added_mass] = with_added;
+      return simulate(tm, model, world, in, scratch, th.data(), start, t0,
+                      static_cast<std::int64_t>(t0) - static_cast<std::int64_t>(u_delay), steps,
+                      [&](int j, const runtime::BodyState& s, const runtime::BodyModel&) {
+                        const TrialSample& m = trial.samples[t0 + static_cast<std::size_t>(j)];
+                        if (!m.measured) return;
+                        const double e = (s.position_m - m.position).norm();
+                        sq += e * e;
+                        if (&sq == &seg_fit) ++seg_n;
+                        end = e;
+                      });
+    };
+    model = m0;
+    const bool ok_fit = run(fit.theta, true, delay, end_fit, seg_fit);
+    model = m0;
+    const bool ok_nom = run(nominal, false, 0, end_nom, seg_nom);
+    if (!ok_fit || !ok_nom || end_fit < 0 || end_nom < 0) continue;
+    ++out.segments;
+    sum_fit += end_fit, sum_nom += end_nom;
+    sq_fit += seg_fit, sq_nom += seg_nom, n_sq += seg_n;
+  }
+  if (out.segments) {
+    out.fitted_m = sum_fit / out.segments;
+    out.uncorrected_m = sum_nom / out.segments;
+    out.fitted_rms_m = std::sqrt(sq_fit / static_cast<double>(std::max<std::size_t>(n_sq, 1)));
+    out.uncorrected_rms_m = std::sqrt(sq_nom / static_cast<double>(std::max<std::size_t>(n_sq, 1)));
+  }
+  return out;
+}
+
+}  // namespace tether::identify

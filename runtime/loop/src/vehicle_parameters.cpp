@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tether/loop/vehicle_parameters.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tether::runtime {
+
+VehicleParameterBase vehicle_parameter_base(const WorldModel& model, int body) {
+  const BodyModel& b = model.bodies[static_cast<std::size_t>(body)];
+  VehicleParameterBase base;
+  base.body = body;
+  base.volume0_m3 = b.volume_m3;
+  base.mass0_kg = b.mass_kg;
+  base.inertia0 = b.inertia_body;
+  base.inv_inertia0 = b.inv_inertia_body;
+  base.gravity_m_s2 = model.gravity_m_s2.norm();
+  base.buoyancy_per_m3 = std::max(model.water.density_kg_m3 * base.gravity_m_s2, 1e-9);
+  return base;
+}
+
+std::array<double, vp::count> nominal_vehicle_parameters(const WorldModel& model, int body) {
+  const BodyModel& b = model.bodies[static_cast<std::size_t>(body)];
+  std::array<double, vp::count> th{};
+  th[vp::thrust] = 1;
+  for (int i = 0; i < 3; ++i) {
+    th[static_cast<std::size_t>(vp::linear_drag + i)] = b.damping.linear[i];
+    th[static_cast<std::size_t>(vp::quadratic_drag + i)] = b.damping.quadratic[i];
+  }
+  th[vp::current_x] = model.water.current_m_s.x();
+  th[vp::current_y] = model.water.current_m_s.y();
+  return th;
+}
+
+VehicleParameterPrior vehicle_parameter_prior(const std::array<double, vp::count>& th,
+                                              const VehicleParameterRanges& r) {
+  VehicleParameterPrior p;
+  p.lo[vp::thrust] = std::min(r.thrust_a, r.thrust_b);
+  p.hi[vp::thrust] = std::max(r.thrust_a, r.thrust_b);
+  for (std::size_t i = 1; i < 7; ++i) {
+    p.lo[i] = 0;
+    p.hi[i] = std::max(r.drag_factor * th[i], th[i] + (i < 4 ? 20.0 : 50.0));
+  }
+  p.lo[vp::buoyancy] = -r.max_buoyancy_n, p.hi[vp::buoyancy] = r.max_buoyancy_n;
+  p.lo[vp::current_x] = p.lo[vp::current_y] = -r.max_current_m_s;
+  p.hi[vp::current_x] = p.hi[vp::current_y] = r.max_current_m_s;
+  p.lo[vp::thruster_lag] = 0, p.hi[vp::thruster_lag] = r.max_thruster_lag_s;
+  p.lo[vp::added_mass] = 0, p.hi[vp::added_mass] = 0;  // considered, never moved
+  for (std::size_t i = 0; i < vp::count; ++i) {
+    const int k = static_cast<int>(i);
+    // the considered added mass has its own prior, not scaled by initial_stddev
+    p.sd[i] = k == vp::added_mass ? r.added_mass_stddev
+                                  : r.stddev_scale * (k == vp::thrust         ? 0.3
+                                                      : k < vp::buoyancy      ? std::max(0.5 * th[i], 5.0)
+                                                      : k == vp::buoyancy     ? 0.1 * r.max_buoyancy_n
+                                                      : k == vp::thruster_lag ? 0.3 * r.max_thruster_lag_s
+                                                                              : 0.2);
+  }
+  return p;
+}
+
+void apply_vehicle_parameters(const VehicleParameterBase& base, const double* th, bool with_added_mass,
+                              WorldModel& model) {
+  BodyModel& b = model.bodies[static_cast<std::size_t>(base.body)];
+  for (int i = 0; i < 3; ++i) {
+    b.damping.linear[i] = th[vp::linear_drag + i];
+    b.damping.quadratic[i] = th[vp::quadratic_drag + i];
+  }
+  // added mass: heavier to accelerate, matched by as much more displaced water, since it
+  // weighs nothing in water
+  double added_weight = 0;
+  if (with_added_mass) {
+    const double f = 1 + th[vp::added_mass];
+    b.mass_kg = base.mass0_kg * f;
+    b.inv_mass = 1 / b.mass_kg;
+    b.inertia_body = base.inertia0 * f;
+    b.inv_inertia_body = base.inv_inertia0 / f;
+    added_weight = th[vp::added_mass] * base.mass0_kg * base.gravity_m_s2;
+  }
+  b.volume_m3 = std::max(base.volume0_m3 + (th[vp::buoyancy] + added_weight) / base.buoyancy_per_m3, 0.0);
+  model.water.current_m_s.x() = th[vp::current_x];
+  model.water.current_m_s.y() = th[vp::current_y];
+}
+
+void scale_wrench(BodyWrench& w, double c) {
+  w.force_world_n *= c;
+  w.torque_world_nm *= c;
+  w.force_body_n *= c;
+  w.torque_body_nm *= c;
+}
+
+BodyWrench lag_wrench_step(BodyWrench& y, const BodyWrench& in, double tau, double dt) {
+  if (!(tau > 0) || !(dt > 0)) return y = in;
+  const double decay = std::exp(-dt / tau);
+  const double mean_share = tau / dt * (1 - decay);  // of (y - in) in the step's mean
+  BodyWrench mean;
+  const auto go = [&](Vec3& yv, const Vec3& u, Vec3& m) {
+    m = u + (yv - u) * mean_share;
+    yv = u + (yv - u) * decay;
+  };
+  go(y.force_world_n, in.force_world_n, mean.force_world_n);
+  go(y.torque_world_nm, in.torque_world_nm, mean.torque_world_nm);
+  go(y.force_body_n, in.force_body_n, mean.force_body_n);
+  go(y.torque_body_nm, in.torque_body_nm, mean.torque_body_nm);
+  return mean;
+}
+
+}  // namespace tether::runtime
