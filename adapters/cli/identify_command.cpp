@@ -72,23 +72,27 @@ int identify_command(const IdentifyOptions& options) {
     std::cerr << "tether: --holdout " << options.holdout << ": a fraction from 0 to 0.9 of each trial\n";
     return exit_usage;
   }
+  const auto load = [&](const std::string& path, identify::Trial& t) {
+    std::string error;
+    if (identify::load_trial(recording_path(path), options.vehicle, t, &error)) return true;
+    std::cerr << "tether: " << error << '\n';
+    return false;
+  };
   std::vector<identify::Trial> trials;
   for (const std::string& path : options.recordings) {
     identify::Trial t;
-    std::string error;
-    if (!identify::load_trial(recording_path(path), options.vehicle, t, &error)) {
-      std::cerr << "tether: " << error << '\n';
-      return exit_usage;
-    }
+    if (!load(path, t)) return exit_usage;
     std::printf("%s: %zu steps, %zu measured, vehicle %s\n", t.path.c_str(), t.samples.size(), t.measured,
                 t.scenario.model.vehicles[static_cast<std::size_t>(t.vehicle)].name.c_str());
     trials.push_back(std::move(t));
   }
+  // the validation trial is checked before the fit, not after it
   identify::Trial validation;
   if (!options.validate.empty()) {
-    std::string error;
-    if (!identify::load_trial(recording_path(options.validate), options.vehicle, validation, &error)) {
-      std::cerr << "tether: " << error << '\n';
+    if (!load(options.validate, validation)) return exit_usage;
+    std::string why;
+    if (!identify::same_vehicle(trials.front(), validation, &why)) {
+      std::cerr << "tether: --validate " << why << '\n';
       return exit_usage;
     }
   }
@@ -111,13 +115,6 @@ int identify_command(const IdentifyOptions& options) {
 
   std::optional<identify::Prediction> prediction;
   if (!options.validate.empty()) {
-    const auto& a = validation.scenario.model.bodies[static_cast<std::size_t>(validation.body)];
-    const auto& b = trials.front().scenario.model.bodies[static_cast<std::size_t>(trials.front().body)];
-    if (a.name != b.name || a.mass_kg != b.mass_kg || validation.dt_s != trials.front().dt_s) {
-      std::cerr << "tether: --validate " << options.validate << ": body \"" << a.name
-                << "\" is not the fitted vehicle's \"" << b.name << "\" (another scenario)\n";
-      return exit_usage;
-    }
     prediction = identify::predict(validation, fit, 0, validation.samples.size(), options.horizon_s);
   } else if (options.holdout > 0) {
     const identify::Trial& t = trials.front();

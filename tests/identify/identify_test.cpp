@@ -274,6 +274,9 @@ TEST_CASE("identify: bad input gets a clear error") {
   identify::Trial other = short_trial;
   other.scenario.model.bodies[static_cast<std::size_t>(other.body)].mass_kg += 1;
   other.path = "other.mcap";
+  CHECK_FALSE(identify::same_vehicle(short_trial, other, &error));
+  CHECK(error.find("is not the vehicle of") != std::string::npos);
+  CHECK(identify::same_vehicle(short_trial, short_trial, &error));
   CHECK_THROWS_WITH_AS(identify::fit({short_trial, other}, identify::FitOptions{}),
                        doctest::Contains("one fit is for one vehicle"), std::runtime_error);
 }

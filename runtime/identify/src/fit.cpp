@@ -466,6 +466,17 @@ const char* group_advice(int i) {
 
 }  // namespace
 
+bool same_vehicle(const Trial& a, const Trial& b, std::string* why) {
+  const auto& ba = a.scenario.model.bodies[static_cast<std::size_t>(a.body)];
+  const auto& bb = b.scenario.model.bodies[static_cast<std::size_t>(b.body)];
+  if (ba.name == bb.name && ba.mass_kg == bb.mass_kg && a.dt_s == b.dt_s) return true;
+  if (why)
+    *why = b.path + ": body \"" + bb.name + "\" (" + std::to_string(bb.mass_kg) + " kg, step " +
+           std::to_string(b.dt_s) + " s) is not the vehicle of " + a.path + " (\"" + ba.name + "\", " +
+           std::to_string(ba.mass_kg) + " kg, step " + std::to_string(a.dt_s) + " s)";
+  return false;
+}
+
 std::size_t holdout_start(const Trial& trial, double holdout) {
   const std::size_t n = trial.samples.size();
   const double keep = std::clamp(1 - holdout, 0.0, 1.0);
@@ -486,14 +497,9 @@ FitSetup fit_setup(const std::vector<Trial>& trials, const FitOptions& o) {
   const Trial& t0 = trials.front();
   const runtime::WorldModel& m0 = t0.scenario.model;
   const auto& b0 = m0.bodies[static_cast<std::size_t>(t0.body)];
-  for (const Trial& tr : trials) {
-    const auto& b = tr.scenario.model.bodies[static_cast<std::size_t>(tr.body)];
-    if (b.name != b0.name || b.mass_kg != b0.mass_kg || tr.dt_s != t0.dt_s)
-      throw std::runtime_error(tr.path + ": body \"" + b.name + "\" (" + std::to_string(b.mass_kg) + " kg, step " +
-                               std::to_string(tr.dt_s) + " s) is not the vehicle of " + t0.path + " (\"" + b0.name +
-                               "\", " + std::to_string(b0.mass_kg) + " kg, step " + std::to_string(t0.dt_s) +
-                               " s): one fit is for one vehicle");
-  }
+  std::string why;
+  for (const Trial& tr : trials)
+    if (!same_vehicle(t0, tr, &why)) throw std::runtime_error(why + ": one fit is for one vehicle");
   FitSetup f;
   f.nominal = runtime::nominal_vehicle_parameters(m0, t0.body);
   runtime::VehicleParameterRanges ranges;

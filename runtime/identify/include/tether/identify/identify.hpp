@@ -57,6 +57,10 @@ struct Trial {
 /// recording, a recording that does not replay, no measured vehicle, no water.
 bool load_trial(const std::string& path, const std::string& vehicle, Trial& out, std::string* error);
 
+/// True when `b` is a trial of `a`'s vehicle (its body's name and mass, the loop period); else
+/// false with the reason in `why`. fit() requires it of every trial; a validation trial too.
+bool same_vehicle(const Trial& a, const Trial& b, std::string* why);
+
 struct FitOptions {
   int window_steps = 50;    // each window replays this many steps from a measured state
   int max_delay_steps = 3;  // measurement delays tried: 0 .. this many steps
