@@ -68,10 +68,18 @@ void print_fit(const identify::FitResult& fit, const identify::Trial& trial) {
 }  // namespace
 
 int identify_command(const IdentifyOptions& options) {
-  if (options.holdout < 0 || options.holdout >= 0.9) {
+  // written so that NaN fails too (CLI11's range checks let it through)
+  if (!(options.holdout >= 0 && options.holdout < 0.9)) {
     std::cerr << "tether: --holdout " << options.holdout << ": a fraction from 0 to 0.9 of each trial\n";
     return exit_usage;
   }
+  for (const auto& [name, v] :
+       {std::pair{"--horizon", options.horizon_s}, std::pair{"--position-stddev", options.position_stddev_m},
+        std::pair{"--velocity-stddev", options.velocity_stddev_m_s}})
+    if (!(v > 0 && v < 1e6)) {
+      std::cerr << "tether: " << name << " " << v << ": a number above 0 and below 1e6\n";
+      return exit_usage;
+    }
   const auto load = [&](const std::string& path, identify::Trial& t) {
     std::string error;
     if (identify::load_trial(recording_path(path), options.vehicle, t, &error)) return true;

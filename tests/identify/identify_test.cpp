@@ -310,4 +310,10 @@ TEST_CASE("identify: the command fits, validates and writes a file tether run ap
   CHECK(code == 2);
   CHECK(run_cli("identify " + trial + " --holdout 0.95", code).find("--holdout") != std::string::npos);
   CHECK(code == 2);
+  for (const char* bad : {" --holdout nan", " --horizon nan", " --position-stddev nan", " --velocity-stddev 1e308",
+                          " --window-steps 1", " --holdout x"}) {
+    INFO(bad);
+    CHECK(!run_cli("identify " + trial + bad, code).empty());
+    CHECK(code == 2);
+  }
 }
