@@ -175,6 +175,20 @@ TEST_CASE("scenario: numbers whose derived figures would not be finite are refus
   CHECK(errors_of("vehicles: [{name: auv, bodies: []}]\nexpect:\n  - {value: auv.depth_m, that: \"< 1\"}\n") != "");
 }
 
+TEST_CASE("world.free_substep_s: 10 ms by default, max_substep_s alone sets both, errors positioned") {
+  CHECK(parse_scenario(valid, "s.yaml").model.free_substep_s == 0.01);
+  const std::string tank = "  tank: {size_m: [20, 10, 8]}\n";
+  const Scenario alone = parse_scenario(replace(valid, tank, tank + "  max_substep_s: 0.001\n"), "s.yaml");
+  CHECK(alone.model.max_substep_s == 0.001);
+  CHECK(alone.model.free_substep_s == 0.001);  // the limit asked for holds everywhere
+  const Scenario both =
+      parse_scenario(replace(valid, tank, tank + "  max_substep_s: 0.001\n  free_substep_s: 0.02\n"), "s.yaml");
+  CHECK(both.model.free_substep_s == 0.02);
+  const auto e = errors_of(replace(valid, tank, tank + "  free_substep_s: -1\n"));
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].find("world.free_substep_s") != std::string::npos);
+}
+
 TEST_CASE("world.physics_threads: 1 by default, the scenario's count, positioned errors out of range") {
   CHECK(parse_scenario(valid, "s.yaml").model.threads == 1);
   const std::string four =

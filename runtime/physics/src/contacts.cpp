@@ -41,7 +41,7 @@ void Stepper::add_contacts(std::vector<Contact>& out, std::int32_t a, std::int32
   }
 }
 
-void Stepper::detect() {
+void Stepper::find_pairs() {
   const std::size_t n = n_;
   auto& boxes = s_.boxes;
   boxes.resize(n + s_.bounded_statics.size());
@@ -54,6 +54,34 @@ void Stepper::detect() {
   for (std::size_t k = 0; k < s_.bounded_statics.size(); ++k)
     boxes[n + k] = s_.static_boxes[static_cast<std::size_t>(s_.bounded_statics[k])];
   s_.broad.find_pairs(boxes, cfg_.broad_phase, s_.pairs);
+}
+
+bool Stepper::nothing_within_reach() {
+  const std::size_t n = n_;
+  find_pairs();
+  // pairs come sorted by (a, b) with the bodies first: one whose a is a body involves a body
+  if (!s_.pairs.empty() && static_cast<std::size_t>(s_.pairs.front().a) < n) return false;
+  // planes and terrain, with the narrow phase's own first test
+  for (std::size_t i = 0; i < n; ++i) {
+    const BodyFrame& f = s_.frames[i];
+    for (int k : s_.unbounded_statics) {
+      const auto ks = static_cast<std::size_t>(k);
+      const StaticBody& st = model_.statics[ks];
+      if (st.shape.kind == ShapeKind::plane) {
+        const Vec3 nw = s_.static_rot[ks] * st.shape.normal;
+        const double off = nw.dot(st.position_m) + st.shape.offset_m;
+        if (!(nw.dot(state_.bodies[i].position_m) - off > f.bound_r + f.motion)) return false;
+      } else if (s_.boxes[i].overlaps(s_.static_boxes[ks])) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void Stepper::detect() {
+  const std::size_t n = n_;
+  find_pairs();
   s_.contacts.clear();
   // each part finds the contacts of its bodies (part 0 straight into the list, the others
   // into their own); joined in part order they are the same list, in the same order, as one

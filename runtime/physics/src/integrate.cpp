@@ -29,7 +29,7 @@ Derivative evaluate(const WorldModel& model, const BodyModel& body, const BodySt
   const Quat wq(0, w.x(), w.y(), w.z());
   const Quat qdot = wq * s.orientation;
   d.orientation_rate << 0.5 * qdot.w(), 0.5 * qdot.x(), 0.5 * qdot.y(), 0.5 * qdot.z();
-  body_forces(model, body, s, input, d.force, d.torque);
+  body_forces(model, body, s, r, input, d.force, d.torque);
   return d;
 }
 

@@ -109,6 +109,10 @@ void Stepper::build_islands() {
 }
 
 void Stepper::solve() {
+  if (s_.contacts.empty() && s_.joints.empty()) {  // nothing to solve: free flight
+    s_.rows.clear();
+    return;
+  }
   build_islands();
   const std::size_t islands = s_.island_start.size() - 1;
   const std::size_t rows = s_.rows.size();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "tether/physics/terrain.hpp"
 #include "stepper.hpp"
@@ -18,7 +19,15 @@ PhysicsScratch& PhysicsScratch::operator=(PhysicsScratch&&) noexcept = default;
 
 void body_forces(const WorldModel& model, const BodyModel& body, const BodyState& s, const BodyWrench& input,
                  Vec3& force, Vec3& torque) {
-  const Mat3 r = s.orientation.toRotationMatrix();
+  detail::body_forces(model, body, s, s.orientation.toRotationMatrix(), input, force, torque);
+}
+
+}  // namespace tether::runtime
+
+namespace tether::runtime::detail {
+
+void body_forces(const WorldModel& model, const BodyModel& body, const BodyState& s, const Mat3& r,
+                 const BodyWrench& input, Vec3& force, Vec3& torque) {
   force = body.mass_kg * model.gravity_m_s2;
   torque.setZero();
   if (model.water.present) {
@@ -43,7 +52,7 @@ void body_forces(const WorldModel& model, const BodyModel& body, const BodyState
   torque += input.torque_world_nm + r * input.torque_body_nm;
 }
 
-}  // namespace tether::runtime
+}  // namespace tether::runtime::detail
 
 namespace tether::runtime::detail {
 
@@ -122,6 +131,7 @@ void Stepper::setup() {
     }
   }
   setup_joints();
+  try_free_ = model_.free_substep_s > model_.max_substep_s && model_.joints.empty();
   collect_events_ = report_ && report_->contacts.capacity() > 0;
   s_.events.clear();
   s_.previous.clear();
@@ -139,7 +149,7 @@ void Stepper::frames() {
       f.inv_inertia = s_.isotropic[i] ? b.inv_inertia_body : Mat3(f.r * b.inv_inertia_body * f.r.transpose());
       f.v = st.linear_momentum * b.inv_mass;
       f.w = f.inv_inertia * st.angular_momentum;
-      body_forces(model_, b, st, input(i), f.force, f.torque);
+      body_forces(model_, b, st, f.r, input(i), f.force, f.torque);
       f.size = shape_size(b.shape);
       f.bound_r = shape_bounding_radius(b.shape);
       // a spinning sphere occupies the same space: only its centre's motion counts
@@ -150,8 +160,7 @@ void Stepper::frames() {
   });
 }
 
-double Stepper::choose_substep(double remaining) {
-  double h = std::min(remaining, model_.max_substep_s);
+double Stepper::motion_limit() {
   // no surface point moves more than a fraction of the body's size: speed*h + accel*h^2/2 <= x
   auto shortest = [this](std::size_t begin, std::size_t end, double limit) {
     for (std::size_t i = begin; i < end; ++i) {
@@ -162,15 +171,63 @@ double Stepper::choose_substep(double remaining) {
     }
     return limit;
   };
-  // a minimum is exact, so the parts' minima give the same h in any split
+  // a minimum is exact, so the parts' minima give the same limit in any split
+  const double none = std::numeric_limits<double>::infinity();
   parallel(n_, [&](std::size_t begin, std::size_t end, int part) {
-    s_.part_min[static_cast<std::size_t>(part)] = shortest(begin, end, h);
+    s_.part_min[static_cast<std::size_t>(part)] = shortest(begin, end, none);
   });
-  for (int p = 0; p < parts_for(n_); ++p) h = std::min(h, s_.part_min[static_cast<std::size_t>(p)]);
+  double limit = none;
+  for (int p = 0; p < parts_for(n_); ++p) limit = std::min(limit, s_.part_min[static_cast<std::size_t>(p)]);
+  return limit;
+}
+
+double Stepper::choose_substep(double remaining, double cap, double motion_limit) const {
+  double h = std::min(std::min(remaining, cap), motion_limit);
   h = std::min(std::max(h, cfg_.min_substep_s), remaining);
   // equal sub-steps over what is left, so the last one is not a sliver
   const double count = std::ceil(remaining / h - 1e-9);
   return count > 1 ? remaining / count : remaining;
+}
+
+// RK4 stays within a few parts in 10^4 of the exact solution per sub-step while h times the
+// fastest rate of the forces is at most this
+constexpr double free_rate_fraction = 0.25;
+
+double Stepper::free_cap() {
+  // the fastest rate (1/s) at which the water's forces change a body's motion: damping's
+  // derivative along each body axis, the buoyancy's righting stiffness, the spin itself; a
+  // body crossing the surface (buoyancy changing with depth) allows no free sub-step
+  auto fastest = [this](std::size_t begin, std::size_t end, double rate) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const BodyModel& b = model_.bodies[i];
+      const BodyFrame& f = s_.frames[i];
+      rate = std::max(rate, f.w.norm());
+      if (!model_.water.present) continue;
+      const BodyState& st = state_.bodies[i];
+      const double wet = submerged_fraction(b.shape, st.orientation, st.position_m.z(), model_.water.surface_z_m);
+      if (wet > 0 && wet < 1) return std::numeric_limits<double>::infinity();
+      if (wet == 0) continue;
+      // per axis, the inverse inertia's absolute row sum (bounds its eigenvalues' reach)
+      const Vec3 inv_i = b.inv_inertia_body.cwiseAbs().rowwise().sum();
+      const Vec3 v_b = f.r.transpose() * (f.v - model_.water.current_m_s);
+      const Vec3 w_b = f.r.transpose() * f.w;
+      const Damping& d = b.damping;
+      const double lin = (d.linear + 2.0 * d.quadratic.cwiseProduct(v_b.cwiseAbs())).maxCoeff() * b.inv_mass;
+      const double ang =
+          (d.angular_linear + 2.0 * d.angular_quadratic.cwiseProduct(w_b.cwiseAbs())).cwiseProduct(inv_i).maxCoeff();
+      const double buoyancy = model_.water.density_kg_m3 * b.volume_m3 * model_.gravity_m_s2.norm();
+      const double righting = std::sqrt(buoyancy * b.centre_of_buoyancy_m.norm() * inv_i.maxCoeff());
+      rate = std::max({rate, lin, ang, righting});
+    }
+    return rate;
+  };
+  // a maximum is exact, so the parts' maxima give the same cap in any split
+  parallel(n_, [&](std::size_t begin, std::size_t end, int part) {
+    s_.part_min[static_cast<std::size_t>(part)] = fastest(begin, end, 0.0);
+  });
+  double rate = 0;
+  for (int p = 0; p < parts_for(n_); ++p) rate = std::max(rate, s_.part_min[static_cast<std::size_t>(p)]);
+  return rate > 0 ? std::min(model_.free_substep_s, free_rate_fraction / rate) : model_.free_substep_s;
 }
 
 void Stepper::set_motion(double h) {
@@ -230,15 +287,34 @@ StepStatus Stepper::run(double dt_s) {
     frames();
     joint_springs();
     double h;
+    bool free = false;
     if (substeps + 1 >= cfg_.max_substeps) {
       h = remaining;
       if (report_) report_->substep_limit_hit = true;
     } else {
-      h = choose_substep(remaining);
+      const double limit = motion_limit();
+      h = choose_substep(remaining, model_.max_substep_s, limit);
+      if (try_free_ && h < remaining) {
+        // a longer sub-step while nothing is within its reach (docs/physics.md, "Sub-steps");
+        // once something is, this step keeps to max_substep_s
+        const double cap = free_cap();
+        const double longer = cap > h ? choose_substep(remaining, cap, limit) : 0.0;
+        if (longer > h) {
+          set_motion(longer);
+          free = nothing_within_reach();
+
+          if (free) h = longer;
+        }
+        try_free_ = free;
+      }
     }
     std::copy_n(state_.bodies.begin(), n_, s_.start.begin());
-    set_motion(h);
-    detect();
+    if (free) {
+      s_.contacts.clear();  // the trial's broad phase found nothing for this h
+    } else {
+      set_motion(h);
+      detect();
+    }
     prepare(h);
     if (cuts < cfg_.max_toi_cuts) {
       // end this sub-step exactly at the earliest impact

@@ -79,6 +79,10 @@ struct Contact {
   double vn0 = 0;  // normal velocity at the sub-step start
 };
 
+// body_forces with the body's rotation matrix already at hand (the same operations)
+void body_forces(const WorldModel& model, const BodyModel& body, const BodyState& s, const Mat3& r,
+                 const BodyWrench& input, Vec3& force, Vec3& torque);
+
 inline double inverse_effective_mass(const SolverBody& a, const SolverBody& b, const Vec3& ra, const Vec3& rb,
                                      const Vec3& d) {
   const Vec3 ca = ra.cross(d), cb = rb.cross(d);
@@ -185,7 +189,10 @@ class Stepper {
   // physics.cpp: the step and its sub-step loop
   void setup();
   void frames();
-  double choose_substep(double remaining);
+  double motion_limit();  // the longest sub-step the motion rule allows (size fraction)
+  double choose_substep(double remaining, double cap, double motion_limit) const;
+  double free_cap();            // the longest free sub-step the bodies' forces allow now
+  bool nothing_within_reach();  // after set_motion(h): no contact can begin in h
   void set_motion(double h);
   void prepare(double h);
   bool all_finite();
@@ -202,6 +209,7 @@ class Stepper {
   void integrate_bodies(std::size_t begin, std::size_t end, double h);
   // contacts.cpp: finding and preparing contacts, outrunners, events
   void detect();
+  void find_pairs();  // the bodies' boxes grown by their motion, and the broad phase's pairs
   void add_contacts(std::vector<Contact>& out, std::int32_t a, std::int32_t b, std::int32_t static_index,
                     std::uint64_t group, const ContactPoint* pts, int count, double restitution, double friction,
                     double size_b, double rad_b);
@@ -254,6 +262,7 @@ class Stepper {
   bool collect_events_ = false;
   bool collect_loads_ = false;  // report_->joint_loads is filled
   bool first_substep_ = true;
+  bool try_free_ = false;  // a free sub-step may still be tried in this step
   double h_ = 0;
   int threads_ = 1;
 };

@@ -106,11 +106,14 @@ void add_tank(const ConfigNode& t, WorldModel& model) {
 // `base_dir`: the scenario file's folder, for files it names (terrain images)
 void parse_world(const ConfigNode& w, WorldModel& model, const std::string& base_dir) {
   if (!w.has("gravity_m_s2") && !w.yaml().IsDefined()) return;
-  if (!w.expect_map(
-          {"gravity_m_s2", "water", "tank", "statics", "terrain", "max_substep_s", "broad_phase", "physics_threads"}))
+  if (!w.expect_map({"gravity_m_s2", "water", "tank", "statics", "terrain", "max_substep_s", "free_substep_s",
+                     "broad_phase", "physics_threads"}))
     return;
   model.gravity_m_s2 = w.vec3_or("gravity_m_s2", model.gravity_m_s2);
   model.max_substep_s = w.number_or("max_substep_s", model.max_substep_s, Range::positive());
+  // a scenario that sets max_substep_s alone asked for that limit everywhere: it gets it
+  if (w.has("max_substep_s") && !w.has("free_substep_s")) model.free_substep_s = model.max_substep_s;
+  model.free_substep_s = w.number_or("free_substep_s", model.free_substep_s, Range::positive());
   model.threads = static_cast<int>(w.integer_or("physics_threads", model.threads, 1, 256));
   if (w.has("broad_phase")) {
     const std::string kind = w.string("broad_phase");

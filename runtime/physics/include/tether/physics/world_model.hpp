@@ -197,6 +197,10 @@ struct WorldModel {
   std::vector<JointModel> joints;
   /// Largest physics sub-step inside one loop step; the integrator splits dt to stay below it.
   double max_substep_s = 0.002;
+  /// Largest sub-step while nothing is within reach: no body can touch a surface in it, no
+  /// joint, no body crossing the water's surface, and the water's forces change slowly enough
+  /// for RK4 (docs/physics.md, "Sub-steps"). At or below max_substep_s: off.
+  double free_substep_s = 0.01;
   ContactSettings contact;
   /// Threads step() may use, the calling one included. The state it computes is bit-identical
   /// for every count (docs/physics.md, "Threads"); worlds too small to gain stay on one.
