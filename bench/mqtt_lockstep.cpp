@@ -10,9 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -62,7 +64,7 @@ void print(const Figures& f) {
 }
 
 std::string scenario_text(const std::string& broker, const std::string& session, bool nodelay, long steps,
-                          const std::string& vehicle_flags) {
+                          const std::string& vehicle_flags, const std::string& payload = "json") {
   return R"(name: mqtt_lockstep
 world:
   gravity_m_s2: [0, 0, -9.81]
@@ -99,6 +101,8 @@ endpoints:
     tcp_nodelay: )" +
          (nodelay ? "true" : "false") + R"(
     publish_actual: false
+    payload: )" +
+         payload + R"(
     deadline_ms: 5000
     timeout_policy: block
     launch:
@@ -110,18 +114,48 @@ endpoints:
 }
 
 // the sizes of a projected and a feedback message of that scenario
-void message_sizes(const runtime::Scenario& sc, std::size_t& projected, std::size_t& feedback) {
+void message_sizes(const runtime::Scenario& sc, std::size_t& projected, std::size_t& feedback,
+                   adapters::mqtt::Payload format) {
   hal::DeviceBank bank(sc.devices, 1, sc.model.bodies.size());
   const auto actuators = adapters::mqtt::vehicle_actuators(bank, sc.model, 0);
   std::string out;
   adapters::mqtt::encode_projected(out, "auv", {12345, 123450000000, 10000000}, sc.model, sc.initial, 0, &bank,
-                                   actuators);
+                                   actuators, format);
   projected = out.size();
   runtime::Measurement m;
   m.has_pose = m.has_velocity = m.has_covariance = true;
   m.measured_time_ns = 123460000000;
-  adapters::mqtt::encode_feedback(out, "auv", 12345, sc.model, {m});
+  adapters::mqtt::encode_feedback(out, "auv", 12345, sc.model, {m}, format);
   feedback = out.size();
+}
+
+// the codec alone: one round trip's messages (projected written and read, feedback written and
+// read) in microseconds, the best of five runs of 2,000
+double codec_us(const runtime::Scenario& sc, adapters::mqtt::Payload format) {
+  namespace mq = adapters::mqtt;
+  hal::DeviceBank bank(sc.devices, 1, sc.model.bodies.size());
+  const auto actuators = mq::vehicle_actuators(bank, sc.model, 0);
+  runtime::Measurement m;
+  m.has_pose = m.has_velocity = m.has_covariance = true;
+  m.measured_time_ns = 123460000000;
+  m.position_m = runtime::Vec3(-34.98765432, 0.0123456789, -2.00123456);
+  std::string out;
+  mq::Projected p;
+  mq::Feedback f;
+  std::string reason;
+  double best = 1e300;
+  for (int run = 0; run < 5; ++run) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 2000; ++i) {
+      mq::encode_projected(out, "auv", {12345, 123450000000, 10000000}, sc.model, sc.initial, 0, &bank, actuators,
+                           format);
+      if (mq::parse_projected(out, "auv", p, reason) != mq::Reject::none) std::abort();
+      mq::encode_feedback(out, "auv", 12345, sc.model, {m}, format);
+      if (mq::parse_feedback(out, "auv", sc.model, 0, f, reason) != mq::Reject::none) std::abort();
+    }
+    best = std::min(best, bench::seconds_since(t0) / 2000 * 1e6);
+  }
+  return best;
 }
 
 // --pong URI QOS BYTES: the echo side of the ping-pong, in its own process (Paho C runs
@@ -212,9 +246,9 @@ void ping_pong(const char* self, const std::string& uri, int qos, bool nodelay, 
 
 // one session; `f` gets its step-to-step times, `round_trip` the endpoint's last figures
 void lock_step(const std::string& broker, bool nodelay, long steps, const std::string& session, Figures& f,
-               Figures* round_trip, std::size_t& errors) {
-  const std::string text =
-      scenario_text(broker, session, nodelay, steps, nodelay ? std::string() : std::string(", \"--no-nodelay\""));
+               Figures* round_trip, std::size_t& errors, const std::string& payload = "json") {
+  const std::string text = scenario_text(broker, session, nodelay, steps,
+                                         nodelay ? std::string() : std::string(", \"--no-nodelay\""), payload);
   char tmpl[] = "/tmp/tether-bench-mqtt-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
   const std::string path = std::string(tmpl) + "/scenario.yaml";
@@ -263,18 +297,27 @@ int main(int argc, char** argv) {
   }
   adapters::set_mqtt_logs_quiet(true);
   test::Mosquitto broker;
-  std::size_t projected = 0, feedback = 0;
+  std::size_t projected = 0, feedback = 0, projected_pb = 0, feedback_pb = 0;
   {
     const runtime::Scenario sc = runtime::parse_scenario(scenario_text(broker.uri(), "x", true, 1, ""), "sizes.yaml");
-    message_sizes(sc, projected, feedback);
+    message_sizes(sc, projected, feedback, adapters::mqtt::Payload::json);
+    message_sizes(sc, projected_pb, feedback_pb, adapters::mqtt::Payload::protobuf);
+    const double json_us = codec_us(sc, adapters::mqtt::Payload::json);
+    const double pb_us = codec_us(sc, adapters::mqtt::Payload::protobuf);
+    std::printf("codec, one round trip's messages written and read: JSON %.1f us, protobuf %.1f us (%.2f)\n", json_us,
+                pb_us, pb_us / json_us);
   }
-  std::printf("MQTT lock-step through a local mosquitto (%s); projected %zu B, feedback %zu B; %u cores\n",
-              broker.uri().c_str(), projected, feedback, std::thread::hardware_concurrency());
+  std::printf(
+      "MQTT lock-step through a local mosquitto (%s); projected %zu B, feedback %zu B (protobuf: %zu B, "
+      "%zu B); %u cores\n",
+      broker.uri().c_str(), projected, feedback, projected_pb, feedback_pb, std::thread::hardware_concurrency());
 
   // the ceiling and the session take turns, so that the machine's noise hits both alike
   const int rounds = quick ? 2 : 5;
   const long per_round = std::max(1L, steps / rounds);
-  Figures q1, q0, ls, rt;
+  Figures q1, q0, ls, rt, q1p, lsp;
+  q1p.name = "ping-pong QoS 1, protobuf sizes";
+  lsp.name = "session, payload: protobuf";
   q1.name = "ping-pong QoS 1";
   q0.name = "ping-pong QoS 0";
   ls.name = "session (step to step)";
@@ -284,6 +327,8 @@ int main(int argc, char** argv) {
     ping_pong(argv[0], broker.uri(), 1, true, projected, feedback, per_round, quick ? 1 : 10, q1);
     ping_pong(argv[0], broker.uri(), 0, true, projected, feedback, per_round, quick ? 1 : 10, q0);
     lock_step(broker.uri(), true, per_round, "bench" + std::to_string(r), ls, &rt, errors);
+    ping_pong(argv[0], broker.uri(), 1, true, projected_pb, feedback_pb, per_round, quick ? 1 : 10, q1p);
+    lock_step(broker.uri(), true, per_round, "bench-pb" + std::to_string(r), lsp, nullptr, errors, "protobuf");
   }
   std::printf("TCP_NODELAY on client and broker sockets (%d rounds of %ld, taking turns):\n", rounds, per_round);
   std::printf(" bare Paho ping-pong between two processes (the ceiling)\n");
@@ -292,6 +337,9 @@ int main(int argc, char** argv) {
   std::printf(" Tether lock-step, rtf 0, QoS 1: in-process controller + stand-in vehicle process\n");
   print(ls);
   std::printf("  %-40s %12s   p50 %8.1f us   p99 %8.1f us\n", rt.name.c_str(), "", rt.p50_us, rt.p99_us);
+  std::printf(" the same with protobuf payloads (docs/mqtt.md, \"Payloads\"):\n");
+  print(q1p);
+  print(lsp);
   if (errors) std::printf("  (%zu misses/stale/corrupt)\n", errors);
 
   std::printf("Nagle's algorithm left on (Paho's default):\n");
@@ -320,7 +368,11 @@ int main(int argc, char** argv) {
               q1.p50_us / std::max(ls.p50_us, 1e-9));
   std::printf("TCP_NODELAY gain: ping-pong x%.0f, lock-step x%.0f\n", q1.rate / std::max(q1n.rate, 1e-9),
               ls.rate / std::max(lsn.rate, 1e-9));
+  std::printf("ratio with protobuf payloads: %.2f by rate, %.2f by p50; protobuf session / JSON session %.2f\n",
+              lsp.rate / q1p.rate, q1p.p50_us / std::max(lsp.p50_us, 1e-9), lsp.rate / std::max(ls.rate, 1e-9));
   bench::figure("MQTT lock-step QoS 1 / Paho QoS 1 ping-pong (rtf 0)",
                 bench::format("%.2f (%.0f vs %.0f /s)", ls.rate / q1.rate, ls.rate, q1.rate), ">= 0.85");
+  bench::figure("MQTT lock-step QoS 1 / Paho QoS 1 ping-pong, payload: protobuf (rtf 0)",
+                bench::format("%.2f (%.0f vs %.0f /s)", lsp.rate / q1p.rate, lsp.rate, q1p.rate), ">= 0.85");
   return 0;
 }

@@ -62,6 +62,7 @@ MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, cons
                 "connect_timeout_ms",
                 "wait_online_ms",
                 "max_payload_bytes",
+                "payload",
                 "resend_ms",
                 "launch"});
   const std::string base = scenario_dir(scenario);
@@ -104,6 +105,13 @@ MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, cons
   out.resend_ms = n.integer_or("resend_ms", 500, 0, 600'000);
   out.max_payload_bytes = static_cast<std::size_t>(n.integer_or("max_payload_bytes", 64 * 1024, 256, 16 << 20));
 
+  if (n.has("payload")) {
+    const std::string p = n.string("payload");
+    if (p == "protobuf")
+      out.payload = mqtt::Payload::protobuf;
+    else if (p != "json")
+      n.expected("payload", "json or protobuf, got \"" + p + "\"");
+  }
   if (n.has("launch")) out.launch = parse_program_launch(n["launch"], base);
   return out;
 }
@@ -433,7 +441,8 @@ bool MqttEndpoint::publish(const runtime::StepContext& ctx, const runtime::World
     fault_message_ = "not started";
     return false;
   }
-  mqtt::encode_projected(s.buffer, config_.vehicle_id, ctx, *s.model, projected, vehicle(), devices_, s.actuators);
+  mqtt::encode_projected(s.buffer, config_.vehicle_id, ctx, *s.model, projected, vehicle(), devices_, s.actuators,
+                         config_.payload);
   {
     // before the publish: the vehicle's answer may arrive before Paho returns
     std::lock_guard<std::mutex> lock(s.m);
@@ -538,7 +547,7 @@ runtime::GatherStatus MqttEndpoint::gather(const runtime::StepContext& ctx, runt
 void MqttEndpoint::emit(const runtime::StepContext& ctx, const runtime::WorldState& actual) {
   Impl& s = *impl_;
   if (!config_.publish_actual || !s.client) return;
-  mqtt::encode_actual(s.buffer, config_.vehicle_id, ctx, *s.model, actual, vehicle());
+  mqtt::encode_actual(s.buffer, config_.vehicle_id, ctx, *s.model, actual, vehicle(), config_.payload);
   try {
     s.client->publish(s.topics.actual, s.buffer.data(), s.buffer.size(), 0, false);
   } catch (const ::mqtt::exception&) {
@@ -597,6 +606,7 @@ void MqttEndpoint::summarize(nlohmann::json& out) const {
   j["session"] = config_.session;
   j["vehicle_id"] = config_.vehicle_id;
   j["qos"] = config_.qos;
+  j["payload"] = mqtt::to_string(config_.payload);
   j["tcp_nodelay"] = config_.tcp_nodelay;
   {
     std::lock_guard<std::mutex> shaping(impl_->shape_m);

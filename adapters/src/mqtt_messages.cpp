@@ -8,6 +8,7 @@
 
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_bank.hpp"
+#include "mqtt_body.hpp"
 
 namespace tether::adapters::mqtt {
 
@@ -30,9 +31,12 @@ const char* to_string(Reject reason) {
     case Reject::schema: return "wrong schema";
     case Reject::wrong_vehicle: return "another vehicle";
     case Reject::bad_field: return "bad field";
+    case Reject::not_protobuf: return "malformed protobuf";
   }
   return "?";
 }
+
+const char* to_string(Payload format) { return format == Payload::protobuf ? "protobuf" : "json"; }
 
 std::vector<std::size_t> vehicle_actuators(const hal::DeviceBank& devices, const runtime::WorldModel& model,
                                            int vehicle) {
@@ -110,11 +114,119 @@ Reject header(const json& j, const char* type, const std::string& vehicle_id, st
   return Reject::none;
 }
 
+// a JSON list as numbers, unchecked (check_body checks)
+void fill(const json& body, const char* key, detail::Numbers& out) {
+  const auto it = body.find(key);
+  if (it == body.end()) return;
+  out.present = true;
+  if (!it->is_array()) {
+    out.ok = false;
+    return;
+  }
+  for (const json& x : *it) {
+    if (!x.is_number()) {
+      out.ok = false;
+      return;
+    }
+    out.add(x.get<double>());
+  }
+}
+
 }  // namespace
+
+namespace detail {
+
+bool Numbers::exactly(std::size_t count) const {
+  if (!present || !ok || n != count) return false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!std::isfinite(v[i])) return false;
+  return true;
+}
+
+bool command_values(const Numbers& values) {
+  if (!values.ok || values.n > 4) return false;
+  for (std::size_t i = 0; i < values.n; ++i)
+    if (!std::isfinite(values.v[i])) return false;
+  return true;
+}
+
+Reject check_body(const RawBody& b, const runtime::WorldModel& model, int vehicle, Measurement& m,
+                  std::string& reason) {
+  if (!b.has_name) {
+    reason = "a body's \"name\" must be a string";
+    return Reject::bad_field;
+  }
+  const int index = model.find_body(b.name);
+  if (index < 0 || (vehicle >= 0 && model.bodies[static_cast<std::size_t>(index)].vehicle != vehicle)) {
+    reason = "body \"" + b.name + "\" is not a body of this vehicle";
+    return Reject::bad_field;
+  }
+  m.body = static_cast<std::uint32_t>(index);
+  if (!b.has_time) {
+    reason = "\"measured_time_ns\" must be an integer";
+    return Reject::bad_field;
+  }
+  m.measured_time_ns = b.measured_time_ns;
+  if (b.position.present != b.orientation.present) {
+    reason = "a pose needs both \"position_m\" and \"orientation_wxyz\"";
+    return Reject::bad_field;
+  }
+  if (b.position.present) {
+    if (!b.position.exactly(3)) {
+      reason = "\"position_m\" must be 3 finite numbers";
+      return Reject::bad_field;
+    }
+    m.position_m = Vec3(b.position.v[0], b.position.v[1], b.position.v[2]);
+    if (!b.orientation.exactly(4)) {
+      reason = "\"orientation_wxyz\" must be 4 finite numbers";
+      return Reject::bad_field;
+    }
+    const Quat q(b.orientation.v[0], b.orientation.v[1], b.orientation.v[2], b.orientation.v[3]);
+    if (std::abs(q.norm() - 1.0) > 1e-3) {
+      reason = "\"orientation_wxyz\" must be a unit quaternion";
+      return Reject::bad_field;
+    }
+    m.orientation = q.normalized();
+    m.has_pose = true;
+  }
+  if (b.velocity.present) {
+    if (!b.velocity.exactly(3)) {
+      reason = "\"velocity_m_s\" must be 3 finite numbers";
+      return Reject::bad_field;
+    }
+    m.velocity_m_s = Vec3(b.velocity.v[0], b.velocity.v[1], b.velocity.v[2]);
+    if (b.angular_velocity.present) {
+      if (!b.angular_velocity.exactly(3)) {
+        reason = "\"angular_velocity_rad_s\" must be 3 finite numbers";
+        return Reject::bad_field;
+      }
+      m.angular_velocity_rad_s = Vec3(b.angular_velocity.v[0], b.angular_velocity.v[1], b.angular_velocity.v[2]);
+    }
+    m.has_velocity = true;
+  }
+  if (!m.has_pose && !m.has_velocity) {
+    reason = "a body needs a pose or a velocity";
+    return Reject::bad_field;
+  }
+  if (b.covariance.present) {
+    if (!b.covariance.exactly(36)) {
+      reason = "\"pose_covariance\" must be 36 finite numbers (6 x 6, row major)";
+      return Reject::bad_field;
+    }
+    for (int r = 0; r < 6; ++r)
+      for (int k = 0; k < 6; ++k) m.pose_covariance(r, k) = b.covariance.v[r * 6 + k];
+    m.has_covariance = true;
+  }
+  return Reject::none;
+}
+
+}  // namespace detail
 
 void encode_projected(std::string& out, const std::string& vehicle_id, const runtime::StepContext& ctx,
                       const runtime::WorldModel& model, const runtime::WorldState& projected, int vehicle,
-                      const hal::DeviceBank* devices, const std::vector<std::size_t>& actuators) {
+                      const hal::DeviceBank* devices, const std::vector<std::size_t>& actuators, Payload format) {
+  if (format == Payload::protobuf)
+    return detail::encode_projected_protobuf(out, vehicle_id, ctx, model, projected, vehicle, devices, actuators);
   json j{{"schema", schema_version},
          {"type", "projected"},
          {"vehicle", vehicle_id},
@@ -140,14 +252,16 @@ void encode_projected(std::string& out, const std::string& vehicle_id, const run
 }
 
 void encode_actual(std::string& out, const std::string& vehicle_id, const runtime::StepContext& ctx,
-                   const runtime::WorldModel& model, const runtime::WorldState& actual, int vehicle) {
+                   const runtime::WorldModel& model, const runtime::WorldState& actual, int vehicle, Payload format) {
+  if (format == Payload::protobuf) return detail::encode_actual_protobuf(out, vehicle_id, ctx, model, actual, vehicle);
   json j{{"schema", schema_version}, {"type", "actual"},          {"vehicle", vehicle_id},
          {"step", ctx.step},         {"time_ns", actual.time_ns}, {"bodies", bodies_json(model, actual, vehicle)}};
   out = runtime::json_text(j);
 }
 
 void encode_feedback(std::string& out, const std::string& vehicle_id, std::uint64_t step,
-                     const runtime::WorldModel& model, const std::vector<Measurement>& measurements) {
+                     const runtime::WorldModel& model, const std::vector<Measurement>& measurements, Payload format) {
+  if (format == Payload::protobuf) return detail::encode_feedback_protobuf(out, vehicle_id, step, model, measurements);
   json bodies = json::array();
   for (const Measurement& m : measurements) {
     json b{{"name", m.body < model.bodies.size() ? model.bodies[m.body].name : std::string()},
@@ -188,6 +302,7 @@ Reject parse_projected(std::string_view text, const std::string& vehicle_id, Pro
     reason = std::to_string(text.size()) + " bytes (at most " + std::to_string(max_bytes) + ")";
     return Reject::oversize;
   }
+  if (payload_of(text) == Payload::protobuf) return detail::parse_projected_protobuf(text, vehicle_id, out, reason);
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) {
     reason = "not valid JSON";
@@ -234,6 +349,8 @@ Reject parse_feedback(std::string_view text, const std::string& vehicle_id, cons
     reason = std::to_string(text.size()) + " bytes (at most " + std::to_string(max_bytes) + ")";
     return Reject::oversize;
   }
+  if (payload_of(text) == Payload::protobuf)
+    return detail::parse_feedback_protobuf(text, vehicle_id, model, vehicle, out, reason);
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) {
     reason = "not valid JSON";
@@ -252,78 +369,22 @@ Reject parse_feedback(std::string_view text, const std::string& vehicle_id, cons
       reason = "each of \"bodies\" must be an object";
       return Reject::bad_field;
     }
-    const auto name = b.find("name");
-    if (name == b.end() || !name->is_string()) {
-      reason = "a body's \"name\" must be a string";
-      return Reject::bad_field;
+    detail::RawBody raw;
+    if (const auto name = b.find("name"); name != b.end() && name->is_string()) {
+      raw.has_name = true;
+      raw.name = name->get<std::string>();
     }
-    const int index = model.find_body(name->get<std::string>());
-    if (index < 0 || (vehicle >= 0 && model.bodies[static_cast<std::size_t>(index)].vehicle != vehicle)) {
-      reason = "body \"" + name->get<std::string>() + "\" is not a body of this vehicle";
-      return Reject::bad_field;
+    if (const auto mt = b.find("measured_time_ns"); mt != b.end() && mt->is_number_integer()) {
+      raw.has_time = true;
+      raw.measured_time_ns = mt->get<std::int64_t>();
     }
+    fill(b, "position_m", raw.position);
+    fill(b, "orientation_wxyz", raw.orientation);
+    fill(b, "velocity_m_s", raw.velocity);
+    fill(b, "angular_velocity_rad_s", raw.angular_velocity);
+    fill(b, "pose_covariance", raw.covariance);
     Measurement m;
-    m.body = static_cast<std::uint32_t>(index);
-    const auto mt = b.find("measured_time_ns");
-    if (mt == b.end() || !mt->is_number_integer()) {
-      reason = "\"measured_time_ns\" must be an integer";
-      return Reject::bad_field;
-    }
-    m.measured_time_ns = mt->get<std::int64_t>();
-    double v[36];
-    const bool has_position = b.contains("position_m");
-    const bool has_orientation = b.contains("orientation_wxyz");
-    if (has_position != has_orientation) {
-      reason = "a pose needs both \"position_m\" and \"orientation_wxyz\"";
-      return Reject::bad_field;
-    }
-    if (has_position) {
-      if (!numbers(b["position_m"], 3, v)) {
-        reason = "\"position_m\" must be 3 finite numbers";
-        return Reject::bad_field;
-      }
-      m.position_m = Vec3(v[0], v[1], v[2]);
-      if (!numbers(b["orientation_wxyz"], 4, v)) {
-        reason = "\"orientation_wxyz\" must be 4 finite numbers";
-        return Reject::bad_field;
-      }
-      const Quat q(v[0], v[1], v[2], v[3]);
-      if (std::abs(q.norm() - 1.0) > 1e-3) {
-        reason = "\"orientation_wxyz\" must be a unit quaternion";
-        return Reject::bad_field;
-      }
-      m.orientation = q.normalized();
-      m.has_pose = true;
-    }
-    const bool has_velocity = b.contains("velocity_m_s");
-    if (has_velocity) {
-      if (!numbers(b["velocity_m_s"], 3, v)) {
-        reason = "\"velocity_m_s\" must be 3 finite numbers";
-        return Reject::bad_field;
-      }
-      m.velocity_m_s = Vec3(v[0], v[1], v[2]);
-      if (b.contains("angular_velocity_rad_s")) {
-        if (!numbers(b["angular_velocity_rad_s"], 3, v)) {
-          reason = "\"angular_velocity_rad_s\" must be 3 finite numbers";
-          return Reject::bad_field;
-        }
-        m.angular_velocity_rad_s = Vec3(v[0], v[1], v[2]);
-      }
-      m.has_velocity = true;
-    }
-    if (!m.has_pose && !m.has_velocity) {
-      reason = "a body needs a pose or a velocity";
-      return Reject::bad_field;
-    }
-    if (b.contains("pose_covariance")) {
-      if (!numbers(b["pose_covariance"], 36, v)) {
-        reason = "\"pose_covariance\" must be 36 finite numbers (6 x 6, row major)";
-        return Reject::bad_field;
-      }
-      for (int r = 0; r < 6; ++r)
-        for (int k = 0; k < 6; ++k) m.pose_covariance(r, k) = v[r * 6 + k];
-      m.has_covariance = true;
-    }
+    if (const Reject r = detail::check_body(raw, model, vehicle, m, reason); r != Reject::none) return r;
     out.measurements.push_back(m);
   }
   return Reject::none;

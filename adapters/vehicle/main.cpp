@@ -67,6 +67,7 @@ struct Rig {
   bool have_last = false;
   std::uint64_t last_step = 0;
   std::string last_feedback;
+  mq::Payload format = mq::Payload::json;  // the last projected message's: feedback answers in kind
   std::int64_t period_ns = 0;
   std::vector<rt::Measurement> measurements;
   std::string buffer;
@@ -78,7 +79,7 @@ struct Rig {
 void publish_feedback(Rig& r, std::uint64_t step) {
   r.measurements.clear();
   r.truth->measure_all(r.measurements);
-  mq::encode_feedback(r.last_feedback, r.opt.vehicle_id, step, r.truth->model(), r.measurements);
+  mq::encode_feedback(r.last_feedback, r.opt.vehicle_id, step, r.truth->model(), r.measurements, r.format);
   try {
     r.client->publish(r.topics.feedback, r.last_feedback.data(), r.last_feedback.size(), r.opt.qos, false);
   } catch (const mqtt::exception&) {
@@ -107,6 +108,7 @@ void on_projected(Rig& r, const std::string& payload) {
     return;
   }
   r.period_ns = p.period_ns;
+  r.format = mq::payload_of(payload);
   if (r.have_last && p.step <= r.last_step) {
     // a repeated step (QoS 1 redelivery): answer again without stepping twice
     if (p.step == r.last_step && !r.opt.free) {

@@ -82,6 +82,21 @@ endpoints:
          extra;
 }
 
+// the errors making the endpoints of `text` (cfg.yaml) reports, one per line; fails the test
+// if there are none
+std::string endpoint_config_errors(const std::string& text) {
+  const Scenario sc = parse_scenario(text, "cfg.yaml");
+  try {
+    adapters::make_endpoints(sc);
+  } catch (const ConfigError& e) {
+    std::string all;
+    for (const auto& l : e.errors()) all += l + "\n";
+    return all;
+  }
+  FAIL("expected a ConfigError");
+  return {};
+}
+
 // a scenario file in a temporary folder (the vehicle program reads it too)
 struct ScenarioFile {
   explicit ScenarioFile(const std::string& text) {
@@ -699,19 +714,12 @@ endpoints:
     qos: 7
     colour: blue
 )";
-  const Scenario sc = parse_scenario(text, "cfg.yaml");
-  try {
-    adapters::make_endpoints(sc);
-    FAIL("expected a ConfigError");
-  } catch (const ConfigError& e) {
-    std::string all;
-    for (const auto& l : e.errors()) all += l + "\n";
-    INFO(all);
-    CHECK(all.find("cfg.yaml:") != std::string::npos);
-    CHECK(all.find("qos") != std::string::npos);
-    CHECK(all.find("colour") != std::string::npos);
-    CHECK(all.find("].broker:") == std::string::npos);  // the default applied
-  }
+  const std::string all = endpoint_config_errors(text);
+  INFO(all);
+  CHECK(all.find("cfg.yaml:") != std::string::npos);
+  CHECK(all.find("qos") != std::string::npos);
+  CHECK(all.find("colour") != std::string::npos);
+  CHECK(all.find("].broker:") == std::string::npos);  // the default applied
 }
 
 TEST_CASE("mqtt: a tank trial recorded with tether run replays bit for bit, processors and all") {
@@ -754,4 +762,46 @@ TEST_CASE("mqtt: a tank trial recorded with tether run replays bit for bit, proc
         0);
   CHECK(from_out.find("bit-identical") != std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "mqtt: payload protobuf - the stand-in vehicle answers in kind, and the session is the JSON one's, bit for bit") {
+  test::Mosquitto broker;
+  std::string hashes[2];
+  const std::string extras[2] = {"", "    payload: protobuf\n"};
+  for (int k = 0; k < 2; ++k) {
+    CAPTURE(k);
+    ScenarioFile file(tank_scenario(broker.uri(), "payload" + std::to_string(k), "block", 2000, 200, extras[k]));
+    const Scenario sc = load_scenario(file.path);
+    Recording* rec = nullptr;
+    Session session(sc, endpoints_with_recording(sc, rec));
+    std::atomic<bool> stop{false};
+    REQUIRE(session.run(stop) == Outcome::completed);
+    REQUIRE(rec != nullptr);
+    const adapters::MqttCounters c = rec->mqtt().mqtt_counters();
+    CHECK(c.applied == 200);
+    CHECK(c.malformed == 0);
+    CHECK(rec->applied.size() == 200);
+    const nlohmann::json s = session.summary();
+    const std::string endpoint = s["endpoints"][1].dump();
+    CHECK(endpoint.find(k ? "\"payload\":\"protobuf\"" : "\"payload\":\"json\"") != std::string::npos);
+    hashes[k] = s["state_hash"].get<std::string>();
+  }
+  CHECK(hashes[0] == hashes[1]);
+}
+
+TEST_CASE("mqtt: payload other than json or protobuf is a positioned error") {
+  const std::string text = R"(name: cfg
+world: {gravity_m_s2: [0, 0, 0]}
+vehicles:
+  - name: auv
+    bodies: [{name: hull, shape: {type: sphere, radius_m: 0.5}, mass_kg: 1}]
+endpoints:
+  - {name: tank, type: mqtt, vehicle: auv, broker: "tcp://127.0.0.1:18830", payload: xml}
+)";
+  const std::string all = endpoint_config_errors(text);
+  INFO(all);
+  CHECK(all.find("cfg.yaml:7:") != std::string::npos);
+  CHECK(all.find("payload") != std::string::npos);
+  CHECK(all.find("json or protobuf") != std::string::npos);
 }

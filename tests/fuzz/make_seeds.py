@@ -8,7 +8,8 @@ bytes (first byte even: the decoder mode of frame_decoder_fuzz.c) and firmware s
 scripts (first byte odd), encoded by the independent Python implementation in
 tests/firmware_shim/tether_wire.py.
 mqtt_messages: feedback, projected and status payloads as docs/mqtt.md describes them, for the
-world that mqtt_messages_fuzz.cpp builds (vehicles auv: hull, arm and other: hull).
+world that mqtt_messages_fuzz.cpp builds (vehicles auv: hull, arm and other: hull); feedback and
+projected also as protobuf (*.pb), written field by field here.
 ardupilot_json: ArduPilot's servo packets (16 and 32 channels, and a short one), reply lines
 as ArduPilot's readme and Tether write them, and reply numbers as raw doubles (the third use
 of an input in ardupilot_json_fuzz.cpp).
@@ -135,6 +136,54 @@ def mqtt_seeds():
     write("mqtt_messages", "not_unit.json",
           '{"schema":1,"vehicle":"auv","step":1,"bodies":[{"name":"auv.hull","measured_time_ns":0,'
           '"position_m":[0,0,0],"orientation_wxyz":[2,0,0,0]}]}')
+    # the same messages as protobuf (docs/mqtt.md, "Protobuf payloads"), written here field by
+    # field: packed lists, and one body with unpacked doubles as other libraries may send them
+    def varint(v):
+        v &= (1 << 64) - 1
+        out = b""
+        while v >= 0x80:
+            out += bytes([(v & 0x7F) | 0x80])
+            v >>= 7
+        return out + bytes([v])
+
+    def field(n, wire, payload):
+        return varint((n << 3) | wire) + payload
+
+    def pb_int(n, v):
+        return field(n, 0, varint(v))
+
+    def pb_bytes(n, data):
+        data = data.encode() if isinstance(data, str) else data
+        return field(n, 2, varint(len(data)) + data)
+
+    def pb_doubles(n, values):
+        return pb_bytes(n, b"".join(struct.pack("<d", v) for v in values))
+
+    def pb_body(name, time_ns=None, packed=True, **lists):
+        out = pb_bytes(1, name)
+        numbers = {"position_m": 2, "orientation_wxyz": 3, "velocity_m_s": 4, "angular_velocity_rad_s": 5,
+                   "pose_covariance": 7}
+        for key, values in lists.items():
+            if packed:
+                out += pb_doubles(numbers[key], values)
+            else:
+                out += b"".join(field(numbers[key], 1, struct.pack("<d", v)) for v in values)
+        if time_ns is not None:
+            out += pb_int(6, time_ns)
+        return out
+
+    write("mqtt_messages", "feedback_full.pb",
+          pb_int(1, 1) + pb_bytes(2, "auv") + pb_int(3, 1) +
+          pb_bytes(4, pb_body("auv.hull", 10000000, **pose, **vel, **cov)))
+    write("mqtt_messages", "feedback_two_bodies_unpacked.pb",
+          pb_int(1, 1) + pb_bytes(2, "auv") + pb_int(3, 2) +
+          pb_bytes(4, pb_body("auv.hull", 20000000, packed=False, **pose)) +
+          pb_bytes(4, pb_body("auv.arm", -5, velocity_m_s=[0, 0, 0])) + pb_int(99, 1))
+    write("mqtt_messages", "projected.pb",
+          pb_int(1, 1) + pb_bytes(2, "auv") + pb_int(3, 7) + pb_int(4, 70000000) + pb_int(5, 10000000) +
+          pb_bytes(6, pb_body("auv.hull", **pose, **vel)) +
+          pb_bytes(7, pb_bytes(1, "auv.hull.thruster") + pb_doubles(2, [0.25])) +
+          pb_bytes(7, pb_bytes(1, "auv.hull.fin") + pb_doubles(2, [0.1, -0.2, 0.3, 0.4])))
     write("mqtt_messages", "escapes.json",
           '{"schema":1,"type":"status","state":"on\\u00e9\\n\\"x\\"","run":"\\ud83d\\ude00","deep":[[[[{"a":null}]]]],'
           '"n":[-0.0,1E+2,true,false]}')

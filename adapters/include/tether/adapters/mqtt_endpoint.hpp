@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tether/adapters/config_text.hpp"
+#include "tether/adapters/mqtt_messages.hpp"
 #include "tether/loop/endpoint.hpp"
 #include "tether/scenario/scenario.hpp"
 
@@ -43,6 +44,7 @@ struct MqttEndpointConfig {
   std::int64_t wait_online_ms = 10000;  // start() waits for the vehicle's "online" status; 0: not
   std::int64_t resend_ms = 500;         // projected(k) again after this long without feedback(k); 0: never
   std::size_t max_payload_bytes = 64 * 1024;
+  mqtt::Payload payload = mqtt::Payload::json;  // projected and actual; feedback is read in either
   std::optional<MqttLaunchConfig> launch;
 };
 
