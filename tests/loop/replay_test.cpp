@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tether/recording/mcap_reader.hpp"
 #include "tether/recording/mcap_writer.hpp"
 #include "tether/recording/recorder.hpp"
 #include "tether/loop/recorder_inputs.hpp"
@@ -437,4 +438,55 @@ TEST_CASE("load_recording refuses what is not a readable Tether recording") {
   REQUIRE(w.close(&error));
   CHECK_FALSE(load_recording(other, rec, &error));
   CHECK(error == other + ": not a Tether recording (no scenario.yaml attachment)");
+}
+
+namespace {
+
+// copies a recording through the MCAP reader and writer without `key` in its `tether`
+// metadata: the recording as an earlier build wrote it
+void copy_without(const std::string& from, const std::string& to, const std::string& key) {
+  mcap::Reader reader;
+  std::string error;
+  REQUIRE_MESSAGE(reader.open(from, &error), error);
+  mcap::Writer writer;
+  REQUIRE_MESSAGE(writer.open(to, {}, &error), error);
+  for (const auto& [id, s] : reader.schemas()) REQUIRE(writer.add_schema(s.name, s.encoding, s.data) == id);
+  for (const auto& [id, c] : reader.channels())
+    REQUIRE(writer.add_channel(c.schema_id, c.topic, c.message_encoding, c.metadata) == id);
+  for (const auto& m : reader.metadata()) {
+    auto entries = m.entries;
+    if (m.name == "tether") REQUIRE(entries.erase(key) == 1);
+    writer.add_metadata(m.name, entries);
+  }
+  for (const auto& a : reader.attachments())
+    writer.add_attachment(a.name, a.media_type, a.log_time_ns, a.create_time_ns, a.data);
+  mcap::MessageView msg;
+  while (reader.next(msg)) writer.write(msg.channel_id, msg.sequence, msg.log_time_ns, msg.publish_time_ns, msg.data);
+  REQUIRE_MESSAGE(writer.close(&error), error);
+}
+
+}  // namespace
+
+TEST_CASE("a recording from before free sub-steps replays bit for bit with the fixed rule it was made with") {
+  // the session as builds before free sub-steps ran it: every step in 2 ms sub-steps, with a
+  // scenario text that does not name free_substep_s
+  Scenario sc = parse_scenario(scenario_text, "replay.yaml");
+  REQUIRE(sc.model.free_substep_s > sc.model.max_substep_s);
+  sc.model.free_substep_s = sc.model.max_substep_s;
+  const Recorded r = record(sc, "fixed_rule.mcap", 200, [](ScriptedEndpoint&, ScriptedEndpoint&) {});
+  const std::string old_path = temp_path("fixed_rule_old.mcap");
+  copy_without(r.path, old_path, "substep_rule");
+
+  const Recording old_rec = load(old_path);
+  CHECK(old_rec.scenario.model.free_substep_s == old_rec.scenario.model.max_substep_s);
+  const Replayed p = replay(old_rec);
+  CHECK_MESSAGE(!p.divergence, (p.divergence ? p.divergence->describe() : ""));
+  CHECK(p.verified == 200);
+  CHECK(p.hashes == r.hashes);
+
+  // the same steps under today's rule (what the key says) are not those bits: the key matters
+  const Recording marked = load(r.path);
+  CHECK(marked.scenario.model.free_substep_s > marked.scenario.model.max_substep_s);
+  const Replayed q = replay(marked);
+  CHECK(q.divergence.has_value());
 }

@@ -265,6 +265,9 @@ bool Recorder::open(const std::string& path, std::string* error) {
   std::string endpoints;
   for (const auto& n : endpoint_names_) endpoints += (endpoints.empty() ? "" : ",") + n;
   writer_->add_metadata("tether", {{"format_version", std::to_string(recording_format_version)},
+                                   // the physics' sub-step rule (docs/physics.md, "Free sub-steps"):
+                                   // recordings without this key replay with the fixed rule they had
+                                   {"substep_rule", "free"},
                                    {"scenario", scenario_.name},
                                    {"scenario_path", scenario_.path},
                                    {"seed", std::to_string(scenario_.loop.seed)},

@@ -14,6 +14,40 @@ const StepRecord* Recording::step(std::uint64_t k) const {
   return i < steps.size() ? &steps[i] : nullptr;
 }
 
+namespace {
+
+// the `tether` metadata record: the endpoints' names and the physics' sub-step rule into
+// `out`; why the recording cannot be read (another format version), or empty
+std::string read_metadata(const mcap::Reader& reader, Recording& out) {
+  bool free_substeps = false;
+  for (const auto& m : reader.metadata())
+    if (m.name == "tether") {
+      const auto rule = m.entries.find("substep_rule");
+      free_substeps = rule != m.entries.end() && rule->second == "free";
+      const auto version = m.entries.find("format_version");
+      if (version != m.entries.end() && version->second != std::to_string(recording_format_version))
+        return "recorded in format version " + version->second + ", this build reads version " +
+               std::to_string(recording_format_version) +
+               " (version 1 recordings are read by the Tether release that wrote them)";
+      const auto it = m.entries.find("endpoints");
+      if (it != m.entries.end() && !it->second.empty()) {
+        std::string list = it->second;
+        for (std::size_t start = 0; start <= list.size();) {
+          const auto comma = list.find(',', start);
+          out.endpoint_names.push_back(
+              list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+      }
+    }
+  // written before free sub-steps: the physics took every step in max_substep_s sub-steps
+  if (!free_substeps) out.scenario.model.free_substep_s = out.scenario.model.max_substep_s;
+  return {};
+}
+
+}  // namespace
+
 bool load_recording(const std::string& path, Recording& out, std::string* error) {
   auto fail = [&](const std::string& why) {
     if (error) *error = path + ": " + why;
@@ -55,25 +89,7 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
   } catch (const ConfigError& e) {
     return fail(std::string("the recorded scenario does not parse with this build: ") + e.what());
   }
-  for (const auto& m : reader.metadata())
-    if (m.name == "tether") {
-      const auto version = m.entries.find("format_version");
-      if (version != m.entries.end() && version->second != std::to_string(recording_format_version))
-        return fail("recorded in format version " + version->second + ", this build reads version " +
-                    std::to_string(recording_format_version) +
-                    " (version 1 recordings are read by the Tether release that wrote them)");
-      const auto it = m.entries.find("endpoints");
-      if (it != m.entries.end() && !it->second.empty()) {
-        std::string list = it->second;
-        for (std::size_t start = 0; start <= list.size();) {
-          const auto comma = list.find(',', start);
-          out.endpoint_names.push_back(
-              list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-          if (comma == std::string::npos) break;
-          start = comma + 1;
-        }
-      }
-    }
+  if (const std::string bad = read_metadata(reader, out); !bad.empty()) return fail(bad);
 
   mcap::MessageView msg;
   bool first_message = true;
