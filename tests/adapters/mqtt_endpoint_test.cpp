@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -338,6 +339,19 @@ TEST_CASE("mqtt: hostile feedback is counted and never applied while the loop ke
       R"({"schema":1,"type":"feedback","vehicle":"auv","step":0,"bodies":[{"name":"other.hull","measured_time_ns":1,"velocity_m_s":[0,0,0]}]})");
   send(R"({"schema":2,"vehicle":"auv","step":0})");
   send("[1,2,3]");
+  {
+    // protobuf: the right answer cut short, and one whose position is NaN
+    Measurement m;
+    m.body = 0;
+    m.has_pose = true;
+    m.position_m = Vec3(1, 2, 0);
+    std::string pb;
+    adapters::mqtt::encode_feedback(pb, "auv", 0, sc.model, {m}, adapters::mqtt::Payload::protobuf);
+    send(pb.substr(0, pb.size() - 5));
+    m.position_m.x() = std::nan("");
+    adapters::mqtt::encode_feedback(pb, "auv", 0, sc.model, {m}, adapters::mqtt::Payload::protobuf);
+    send(pb);
+  }
   send(good(0, "intruder"));
   send(good(5));  // a step not asked for yet
   send(good(0));
@@ -345,7 +359,7 @@ TEST_CASE("mqtt: hostile feedback is counted and never applied while the loop ke
   REQUIRE(reply.measurements.size() == 1);
   CHECK(reply.measurements[0].position_m.isApprox(Vec3(1, 2, 0)));
   adapters::MqttCounters c = ep.mqtt_counters();
-  CHECK(c.malformed == 7);
+  CHECK(c.malformed == 9);
   CHECK(c.wrong_vehicle == 1);
   CHECK(c.out_of_order == 1);
   CHECK(c.applied == 1);
@@ -370,10 +384,10 @@ TEST_CASE("mqtt: hostile feedback is counted and never applied while the loop ke
   CHECK(c.stale >= 1);
   CHECK(c.applied == 3);
   CHECK(ep.counters.stale == c.stale + c.duplicate + c.out_of_order);
-  CHECK(ep.counters.corrupt == 8);
+  CHECK(ep.counters.corrupt == 10);
   nlohmann::json summary;
   ep.summarize(summary);
-  CHECK(summary["mqtt"]["counters"]["malformed"] == 7);
+  CHECK(summary["mqtt"]["counters"]["malformed"] == 9);
   attacker.disconnect()->wait();
   ep.stop();
 }
@@ -791,17 +805,19 @@ TEST_CASE(
 }
 
 TEST_CASE("mqtt: payload other than json or protobuf is a positioned error") {
-  const std::string text = R"(name: cfg
+  for (const char* bad : {"xml", "JSON", "3", "[json]", "\"\""}) {
+    CAPTURE(bad);
+    const std::string text = std::string(R"(name: cfg
 world: {gravity_m_s2: [0, 0, 0]}
 vehicles:
   - name: auv
     bodies: [{name: hull, shape: {type: sphere, radius_m: 0.5}, mass_kg: 1}]
 endpoints:
-  - {name: tank, type: mqtt, vehicle: auv, broker: "tcp://127.0.0.1:18830", payload: xml}
-)";
-  const std::string all = endpoint_config_errors(text);
-  INFO(all);
-  CHECK(all.find("cfg.yaml:7:") != std::string::npos);
-  CHECK(all.find("payload") != std::string::npos);
-  CHECK(all.find("json or protobuf") != std::string::npos);
+  - {name: tank, type: mqtt, vehicle: auv, broker: "tcp://127.0.0.1:18830", payload: )") +
+                             bad + "}\n";
+    const std::string all = endpoint_config_errors(text);
+    INFO(all);
+    CHECK(all.find("cfg.yaml:7:") != std::string::npos);
+    CHECK(all.find("payload") != std::string::npos);
+  }
 }

@@ -184,9 +184,16 @@ TEST_CASE("world.free_substep_s: 10 ms by default, max_substep_s alone sets both
   const Scenario both =
       parse_scenario(replace(valid, tank, tank + "  max_substep_s: 0.001\n  free_substep_s: 0.02\n"), "s.yaml");
   CHECK(both.model.free_substep_s == 0.02);
-  const auto e = errors_of(replace(valid, tank, tank + "  free_substep_s: -1\n"));
-  REQUIRE(e.size() == 1);
-  CHECK(e[0].find("world.free_substep_s") != std::string::npos);
+  for (const char* bad : {"-1", "0", ".nan", "1e308", "fast", "[0.01]"}) {
+    CAPTURE(bad);
+    const auto e = errors_of(replace(valid, tank, tank + "  free_substep_s: " + bad + "\n"));
+    REQUIRE(e.size() == 1);
+    CHECK(e[0].find("s.yaml:") == 0);
+    CHECK(e[0].find("world.free_substep_s") != std::string::npos);
+  }
+  const auto misspelled = errors_of(replace(valid, tank, tank + "  free_substeps_s: 0.01\n"));
+  REQUIRE(misspelled.size() == 1);
+  CHECK(misspelled[0].find("free_substeps_s") != std::string::npos);
 }
 
 TEST_CASE("world.physics_threads: 1 by default, the scenario's count, positioned errors out of range") {
