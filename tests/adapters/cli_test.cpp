@@ -466,13 +466,14 @@ TEST_CASE("expect: a failed expectation is named with its step, exit 6, and the 
   const std::string tight = "that: \"within 0.1 of 2.0\", when: \"after 12 s\"";
   const auto at = s.find(tight);
   REQUIRE(at != std::string::npos);  // the example's own expectation, made impossible
-  s.replace(at, tight.size(), "that: \"within 0.001 of 2.0\", when: \"after 12 s\"");
+  // 2.1 m: the vehicle holds 2 m, so the window's first step already fails
+  s.replace(at, tight.size(), "that: \"within 0.001 of 2.1\", when: \"after 12 s\"");
   const std::string file = dir + "/tight.yaml";
   std::ofstream(file) << s;
   const auto r = run(tether_exe + " run " + file + " --rtf 0 --quiet --out " + dir + "/run");
   CHECK_MESSAGE(r.exit_code == 6, r.out);
   CHECK(r.out.find("expectations: 3 of 4 passed - FAIL") != std::string::npos);
-  CHECK(r.out.find("FAIL  holds 2 m depth; worst 2.027; first failing at step 1199 (t = 12.000 s)") !=
+  CHECK(r.out.find("FAIL  holds 2 m depth; worst 2.001; first failing at step 1199 (t = 12.000 s)") !=
         std::string::npos);
   std::ifstream f(dir + "/run/summary.json");
   REQUIRE(f.good());
