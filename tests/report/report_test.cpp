@@ -354,9 +354,10 @@ namespace {
 
 // records `steps` of config/scenarios/in_process_depth_hold.yaml (the example control law
 // in-process) to `name` in the temporary folder; returns the path
-std::string record_depth_hold(const std::string& name, std::uint64_t steps) {
+std::string record_depth_hold(const std::string& name, std::uint64_t steps,
+                              const std::vector<std::string>& overrides = {}) {
   tether::examples::register_example_controllers();  // the scenario's depth_heading_hold
-  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
+  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml", overrides);
   std::vector<std::unique_ptr<Endpoint>> eps;
   eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
   SessionOptions o;
@@ -512,6 +513,99 @@ TEST_CASE("the report of a real session shows the depth goal the controller held
   const auto& compass = sensors["/devices/auv/hull/compass"];
   CHECK(compass.size() == 120);
   CHECK(compass[1]["step"].get<int>() - compass[0]["step"].get<int>() == 5);
+}
+
+TEST_CASE("every sensor the firmware saw is plotted by part with its unit, and each expectation on its own plot") {
+  // 800 steps: the 12 s window of "holds 2 m depth" never opens (skipped); the heading band
+  // is made too narrow and its window later (--set, recorded as overrides.txt): it fails
+  const std::string path =
+      record_depth_hold("sensors.mcap", 800, {"expect[1].that=within 0.001 of 90", "expect[1].when=after 4 s"});
+  std::string error;
+  std::string html;
+  REQUIRE(render_report(path, html, &error));
+  const auto sensors = html.find("<h2>Sensors</h2>");
+  REQUIRE(sensors != std::string::npos);
+  const std::string section = html.substr(sensors, html.find("<h2>Commands</h2>") - sensors);
+  CHECK(section.find("<h3>auv / hull</h3>") != std::string::npos);
+  // the depth sensor's two channels, each on its axis with its unit; the 20 Hz compass
+  CHECK(section.find(">depth: depth") != std::string::npos);
+  CHECK(section.find(">depth (m)</text>") != std::string::npos);
+  CHECK(section.find(">depth: pressure") != std::string::npos);
+  CHECK(section.find(">absolute pressure (Pa)</text>") != std::string::npos);
+  CHECK(section.find(">compass: heading") != std::string::npos);
+  CHECK(section.find("compass, 160 samples") != std::string::npos);
+  CHECK(section.find("depth, 800 samples") != std::string::npos);
+  // the thrusters are actuators: in Commands, not here
+  CHECK(section.find("thruster") == std::string::npos);
+
+  // the expectations: the failed heading band with its first failing step, the passing
+  // contact count and the skipped depth window drawn only where a series exists
+  const auto fail = html.find(">FAIL: keeps heading east</text>");
+  REQUIRE(fail != std::string::npos);
+  CHECK(fail < sensors);
+  const std::string card = html.substr(fail, html.find("</div>", fail) - fail);
+  CHECK(card.find(">allowed</text>") != std::string::npos);
+  CHECK(card.find("first failing step ") != std::string::npos);
+  // the run's --set (after 4 s), not the file's 3 s: the plot's window is the recorded run's
+  CHECK(card.find("from 4.00 s") != std::string::npos);
+  CHECK(html.find(">SKIPPED: holds 2 m depth</text>") != std::string::npos);
+  // a contact count and an endpoint counter have no series in the recording: no plot
+  CHECK(html.find(">PASS: no collision</text>") == std::string::npos);
+  CHECK(html.find(">PASS: misses under 5 %</text>") == std::string::npos);
+  check_self_contained(html);
+}
+
+TEST_CASE("a cable is drawn as a cable: its shape over the run, its tension, and in the vehicle's plan view") {
+  const Scenario sc = parse_scenario(R"(name: hanging
+world:
+  gravity_m_s2: [0, 0, -9.81]
+  water: {density_kg_m3: 1000, surface_z_m: 0}
+vehicles:
+  - name: float
+    bodies:
+      - name: body
+        shape: {type: sphere, radius_m: 0.2}
+        mass_kg: 33.51
+        damping: {linear: [20, 20, 20]}
+        initial: {position_m: [6, 0, -5]}
+cables:
+  - {name: line, from: world, from_anchor_m: [-2, 0, -5], to: float.body, to_anchor_m: [5.8, 0, -5],
+     length_m: 10, segments: 10, radius_m: 0.01, mass_per_m_kg: 0.3,
+     devices: [{name: load, kind: tension, params: {cable: line}}]}
+loop: {period_ms: 10, steps: 300}
+endpoints: []
+)",
+                                     "hanging.yaml");
+  REQUIRE(sc.cables.size() == 1);
+  SessionOptions o;
+  o.steps = 300;
+  o.real_time_factor = 0;
+  Session session(sc, {}, o);
+  const std::string path = temp_path("hanging.mcap");
+  Recorder recorder(sc, recorder_inputs(session));
+  std::string error;
+  REQUIRE(recorder.open(path, &error));
+  session.set_recorder(&recorder);
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  REQUIRE(recorder.close(session.summary(), &error));
+  std::string html;
+  REQUIRE(render_report(path, html, &error));
+  // the cable is not a vehicle: no depth, heading and speed of its first segment
+  CHECK(html.find("<h3>float</h3>") != std::string::npos);
+  CHECK(html.find("<h3>line</h3>") == std::string::npos);
+  CHECK(html.find("<h3>cable line</h3>") != std::string::npos);
+  // its shape from above and from the side at the first step, every 50 steps and the last
+  CHECK(html.find(">cable line: plan view (x–y)</text>") != std::string::npos);
+  CHECK(html.find(">cable line: side view (x–depth)</text>") != std::string::npos);
+  CHECK(html.find("segments' centres at 7 times of the run") != std::string::npos);
+  CHECK(html.find(">t = 3.0 s</text>") != std::string::npos);
+  // in the float's plan view, where it ended
+  CHECK(html.find(">cable line at the end</text>") != std::string::npos);
+  // its load cell over time
+  CHECK(html.find(">cable line: tension</text>") != std::string::npos);
+  CHECK(html.find(">line.s0.load</text>") != std::string::npos);
+  check_self_contained(html);
 }
 
 TEST_CASE("down-sampling keeps spikes, gaps and both ends") {

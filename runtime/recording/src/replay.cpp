@@ -48,6 +48,24 @@ std::string read_metadata(const mcap::Reader& reader, Recording& out) {
 
 }  // namespace
 
+std::vector<std::string> recorded_overrides(const mcap::Reader& reader) {
+  std::vector<std::string> overrides;
+  for (const auto& a : reader.attachments()) {
+    if (a.name != "overrides.txt") continue;
+    std::string line;
+    for (char c : a.data) {
+      if (c == '\n') {
+        if (!line.empty()) overrides.push_back(line);
+        line.clear();
+      } else {
+        line += c;
+      }
+    }
+    if (!line.empty()) overrides.push_back(line);
+  }
+  return overrides;
+}
+
 bool load_recording(const std::string& path, Recording& out, std::string* error) {
   auto fail = [&](const std::string& why) {
     if (error) *error = path + ": " + why;
@@ -67,22 +85,9 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
   out.file_size_bytes = info.file_size_bytes;
 
   const mcap::Attachment* scenario_file = nullptr;
-  std::vector<std::string> overrides;  // the run's --set options, if any
-  for (const auto& a : reader.attachments()) {
+  for (const auto& a : reader.attachments())
     if (a.name == "scenario.yaml") scenario_file = &a;
-    if (a.name == "overrides.txt") {
-      std::string line;
-      for (char c : a.data) {
-        if (c == '\n') {
-          if (!line.empty()) overrides.push_back(line);
-          line.clear();
-        } else {
-          line += c;
-        }
-      }
-      if (!line.empty()) overrides.push_back(line);
-    }
-  }
+  const std::vector<std::string> overrides = recorded_overrides(reader);  // the run's --set options
   if (!scenario_file) return fail("not a Tether recording (no scenario.yaml attachment)");
   try {
     out.scenario = parse_scenario(scenario_file->data, path + ":scenario.yaml", overrides);

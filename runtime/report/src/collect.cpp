@@ -13,6 +13,7 @@
 #include "tether/physics/heading.hpp"
 #include "tether/recording/mcap_reader.hpp"
 #include "tether/recording/recording.hpp"
+#include "tether/recording/replay.hpp"
 
 namespace tether::runtime::report_detail {
 
@@ -200,6 +201,75 @@ void add_feedback(Collected& c, const json& j, double t_s) {
   }
 }
 
+// a sensor reading, {"step", "valid", "value", "values": [...]} (docs/recording.md)
+void add_reading(SensorSeries& s, const json& j, double t_s) {
+  const auto values = j.find("values");
+  const bool valid = j.value("valid", true) && values != j.end() && values->is_array();
+  if (!valid) ++s.invalid;
+  s.t.push_back(t_s);
+  for (std::size_t k = 0; k < s.v.size(); ++k) {
+    const bool has = valid && k < values->size() && (*values)[k].is_number();
+    s.v[k].push_back(has ? (*values)[k].get<double>() : nan_v);
+  }
+}
+
+// the sensors' channels by topic, in the order of the scenario's devices
+std::map<std::string, std::size_t> sensor_topics(Collected& c) {
+  std::map<std::string, std::size_t> topics;
+  if (!c.scenario) return topics;
+  for (std::size_t d = 0; d < c.scenario->devices.size(); ++d) {
+    const hal::DeviceSpec& spec = c.scenario->devices[d];
+    const hal::KindInfo& info = hal::kind_info(spec.kind);
+    if (info.actuator || info.channels == 0) continue;
+    topics.emplace("/devices/" + spec.name.vehicle + "/" + spec.name.part + "/" + spec.name.device, c.sensors.size());
+    c.sensors.push_back(SensorSeries{});
+    c.sensors.back().device = d;
+    c.sensors.back().v.resize(static_cast<std::size_t>(info.channels));
+  }
+  return topics;
+}
+
+// the cables of the scenario, a shape about every sixth of the planned run
+void cable_series(Collected& c) {
+  if (!c.scenario) return;
+  for (const int v : c.scenario->cables) {
+    CableSeries cs;
+    cs.vehicle = v;
+    cs.name = c.scenario->model.vehicles[static_cast<std::size_t>(v)].name;
+    cs.stride = std::max<std::uint64_t>(1, c.scenario->loop.steps / 6);
+    c.cables.push_back(std::move(cs));
+  }
+}
+
+// S_{k+1} of a step: each cable's shape on the first step and every `stride` steps; the
+// latest state's shape stands in for the last (replaced by the next, dropped by an on-stride
+// one) unless it is within a quarter stride of the one before
+void add_cable_shapes(Collected& c, const WorldState& state, double t_s) {
+  for (CableSeries& cs : c.cables) {
+    const bool on_stride = cs.t.empty() || state.step % cs.stride == 0;
+    if (!on_stride && state.step - cs.stride_step < cs.stride / 4) continue;
+    if (cs.latest_is_stand_in) {
+      cs.t.pop_back();
+      cs.x.pop_back();
+      cs.y.pop_back();
+      cs.z.pop_back();
+    }
+    cs.latest_is_stand_in = !on_stride;
+    if (on_stride) cs.stride_step = state.step;
+    cs.t.push_back(t_s);
+    cs.x.emplace_back();
+    cs.y.emplace_back();
+    cs.z.emplace_back();
+    for (const int b : c.scenario->model.vehicles[static_cast<std::size_t>(cs.vehicle)].bodies) {
+      if (b < 0 || static_cast<std::size_t>(b) >= state.bodies.size()) continue;
+      const Vec3& p = state.bodies[static_cast<std::size_t>(b)].position_m;
+      cs.x.back().push_back(p.x());
+      cs.y.back().push_back(p.y());
+      cs.z.back().push_back(p.z());
+    }
+  }
+}
+
 }  // namespace
 
 bool collect(const std::string& path, Collected& c, std::string* error) {
@@ -227,7 +297,8 @@ bool collect(const std::string& path, Collected& c, std::string* error) {
     c.scenario_text = scenario_file->data;
     c.created_ns = scenario_file->create_time_ns;
     try {
-      c.scenario = parse_scenario(scenario_file->data, path + ":scenario.yaml");
+      // with the run's --set options, as replay applies them
+      c.scenario = parse_scenario(scenario_file->data, path + ":scenario.yaml", recorded_overrides(reader));
     } catch (const std::exception& e) {
       // the report still shows what the channels hold; names fall back to indices
       c.scenario_error = e.what();
@@ -258,6 +329,9 @@ bool collect(const std::string& path, Collected& c, std::string* error) {
     c.endpoints.back().name = c.endpoint_names[i];
   }
 
+  const std::map<std::string, std::size_t> sensors = sensor_topics(c);
+  cable_series(c);
+  WorldState state;
   mcap::MessageView msg;
   StepRecord record;
   while (reader.next(msg)) {
@@ -274,6 +348,11 @@ bool collect(const std::string& path, Collected& c, std::string* error) {
         add_step(c, record, t_s);
       else
         ++c.bad_step_records;
+    } else if (const auto sensor = sensors.find(topic); sensor != sensors.end()) {
+      json j = json::parse(bytes, nullptr, false);
+      if (!j.is_discarded() && j.is_object()) add_reading(c.sensors[sensor->second], j, t_s);
+    } else if (topic == topics::state) {
+      if (!c.cables.empty() && decode_state(bytes, state, nullptr)) add_cable_shapes(c, state, t_s);
     } else if (topic == topics::keyframe) {
       ++c.keyframes;
     } else if (topic == topics::vehicles || topic == topics::feedback || topic == topics::summary ||

@@ -49,6 +49,26 @@ struct EndpointSeries {
   std::vector<std::string> plot_order;             // plots in the order first seen
 };
 
+// one sensor's readings as the firmware was sent them (its /devices/VEHICLE/PART/DEVICE
+// channel): a sample each time the sensor took one; NaN in every channel where it had no data
+struct SensorSeries {
+  std::size_t device = 0;  // index in the scenario's device list
+  std::vector<double> t;
+  std::vector<std::vector<double>> v;  // v[channel][sample]
+  std::uint64_t invalid = 0;           // samples with valid: false
+};
+
+// a cable's shape (its segments' centres) at a few times of the run, from /tether/state
+struct CableSeries {
+  int vehicle = -1;  // its index in the model's vehicles
+  std::string name;
+  std::vector<double> t;                   // the time of each shape
+  std::vector<std::vector<double>> x, y, z;  // [shape][segment]
+  std::uint64_t stride = 1;                // a shape every `stride` steps, and the last
+  std::uint64_t stride_step = 0;           // the step of the last shape on the stride
+  bool latest_is_stand_in = false;         // the last shape is the latest state's, off the stride
+};
+
 struct EventRow {
   double t_s = 0;
   int level = 0;
@@ -78,6 +98,8 @@ struct Collected {
   std::vector<std::string> feedback_order;
   std::vector<double> feedback_t;
   std::vector<EventRow> events;
+  std::vector<SensorSeries> sensors;  // in the scenario's device order
+  std::vector<CableSeries> cables;    // in the scenario's order
   std::optional<json> summary;
   bool truncated = false;
   std::string truncation;

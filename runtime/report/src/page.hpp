@@ -63,6 +63,18 @@ struct Page {
 void summary_section(Page& p, const Collected& c, const ReportOptions& o);
 void events_section(Page& p, const Collected& c, const ReportOptions& o);
 
+// ---- each expectation over time, its band and first failing step (expect_plots.cpp) ----
+
+void expectation_plots(Page& p, const Collected& c, const ReportOptions& o);
+
+// ---- each cable's shape at a few times and its tension (cables.cpp) -----------------
+
+void cables_section(Page& p, const Collected& c, const ReportOptions& o);
+
+// ---- every sensor's readings, by vehicle and part (sensors.cpp) ----------------------
+
+void sensors_section(Page& p, const Collected& c, const ReportOptions& o);
+
 // ---- the plots (plots.cpp) -----------------------------------------------------------
 
 void faults_section(Page& p, const Collected& c, const ReportOptions& o);

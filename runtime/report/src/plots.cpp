@@ -98,8 +98,9 @@ svg::Line measured_dots(std::vector<double> x, std::vector<double> y, bool path)
   return l;
 }
 
-// the vehicle's path seen from above: actual, projected and measured, start and end
-void plan_view(Page& p, const VehicleSeries& v, const ReportOptions& o) {
+// the vehicle's path seen from above: actual, projected and measured, start and end, and
+// every cable's shape at the end of the run
+void plan_view(Page& p, const Collected& c, const VehicleSeries& v, const ReportOptions& o) {
   const bool measured = !v.mt.empty();
   svg::Plot plot;
   plot.title = "Plan view (x–y)";
@@ -123,6 +124,13 @@ void plan_view(Page& p, const VehicleSeries& v, const ReportOptions& o) {
     end.dots = true;
     plot.lines.push_back(std::move(start));
     plot.lines.push_back(std::move(end));
+  }
+  for (const CableSeries& cs : c.cables) {
+    if (cs.t.empty()) continue;
+    svg::Line l = line("cable " + cs.name + " at the end", cs.x.back(), cs.y.back(), 7);
+    l.path = true;
+    l.width_px = 2.5;
+    plot.lines.push_back(std::move(l));
   }
   p.plot(plot);
 }
@@ -240,9 +248,12 @@ void vehicle_section(Page& p, const Collected& c, const ReportOptions& o) {
   bool any = false;
   for (const VehicleSeries& v : c.vehicles) {
     if (v.t.empty() && v.mt.empty()) continue;
+    // a cable is a chain of segments, not a vehicle: its shape is drawn below
+    if (std::any_of(c.cables.begin(), c.cables.end(), [&](const CableSeries& cs) { return cs.name == v.name; }))
+      continue;
     any = true;
     p.add("<h3>" + esc(v.name) + "</h3><div class=\"plots\">");
-    plan_view(p, v, o);
+    plan_view(p, c, v, o);
     side_view(p, c, v, o);
     depth_over_time(p, c, v, o);
     heading_over_time(p, v, o);

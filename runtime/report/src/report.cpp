@@ -176,7 +176,10 @@ std::string page(const Collected& c, const ReportOptions& o, const Collected* ot
 
   if (other) report_detail::comparison_section(p, c, *other, o);
   report_detail::summary_section(p, c, o);
+  report_detail::expectation_plots(p, c, o);
   report_detail::vehicle_section(p, c, o);
+  report_detail::cables_section(p, c, o);
+  report_detail::sensors_section(p, c, o);
   report_detail::commands_section(p, c, o);
   report_detail::timing_section(p, c, o);
   report_detail::feedback_section(p, c, o);

@@ -391,7 +391,9 @@ Scenario parse_scenario(const std::string& text, const std::string& label, const
   parse_world(top["world"], sc.model, std::filesystem::path(label).parent_path().string());
   parse_vehicles(top["vehicles"], sc.model, sc.initial, sc.feedback, sc.devices);
   parse_wheels(top["wheels"], sc.model, sc.initial);
+  const auto vehicles_before = static_cast<int>(sc.model.vehicles.size());
   parse_cables(top["cables"], sc.model, sc.initial, sc.devices);
+  for (auto v = vehicles_before; v < static_cast<int>(sc.model.vehicles.size()); ++v) sc.cables.push_back(v);
   parse_joints(top["joints"], sc.model, sc.initial);
   resolve_device_links(top["vehicles"], top["cables"], sc.model, sc.devices);
   parse_loop(top["loop"], sc.loop);

@@ -16,6 +16,10 @@
 #include "tether/recording/recording.hpp"
 #include "tether/scenario/scenario.hpp"
 
+namespace tether::runtime::mcap {
+class Reader;
+}
+
 namespace tether::runtime {
 
 /// A recording, loaded for replay, info and report.
@@ -47,6 +51,10 @@ struct Recording {
 /// Loads a recording; false with a clear reason for anything that is not a readable
 /// Tether recording (never crashes on corrupt input). A truncated file loads what it has.
 bool load_recording(const std::string& path, Recording& out, std::string* error);
+
+/// The `--set` options a recording was made with (its `overrides.txt` attachment, one a
+/// line), in order; empty without. Its scenario is `scenario.yaml` with these applied.
+std::vector<std::string> recorded_overrides(const mcap::Reader& reader);
 
 /// Where a replayed state first differs from the recorded one.
 struct Divergence {

@@ -108,6 +108,7 @@ struct Scenario {
   std::vector<EndpointConfig> endpoints;
   std::vector<FeedbackConfig> feedback;         // in the order the file lists them
   std::vector<hal::DeviceSpec> devices;         // every body's devices; index = device index
+  std::vector<int> cables;                      // `cables:` as the vehicles they became (model.vehicles index)
   std::vector<GoalConfig> goals;                // `goals:`, reported in the session summary
   std::vector<ExpectationConfig> expectations;  // `expect:`, the run's verdict
   std::vector<FaultConfig> faults;              // `faults:`, injected by the loop
