@@ -7,10 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tether/campaign/campaign.hpp"
@@ -229,8 +232,8 @@ TEST_CASE("judging a finished run: its exit code and what its session folder hol
   SUBCASE("exit 6: each failed expectation with its first failing step") {
     std::ofstream(dir + "/summary.json") << R"({"outcome": "completed", "verdict": "fail", "expectations": [
       {"name": "holds 2 m depth", "verdict": "FAIL", "when": "always", "worst": 1.292, "first_failing_step": 243,
-       "first_failing_time_s": 2.44},
-      {"name": "no collision", "verdict": "PASS", "worst": 0, "first_failing_step": null},
+       "first_failing_time_s": 2.44, "margin": -0.608},
+      {"name": "no collision", "verdict": "PASS", "worst": 0, "first_failing_step": null, "margin": 0},
       {"name": "reaches", "verdict": "FAIL", "when": "eventually", "worst": 0.5, "first_failing_step": 499,
        "first_failing_time_s": 5.0}]})";
     std::ofstream(dir + "/report.html") << "<html></html>";
@@ -243,6 +246,14 @@ TEST_CASE("judging a finished run: its exit code and what its session folder hol
     CHECK(r.failures[1].message() == "reaches: first failing at step 499 (t = 5.000 s), closest 0.5");
     CHECK(r.reason == "2 expectations failed (exit 6): holds 2 m depth, reaches");
     CHECK(r.report == dir + "/report.html");
+    // every expectation, passed or not, with its margin where the summary gives one
+    REQUIRE(r.expectations.size() == 3);
+    CHECK(r.expectations[0].name == "holds 2 m depth");
+    CHECK(r.expectations[0].verdict == "FAIL");
+    CHECK(r.expectations[0].margin == -0.608);
+    CHECK(r.expectations[1].verdict == "PASS");
+    CHECK(r.expectations[1].margin == 0.0);
+    CHECK_FALSE(r.expectations[2].margin.has_value());
   }
   SUBCASE("exit 2: the run could not start; the reason is its error, not its log") {
     end.wait_status = exited(2);
@@ -348,13 +359,67 @@ TEST_CASE("junit.xml and index.html: one testcase per run, a <failure> per faile
   CHECK(html.find("FAILED: 4 of 8 runs passed, 3 failed, 1 not run") != std::string::npos);
   CHECK(html.find("<a href=\"001-a-fw-new-faults-none-seed-9/report.html\">report</a>") != std::string::npos);
   CHECK(html.find("shallow &lt;&amp;&quot;&apos;&gt;: first failing at step 41") != std::string::npos);
-  CHECK(html.find("<script") == std::string::npos);  // self-contained, nothing to load
+  CHECK(html.find("<script src") == std::string::npos);  // self-contained, nothing to load
   // campaign.json reads back as it was written
   const CampaignResult back = read_campaign_json(dir);
   REQUIRE(back.runs.size() == 8);
   CHECK(back.runs[1].failures[0].message() == result.runs[1].failures[0].message());
   CHECK(back.runs[5].verdict == RunVerdict::not_run);
   CHECK(back.runs[2].report == dir + "/002-a-fw-new-faults-stuck-compass-seed-7/report.html");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("index.html's matrix: fault set x expectation, runs passed and the least margin, linking to that run") {
+  const std::string dir = temp_dir("matrix");
+  const auto all = expand_campaign(parse_campaign(campaign_text, "c.yaml"), {});
+  CampaignResult result = fake_result(all, all, dir);
+  // "shallow" on every run: its margin from the run's index; "quick" only on scenario a
+  for (auto& r : result.runs) {
+    const double margin = r.verdict == RunVerdict::fail ? -0.5 - 0.1 * static_cast<double>(r.plan.index)
+                                                        : 1.0 + 0.1 * static_cast<double>(r.plan.index);
+    r.expectations.push_back({"shallow", r.verdict == RunVerdict::fail ? "FAIL" : "PASS", margin});
+    if (r.plan.labels["scenario"] == "a") r.expectations.push_back({"quick", "SKIPPED", std::nullopt});
+  }
+  std::string error;
+  REQUIRE_MESSAGE(write_campaign_results(result, dir, &error), error);
+  const std::string html = slurp(dir + "/index.html");
+  const auto matrix = html.find("<h2>Expectations by fault set</h2>");
+  REQUIRE(matrix != std::string::npos);
+  CHECK(matrix < html.find("<h2>Runs</h2>"));
+  CHECK(html.find("<th>shallow</th><th>quick</th>") != std::string::npos);
+  // one row per scenario x firmware x fault set, both seeds in it
+  for (const auto& [row, runs] : std::vector<std::pair<std::string, std::vector<std::size_t>>>{
+           {"scenario a, firmware new, faults none", {0, 1}}, {"scenario a, firmware new, faults stuck compass", {2, 3}},
+           {"scenario bee, firmware new, faults none", {4, 5}},
+           {"scenario bee, firmware new, faults stuck compass", {6, 7}}}) {
+    const auto at = html.find("<td data-v=\"" + row + "\">" + row + "</td>");
+    REQUIRE_MESSAGE(at != std::string::npos, row);
+    const std::string tr = html.substr(at, html.find("</tr>", at) - at);
+    std::size_t passed = 0;
+    double least = 1e9;
+    std::size_t worst = 0;
+    for (const std::size_t i : runs) {
+      passed += result.runs[i].verdict == RunVerdict::pass;
+      const double m = *result.runs[i].expectations[0].margin;
+      if (m < least) least = m, worst = i;
+    }
+    char margin[32];
+    std::snprintf(margin, sizeof margin, "%.3g", least);
+    CHECK_MESSAGE(tr.find(">" + std::to_string(passed) + " / 2<br><small>margin <a href=\"" + result.runs[worst].plan.folder +
+                           "/report.html\"") != std::string::npos,
+                  tr);
+    CHECK(tr.find(std::string(">") + margin + "</a>") != std::string::npos);
+    CHECK(tr.find(passed == 2 ? "class=\"cpass\"" : "class=\"cfail\"") != std::string::npos);
+    // "quick": skipped on scenario a (judged by none), not part of bee
+    CHECK(tr.find(row.find("bee") == std::string::npos ? "0 / 0 <small>(2 skipped)</small>" : "<td data-v=\"\"></td>") !=
+          std::string::npos);
+  }
+  // the matrix survives campaign.json: a merge draws it again
+  const CampaignResult back = read_campaign_json(dir);
+  REQUIRE(back.runs[3].expectations.size() == 2);
+  CHECK(back.runs[3].expectations[0].name == "shallow");
+  CHECK(back.runs[3].expectations[0].margin == result.runs[3].expectations[0].margin);
+  CHECK_FALSE(back.runs[3].expectations[1].margin.has_value());
   std::filesystem::remove_all(dir);
 }
 

@@ -3,8 +3,13 @@
 // `tether test` prints.
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tether/campaign/campaign.hpp"
 #include "tether/scenario/config.hpp"
@@ -37,6 +42,103 @@ std::string xml_escape(const std::string& text) {
     }
   }
   return out;
+}
+
+// the group a run belongs to in the matrix: what varies besides the seed
+std::string group_of(const RunResult& r) {
+  std::string g;
+  for (const char* key : {"scenario", "firmware", "variant", "fault_set"}) {
+    if (!r.plan.labels.contains(key) || !r.plan.labels[key].is_string()) continue;
+    g += (g.empty() ? "" : ", ") + std::string(std::string_view(key) == "fault_set" ? "faults" : key) + " " +
+         r.plan.labels[key].get<std::string>();
+  }
+  return g.empty() ? "every run" : g;
+}
+
+// one cell of the matrix: the runs of a group that judged one expectation
+struct Cell {
+  std::size_t passed = 0, failed = 0, skipped = 0;
+  std::optional<double> margin;  // the least over the runs
+  const RunResult* worst = nullptr;
+};
+
+std::string margin_text(double m) {
+  if (m == 0) m = 0;  // -0 (an `==` that held exactly) reads as 0
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", m);
+  return buf;
+}
+
+// fault set (and scenario, firmware, variant) x expectation: how many runs passed it and
+// the least margin any of them kept (negative: the most it failed by), linking to that run
+std::string matrix_html(const CampaignResult& result, const std::string& dir) {
+  std::vector<std::string> groups, names;
+  std::map<std::pair<std::string, std::string>, Cell> cells;
+  std::map<std::string, std::pair<std::size_t, std::size_t>> runs;  // group -> passed, runs
+  for (const auto& r : result.runs) {
+    if (r.plan.replay) continue;
+    const std::string g = group_of(r);
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+    runs[g].first += r.verdict == RunVerdict::pass;
+    ++runs[g].second;
+    for (const auto& e : r.expectations) {
+      if (std::find(names.begin(), names.end(), e.name) == names.end()) names.push_back(e.name);
+      Cell& c = cells[{g, e.name}];
+      c.passed += e.verdict == "PASS";
+      c.failed += e.verdict == "FAIL";
+      c.skipped += e.verdict == "SKIPPED";
+      if (e.margin && (!c.margin || *e.margin < *c.margin)) {
+        c.margin = e.margin;
+        c.worst = &r;
+      }
+    }
+  }
+  if (names.empty()) return "";
+  const auto h = [](const std::string& s) { return xml_escape(s); };
+  std::ostringstream o;
+  o << "<h2>Expectations by fault set</h2>\n<p>Each cell: the runs that passed the expectation of those that "
+       "judged it, and its <b>margin</b> &mdash; the least distance any run's worst value kept inside the "
+       "condition, in the value's unit (negative: the most it failed by); the link opens that run. Click a "
+       "column's heading to sort by it.</p>\n<table class=\"matrix sortable\"><thead><tr><th>runs (all seeds)</th><th>passed</th>";
+  for (const auto& n : names) o << "<th>" << h(n) << "</th>";
+  o << "</tr></thead><tbody>\n";
+  for (const auto& g : groups) {
+    const auto [passed, total] = runs[g];
+    o << "<tr><td data-v=\"" << h(g) << "\">" << h(g) << "</td><td data-v=\"" << passed << "\" class=\""
+      << (passed == total ? "pass" : "fail") << "\">" << passed << " / " << total << "</td>";
+    for (const auto& n : names) {
+      const auto it = cells.find({g, n});
+      if (it == cells.end()) {
+        o << "<td data-v=\"\"></td>";
+        continue;
+      }
+      const Cell& c = it->second;
+      const std::size_t judged = c.passed + c.failed;
+      o << "<td data-v=\"" << (c.margin ? margin_text(*c.margin) : "") << "\" class=\""
+        << (c.failed ? "cfail" : judged ? "cpass" : "cnone") << "\">" << c.passed << " / " << judged;
+      if (c.skipped) o << " <small>(" << c.skipped << " skipped)</small>";
+      if (c.margin) {
+        o << "<br><small>margin ";
+        const std::string report = c.worst ? relative_to(c.worst->report, dir) : "";
+        if (!report.empty())
+          o << "<a href=\"" << h(report) << "\" title=\"" << h(c.worst->plan.name) << "\">" << margin_text(*c.margin)
+            << "</a>";
+        else
+          o << margin_text(*c.margin);
+        o << "</small>";
+      }
+      o << "</td>";
+    }
+    o << "</tr>\n";
+  }
+  o << "</tbody></table>\n";
+  // sorting by a column: numbers as numbers, a second click the other way
+  o << "<script>document.querySelectorAll('table.sortable th').forEach((th,i)=>th.addEventListener('click',()=>{"
+       "const b=th.closest('table').tBodies[0];const up=th.dataset.up!=='1';th.dataset.up=up?'1':'0';"
+       "const v=r=>r.cells[i].dataset.v;[...b.rows].sort((p,q)=>{const x=parseFloat(v(p)),y=parseFloat(v(q));"
+       "const c=isNaN(x)||isNaN(y)?String(v(p)).localeCompare(String(v(q))):x-y;return up?c:-c})"
+       ".forEach(r=>b.appendChild(r))}));</script>\n";
+  return o.str();
 }
 
 }  // namespace
@@ -109,7 +211,9 @@ std::string index_html(const CampaignResult& result, const std::string& dir) {
        "vertical-align:top}\n"
     << "th{background:#f3f3f3}tr.pass td.v{background:#d9f2d9}tr.fail td.v{background:#f7d4d4;font-weight:bold}\n"
     << "tr.not_run td.v{background:#eee;color:#666}.big{font-size:1.3em}.pass{color:#176317}.fail{color:#a11}\n"
-    << "code{font-size:13px}\n</style></head><body>\n";
+    << "code{font-size:13px}table.matrix td{text-align:right}table.matrix td:first-child{text-align:left}\n"
+    << "td.cpass{background:#e3f4e3}td.cfail{background:#f7d4d4}td.cnone{color:#888}table.sortable th{cursor:pointer}\n"
+    << "</style></head><body>\n";
   o << "<h1>Campaign " << h(result.name) << "</h1>\n";
   o << "<p class=\"big " << (pass ? "pass" : "fail") << "\">" << (pass ? "PASSED" : "FAILED") << ": " << result.passed()
     << " of " << result.total_runs << " runs passed, " << result.failed() << " failed";
@@ -130,7 +234,8 @@ std::string index_html(const CampaignResult& result, const std::string& dir) {
   }
   if (result.interrupted) o << "; <b>interrupted</b> (Ctrl-C or SIGTERM): runs not started are listed as not run";
   o << "; fingerprint <code>" << h(result.fingerprint) << "</code></p>\n";
-  o << "<table>\n<tr><th>#</th><th>run</th><th>verdict</th><th>outcome</th><th>exit</th><th>time</th>"
+  o << matrix_html(result, dir);
+  o << "<h2>Runs</h2>\n<table>\n<tr><th>#</th><th>run</th><th>verdict</th><th>outcome</th><th>exit</th><th>time</th>"
        "<th>failed expectations, reason</th><th>report</th></tr>\n";
   for (const auto& r : result.runs) {
     o << "<tr class=\"" << to_string(r.verdict) << "\"><td>" << r.plan.index << "</td><td>" << h(r.plan.name)

@@ -80,6 +80,10 @@ nlohmann::json campaign_json(const CampaignResult& result, const std::string& di
       fj["detail"] = f.detail;
       x["failures"].push_back(std::move(fj));
     }
+    x["expectations"] = nlohmann::json::array();
+    for (const auto& e : r.expectations)
+      x["expectations"].push_back(nlohmann::json{
+          {"name", e.name}, {"verdict", e.verdict}, {"margin", e.margin ? nlohmann::json(*e.margin) : nlohmann::json()}});
     x["duration_s"] = r.duration_s;
     x["folder"] = r.folder.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.folder, dir));
     x["report"] = r.report.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.report, dir));
@@ -140,6 +144,11 @@ CampaignResult read_campaign_json(const std::string& dir) {
         if (fj.contains("worst") && fj["worst"].is_number()) f.worst = fj["worst"].get<double>();
         f.detail = fj.value("detail", "");
         run.failures.push_back(std::move(f));
+      }
+      for (const auto& ej : x.value("expectations", nlohmann::json::array())) {
+        ExpectationOutcome e{ej.value("name", ""), ej.value("verdict", ""), std::nullopt};
+        if (ej.contains("margin") && ej["margin"].is_number()) e.margin = ej["margin"].get<double>();
+        run.expectations.push_back(std::move(e));
       }
       run.duration_s = x.value("duration_s", 0.0);
       run.folder = path_in(x.value("folder", nlohmann::json()));

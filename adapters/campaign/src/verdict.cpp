@@ -47,9 +47,14 @@ std::string error_lines(const std::string& output) {
   return out.empty() ? "(it printed nothing)" : out;
 }
 
-// a run's failed expectations (summary.json's `expectations`)
+// a run's expectations (summary.json's `expectations`): every one's verdict and margin, and
+// the failed ones' details
 void expectation_failures(const nlohmann::json& summary, RunResult& r) {
   for (const auto& x : summary["expectations"]) {
+    if (!x.is_object()) continue;
+    ExpectationOutcome e{x.value("name", "?"), x.value("verdict", ""), std::nullopt};
+    if (x.contains("margin") && x["margin"].is_number()) e.margin = x["margin"].get<double>();
+    r.expectations.push_back(std::move(e));
     if (x.value("verdict", "") != "FAIL") continue;
     RunFailure f;
     f.name = x.value("name", "?");

@@ -341,8 +341,12 @@ nlohmann::json Expectations::summary() const {
                      {"evaluated_steps", it.evaluated}};
     if (it.c.kind == QuantityKind::log)
       j["seen_at_step"] = it.held_once ? nlohmann::json(static_cast<std::uint64_t>(it.worst)) : nlohmann::json();
-    else
+    else {
       j["worst"] = it.have_worst ? nlohmann::json(it.worst) : nlohmann::json();
+      // how far inside its condition the worst value was (< 0: outside by that much), in
+      // the value's unit: what a campaign compares across runs
+      j["margin"] = it.have_worst && it.c.op != ExpectOp::matches ? nlohmann::json(it.worst_margin) : nlohmann::json();
+    }
     j["first_failing_step"] = it.failed ? nlohmann::json(it.first_fail_step) : nlohmann::json();
     j["first_failing_time_s"] = it.failed ? nlohmann::json(it.first_fail_t) : nlohmann::json();
     if (!it.why.empty()) j["reason"] = it.why;

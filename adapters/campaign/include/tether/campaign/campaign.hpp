@@ -113,6 +113,12 @@ struct RunFailure {
   std::string message() const;
 };
 
+/// Every expectation of a run as its summary judged it: the campaign page's matrix.
+struct ExpectationOutcome {
+  std::string name;
+  std::string verdict;          // PASS, FAIL or SKIPPED
+  std::optional<double> margin;  // how far inside its condition the worst value was (< 0: outside)
+};
 enum class RunVerdict : std::uint8_t { pass, fail, not_run };
 const char* to_string(RunVerdict verdict);
 
@@ -123,6 +129,7 @@ struct RunResult {
   std::string outcome;           // the session's outcome from its summary ("completed", ...), if any
   std::string reason;            // one line: why it failed or did not run
   std::vector<RunFailure> failures;
+  std::vector<ExpectationOutcome> expectations;  // every one (a run's summary.json), in its order
   double duration_s = 0;
   std::string folder;  // absolute, in memory; relative to the results' folder in campaign.json
   std::string report;  // report.html (or replay.json) in `folder` if it was written, else ""
