@@ -83,6 +83,17 @@ TEST_CASE("node client: the built-in dashboard at GET / loads in headless Chromi
   CHECK(seen["ok"] == true);
   CHECK(seen["seen"]["title"] == "tether: in_process_depth_hold");
   CHECK(seen["seen"]["state_text"] == "paused");
+  // the plan view: the tank's four walls (its floor hides nothing from above), the AUV
+  CHECK(seen["seen"]["plan"]["statics"].get<int>() == 4);
+  CHECK(seen["seen"]["plan"]["vehicles"] == json::array({"auv"}));
+  CHECK(seen["seen"]["plan"]["trail"].get<int>() > 5);
+  CHECK(seen["seen"]["counters_text"].get<std::string>().find(", misses 0, late 0, stale 0, corrupt 0, faults 0") !=
+        std::string::npos);
+  // the scenario's four expectations, each on its line, as the session judges them
+  REQUIRE(seen["seen"]["expectations"].size() == 4);
+  CHECK(seen["seen"]["expectations"][0]["name"] == "holds 2 m depth");
+  CHECK(seen["seen"]["expect_items"] == 4);
+  CHECK(seen["seen"]["log_title"].get<std::string>().rfind("Log:", 0) == 0);
 
   // the click paused the session itself: it stays where the page saw it pause
   const Result s1 = run(tether_exe + " ctl --url " + url + " --json status");

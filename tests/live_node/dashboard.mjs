@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Opens the live server's built-in dashboard (GET /) in headless Chromium and drives it
 // over the DevTools protocol (on the `ws` WebSocket): the page loads, its values change
-// while the session runs, and a click on its Pause button pauses the session.
+// while the session runs, the plan view draws the tank and the vehicle, the counters and
+// expectations are the session's, and a click on its Pause button pauses the session.
 //
 //   node dashboard.mjs http://127.0.0.1:PORT/
 //
@@ -62,6 +63,23 @@ try {
       seen.depth_text = await evaluate("document.getElementById('v_depth').textContent");
       if (!(Number(seen.step_text) > 0)) failures.push("the page shows no step");
       if (seen.depth_text === "") failures.push("the page shows no depth");
+      // the plan view: the tank's walls from the latched /scene, the vehicle and its trail
+      const planned = await until("the plan view has the tank and the vehicle's trail",
+                                  (s) => s.plan.statics >= 4 && s.plan.vehicles.includes("auv") && s.plan.trail > 5);
+      if (planned) seen.plan = planned.plan;
+      // the counters are the session's (from /tether/status), not what the page saw
+      const counted = await until("the page shows the session's counters", (s) => s.misses !== null);
+      if (counted) {
+        seen.counters_text = await evaluate("document.getElementById('counters').textContent");
+        if (!seen.counters_text.startsWith("controller: replies ")) failures.push("no endpoint counters shown");
+      }
+      // the expectations' live state, one line each
+      const judged = await until("the page lists the expectations", (s) => s.expectations && s.expectations.length > 0);
+      if (judged) {
+        seen.expectations = judged.expectations;
+        seen.expect_items = await evaluate("document.querySelectorAll('#expect li').length");
+      }
+      seen.log_title = await evaluate("document.getElementById('log').previousElementSibling.textContent");
       // the actuator commands the controller gives (four thrusters in the scenario)
       const acts = await until("the page shows actuator commands", (s) => s.actuators && Object.keys(s.actuators).length >= 4);
       if (acts) {

@@ -15,7 +15,7 @@ const char* const status_response_schema =
     R"({"type":"object","properties":{"ok":{"type":"boolean"},"error":{"type":"string"},"step":{"type":"integer"},)"
     R"("steps_done":{"type":"integer"},"steps_planned":{"type":"integer"},"time_s":{"type":"number"},)"
     R"("paused":{"type":"boolean"},"stepping":{"type":"boolean"},"real_time_factor":{"type":"number"},)"
-    R"("forces":{"type":"array"}}})";
+    R"("forces":{"type":"array"},"endpoints":{"type":"array"},"expectations":{"type":"array"}}})";
 const char* const accepted_response_schema =
     R"({"type":"object","properties":{"ok":{"type":"boolean"},"error":{"type":"string"},)"
     R"("accepted":{"type":"boolean"},"takes_effect_at_step":{"type":"integer"}}})";

@@ -111,6 +111,23 @@ std::string Session::control_status() const {
           {{"name", f.command.name},
            {"body", model_.bodies[f.command.body].name},
            {"until_step", f.until_step == forever ? nlohmann::json() : nlohmann::json(f.until_step)}});
+  // the session's own counters, as its summary will give them (a page counts only what it saw)
+  j["endpoints"] = nlohmann::json::array();
+  for (const auto& e : endpoints_)
+    j["endpoints"].push_back({{"name", e->name()},
+                              {"replies", e->counters.replies},
+                              {"late", e->counters.late},
+                              {"misses", e->counters.misses},
+                              {"stale", e->counters.stale},
+                              {"corrupt", e->counters.corrupt},
+                              {"faults", e->counters.faults}});
+  // the expectations so far: FAIL from the first failing step on; PASS until then (the end
+  // judges `at end` and `eventually`)
+  if (checks_.has_expectations()) {
+    nlohmann::json so_far;
+    checks_.summarize(so_far);
+    j["expectations"] = std::move(so_far["expectations"]);
+  }
   return j.dump();
 }
 
