@@ -4,7 +4,6 @@
 // Readers accept what any protobuf library writes: fields in any order, absent scalars as
 // zero (proto3), repeated doubles packed or not, unknown fields skipped.
 #include <cmath>
-#include <cstring>
 
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_bank.hpp"
@@ -70,20 +69,10 @@ void write_state_bodies(pb::Writer& w, const runtime::WorldModel& model, const r
 // a repeated double, packed (length-delimited) or not (one fixed64 per element)
 bool read_doubles(pb::Reader& r, pb::Wire wire, detail::Numbers& out) {
   out.present = true;
-  if (wire == pb::Wire::i64) {
-    double x = 0;
-    if (!r.f64(x)) return false;
+  return r.repeated_f64(wire, [&](double x) {
     out.add(x);
     return true;
-  }
-  std::string_view bytes;
-  if (wire != pb::Wire::len || !r.len(bytes) || bytes.size() % 8 != 0) return false;
-  for (std::size_t k = 0; k < bytes.size(); k += 8) {
-    double x = 0;
-    std::memcpy(&x, bytes.data() + k, 8);
-    out.add(x);
-  }
-  return true;
+  });
 }
 
 bool read_string(pb::Reader& r, pb::Wire wire, std::string& out) {

@@ -192,15 +192,12 @@ bool read_measurement(std::string_view bytes, Measurement& m) {
       case f::m_orientation: return get_quat(r, w, m.orientation);
       case f::m_velocity: return get_vec3(r, w, m.velocity_m_s);
       case f::m_angular: return get_vec3(r, w, m.angular_velocity_rad_s);
-      case f::m_covariance: {
-        if (w != Wire::len) return covariance < 36 && get(r, w, m.pose_covariance.data()[covariance++]);
-        // packed, as written (a parser must also take them one by one, above)
-        std::string_view b;
-        if (!r.len(b) || b.size() % 8 != 0 || covariance + b.size() / 8 > 36) return false;
-        std::memcpy(m.pose_covariance.data() + covariance, b.data(), b.size());
-        covariance += static_cast<int>(b.size() / 8);
-        return true;
-      }
+      case f::m_covariance:
+        return r.repeated_f64(w, [&](double x) {
+          if (covariance >= 36) return false;
+          m.pose_covariance.data()[covariance++] = x;
+          return true;
+        });
       default: return r.skip(w);
     }
   });

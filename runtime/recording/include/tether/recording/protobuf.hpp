@@ -109,6 +109,21 @@ class Reader {
   bool len(std::string_view& v);
   /// Skips the value of a field this reader does not know (newer writers may add fields).
   bool skip(Wire wire);
+  /// One field of a `repeated double`: packed (a run of 8-byte values, as we write it) or
+  /// unpacked (one value; a parser must take both); add(x) for each value in order, and a
+  /// false from add stops with false (a bound it keeps).
+  template <class Add>
+  bool repeated_f64(Wire wire, Add&& add) {
+    double x = 0;
+    if (wire == Wire::i64) return f64(x) && add(x);
+    std::string_view bytes;
+    if (wire != Wire::len || !len(bytes) || bytes.size() % 8 != 0) return false;
+    for (std::size_t k = 0; k < bytes.size(); k += 8) {
+      std::memcpy(&x, bytes.data() + k, 8);
+      if (!add(x)) return false;
+    }
+    return true;
+  }
   bool failed() const { return failed_; }
   std::size_t offset() const { return pos_; }
 
