@@ -73,8 +73,9 @@ shim=$(ls firmware_shim/src/*.c)
 hal=$(ls hal/src/*.cpp)
 physics=$(ls runtime/physics/src/*.cpp)
 scenario=$(ls runtime/scenario/src/*.cpp)
-mcap="runtime/recording/src/mcap_reader.cpp runtime/recording/src/mcap_format.cpp"
-mqtt="adapters/src/mqtt_messages.cpp"
+mcap="runtime/recording/src/mcap_reader.cpp runtime/recording/src/mcap_scan.cpp runtime/recording/src/mcap_format.cpp"
+mqtt="adapters/src/mqtt_messages.cpp adapters/src/mqtt_protobuf.cpp runtime/recording/src/protobuf.cpp"
+ardupilot="adapters/src/ardupilot_json.cpp adapters/src/ardupilot_standin.cpp"
 mavlink="adapters/src/mavlink.cpp adapters/src/mavlink_messages.cpp"
 
 compile tests/fuzz/frame_decoder_fuzz.c $shim
@@ -93,4 +94,7 @@ link mqtt_messages_fuzz $(objects tests/fuzz/mqtt_messages_fuzz.cpp $mqtt) "$lib
 compile tests/fuzz/mavlink_decoder_fuzz.cpp $mavlink
 link mavlink_decoder_fuzz $(objects tests/fuzz/mavlink_decoder_fuzz.cpp $mavlink)
 
-for t in frame_decoder mcap_reader scenario_parser mqtt_messages mavlink_decoder; do mkdir -p "$out/corpus/$t"; done
+compile tests/fuzz/ardupilot_json_fuzz.cpp $ardupilot
+link ardupilot_json_fuzz $(objects tests/fuzz/ardupilot_json_fuzz.cpp $ardupilot) "$libs" -lyaml-cpp
+
+for t in frame_decoder mcap_reader scenario_parser mqtt_messages mavlink_decoder ardupilot_json; do mkdir -p "$out/corpus/$t"; done

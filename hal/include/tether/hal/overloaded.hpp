@@ -10,5 +10,8 @@ template <class... Ts>
 struct overloaded : Ts... {
   using Ts::operator()...;
 };
+// C++20 deduces this for an aggregate; clang before 17 (the libFuzzer build) needs it said
+template <class... Ts>
+overloaded(Ts...) -> overloaded<Ts...>;
 
 }  // namespace tether::hal
