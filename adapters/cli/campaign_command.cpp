@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "tether/campaign/campaign.hpp"
 #include "tether/campaign/runner.hpp"
+#include "tether/report/report.hpp"
 #include "tether/scenario/config.hpp"
 
 namespace tether::cli {
@@ -152,6 +153,12 @@ int test_command(const TestOptions& options) {
   runner.jobs = static_cast<std::size_t>(result.jobs);
   runner.out_dir = fs::absolute(out_dir).lexically_normal().string();
   runner.run_timeout_s = campaign.run_timeout_s;
+  // the runs' reports share one copy of the charting library (131 kB each otherwise)
+  std::string assets_error;
+  if (runtime::write_report_assets((fs::path(runner.out_dir) / "assets").string(), &assets_error))
+    runner.report_assets = "../assets";
+  else
+    std::cerr << "tether: " << assets_error << "; each report carries its own copy\n";
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t finished = 0;
   // each finished run: a line, and the results so far on disk (a campaign killed outright

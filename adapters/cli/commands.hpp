@@ -24,6 +24,7 @@ struct RunOptions {
   bool json = false;
   std::string live;          // --live [HOST:]PORT: serve the session (docs/live.md)
   bool live_paused = false;  // --paused: start paused (a client resumes or steps)
+  std::string report_assets;  // --report-assets URL: the report loads its charting library from there
 };
 
 struct CtlOptions {

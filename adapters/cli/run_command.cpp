@@ -123,7 +123,9 @@ void finish_session(const RunOptions& options, const runtime::Scenario& scenario
   bool report_written = false;
   if (recorder) {
     std::string error;
-    report_written = runtime::write_report(recording_path, report_path, &error);
+    runtime::ReportOptions report;
+    report.assets_url = options.report_assets;
+    report_written = runtime::write_report(recording_path, report_path, &error, report);
     if (!report_written) std::cerr << "tether: could not write the report: " << error << '\n';
   }
   const std::string summary_path = out_dir + "/summary.json";

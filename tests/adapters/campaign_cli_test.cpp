@@ -71,7 +71,20 @@ TEST_CASE("tether test: the shipped depth_hold campaign passes with the example 
     CHECK(summary["steps"] == 500);
     CHECK(summary["endpoints"][0]["serial"]["firmware"] == "depth_heading_hold");
     CHECK(summary["expectations"].size() == 4);
+    // the report loads the charting library the campaign wrote once, instead of a copy each
+    const std::string report = slurp(dir + "/out/" + run_j["report"].get<std::string>());
+    CHECK(report.find("<script data-lib=\"dygraphs\" src=\"../assets/dygraph.min.js\"></script>") !=
+          std::string::npos);
+    CHECK(report.find("danvk/dygraphs/blob") == std::string::npos);
+    // the matrix: every expectation judged by both seeds of each fault set
+    CHECK(run_j["expectations"].size() == 4);
   }
+  const std::string shared = slurp(dir + "/out/assets/dygraph.min.js");
+  CHECK(shared.size() > 100000);
+  CHECK(shared.find("danvk/dygraphs/blob") != std::string::npos);
+  CHECK(std::filesystem::exists(dir + "/out/assets/dygraph.min.css"));
+  CHECK(slurp(dir + "/out/index.html").find("<td data-v=\"scenario default, faults compass stuck\">") !=
+        std::string::npos);
   CHECK(r.out.find("campaign \"depth_hold\": " + std::to_string(j["total_runs"].get<int>()) + " runs, " +
                    std::to_string(j["total_runs"].get<int>()) + " passed, 0 failed") != std::string::npos);
   std::filesystem::remove_all(dir);

@@ -138,6 +138,10 @@ std::unique_ptr<Worker> start_worker(const PlannedRun& plan, const RunnerOptions
     spec.argv.push_back("--out");
     spec.argv.push_back(w->folder);
     spec.argv.push_back("--overwrite");  // the campaign owns its run folders (a rerun into the same --out)
+    if (!options.report_assets.empty()) {
+      spec.argv.push_back("--report-assets");
+      spec.argv.push_back(options.report_assets);
+    }
   }
   try {
     w->child = std::make_unique<ChildProcess>(spec);

@@ -18,6 +18,10 @@ struct ReportOptions {
   /// section first, A's figures beside B's and the vehicles' and step times' series of both
   /// runs overlaid; the rest of the page is A's report. Empty: none.
   std::string compare;
+  /// Where the page loads its charting library from: a folder relative to the report
+  /// (`../assets`) that write_report_assets() filled. Empty: inlined, the file stands alone.
+  /// A campaign's runs share one copy (docs/campaigns.md); without it the SVG plots remain.
+  std::string assets_url;
 };
 
 /// Renders the report of the recording at `recording_path` into `html`; false with a reason
@@ -29,5 +33,9 @@ bool render_report(const std::string& recording_path, std::string& html, std::st
 /// Renders the report and writes it to `html_path` (replacing it); false with a reason on failure.
 bool write_report(const std::string& recording_path, const std::string& html_path, std::string* error,
                   const ReportOptions& options = {});
+
+/// Writes the charting library a report with `assets_url` loads (dygraph.min.js and
+/// dygraph.min.css) into `dir`, creating it; false with a reason on failure.
+bool write_report_assets(const std::string& dir, std::string* error);
 
 }  // namespace tether::runtime
