@@ -7,6 +7,7 @@ CTestCostData.txt) cuts test names at the first space, and every name here has s
 the suite sets COST from this table instead (tests/test_costs.cmake).
 
   python3 scripts/test_costs.py build/asan/Testing/Temporary/LastTest.log [COUNT]
+  python3 scripts/test_costs.py ctest-output.txt [COUNT]     (what `ctest` printed, the same)
 """
 import re
 import sys
@@ -22,6 +23,11 @@ def main() -> int:
     times = {}
     name = None
     for line in log.splitlines():
+        # ctest's own output ("12/640 Test #403: NAME .....   Passed   30.79 sec") works too
+        m = re.match(r"^\s*\d+/\d+ Test +#\d+: (.*?) \.+\s*(?:\*+)?\w+\s+([0-9.]+) sec", line)
+        if m:
+            times[m.group(1)] = float(m.group(2))
+            continue
         m = re.match(r"^\d+/\d+ Test: (.*)$", line)
         if m:
             name = m.group(1)
