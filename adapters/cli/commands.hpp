@@ -73,6 +73,7 @@ struct KindsOptions {
 struct IdentifyOptions {
   std::vector<std::string> recordings;  // trials of one vehicle
   std::string output;                   // -o fit.yaml
+  std::string report;                   // --report fit.html: the fit's page
   std::string vehicle;                  // default: the measured one
   std::string validate;                 // --validate REC: predict this trial open loop
   double holdout = 0;                   // --holdout F: the last F of the (first) trial is not fitted

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "identify_page.hpp"
 #include "tether/identify/identify.hpp"
 
 namespace tether::cli {
@@ -150,6 +151,16 @@ int identify_command(const IdentifyOptions& options) {
     }
     std::printf("fit: %s (apply: tether run SCENARIO --set-file %s, SCENARIO the file of scenario \"%s\")\n",
                 options.output.c_str(), options.output.c_str(), trials.front().scenario.name.c_str());
+  }
+  if (!options.report.empty()) {
+    const identify::Trial& shown = options.validate.empty() ? trials.front() : validation;
+    std::ofstream f(options.report, std::ios::binary | std::ios::trunc);
+    f << identify_page(shown, fit, prediction, identify::fit_yaml(trials.front(), fit, prediction));
+    if (!f) {
+      std::cerr << "tether: cannot write " << options.report << '\n';
+      return exit_usage;
+    }
+    std::printf("report: %s\n", options.report.c_str());
   }
   return exit_ok;
 }

@@ -204,6 +204,8 @@ CLI::App* add_identify(CLI::App& app, IdentifyOptions& o) {
       ->required()
       ->expected(1, -1);
   cmd->add_option("-o,--output", o.output, "Write the fit here (YAML: `set:` overrides for tether run --set-file)");
+  cmd->add_option("--report", o.report,
+                  "Write the fit's page here (HTML: the predictions against the held-out data, the estimates)");
   cmd->add_option("--vehicle", o.vehicle, "The vehicle to fit (default: the one the recordings measured)");
   cmd->add_option("--validate", o.validate, "A recording to predict open loop with the fit (not fitted)");
   cmd->add_option("--holdout", o.holdout, "Keep the last FRACTION of the first trial out of the fit and predict it");

@@ -287,16 +287,35 @@ TEST_CASE("identify: the command fits, validates and writes a file tether run ap
   int code = 0;
   const std::string fit_path = (temp_dir() / "fit.yaml").string();
   const std::string trial = record(trial_scenario(10, representable, false), "cli");
+  const std::string page_path = (temp_dir() / "fit.html").string();
   const std::string out = run_cli("identify " + trial +
                                       " --holdout 0.3 --horizon 2 --max-delay-steps 0 --position-stddev 0.002 "
                                       "--velocity-stddev 0.005 -o " +
-                                      fit_path,
+                                      fit_path + " --report " + page_path,
                                   code);
   INFO(out);
   CHECK(code == 0);
   CHECK(out.find("thrust_per_effective_mass") != std::string::npos);
   CHECK(out.find("better") != std::string::npos);
   CHECK(std::filesystem::exists(fit_path));
+  // the fit's page: both models' open-loop predictions against the held-out measurements,
+  // per axis; the estimates; the file as written; nothing fetched
+  std::ifstream page_file(page_path);
+  std::stringstream page_text;
+  page_text << page_file.rdbuf();
+  const std::string page = page_text.str();
+  for (const char* axis : {"x (m)", "y (m)", "depth (m)"})
+    CHECK(page.find(std::string(">open loop from measured states: ") + axis + "</text>") != std::string::npos);
+  CHECK(page.find(">fitted model</text>") != std::string::npos);
+  CHECK(page.find(">uncorrected model</text>") != std::string::npos);
+  CHECK(page.find(">measured</text>") != std::string::npos);
+  CHECK(page.find("&times; better</b>") != std::string::npos);
+  CHECK(page.find("<td>thrust_per_effective_mass</td>") != std::string::npos);
+  CHECK(page.find("<pre># tether identify") != std::string::npos);
+  CHECK(page.find("\nset:\n") != std::string::npos);
+  CHECK(page.find("src=") == std::string::npos);
+  CHECK(page.find("href=") == std::string::npos);
+  CHECK(out.find("report: " + page_path) != std::string::npos);
   // applied to the trial's scenario, it loads (tether check would say; run needs the same)
   const std::string scenario = (temp_dir() / "trial.yaml").string();
   std::ofstream(scenario) << trial_scenario(1, representable, false);

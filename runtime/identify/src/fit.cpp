@@ -720,6 +720,7 @@ FitResult fit(const std::vector<Trial>& trials, const FitOptions& o) {
 }
 
 Prediction predict(const Trial& trial, const FitResult& fit, std::size_t from, std::size_t to, double horizon_s) {
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
   Prediction out;
   out.horizon_s = horizon_s;
   const int steps = std::max(1, static_cast<int>(std::lround(horizon_s / trial.dt_s)));
@@ -752,11 +753,15 @@ Prediction predict(const Trial& trial, const FitResult& fit, std::size_t from, s
                              s0.velocity.x(), s0.velocity.y(), s0.velocity.z()};
     double end_fit = -1, end_nom = -1, seg_fit = 0, seg_nom = 0;
     std::size_t seg_n = 0;
-    const auto run = [&](const ParamArray& th, bool with_added, std::size_t u_delay, double& end, double& sq) {
+    std::vector<runtime::Vec3> track_fit, track_nom;  // this segment's predictions, step by step
+    const auto run = [&](const ParamArray& th, bool with_added, std::size_t u_delay, double& end, double& sq,
+                         std::vector<runtime::Vec3>& track) {
       tm.active[vp::added_mass] = with_added;
       return simulate(tm, model, world, in, scratch, th.data(), start, t0,
                       static_cast<std::int64_t>(t0) - static_cast<std::int64_t>(u_delay), steps,
                       [&](int j, const runtime::BodyState& s, const runtime::BodyModel&) {
+                        track.resize(static_cast<std::size_t>(j) + 1, runtime::Vec3::Constant(nan));
+                        track[static_cast<std::size_t>(j)] = s.position_m;
                         const TrialSample& m = trial.samples[t0 + static_cast<std::size_t>(j)];
                         if (!m.measured) return;
                         const double e = (s.position_m - m.position).norm();
@@ -766,11 +771,22 @@ Prediction predict(const Trial& trial, const FitResult& fit, std::size_t from, s
                       });
     };
     model = m0;
-    const bool ok_fit = run(fit.theta, true, delay, end_fit, seg_fit);
+    const bool ok_fit = run(fit.theta, true, delay, end_fit, seg_fit, track_fit);
     model = m0;
-    const bool ok_nom = run(nominal, false, 0, end_nom, seg_nom);
+    const bool ok_nom = run(nominal, false, 0, end_nom, seg_nom, track_nom);
     if (!ok_fit || !ok_nom || end_fit < 0 || end_nom < 0) continue;
     ++out.segments;
+    for (std::size_t j = 0; j < track_fit.size() && j < track_nom.size(); ++j) {
+      const TrialSample& m = trial.samples[t0 + j];
+      out.t.push_back(static_cast<double>(t0 + j) * trial.dt_s);
+      out.measured.push_back(m.measured ? m.position : runtime::Vec3::Constant(nan));
+      out.fitted.push_back(track_fit[j]);
+      out.uncorrected.push_back(track_nom[j]);
+    }
+    out.t.push_back(nan);  // a break between segments
+    out.measured.push_back(runtime::Vec3::Constant(nan));
+    out.fitted.push_back(runtime::Vec3::Constant(nan));
+    out.uncorrected.push_back(runtime::Vec3::Constant(nan));
     sum_fit += end_fit, sum_nom += end_nom;
     sq_fit += seg_fit, sq_nom += seg_nom, n_sq += seg_n;
   }

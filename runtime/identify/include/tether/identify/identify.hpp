@@ -131,6 +131,10 @@ struct Prediction {
   double fitted_m = 0, uncorrected_m = 0;          // the mean position error at the segments' ends
   double fitted_rms_m = 0, uncorrected_rms_m = 0;  // over every step of every segment
   double gain() const { return fitted_m > 0 ? uncorrected_m / fitted_m : 0; }
+  // the segments step by step, for the fit's page: the time, the measured position and both
+  // models' predictions (NaN where a measurement is missing and between segments)
+  std::vector<double> t;
+  std::vector<runtime::Vec3> measured, fitted, uncorrected;
 };
 Prediction predict(const Trial& trial, const FitResult& fit, std::size_t from, std::size_t to, double horizon_s);
 
