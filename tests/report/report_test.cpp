@@ -187,7 +187,14 @@ std::string write_synthetic(const std::string& name, std::uint64_t steps, bool w
          {"fault", "broker went away"},
          {"round_trip_ns", {{"p50", 1500000}, {"p99", 1800000}, {"max", 4200000}, {"mean", 1.5e6}, {"count", 1360}}}}}},
       {"feedback",
-       {{{"name", "kalman"}, {"type", "kalman"}, {"phase", "post"}, {"vehicle", "auv"}, {"innovations", 700}}}},
+       {{{"name", "kalman"}, {"type", "kalman"}, {"phase", "post"}, {"vehicle", "auv"}, {"innovations", 700}},
+        {{"name", "estimate"},
+         {"type", "estimate"},
+         {"phase", "post"},
+         {"vehicle", "auv"},
+         {"combinations",
+          {{"thrust_per_effective_mass", {{"value", 0.80216}, {"stddev", 0.00823}}},
+           {"linear_drag_x_per_effective_mass", {{"value", 10.032}, {"stddev", 0.813}}}}}}}},
       {"vehicles", {{{"name", "auv"}, {"position_m", {3.0, 0.0, -1.5}}, {"depth_m", 1.5}, {"heading_deg", 90.0}}}},
       {"state_hash", 0x0123456789abcdefULL}};
   // without close() the destructor drains the queue and finishes the file with no summary
@@ -283,6 +290,13 @@ TEST_CASE("the report shows every section, the summary's figures and nothing ext
   CHECK(html.find("fill-opacity=\"0.18\" stroke=\"none\"") != std::string::npos);
   CHECK(html.find("\"bars\":true") != std::string::npos);
   CHECK(html.find(">estimate ±σ</text>") != std::string::npos);
+  // the combinations the estimate pinned down, from its summary, as a table under its plots
+  const auto combos = html.find("Combinations the data pin down, at the end of the run");
+  REQUIRE(combos != std::string::npos);
+  CHECK(combos > html.find(">estimate: drag</text>"));
+  CHECK(html.find("<td>thrust_per_effective_mass</td><td class=\"n\">0.8022</td><td class=\"n\">0.00823</td>",
+                  combos) != std::string::npos);
+  CHECK(html.find("<td>linear_drag_x_per_effective_mass</td>", combos) != std::string::npos);
   CHECK(html.find("<code>0123456789abcdef</code>") != std::string::npos);
   // counts the report computed itself
   CHECK(html.find("40 timeouts, 100 faults.") != std::string::npos);

@@ -433,6 +433,22 @@ const json* hidden_truth_for(const Collected& c, const std::string& proc) {
 
 }  // namespace
 
+// the combinations the data pinned down by the end (an `estimate` processor that considered
+// the added mass: thrust, drags and buoyancy over the effective mass), from the summary
+void combinations_table(Page& p, const Collected& c, const std::string& proc) {
+  if (!c.summary || !c.summary->contains("feedback") || !(*c.summary)["feedback"].is_array()) return;
+  for (const json& f : (*c.summary)["feedback"]) {
+    if (!f.is_object() || f.value("name", "") != proc || !f.contains("combinations") || !f["combinations"].is_object())
+      continue;
+    p.add("<p>Combinations the data pin down, at the end of the run (docs/feedback.md):</p><table><tr><th>"
+          "combination</th><th>value</th><th>&sigma;</th></tr>");
+    for (const auto& [name, v] : f["combinations"].items())
+      p.add("<tr><td>" + esc(name) + "</td><td class=\"n\">" + esc(cell(v.value("value", json()))) +
+            "</td><td class=\"n\">" + esc(cell(v.value("stddev", json()))) + "</td></tr>");
+    p.add("</table>");
+  }
+}
+
 void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
   p.add("<h2>Feedback</h2>");
   if (c.feedback_order.empty()) {
@@ -487,6 +503,7 @@ void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
       p.plot(plot, note);
     }
     p.add("</div>");
+    combinations_table(p, c, proc);
   }
 }
 
