@@ -5,6 +5,7 @@
 #include "example_controllers.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -37,10 +38,14 @@ class DepthHeadingHoldController final : public Controller {
   }
 
   // an identification plan's manoeuvres: surge (the cruise command, -1..1), depth_m (below
-  // the surface), heading_deg (compass, clockwise from north)
-  std::vector<std::string> setpoint_names() const override { return {"surge", "depth_m", "heading_deg"}; }
+  // the surface), heading_deg (compass, clockwise from north), coast_s (every thruster off
+  // for that many seconds from the next step: a coast-down, where drag alone slows the
+  // vehicle; the law keeps running, unheard, and takes over where it has got to)
+  std::vector<std::string> setpoint_names() const override { return {"surge", "depth_m", "heading_deg", "coast_s"}; }
   bool set_setpoint(const std::string& name, double value) override {
-    if (name == "surge")
+    if (name == "coast_s")
+      coast_pending_s_ = std::clamp(value, 0.0, 3600.0);
+    else if (name == "surge")
       law_.cruise = static_cast<float>(std::clamp(value, -1.0, 1.0));
     else if (name == "depth_m")
       law_.target_depth_m = static_cast<float>(value);
@@ -62,8 +67,14 @@ class DepthHeadingHoldController final : public Controller {
     const bool has_heading = devices->reading(static_cast<std::size_t>(compass_), data, size) == hal::Status::ok;
     const float heading = has_heading ? tether_get_f32le(data + TETHER_COMPASS_OFFSET_HEADING_RAD) : 0.0f;
     dhh_commands_t cmd;
-    if (dhh_step(&law_, devices->time_us(), has_depth, depth_m, has_heading, heading, &cmd))
+    const std::uint64_t now_us = devices->time_us();
+    if (dhh_step(&law_, now_us, has_depth, depth_m, has_heading, heading, &cmd))
       out.logs.push_back({0, "depth_heading_hold: target depth reached"});
+    if (coast_pending_s_ > 0) {
+      coast_until_us_ = now_us + static_cast<std::uint64_t>(coast_pending_s_ * 1e6);
+      coast_pending_s_ = 0;
+    }
+    if (now_us < coast_until_us_) cmd = dhh_commands_t{0.0f, 0.0f, 0.0f, 0.0f};
     const float values[4] = {cmd.left, cmd.right, cmd.vfront, cmd.vrear};
     for (int i = 0; i < 4; ++i) {
       DeviceCommand c;
@@ -94,6 +105,8 @@ class DepthHeadingHoldController final : public Controller {
 
   std::string prefix_;
   dhh_state_t law_{};
+  double coast_pending_s_ = 0;        // a coast-down asked for, from the next step
+  std::uint64_t coast_until_us_ = 0;  // thrusters off before this sim time
   int depth_ = -1, compass_ = -1;
   int thrusters_[4] = {-1, -1, -1, -1};
 };

@@ -155,7 +155,7 @@ TEST_CASE("identify: the plan's timeline, its config mistakes, and a setpoint th
   }
 }
 
-TEST_CASE("identify: the in-process controller flies the manoeuvres (speed, depth, heading)") {
+TEST_CASE("identify: the in-process controller flies the manoeuvres (speed, depth, heading, coast-down)") {
   tether::examples::register_example_controllers();
   auto final_state = [](const char* plan) {
     const Scenario sc = parse_scenario(tank_identify_in_process("    exact: true\n", plan, false), "fly.yaml");
@@ -176,6 +176,13 @@ TEST_CASE("identify: the in-process controller flies the manoeuvres (speed, dept
   CHECK(-deep.position_m.z() > 3.5);                        // the new depth reached
   CHECK(-cruise.position_m.z() < 2.5);                      // the law's own 2 m
   CHECK(north.position_m.y() > cruise.position_m.y() + 2);  // turned north (+y)
+  // a coast-down: every thruster off for 10 s from t = 10 s (the plan starts at 0 here); the
+  // vehicle slows on drag alone and, slightly buoyant, rises, where the law would have held
+  const BodyState coast = final_state(
+      "identify: {endpoint: controller, manoeuvres: [{hold_s: 10, surge: 0.8}, {hold_s: 100, coast_s: 10}]}\n");
+  CHECK(coast.position_m.x() < fast.position_m.x() - 1);  // slower than cruising on at 0.8
+  CHECK(coast.position_m.x() > cruise.position_m.x());     // but it had way on from 0.8
+  CHECK(-coast.position_m.z() < -fast.position_m.z() - 0.1);  // nothing held its depth
 }
 
 TEST_CASE("estimate: a trial that cannot tell parameters apart leaves them at their prior, flagged") {
