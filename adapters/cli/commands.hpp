@@ -22,8 +22,8 @@ struct RunOptions {
   std::string log_level = "info";
   bool quiet = false;
   bool json = false;
-  std::string live;          // --live [HOST:]PORT: serve the session (docs/live.md)
-  bool live_paused = false;  // --paused: start paused (a client resumes or steps)
+  std::string live;           // --live [HOST:]PORT: serve the session (docs/live.md)
+  bool live_paused = false;   // --paused: start paused (a client resumes or steps)
   std::string report_assets;  // --report-assets URL: the report loads its charting library from there
 };
 

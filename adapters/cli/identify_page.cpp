@@ -64,16 +64,18 @@ svg::Plot axis_plot(const identify::Trial& trial, const identify::Prediction& p,
 std::string esc(const std::string& s) { return svg::escape(s); }
 
 void estimates_table(std::string& out, const identify::FitResult& fit) {
-  out += "<h2>Estimates</h2><table><tr><th>parameter</th><th>value</th><th>&sigma;</th><th>prior &sigma;</th>"
-         "<th>scenario's</th><th>identified</th></tr>";
+  out +=
+      "<h2>Estimates</h2><table><tr><th>parameter</th><th>value</th><th>&sigma;</th><th>prior &sigma;</th>"
+      "<th>scenario's</th><th>identified</th></tr>";
   for (const identify::ParameterEstimate& p : fit.parameters) {
     if (!p.estimated) continue;
     out += "<tr><td>" + esc(p.name) + "</td><td class=n>" + num(p.value) + "</td><td class=n>" + num(p.stddev, "%.3g") +
            "</td><td class=n>" + num(p.prior_stddev, "%.3g") + "</td><td class=n>" + num(p.nominal) + "</td><td>" +
            (p.identified ? "yes" : "<b>no</b>") + "</td></tr>";
   }
-  out += "</table><h2>Combinations the data pin down</h2><table><tr><th>combination</th><th>value</th>"
-         "<th>&sigma;</th><th>identified</th><th>meaning</th></tr>";
+  out +=
+      "</table><h2>Combinations the data pin down</h2><table><tr><th>combination</th><th>value</th>"
+      "<th>&sigma;</th><th>identified</th><th>meaning</th></tr>";
   for (const identify::Combination& c : fit.combinations)
     out += "<tr><td>" + esc(c.name) + "</td><td class=n>" + num(c.value) + "</td><td class=n>" + num(c.stddev, "%.3g") +
            "</td><td>" + (c.identified ? "yes" : "<b>no</b>") + "</td><td>" + esc(c.meaning) + "</td></tr>";
@@ -109,7 +111,8 @@ std::string identify_page(const identify::Trial& trial, const identify::FitResul
          " iterations" + (fit.converged ? "" : " (<b>not converged</b>)") + ", " + num(fit.seconds, "%.2f") + " s.</p>";
   out += "<h2>Prediction</h2>";
   if (!prediction || prediction->segments == 0) {
-    out += "<p>No held-out data was predicted (give <code>--holdout FRACTION</code> or <code>--validate REC</code>).</p>";
+    out +=
+        "<p>No held-out data was predicted (give <code>--holdout FRACTION</code> or <code>--validate REC</code>).</p>";
   } else {
     const identify::Prediction& p = *prediction;
     out += "<p>" + std::to_string(p.segments) + (p.segments == 1 ? " segment of " : " segments of ") +

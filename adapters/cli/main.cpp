@@ -59,9 +59,10 @@ CLI::App* add_run(CLI::App& app, RunOptions& run) {
       ->check(CLI::ExistingFile);
   run_cmd->add_option("--out", run.out_dir, "Session folder for the summary (default runs/<scenario>-<time>)");
   run_cmd->add_flag("--overwrite", run.overwrite, "Replace an earlier session in the --out folder (else refused)");
-  run_cmd->add_option("--report-assets", run.report_assets,
-                      "The report loads its charting library from this folder, relative to the report (a campaign's "
-                      "runs share ../assets), instead of carrying a copy")
+  run_cmd
+      ->add_option("--report-assets", run.report_assets,
+                   "The report loads its charting library from this folder, relative to the report (a campaign's "
+                   "runs share ../assets), instead of carrying a copy")
       ->type_name("URL");
   run_cmd->add_flag("--quiet,-q", run.quiet,
                     "No status line; only warnings and errors on the terminal (the session's tether.log keeps all)");

@@ -71,7 +71,7 @@ typedef struct {
   float tau_s; /* the derivative's low-pass time constant */
   float integral;
   float last_measurement;
-  float rate; /* the measurement's filtered rate of change, per second */
+  float rate;       /* the measurement's filtered rate of change, per second */
   uint64_t last_us; /* time of the previous sample; 0: none yet */
 } dhh_pid_t;
 

@@ -73,8 +73,7 @@ TEST_CASE("tether test: the shipped depth_hold campaign passes with the example 
     CHECK(summary["expectations"].size() == 4);
     // the report loads the charting library the campaign wrote once, instead of a copy each
     const std::string report = slurp(dir + "/out/" + run_j["report"].get<std::string>());
-    CHECK(report.find("<script data-lib=\"dygraphs\" src=\"../assets/dygraph.min.js\"></script>") !=
-          std::string::npos);
+    CHECK(report.find("<script data-lib=\"dygraphs\" src=\"../assets/dygraph.min.js\"></script>") != std::string::npos);
     CHECK(report.find("danvk/dygraphs/blob") == std::string::npos);
     // the matrix: every expectation judged by both seeds of each fault set
     CHECK(run_j["expectations"].size() == 4);

@@ -180,8 +180,8 @@ TEST_CASE("identify: the in-process controller flies the manoeuvres (speed, dept
   // vehicle slows on drag alone and, slightly buoyant, rises, where the law would have held
   const BodyState coast = final_state(
       "identify: {endpoint: controller, manoeuvres: [{hold_s: 10, surge: 0.8}, {hold_s: 100, coast_s: 10}]}\n");
-  CHECK(coast.position_m.x() < fast.position_m.x() - 1);  // slower than cruising on at 0.8
-  CHECK(coast.position_m.x() > cruise.position_m.x());     // but it had way on from 0.8
+  CHECK(coast.position_m.x() < fast.position_m.x() - 1);      // slower than cruising on at 0.8
+  CHECK(coast.position_m.x() > cruise.position_m.x());        // but it had way on from 0.8
   CHECK(-coast.position_m.z() < -fast.position_m.z() - 0.1);  // nothing held its depth
 }
 

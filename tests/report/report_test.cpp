@@ -366,14 +366,10 @@ TEST_CASE("write_report writes the file and refuses unreadable input without cra
 
 namespace {
 
-// records `steps` of config/scenarios/in_process_depth_hold.yaml (the example control law
-// in-process) to `name` in the temporary folder; returns the path
-std::string record_depth_hold(const std::string& name, std::uint64_t steps,
-                              const std::vector<std::string>& overrides = {}) {
-  tether::examples::register_example_controllers();  // the scenario's depth_heading_hold
-  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml", overrides);
-  std::vector<std::unique_ptr<Endpoint>> eps;
-  eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
+// runs `sc` with `eps` for `steps`, unpaced, recording to `name` in the temporary folder;
+// returns the path
+std::string record_session(const Scenario& sc, std::vector<std::unique_ptr<Endpoint>> eps, std::uint64_t steps,
+                           const std::string& name) {
   SessionOptions o;
   o.steps = steps;
   o.real_time_factor = 0;
@@ -387,6 +383,17 @@ std::string record_depth_hold(const std::string& name, std::uint64_t steps,
   REQUIRE(session.run(stop) == Outcome::completed);
   REQUIRE(recorder.close(session.summary(), &error));
   return path;
+}
+
+// records `steps` of config/scenarios/in_process_depth_hold.yaml (the example control law
+// in-process) to `name` in the temporary folder; returns the path
+std::string record_depth_hold(const std::string& name, std::uint64_t steps,
+                              const std::vector<std::string>& overrides = {}) {
+  tether::examples::register_example_controllers();  // the scenario's depth_heading_hold
+  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml", overrides);
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
+  return record_session(sc, std::move(eps), steps, name);
 }
 
 }  // namespace
@@ -591,18 +598,8 @@ endpoints: []
 )",
                                      "hanging.yaml");
   REQUIRE(sc.cables.size() == 1);
-  SessionOptions o;
-  o.steps = 300;
-  o.real_time_factor = 0;
-  Session session(sc, {}, o);
-  const std::string path = temp_path("hanging.mcap");
-  Recorder recorder(sc, recorder_inputs(session));
+  const std::string path = record_session(sc, {}, 300, "hanging.mcap");
   std::string error;
-  REQUIRE(recorder.open(path, &error));
-  session.set_recorder(&recorder);
-  std::atomic<bool> stop{false};
-  REQUIRE(session.run(stop) == Outcome::completed);
-  REQUIRE(recorder.close(session.summary(), &error));
   std::string html;
   REQUIRE(render_report(path, html, &error));
   // the cable is not a vehicle: no depth, heading and speed of its first segment
@@ -849,18 +846,8 @@ loop: {period_ms: 10, steps: 100}
 endpoints: []
 )",
                                      "gps_fix.yaml");
-  SessionOptions o;
-  o.steps = 100;
-  o.real_time_factor = 0;
-  Session session(sc, {}, o);
-  const std::string path = temp_path("gps_fix.mcap");
-  Recorder recorder(sc, recorder_inputs(session));
+  const std::string path = record_session(sc, {}, 100, "gps_fix.mcap");
   std::string error;
-  REQUIRE(recorder.open(path, &error));
-  session.set_recorder(&recorder);
-  std::atomic<bool> stop{false};
-  REQUIRE(session.run(stop) == Outcome::completed);
-  REQUIRE(recorder.close(session.summary(), &error));
   mcap::Reader reader;
   REQUIRE(reader.open(path, &error));
   std::map<std::string, std::vector<nlohmann::json>> by_topic;

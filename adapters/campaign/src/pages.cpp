@@ -99,7 +99,8 @@ std::string matrix_html(const CampaignResult& result, const std::string& dir) {
   o << "<h2>Expectations by fault set</h2>\n<p>Each cell: the runs that passed the expectation of those that "
        "judged it, and its <b>margin</b> &mdash; the least distance any run's worst value kept inside the "
        "condition, in the value's unit (negative: the most it failed by); the link opens that run. Click a "
-       "column's heading to sort by it.</p>\n<table class=\"matrix sortable\"><thead><tr><th>runs (all seeds)</th><th>passed</th>";
+       "column's heading to sort by it.</p>\n<table class=\"matrix sortable\"><thead><tr><th>runs (all "
+       "seeds)</th><th>passed</th>";
   for (const auto& n : names) o << "<th>" << h(n) << "</th>";
   o << "</tr></thead><tbody>\n";
   for (const auto& g : groups) {
@@ -115,7 +116,10 @@ std::string matrix_html(const CampaignResult& result, const std::string& dir) {
       const Cell& c = it->second;
       const std::size_t judged = c.passed + c.failed;
       o << "<td data-v=\"" << (c.margin ? margin_text(*c.margin) : "") << "\" class=\""
-        << (c.failed ? "cfail" : judged ? "cpass" : "cnone") << "\">" << c.passed << " / " << judged;
+        << (c.failed ? "cfail"
+            : judged ? "cpass"
+                     : "cnone")
+        << "\">" << c.passed << " / " << judged;
       if (c.skipped) o << " <small>(" << c.skipped << " skipped)</small>";
       if (c.margin) {
         o << "<br><small>margin ";

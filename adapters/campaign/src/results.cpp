@@ -82,8 +82,9 @@ nlohmann::json campaign_json(const CampaignResult& result, const std::string& di
     }
     x["expectations"] = nlohmann::json::array();
     for (const auto& e : r.expectations)
-      x["expectations"].push_back(nlohmann::json{
-          {"name", e.name}, {"verdict", e.verdict}, {"margin", e.margin ? nlohmann::json(*e.margin) : nlohmann::json()}});
+      x["expectations"].push_back(nlohmann::json{{"name", e.name},
+                                                 {"verdict", e.verdict},
+                                                 {"margin", e.margin ? nlohmann::json(*e.margin) : nlohmann::json()}});
     x["duration_s"] = r.duration_s;
     x["folder"] = r.folder.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.folder, dir));
     x["report"] = r.report.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.report, dir));

@@ -18,7 +18,8 @@ svg::Plot shapes_plot(const Collected& c, const CableSeries& cs, bool side, cons
   const bool water = c.scenario && c.scenario->model.water.present;
   const double surface = water ? c.scenario->model.water.surface_z_m : 0.0;
   svg::Plot plot;
-  plot.title = "cable " + cs.name + (side ? (water ? ": side view (x–depth)" : ": side view (x–z)") : ": plan view (x–y)");
+  plot.title =
+      "cable " + cs.name + (side ? (water ? ": side view (x–depth)" : ": side view (x–z)") : ": plan view (x–y)");
   plot.x_label = "x (m)";
   plot.y_label = side ? (water ? "depth (m)" : "z (m)") : "y (m)";
   plot.invert_y = side && water;

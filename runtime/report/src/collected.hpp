@@ -62,11 +62,11 @@ struct SensorSeries {
 struct CableSeries {
   int vehicle = -1;  // its index in the model's vehicles
   std::string name;
-  std::vector<double> t;                   // the time of each shape
+  std::vector<double> t;                     // the time of each shape
   std::vector<std::vector<double>> x, y, z;  // [shape][segment]
-  std::uint64_t stride = 1;                // a shape every `stride` steps, and the last
-  std::uint64_t stride_step = 0;           // the step of the last shape on the stride
-  bool latest_is_stand_in = false;         // the last shape is the latest state's, off the stride
+  std::uint64_t stride = 1;                  // a shape every `stride` steps, and the last
+  std::uint64_t stride_step = 0;             // the step of the last shape on the stride
+  bool latest_is_stand_in = false;           // the last shape is the latest state's, off the stride
 };
 
 struct EventRow {

@@ -118,8 +118,7 @@ svg::Plot expectation_plot(const Collected& c, const ExpectationConfig& e, const
   plot.lines.back().width_px = 1.8;
   // the window, where it is not the whole run, and the first failing step (one label where
   // they coincide: a value already outside its band when the window opens)
-  const bool fail_at =
-      failed && x.contains("first_failing_time_s") && x["first_failing_time_s"].is_number();
+  const bool fail_at = failed && x.contains("first_failing_time_s") && x["first_failing_time_s"].is_number();
   const double fail_t = fail_at ? x["first_failing_time_s"].get<double>() : nan_v;
   const bool fails_at_open = fail_at && std::abs(fail_t - w.first) < 1e-9;
   if (w.first > first + 1e-9 && e.when != ExpectWhen::at_end && !fails_at_open)
@@ -127,10 +126,11 @@ svg::Plot expectation_plot(const Collected& c, const ExpectationConfig& e, const
   if (w.second < last - 1e-9) plot.refs.push_back(svg::RefLine{true, w.second, fmt(w.second, 2) + " s", "#777777"});
   if (e.when == ExpectWhen::at_end && !fail_at) plot.refs.push_back(svg::RefLine{true, last, "at end", "#777777"});
   if (fail_at)
-    plot.refs.push_back(svg::RefLine{true, fail_t,
-                                     (fails_at_open && w.first > first + 1e-9 ? "from " + fmt(w.first, 2) + " s: " : "") +
-                                         std::string("first failing step ") + jstr(x, "first_failing_step"),
-                                     "#d62728"});
+    plot.refs.push_back(
+        svg::RefLine{true, fail_t,
+                     (fails_at_open && w.first > first + 1e-9 ? "from " + fmt(w.first, 2) + " s: " : "") +
+                         std::string("first failing step ") + jstr(x, "first_failing_step"),
+                     "#d62728"});
   return plot;
 }
 
@@ -155,7 +155,8 @@ void expectation_plots(Page& p, const Collected& c, const ReportOptions& o) {
     if (!any) p.add("<div class=\"plots\">");
     any = true;
     std::string note = "<code>" + esc(e->value) + "</code> " + esc(jstr(x, "that")) + ", " + esc(jstr(x, "when"));
-    if (x.contains("worst") && x["worst"].is_number()) note += "; closest to failing: " + fmt(x["worst"].get<double>(), 4);
+    if (x.contains("worst") && x["worst"].is_number())
+      note += "; closest to failing: " + fmt(x["worst"].get<double>(), 4);
     // drawn as SVG: the band, the window and the failing step are part of what it shows
     p.card(svg::render(expectation_plot(c, *e, x, *s, o)), note);
   }

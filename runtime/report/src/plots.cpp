@@ -440,8 +440,9 @@ void combinations_table(Page& p, const Collected& c, const std::string& proc) {
   for (const json& f : (*c.summary)["feedback"]) {
     if (!f.is_object() || f.value("name", "") != proc || !f.contains("combinations") || !f["combinations"].is_object())
       continue;
-    p.add("<p>Combinations the data pin down, at the end of the run (docs/feedback.md):</p><table><tr><th>"
-          "combination</th><th>value</th><th>&sigma;</th></tr>");
+    p.add(
+        "<p>Combinations the data pin down, at the end of the run (docs/feedback.md):</p><table><tr><th>"
+        "combination</th><th>value</th><th>&sigma;</th></tr>");
     for (const auto& [name, v] : f["combinations"].items())
       p.add("<tr><td>" + esc(name) + "</td><td class=\"n\">" + esc(cell(v.value("value", json()))) +
             "</td><td class=\"n\">" + esc(cell(v.value("stddev", json()))) + "</td></tr>");

@@ -206,8 +206,9 @@ std::string page(const Collected& c, const ReportOptions& o, const Collected* ot
     p.add("<style>" + std::string(report_assets::dygraphs_css()) + "</style>\n<script data-lib=\"dygraphs\">" +
           std::string(report_assets::dygraphs_js()) + "</script>\n");
   else  // one copy shared by many reports (a campaign's runs)
-    p.add("<link rel=\"stylesheet\" href=\"" + esc(o.assets_url) + "/dygraph.min.css\">\n<script data-lib=\"dygraphs\" src=\"" +
-          esc(o.assets_url) + "/dygraph.min.js\"></script>\n");
+    p.add("<link rel=\"stylesheet\" href=\"" + esc(o.assets_url) +
+          "/dygraph.min.css\">\n<script data-lib=\"dygraphs\" src=\"" + esc(o.assets_url) +
+          "/dygraph.min.js\"></script>\n");
   p.add("<script>" + std::string(interactive_script) + "</script>\n</body></html>\n");
   return std::move(p.out);
 }

@@ -46,8 +46,7 @@ std::vector<ChannelGroup> channel_groups(hal::DeviceKind kind) {
     case TETHER_KIND_CONTACT: return {{"contact force", "force (N)", 0, {"force"}}};
     case TETHER_KIND_TENSION: return {{"load", "force (N)", 0, {"tension", "fx", "fy", "fz"}}};
     case TETHER_KIND_ENCODER:
-      return {{"position", "angle (rad) or travel (m)", 0, {"position"}},
-              {"rate", "rate (rad/s or m/s)", 1, {"rate"}}};
+      return {{"position", "angle (rad) or travel (m)", 0, {"position"}}, {"rate", "rate (rad/s or m/s)", 1, {"rate"}}};
     case TETHER_KIND_NONE:
     case TETHER_KIND_CLOCK:
     case TETHER_KIND_THRUSTER:

@@ -116,7 +116,7 @@ struct RunFailure {
 /// Every expectation of a run as its summary judged it: the campaign page's matrix.
 struct ExpectationOutcome {
   std::string name;
-  std::string verdict;          // PASS, FAIL or SKIPPED
+  std::string verdict;           // PASS, FAIL or SKIPPED
   std::optional<double> margin;  // how far inside its condition the worst value was (< 0: outside)
 };
 enum class RunVerdict : std::uint8_t { pass, fail, not_run };
