@@ -4,6 +4,7 @@
 // losing their extremes.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -238,8 +239,17 @@ std::vector<std::size_t> path_points(const std::string& html) {
   for (auto at = html.find(open); at != std::string::npos; at = html.find(open, at + 1)) {
     const auto begin = at + open.size();
     const std::string d = html.substr(begin, html.find('"', begin) - begin);
-    if (!d.empty() && d.back() == 'Z') continue;                   // a ±σ band: the area around a line counted here
-    out.push_back(count(d, "M") + count(d, "L") + count(d, "V"));  // a step line's point is H x V y
+    if (!d.empty() && d.back() == 'Z') continue;  // a ±σ band: the area around a line counted here
+    // a point is one command (M, l, h or v); a step line's is h then v, counted once
+    std::size_t points = 0;
+    for (std::size_t k = 0; k < d.size(); ++k) {
+      if (std::string_view("MLHVlhv").find(d[k]) == std::string_view::npos) continue;
+      const auto next = d.find_first_of("MLHVlhvZ", k + 1);
+      const bool corner =
+          (d[k] == 'h' || d[k] == 'H') && next != std::string::npos && (d[next] == 'v' || d[next] == 'V');
+      if (!corner) ++points;
+    }
+    out.push_back(points);
   }
   return out;
 }
@@ -415,6 +425,11 @@ TEST_CASE("the report of a real session shows the depth goal the controller held
   CHECK(html.find("No deadline was missed.") != std::string::npos);
   CHECK(html.find("600 of 600 planned") != std::string::npos);
   check_self_contained(html);
+  // the live charts' data: a per-step series gives its times once, as first, step and count
+  // (600 steps of 10 ms), then a column of values per series
+  CHECK(html.find("\"x\":{\"count\":600,\"first\":0.01,\"step\":0.01}") != std::string::npos);
+  CHECK(html.find("\"columns\":[[") != std::string::npos);
+  CHECK(html.find("0.030000000000000002") == std::string::npos);
 
   // /tether/actuators: every step, the four thrusters' last commands, as the controller gave them
   mcap::Reader reader;
@@ -697,6 +712,92 @@ TEST_CASE("a chattering command becomes its mean in a min-max envelope, and a sm
   flat.y.assign(1500, 0.5);
   for (int i = 0; i < 1500; ++i) flat.x[static_cast<std::size_t>(i)] = i;
   CHECK_FALSE(svg::make_envelope(flat, 500));
+}
+
+namespace {
+
+// the `d` of each drawn line of an SVG, in order
+std::vector<std::string> path_ds(const std::string& svg_text) {
+  std::vector<std::string> out;
+  const std::string open = "<path d=\"";
+  for (auto at = svg_text.find(open); at != std::string::npos; at = svg_text.find(open, at + 1)) {
+    const auto begin = at + open.size();
+    out.push_back(svg_text.substr(begin, svg_text.find('"', begin) - begin));
+  }
+  return out;
+}
+
+// where a path ends, in absolute pixels (M absolute, then l, h, v relative), and its commands
+std::pair<std::array<double, 2>, std::string> path_end(const std::string& d) {
+  std::array<double, 2> at{0, 0};
+  std::string commands;
+  const char* p = d.c_str();
+  const auto number = [&p] {
+    while (*p == ' ' || *p == ',') ++p;
+    char* end = nullptr;
+    const double v = std::strtod(p, &end);
+    REQUIRE(end != p);
+    p = end;
+    return v;
+  };
+  while (*p != '\0') {
+    const char c = *p++;
+    commands += c;
+    if (c == 'M') {
+      at[0] = number();
+      at[1] = number();
+    } else if (c == 'l') {
+      at[0] += number();
+      at[1] += number();
+    } else if (c == 'h') {
+      at[0] += number();
+    } else if (c == 'v') {
+      at[1] += number();
+    } else {
+      REQUIRE_MESSAGE(c == 'Z', d);
+    }
+  }
+  return {at, commands};
+}
+
+}  // namespace
+
+TEST_CASE("a drawn line is as short as the picture allows and ends where its points do") {
+  svg::Plot plot;
+  plot.y_min = -1.5;
+  plot.y_max = 1.5;
+  svg::Line wave, ends, flat, back, step;
+  for (int i = 0; i <= 400; ++i) {
+    wave.x.push_back(i * 0.025);
+    wave.y.push_back(std::sin(i * 0.05));
+    flat.x.push_back(i * 0.025);
+    flat.y.push_back(1.0);
+  }
+  ends.x = {wave.x.front(), wave.x.back()};
+  ends.y = {wave.y.front(), wave.y.back()};
+  back.x = {0, 5, 2};  // goes out and turns back on one height: the turning point stays
+  back.y = {-1, -1, -1};
+  step.x = {0, 1, 2, 3, 4, 5, 6};
+  step.y = {0, 0, 0, 0.5, 0.5, 0.5, 0};
+  step.step = true;
+  for (svg::Line* l : {&wave, &ends, &flat, &back, &step}) plot.lines.push_back(*l);
+  const auto ds = path_ds(svg::render(plot));
+  REQUIRE(ds.size() == 5);
+  // 400 relative steps of rounded points end exactly where the two-point line does: no error adds up
+  const auto [wave_end, wave_commands] = path_end(ds[0]);
+  const auto [ends_end, ends_commands] = path_end(ds[1]);
+  CHECK(wave_end[0] == doctest::Approx(ends_end[0]).epsilon(1e-9));
+  CHECK(wave_end[1] == doctest::Approx(ends_end[1]).epsilon(1e-9));
+  CHECK(wave_commands.size() > 300);
+  CHECK(ends_commands == "Ml");
+  // 401 points on one height are one segment
+  CHECK(path_end(ds[2]).second == "Mh");
+  // out and back: both segments kept
+  CHECK(path_end(ds[3]).second == "Mhh");
+  // a step line: across, up, across, down (at the last point); the repeated values merge
+  CHECK(path_end(ds[4]).second == "Mhvhv");
+  // the whole wave, at 0.1 px, is a few characters a point (it was ~11 with absolute "L x y")
+  CHECK(ds[0].size() < 8 * wave.x.size());
 }
 
 TEST_CASE("ticks are round numbers and their labels have the decimals they need") {

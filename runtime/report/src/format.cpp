@@ -134,10 +134,27 @@ double quantile(std::vector<double> v, double q) {
 namespace {
 
 // a value as dygraphs shows it: six significant digits keep the page small
-double six_digits(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+double digits(double v, int n) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", n, v);
   return std::strtod(buf, nullptr);
+}
+double six_digits(double v) { return digits(v, 6); }
+double nine_digits(double v) { return digits(v, 9); }
+
+// the rows' times: {first, step, count} when they are evenly spaced (to nine digits), else
+// the list
+json x_column(const json& rows) {
+  const std::size_t n = rows.size();
+  std::vector<double> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = rows[i][0].get<double>();
+  if (n >= 3) {
+    const double step = nine_digits((x[n - 1] - x[0]) / static_cast<double>(n - 1));
+    bool even = step > 0;
+    for (std::size_t i = 0; i < n && even; ++i) even = nine_digits(x[0] + static_cast<double>(i) * step) == x[i];
+    if (even) return json{{"first", x[0]}, {"step", step}, {"count", n}};
+  }
+  return json(x);
 }
 
 }  // namespace
@@ -164,8 +181,10 @@ std::string interactive_spec(const svg::Plot& plot) {
   std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
   json data = json::array();
   for (const auto& [x, li, i] : points) {
-    if (data.empty() || data.back()[0].get<double>() != x) {
-      json row = json::array({x});
+    // times to nine digits: 0.03, not the product's 0.030000000000000002
+    const double t = nine_digits(x);
+    if (data.empty() || data.back()[0].get<double>() != t) {
+      json row = json::array({t});
       for (std::size_t k = 0; k < plot.lines.size(); ++k) row.push_back(nullptr);
       data.push_back(std::move(row));
     }
@@ -182,6 +201,13 @@ std::string interactive_spec(const svg::Plot& plot) {
     data.back()[li + 1] =
         bars ? json::array({six_digits(y), std::isfinite(sigma) ? six_digits(sigma) : 0.0}) : json(six_digits(y));
   }
+  // by column, the times once: a per-step series is as long as its values alone
+  json columns = json::array();
+  for (std::size_t k = 0; k < plot.lines.size(); ++k) {
+    json c = json::array();
+    for (json& row : data) c.push_back(std::move(row[k + 1]));
+    columns.push_back(std::move(c));
+  }
   json labels = json::array({plot.x_label});
   json colors = json::array(), step = json::array(), dashed = json::array(), dots = json::array();
   for (std::size_t li = 0; li < plot.lines.size(); ++li) {
@@ -197,10 +223,11 @@ std::string interactive_spec(const svg::Plot& plot) {
   json refs = json::array();
   for (const svg::RefLine& r : plot.refs)
     refs.push_back({{"vertical", r.vertical}, {"value", r.value}, {"label", r.label}, {"color", r.color}});
-  json spec{{"title", plot.title}, {"xlabel", plot.x_label}, {"ylabel", plot.y_label}, {"labels", labels},
-            {"colors", colors},    {"step", step},           {"dashed", dashed},       {"dots", dots},
-            {"data", data},        {"refs", refs},           {"log", plot.log_y},      {"invert", plot.invert_y},
-            {"bars", bars},        {"custom", custom},       {"width", plot.width_px}, {"height", plot.height_px}};
+  json spec{{"title", plot.title},     {"xlabel", plot.x_label}, {"ylabel", plot.y_label}, {"labels", labels},
+            {"colors", colors},        {"step", step},           {"dashed", dashed},       {"dots", dots},
+            {"x", x_column(data)},     {"columns", columns},     {"refs", refs},           {"log", plot.log_y},
+            {"invert", plot.invert_y}, {"bars", bars},           {"custom", custom},       {"width", plot.width_px},
+            {"height", plot.height_px}};
   if (plot.y_min && plot.y_max) spec["range"] = {*plot.y_min, *plot.y_max};
   // inside a <script> element: "</" must not end it early
   std::string text = runtime::json_text(spec);

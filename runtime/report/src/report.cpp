@@ -81,7 +81,10 @@ const char* interactive_script = R"js(
     const inv = spec.invert;  // depth grows downward: draw -v, label v
     // a value may be [y, sigma] (error bars) or [low, mean, high] (an envelope)
     const flip = (v) => (Array.isArray(v) ? (v.length === 3 ? [-v[2], -v[1], -v[0]] : [-v[0], v[1]]) : -v);
-    const data = inv ? spec.data.map((r) => r.map((v, i) => (i && v !== null ? flip(v) : v))) : spec.data;
+    // the times once ({first, step, count} when evenly spaced), a column per series
+    const xs = Array.isArray(spec.x) ? spec.x : Array.from({ length: spec.x.count }, (_, i) => spec.x.first + i * spec.x.step);
+    const rows = xs.map((x, i) => [x, ...spec.columns.map((c) => c[i])]);
+    const data = inv ? rows.map((r) => r.map((v, i) => (i && v !== null ? flip(v) : v))) : rows;
     const fmt = (v) => String(+(inv ? -v : v).toPrecision(6));
     const series = {};
     spec.labels.slice(1).forEach((l, i) => {

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
+#include <string>
+#include <utility>
 
 namespace tether::runtime::svg {
 
@@ -185,10 +188,13 @@ void settle(double& lo, double& hi, double min_span) {
   hi = mid + span / 2;
 }
 
+// a coordinate to 0.1 px, without a trailing ".0"
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
+  std::string t(buf);
+  if (t.size() > 2 && t.compare(t.size() - 2, 2, ".0") == 0) t.resize(t.size() - 2);
+  return t == "-0" ? "0" : t;
 }
 
 std::string num2(double v) {
@@ -196,6 +202,97 @@ std::string num2(double v) {
   std::snprintf(buf, sizeof buf, "%.2f", v);
   return buf;
 }
+
+// A path's `d` as short as the picture allows: each point after the first relative to the
+// one before, both rounded to 0.1 px first (so no error adds up), without a leading or
+// trailing zero ("l1.1-.6"); a point that rounds onto the last one dropped; a straight
+// horizontal or vertical run one segment (h or v). Only a run that keeps its direction is
+// merged, so a path that turns back (a plan view) keeps its turning points.
+class PathData {
+ public:
+  void move_to(double x, double y) {
+    flush();
+    last_ = {tenths(x), tenths(y)};
+    has_last_ = true;
+    d_ += 'M';
+    put(last_.x);
+    d_ += ' ';
+    put(last_.y);
+  }
+  void line_to(double x, double y) {
+    if (!has_last_) return move_to(x, y);
+    const Point p{tenths(x), tenths(y)};
+    const Point& from = pending_ ? *pending_ : last_;
+    if (p.x == from.x && p.y == from.y) return;
+    if (pending_ && same_run(last_, *pending_, p)) {
+      pending_ = p;
+      return;
+    }
+    flush();
+    pending_ = p;
+  }
+  // a command that holds until the next: across at the old value, then up or down
+  void step_to(double x, double y) {
+    if (!has_last_) return move_to(x, y);
+    line_to(x, static_cast<double>(pending_ ? pending_->y : last_.y) / 10);
+    line_to(x, y);
+  }
+  void close() {
+    flush();
+    d_ += 'Z';
+  }
+  std::string take() {
+    flush();
+    has_last_ = false;
+    return std::move(d_);
+  }
+
+ private:
+  struct Point {
+    long long x = 0, y = 0;  // tenths of a pixel
+  };
+  static long long tenths(double v) { return std::llround(std::clamp(v, -1e9, 1e9) * 10); }
+  // b lies on the straight horizontal or vertical run from a to c, c beyond b
+  static bool same_run(const Point& a, const Point& b, const Point& c) {
+    if (a.y == b.y && b.y == c.y) return (b.x - a.x) * (c.x - b.x) > 0;
+    if (a.x == b.x && b.x == c.x) return (b.y - a.y) * (c.y - b.y) > 0;
+    return false;
+  }
+  // tenths as a decimal: 12 "1.2", -6 "-.6", 30 "3"
+  void put(long long t) {
+    if (t < 0) d_ += '-';
+    const unsigned long long a = t < 0 ? static_cast<unsigned long long>(-t) : static_cast<unsigned long long>(t);
+    if (a >= 10 || a == 0) d_ += std::to_string(a / 10);
+    if (a % 10 != 0) {
+      d_ += '.';
+      d_ += static_cast<char>('0' + a % 10);
+    }
+  }
+  void flush() {
+    if (!pending_) return;
+    const Point p = *pending_;
+    const long long dx = p.x - last_.x, dy = p.y - last_.y;
+    if (dy == 0) {
+      d_ += 'h';
+      put(dx);
+    } else if (dx == 0) {
+      d_ += 'v';
+      put(dy);
+    } else {
+      d_ += 'l';
+      put(dx);
+      if (dy > 0) d_ += ' ';
+      put(dy);
+    }
+    last_ = p;
+    pending_.reset();
+  }
+
+  std::string d_;
+  Point last_;
+  bool has_last_ = false;
+  std::optional<Point> pending_;
+};
 
 void text(std::string& out, double x, double y, const char* anchor, const std::string& s, const char* extra = "") {
   out += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor + "\"" + extra + ">" + escape(s) +
@@ -378,12 +475,13 @@ void draw_grid(std::string& s, const Plot& p, const Layout& f) {
   const double xlo = f.xlo, xhi = f.xhi, ylo = f.ylo, yhi = f.yhi;
   const double left = f.left, top = f.top, pw = f.pw, ph = f.ph;
   const Axis &ax = f.ax, &ay = f.ay;
-  s += "<g class=\"grid\" stroke=\"#e8eaee\" stroke-width=\"1\">";
+  // the grid: one path, a vertical line per x tick and a horizontal one per y tick
+  PathData grid;
   std::vector<double> xt = nice_ticks(xlo, xhi, std::max(2, static_cast<int>(pw / 90)));
   const double xstep = xt.size() > 1 ? xt[1] - xt[0] : xhi - xlo;
   for (double v : xt) {
-    const double x = ax.map(v);
-    s += "<line x1=\"" + num(x) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x) + "\" y2=\"" + num(top + ph) + "\"/>";
+    grid.move_to(ax.map(v), top);
+    grid.line_to(ax.map(v), top + ph);
   }
   std::vector<double> yt;
   std::vector<std::string> ylabels;
@@ -398,10 +496,10 @@ void draw_grid(std::string& s, const Plot& p, const Layout& f) {
     for (double v : yt) ylabels.push_back(format_tick(v, ystep));
   }
   for (double v : yt) {
-    const double y = ay.map(v);
-    s += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) + "\" y2=\"" + num(y) + "\"/>";
+    grid.move_to(left, ay.map(v));
+    grid.line_to(left + pw, ay.map(v));
   }
-  s += "</g>";
+  s += "<path class=\"grid\" d=\"" + grid.take() + "\" stroke=\"#e8eaee\" stroke-width=\"1\" fill=\"none\"/>";
   s += "<g class=\"ticks\" fill=\"#333\">";
   for (double v : xt) text(s, ax.map(v), top + ph + 14, "middle", format_tick(v, xstep));
   for (std::size_t i = 0; i < yt.size(); ++i) text(s, left - 5, ay.map(yt[i]) + 4, "end", ylabels[i]);
@@ -456,12 +554,12 @@ void draw_area(std::string& s, const Line& l, const std::vector<std::size_t>& ke
   std::vector<std::size_t> run;
   auto flush = [&] {
     if (run.size() >= 2) {
-      std::string a = "M";
-      for (std::size_t k = 0; k < run.size(); ++k)
-        a += (k ? "L" : "") + num(ax.map(l.x[run[k]])) + " " + num(ay.map(top(run[k])));
-      for (std::size_t k = run.size(); k-- > 0;)
-        a += "L" + num(ax.map(l.x[run[k]])) + " " + num(ay.map(bottom(run[k])));
-      s += opening + " d=\"" + a + "Z\" fill=\"" + l.color + "\" fill-opacity=\"" + opacity + "\" stroke=\"none\"/>";
+      PathData a;
+      for (std::size_t i : run) a.line_to(ax.map(l.x[i]), ay.map(top(i)));
+      for (std::size_t k = run.size(); k-- > 0;) a.line_to(ax.map(l.x[run[k]]), ay.map(bottom(run[k])));
+      a.close();
+      s += opening + " d=\"" + a.take() + "\" fill=\"" + l.color + "\" fill-opacity=\"" + opacity +
+           "\" stroke=\"none\"/>";
     }
     run.clear();
   };
@@ -509,8 +607,7 @@ void draw_line(std::string& s, const Plot& p, const Line& l, const Layout& f) {
   }
   if (l.band.size() >= n && !p.log_y) draw_band(s, l, yv, keep, f);
   if (l.low.size() >= n && l.high.size() >= n && !p.log_y) draw_envelope(s, l, keep, f);
-  std::string d;
-  d.reserve(keep.size() * 14);
+  PathData d;
   std::size_t prev = 0;
   bool first = true;
   for (std::size_t i : keep) {
@@ -519,22 +616,17 @@ void draw_line(std::string& s, const Plot& p, const Line& l, const Layout& f) {
     if (!first && i != prev + 1)
       for (std::size_t j = prev + 1; j < i && !broken; ++j)
         if (!std::isfinite(l.x[j]) || !std::isfinite(yv[j])) broken = true;
-    if (l.step && !broken) {
-      // a command holds until the next one: across at the old value, then up or down
-      d += 'H';
-      d += num(ax.map(l.x[i]));
-      d += 'V';
-      d += num(ay.map(yv[i]));
-    } else {
-      d += broken ? 'M' : 'L';
-      d += num(ax.map(l.x[i]));
-      d += ' ';
-      d += num(ay.map(yv[i]));
-    }
+    const double x = ax.map(l.x[i]), y = ay.map(yv[i]);
+    if (broken)
+      d.move_to(x, y);
+    else if (l.step)
+      d.step_to(x, y);
+    else
+      d.line_to(x, y);
     prev = i;
     first = false;
   }
-  s += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + l.color + "\" stroke-width=\"" + num(l.width_px) +
+  s += "<path d=\"" + d.take() + "\" fill=\"none\" stroke=\"" + l.color + "\" stroke-width=\"" + num(l.width_px) +
        "\" stroke-linejoin=\"round\"" + (l.dashed ? " stroke-dasharray=\"6 3\"" : "") +
        (l.opacity < 1 ? " stroke-opacity=\"" + num2(l.opacity) + "\"" : "") + "/>";
 }
