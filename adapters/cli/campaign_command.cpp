@@ -153,6 +153,7 @@ int test_command(const TestOptions& options) {
   runner.jobs = static_cast<std::size_t>(result.jobs);
   runner.out_dir = fs::absolute(out_dir).lexically_normal().string();
   runner.run_timeout_s = campaign.run_timeout_s;
+  runner.keep_passed_recordings = campaign.keep_passed_recordings;
   // the runs' reports share one copy of the charting library (131 kB each otherwise)
   std::string assets_error;
   if (runtime::write_report_assets((fs::path(runner.out_dir) / "assets").string(), &assets_error))

@@ -8,9 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -24,18 +26,22 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-std::string quote_arg(const std::string& a) {
-  if (!a.empty() && a.find_first_of(" \t\"'\\$") == std::string::npos) return a;
+}  // namespace
+
+std::string shell_quote(const std::string& arg) {
+  const auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("_-./=:,+@%").find(c) != std::string_view::npos;
+  };
+  if (!arg.empty() && std::all_of(arg.begin(), arg.end(), plain)) return arg;
   std::string q = "'";
-  for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
 
-}  // namespace
-
 ChildProcess::ChildProcess(const LaunchSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) throw std::runtime_error("no program to launch");
-  for (const auto& a : spec.argv) command_line_ += (command_line_.empty() ? "" : " ") + quote_arg(a);
+  for (const auto& a : spec.argv) command_line_ += (command_line_.empty() ? "" : " ") + shell_quote(a);
 
   // everything the child needs is prepared before fork: after it, only async-signal-safe calls
   std::vector<std::string> env_store;

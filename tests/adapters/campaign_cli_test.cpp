@@ -77,6 +77,32 @@ TEST_CASE("tether test: the shipped depth_hold campaign passes with the example 
     CHECK(report.find("danvk/dygraphs/blob") == std::string::npos);
     // the matrix: every expectation judged by both seeds of each fault set
     CHECK(run_j["expectations"].size() == 4);
+    // keep_recordings: failed - a passed run's recording is gone, and its recording.txt says
+    // why and how to make it again
+    const std::string folder = dir + "/out/" + run_j["folder"].get<std::string>();
+    CHECK(run_j["recording"].is_null());
+    CHECK_FALSE(std::filesystem::exists(folder + "/recording.mcap"));
+    CHECK(slurp(folder + "/recording.txt").find("keep_recordings: failed") != std::string::npos);
+  }
+  // the command in recording.txt makes the same run again: its final state is the campaign run's
+  {
+    const std::string folder = dir + "/out/" + j["runs"][3]["folder"].get<std::string>();
+    const std::string note = slurp(folder + "/recording.txt");
+    const auto from = note.find("\n  ") + 3, to = note.find(" --out FOLDER");
+    REQUIRE(to != std::string::npos);
+    const auto again = run(note.substr(from, to - from) + " --out " + dir + "/again");
+    REQUIRE_MESSAGE(again.exit_code == 0, again.out);
+    CHECK(std::filesystem::exists(dir + "/again/recording.mcap"));
+    const auto first = nlohmann::json::parse(slurp(folder + "/summary.json"));
+    const auto second = nlohmann::json::parse(slurp(dir + "/again/summary.json"));
+    CHECK(first["overrides"] == second["overrides"]);
+    CHECK(second["verdict"] == "pass");
+    // bit for bit when neither missed a deadline (under the sanitizers on a busy machine the
+    // firmware can miss the 8 ms deadline, and the safe policy then changes the run)
+    const auto missed = [](const nlohmann::json& summary) {
+      return summary["endpoints"][0]["misses"].get<int>() + summary["endpoints"][0]["late"].get<int>();
+    };
+    if (missed(first) == 0 && missed(second) == 0) CHECK(first["state_hash"] == second["state_hash"]);
   }
   const std::string shared = slurp(dir + "/out/assets/dygraph.min.js");
   CHECK(shared.size() > 100000);
@@ -146,10 +172,23 @@ TEST_CASE(
   const auto x = junit(dir + "/out");
   CHECK(x["failures"] == 2);
   // the same command without the --set passes (the campaign, not the check, is what failed)
+  // the failed runs keep their recordings (keep_recordings: failed)
+  for (const auto& run_j : j["runs"]) {
+    REQUIRE(run_j["recording"].is_string());
+    CHECK(std::filesystem::exists(dir + "/out/" + run_j["recording"].get<std::string>()));
+    CHECK_FALSE(std::filesystem::exists(dir + "/out/" + run_j["folder"].get<std::string>() + "/recording.txt"));
+  }
+  CHECK(slurp(dir + "/out/index.html").find("/recording.mcap\">recording</a>") != std::string::npos);
+  // the same command without the --set passes (the campaign, not the check, is what failed);
+  // keep_recordings: all keeps a passed run's recording too
   const auto ok = run(tether_fw + " test " + campaigns +
-                      "/depth_hold.yaml --campaign-set 'seeds=[1]' --campaign-set 'fault_sets=[{name: none}]' --out " +
+                      "/depth_hold.yaml --campaign-set 'seeds=[1]' --campaign-set 'fault_sets=[{name: none}]' "
+                      "--campaign-set keep_recordings=all --out " +
                       dir + "/ok");
   CHECK_MESSAGE(ok.exit_code == 0, ok.out);
+  const auto kept = campaign_json(dir + "/ok")["runs"][0];
+  REQUIRE(kept["recording"].is_string());
+  CHECK(std::filesystem::exists(dir + "/ok/" + kept["recording"].get<std::string>()));
   std::filesystem::remove_all(dir);
 }
 
@@ -310,7 +349,7 @@ TEST_CASE("tether test: a malformed campaign file is a positioned config error, 
   CHECK(r.exit_code == 2);
   CHECK(r.out == file +
                      ":5:1: fault_set: unknown key (allowed here: name, description, scenarios, seeds, set, variants, "
-                     "fault_sets, firmware, replays, run_timeout_s)\n" +
+                     "fault_sets, firmware, replays, run_timeout_s, keep_recordings)\n" +
                      file + ":4:26: seeds.count: expected a whole number from 1 to 1000000, got \"lots\"\n2 errors\n");
   CHECK_FALSE(std::filesystem::exists(dir + "/out"));
   // and the options

@@ -154,11 +154,12 @@ firmware:
   - {name: f, launch: fw}
 run_timeout_s: 0
 retries: 3
+keep_recordings: passed
 )");
-  REQUIRE(e.size() == 8);
+  REQUIRE(e.size() == 9);
   CHECK(e[0] ==
         "c.yaml:12:1: retries: unknown key (allowed here: name, description, scenarios, seeds, set, variants, "
-        "fault_sets, firmware, replays, run_timeout_s)");
+        "fault_sets, firmware, replays, run_timeout_s, keep_recordings)");
   CHECK(e[1] == "c.yaml:4:20: scenarios[1].colour: unknown key (allowed here: path, name, set)");
   CHECK(e[2] == "c.yaml:5:12: seeds[1]: expected a whole number >= 0, got \"two\"");
   CHECK(e[3] == "c.yaml:5:17: seeds[2]: seed 1 given twice");
@@ -168,6 +169,7 @@ retries: 3
         "got \"stuck\"");
   CHECK(e[6] == "c.yaml:10:5: firmware[0].endpoint: missing; expected a non-empty string");
   CHECK(e[7] == "c.yaml:11:16: run_timeout_s: expected a number from 0.001 to 1000000, got \"0\"");
+  CHECK(e[8] == "c.yaml:13:18: keep_recordings: expected one of all, failed, got \"passed\"");
 
   CHECK(
       errors_of("seeds: [1]\n") ==

@@ -246,7 +246,7 @@ Campaign parse_campaign(const std::string& text, const std::string& label,
     throw runtime::ConfigError(root.context().errors);
   }
   top.expect_map({"name", "description", "scenarios", "seeds", "set", "variants", "fault_sets", "firmware", "replays",
-                  "run_timeout_s"});
+                  "run_timeout_s", "keep_recordings"});
   c.name = top.string_or("name", fs::path(label).stem().string());
   if (!c.name.empty() && !plain_name(c.name)) top["name"].error("expected a name on one line");
   c.description = top.string_or("description", "");
@@ -258,6 +258,7 @@ Campaign parse_campaign(const std::string& text, const std::string& label,
   parse_firmware(top["firmware"], base, c);
   parse_replays(top["replays"], base, c);
   c.run_timeout_s = top.number_or("run_timeout_s", 600, runtime::Range::between(0.001, 1e6));
+  c.keep_passed_recordings = top.choice_or("keep_recordings", "all", {"all", "failed"}) == "all";
   if (c.scenarios.empty() && c.replays.empty() && top.is_map())
     top.error("a campaign needs at least one of `scenarios` and `replays`");
   if (!root.context().errors.empty()) throw runtime::ConfigError(root.context().errors);

@@ -256,6 +256,8 @@ std::string index_html(const CampaignResult& result, const std::string& dir) {
     const std::string log = relative_to(r.log, dir);
     if (!report.empty()) o << "<a href=\"" << h(report) << "\">" << (r.plan.replay ? "result" : "report") << "</a> ";
     if (!log.empty()) o << "<a href=\"" << h(log) << "\">log</a>";
+    const std::string recording = relative_to(r.recording, dir);
+    if (!recording.empty()) o << " <a href=\"" << h(recording) << "\">recording</a>";
     o << "</td></tr>\n";
   }
   o << "</table>\n</body></html>\n";

@@ -89,6 +89,7 @@ nlohmann::json campaign_json(const CampaignResult& result, const std::string& di
     x["folder"] = r.folder.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.folder, dir));
     x["report"] = r.report.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.report, dir));
     x["log"] = r.log.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.log, dir));
+    x["recording"] = r.recording.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.recording, dir));
     j["runs"].push_back(std::move(x));
   }
   return j;
@@ -156,6 +157,7 @@ CampaignResult read_campaign_json(const std::string& dir) {
       run.plan.folder = run.folder.empty() ? std::string() : fs::path(run.folder).filename().string();
       run.report = path_in(x.value("report", nlohmann::json()));
       run.log = path_in(x.value("log", nlohmann::json()));
+      run.recording = path_in(x.value("recording", nlohmann::json()));
       r.runs.push_back(std::move(run));
     }
   } catch (const nlohmann::json::exception& e) {

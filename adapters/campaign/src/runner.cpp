@@ -227,6 +227,23 @@ std::optional<RunEnd> watch(Worker& w, Clock::time_point now, const RunnerOption
   return end;
 }
 
+// `keep_recordings: failed`: a passed run's recording goes; recording.txt says why and how
+// to make the run again (the same scenario, overrides and seed)
+void discard_passed_recording(RunResult& r, const std::string& program) {
+  if (r.verdict != RunVerdict::pass || r.recording.empty()) return;
+  std::error_code ec;
+  std::uintmax_t bytes = fs::file_size(r.recording, ec);
+  if (ec) bytes = 0;
+  if (!fs::remove(r.recording, ec)) return;  // kept when it cannot go
+  r.recording.clear();
+  std::string command = adapters::shell_quote(program);
+  for (const auto& a : r.plan.args) command += " " + adapters::shell_quote(a);
+  std::ofstream note(fs::path(r.folder) / "recording.txt", std::ios::binary | std::ios::trunc);
+  note << "recording.mcap (" << bytes << " bytes) was not kept: this run passed, and the campaign keeps the "
+       << "recordings of failed runs only (keep_recordings: failed). To make the run again, recorded:\n  " << command
+       << " --out FOLDER\n";
+}
+
 }  // namespace
 
 std::vector<RunResult> run_campaign(const std::vector<PlannedRun>& runs, const RunnerOptions& options,
@@ -275,7 +292,9 @@ std::vector<RunResult> run_campaign(const std::vector<PlannedRun>& runs, const R
         ++i;
         continue;
       }
-      finish(slots[i], judge_run(w.plan, *end, w.folder));
+      RunResult result = judge_run(w.plan, *end, w.folder);
+      if (!options.keep_passed_recordings) discard_passed_recording(result, options.program);
+      finish(slots[i], std::move(result));
       workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(i));
       slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
     }

@@ -170,6 +170,8 @@ RunResult judge_run(const PlannedRun& plan, const RunEnd& end, const std::string
   if (!plan.replay && fs::exists(fs::path(folder) / "report.html", ec))
     r.report = (fs::path(folder) / "report.html").string();
   if (plan.replay && summary.is_object()) r.report = file.string();
+  if (!plan.replay && fs::exists(fs::path(folder) / "recording.mcap", ec))
+    r.recording = (fs::path(folder) / "recording.mcap").string();
   if (summary.is_object()) r.outcome = summary.value("outcome", "");
   const std::string summary_reason = summary.is_object() && summary.contains("reason") && summary["reason"].is_string()
                                          ? summary["reason"].get<std::string>()

@@ -23,6 +23,10 @@ struct LaunchSpec {
   std::string cwd;                                       // empty: the runtime's
 };
 
+/// `arg` as one word of a POSIX shell command line: as it is when it holds only letters,
+/// digits and `_-./=:,+@%`, else in single quotes ("--set 'x=[1, 2]'").
+std::string shell_quote(const std::string& arg);
+
 class ChildProcess {
  public:
   /// Starts the program. Throws std::runtime_error if it cannot be started (not found, not

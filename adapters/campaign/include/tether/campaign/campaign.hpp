@@ -67,6 +67,7 @@ struct Campaign {
   std::vector<CampaignFirmware> firmware;
   std::vector<CampaignReplay> replays;
   double run_timeout_s = 600;
+  bool keep_passed_recordings = true;  // `keep_recordings: all` (true) or `failed`
   std::vector<std::string> campaign_overrides;  // `--campaign-set` as given
 };
 
@@ -134,6 +135,7 @@ struct RunResult {
   std::string folder;  // absolute, in memory; relative to the results' folder in campaign.json
   std::string report;  // report.html (or replay.json) in `folder` if it was written, else ""
   std::string log;     // output.txt in `folder` if written, else ""
+  std::string recording;  // recording.mcap in `folder` if it was written and kept, else ""
 };
 
 /// How a run ended, as the runner saw it.

@@ -21,6 +21,7 @@ struct RunnerOptions {
   double run_timeout_s = 600;  // a run still going after this is stopped (SIGTERM, then SIGKILL) and fails
   double kill_after_s = 10;    // after a SIGTERM, how long before SIGKILL
   std::string report_assets;   // each scenario run's --report-assets (relative to its folder); "": none
+  bool keep_passed_recordings = true;  // false: a passed run's recording.mcap is removed (recording.txt says so)
   /// Called on the calling thread as each run ends (in the order they end).
   std::function<void(const RunResult&)> on_finished;
 };
