@@ -112,3 +112,33 @@ TEST_CASE("node client: the built-in dashboard at GET / loads in headless Chromi
   CHECK(summary["live"]["http_requests"].get<int>() >= 1);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("node client: the dashboard's plan view draws a cable as the rope it is, beside its vehicle") {
+  if (std::getenv("TETHER_SKIP_NODE_VALIDATION")) {
+    MESSAGE("skipped: TETHER_SKIP_NODE_VALIDATION is set");
+    return;
+  }
+  // tethered_rov: the AUV on a 30-segment cable from a point at the surface
+  const std::string dir = temp_dir("dashboard_cable");
+  Process tether("run " TETHER_SOURCE_DIR "/config/scenarios/tethered_rov.yaml --live 0 --rtf 1 -q --out " + dir, dir,
+                 "TETHER_BUILD_DIR=" TETHER_BINARY_DIR);
+  const std::string url = live_url(tether);
+  const std::string page = "http://" + url.substr(std::string("ws://").size()) + "/";
+  const Result node = run("TETHER_BINARY_DIR=" TETHER_BINARY_DIR " " TETHER_SOURCE_DIR
+                          "/tests/live_node/run.sh dashboard.mjs " +
+                          page + " --cable tether --shot " + dir + "/dashboard.png");
+  MESSAGE(node.out);
+  CHECK(node.exit_code == 0);
+  const auto line = node.out.rfind("{\"ok\"");
+  REQUIRE(line != std::string::npos);
+  const json seen = json::parse(node.out.substr(line));
+  CHECK(seen["ok"] == true);
+  // the cable's every segment (its nodes come on /tether/vehicles), and only the AUV as a vehicle
+  CHECK(seen["seen"]["plan"]["cables"]["tether"] == 30);
+  CHECK(seen["seen"]["plan"]["vehicles"] == json::array({"auv"}));
+  CHECK(std::filesystem::file_size(dir + "/dashboard.png") > 10000);
+  const Result stop = run(tether_exe + " ctl --url " + url + " shutdown");
+  CHECK_MESSAGE(stop.exit_code == 0, stop.out);
+  CHECK(tether.wait() == 130);
+  std::filesystem::remove_all(dir);
+}

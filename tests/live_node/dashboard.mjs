@@ -5,6 +5,9 @@
 // expectations are the session's, and a click on its Pause button pauses the session.
 //
 //   node dashboard.mjs http://127.0.0.1:PORT/
+//   node dashboard.mjs http://127.0.0.1:PORT/ --cable NAME [--shot FILE.png]
+//     (a session with a cable: only that the plan view draws cable NAME beside the vehicle,
+//      and a screenshot of the page to look at)
 //
 // Prints one JSON line with what it saw; exits 0 if every check held, 1 otherwise, 2 on
 // usage, 3 when Chromium is missing or would not start.
@@ -12,6 +15,11 @@
 import { openChromium, sleep } from "./chromium.mjs";
 
 const pageUrl = process.argv[2];
+const option = (name) => {
+  const at = process.argv.indexOf(name);
+  return at > 2 ? process.argv[at + 1] : undefined;
+};
+const cableName = option("--cable"), shotFile = option("--shot");
 if (!pageUrl) {
   console.error("usage: node dashboard.mjs http://HOST:PORT/");
   process.exit(2);
@@ -53,6 +61,19 @@ try {
   await send("Page.navigate", { url: pageUrl });
   // the page loads and connects; values arrive and change while the session runs
   const first = await until("the page shows a status and messages", (s) => s.status && s.messages > 5);
+  if (first && cableName) {
+    const drawn = await until(`the plan view draws cable ${cableName} and the vehicle`,
+                              (s) => s.plan.cables[cableName] >= 2 && s.plan.vehicles.length > 0);
+    if (drawn) seen.plan = drawn.plan;
+    if (shotFile) {
+      await send("Emulation.setDeviceMetricsOverride", { width: 1400, height: 1100, deviceScaleFactor: 1, mobile: false });
+      await sleep(300);
+      const shot = await send("Page.captureScreenshot", { format: "png" });
+      (await import("node:fs")).writeFileSync(shotFile, Buffer.from(shot.result.data, "base64"));
+    }
+    clearTimeout(guard);
+    await finish(0);
+  }
   if (first) {
     seen.title = await evaluate("document.title");
     const second = await until("the step shown changes", (s) => s.status.step > first.status.step + 5);

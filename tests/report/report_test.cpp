@@ -632,6 +632,34 @@ endpoints: []
   CHECK(html.find(">cable line: tension</text>") != std::string::npos);
   CHECK(html.find(">line.s0.load</text>") != std::string::npos);
   check_self_contained(html);
+
+  // /tether/vehicles gives a cable its nodes (the live page draws the rope from them): every
+  // segment, from the anchor's end to the float's; the float has none
+  mcap::Reader reader;
+  REQUIRE(reader.open(path, &error));
+  std::uint32_t vehicles_id = 0;
+  for (const auto& [id, ch] : reader.channels())
+    if (ch.topic == "/tether/vehicles") vehicles_id = id;
+  REQUIRE(vehicles_id != 0);
+  mcap::MessageView msg;
+  nlohmann::json last;
+  std::size_t with_nodes = 0;
+  while (reader.next(msg)) {
+    if (msg.channel_id != vehicles_id) continue;
+    last = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(msg.data.data()), msg.data.size()));
+    with_nodes += last["vehicles"][1].contains("nodes") ? 1 : 0;
+  }
+  CHECK(with_nodes == 300);
+  REQUIRE(last["vehicles"].size() == 2);
+  CHECK(last["vehicles"][0]["name"] == "float");
+  CHECK_FALSE(last["vehicles"][0].contains("nodes"));
+  CHECK(last["vehicles"][1]["name"] == "line");
+  const auto& nodes = last["vehicles"][1]["nodes"];
+  REQUIRE(nodes.size() == 10);
+  CHECK(nodes[0][0].get<double>() < nodes[9][0].get<double>());  // from the anchor (x = -2) towards the float (x = 6)
+  CHECK(nodes[0][0].get<double>() > -2.0);
+  CHECK(nodes[9][0].get<double>() < 6.0);
+  CHECK(last["vehicles"][1]["x_m"] == nodes[0][0]);  // the cable's own position is its first segment's
 }
 
 TEST_CASE("down-sampling keeps spikes, gaps and both ends") {

@@ -39,7 +39,9 @@ constexpr const char* timing_schema =
   R"("roll_deg":{"type":"number"},"pitch_deg":{"type":"number"},"speed_m_s":{"type":"number"},)"         \
   R"("projected":{"type":"object","properties":{"x_m":{"type":"number"},"y_m":{"type":"number"},)"       \
   R"("z_m":{"type":"number"}}},"measured":{"type":"object","properties":{"x_m":{"type":"number"},)"      \
-  R"("y_m":{"type":"number"},"z_m":{"type":"number"}}})"
+  R"("y_m":{"type":"number"},"z_m":{"type":"number"}}},"nodes":{"type":"array","description":"a cable's )"   \
+  R"(nodes (m, world), from its first segment to its last: only a cable has them","items":{"type":"array",)" \
+  R"("items":{"type":"number"}}})"
 constexpr const char* vehicles_schema =
     R"({"title":"tether.Vehicles","description":"each vehicle after the step: position (m, world), depth below )"
     R"(the surface, compass heading (deg clockwise from north), yaw (deg counter-clockwise from east), roll, )"

@@ -341,6 +341,22 @@ void Recorder::write_vehicles(std::uint64_t t, const StepItem& step) {
       ij.raw(",\"measured\":");
       ij.xyz_m(measured_[vi]->position_m);
     }
+    // a cable: where each of its segments is (the live page's plan view draws the rope)
+    if (std::find(scenario_.cables.begin(), scenario_.cables.end(), static_cast<int>(vi)) != scenario_.cables.end()) {
+      ij.raw(",\"nodes\":[");
+      for (std::size_t k = 0; k < v.bodies.size(); ++k) {
+        if (k) ij.comma();
+        const Vec3& at = step.actual.bodies[static_cast<std::size_t>(v.bodies[k])].position_m;
+        ij.raw("[");
+        ij.num(at.x());
+        ij.comma();
+        ij.num(at.y());
+        ij.comma();
+        ij.num(at.z());
+        ij.raw("]");
+      }
+      ij.raw("]");
+    }
     if (vi) vj.comma();
     vj.raw("{");
     vj.raw(item_text_);
