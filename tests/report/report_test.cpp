@@ -4,6 +4,7 @@
 // losing their extremes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numbers>
 #include <map>
 #include <mutex>
@@ -755,9 +757,9 @@ std::vector<std::string> path_ds(const std::string& svg_text) {
   return out;
 }
 
-// where a path ends, in absolute pixels (M absolute, then l, h, v relative), and its commands
-std::pair<std::array<double, 2>, std::string> path_end(const std::string& d) {
-  std::array<double, 2> at{0, 0};
+// a path's vertices in absolute pixels (M absolute, then l, h, v relative), and its commands
+std::pair<std::vector<std::array<double, 2>>, std::string> path_vertices(const std::string& d) {
+  std::vector<std::array<double, 2>> at;
   std::string commands;
   const char* p = d.c_str();
   const auto number = [&p] {
@@ -771,21 +773,37 @@ std::pair<std::array<double, 2>, std::string> path_end(const std::string& d) {
   while (*p != '\0') {
     const char c = *p++;
     commands += c;
+    std::array<double, 2> next = at.empty() ? std::array<double, 2>{0, 0} : at.back();
     if (c == 'M') {
-      at[0] = number();
-      at[1] = number();
+      next[0] = number();
+      next[1] = number();
     } else if (c == 'l') {
-      at[0] += number();
-      at[1] += number();
+      next[0] += number();
+      next[1] += number();
     } else if (c == 'h') {
-      at[0] += number();
+      next[0] += number();
     } else if (c == 'v') {
-      at[1] += number();
+      next[1] += number();
     } else {
       REQUIRE_MESSAGE(c == 'Z', d);
+      continue;
     }
+    at.push_back(next);
   }
   return {at, commands};
+}
+std::string path_commands(const std::string& d) { return path_vertices(d).second; }
+
+// how far p is from the polyline
+double off_polyline(const std::array<double, 2>& p, const std::vector<std::array<double, 2>>& line) {
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i + 1 < line.size(); ++i) {
+    const auto &a = line[i], &b = line[i + 1];
+    const double dx = b[0] - a[0], dy = b[1] - a[1], len2 = dx * dx + dy * dy;
+    const double t = len2 > 0 ? std::clamp(((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / len2, 0.0, 1.0) : 0.0;
+    best = std::min(best, std::hypot(p[0] - a[0] - t * dx, p[1] - a[1] - t * dy));
+  }
+  return best;
 }
 
 }  // namespace
@@ -811,21 +829,31 @@ TEST_CASE("a drawn line is as short as the picture allows and ends where its poi
   for (svg::Line* l : {&wave, &ends, &flat, &back, &step}) plot.lines.push_back(*l);
   const auto ds = path_ds(svg::render(plot));
   REQUIRE(ds.size() == 5);
-  // 400 relative steps of rounded points end exactly where the two-point line does: no error adds up
-  const auto [wave_end, wave_commands] = path_end(ds[0]);
-  const auto [ends_end, ends_commands] = path_end(ds[1]);
-  CHECK(wave_end[0] == doctest::Approx(ends_end[0]).epsilon(1e-9));
-  CHECK(wave_end[1] == doctest::Approx(ends_end[1]).epsilon(1e-9));
-  CHECK(wave_commands.size() > 300);
+  // relative steps of rounded points end exactly where the two-point line does: no error adds up
+  const auto [wave_at, wave_commands] = path_vertices(ds[0]);
+  const auto [ends_at, ends_commands] = path_vertices(ds[1]);
+  REQUIRE(ends_at.size() == 2);
   CHECK(ends_commands == "Ml");
+  CHECK(wave_at.back()[0] == doctest::Approx(ends_at.back()[0]).epsilon(1e-9));
+  CHECK(wave_at.back()[1] == doctest::Approx(ends_at.back()[1]).epsilon(1e-9));
+  // the wave simplified: far fewer vertices than samples, yet every sample within 0.2 px (and
+  // the rounding to 0.1 px) of the line drawn; the pixel scale from the two-point line
+  CHECK(wave_at.size() < wave.x.size() / 3);
+  CHECK(wave_at.size() > 20);
+  const double sx = (ends_at[1][0] - ends_at[0][0]) / (ends.x[1] - ends.x[0]);
+  const double sy = (ends_at[1][1] - ends_at[0][1]) / (ends.y[1] - ends.y[0]);
+  double worst = 0;
+  for (std::size_t i = 0; i < wave.x.size(); ++i)
+    worst = std::max(worst, off_polyline({ends_at[0][0] + sx * (wave.x[i] - ends.x[0]),
+                                          ends_at[0][1] + sy * (wave.y[i] - ends.y[0])},
+                                         wave_at));
+  CHECK(worst < 0.35);
   // 401 points on one height are one segment
-  CHECK(path_end(ds[2]).second == "Mh");
+  CHECK(path_commands(ds[2]) == "Mh");
   // out and back: both segments kept
-  CHECK(path_end(ds[3]).second == "Mhh");
+  CHECK(path_commands(ds[3]) == "Mhh");
   // a step line: across, up, across, down (at the last point); the repeated values merge
-  CHECK(path_end(ds[4]).second == "Mhvhv");
-  // the whole wave, at 0.1 px, is a few characters a point (it was ~11 with absolute "L x y")
-  CHECK(ds[0].size() < 8 * wave.x.size());
+  CHECK(path_commands(ds[4]) == "Mhvhv");
 }
 
 TEST_CASE("ticks are round numbers and their labels have the decimals they need") {

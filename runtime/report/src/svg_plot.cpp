@@ -2,6 +2,7 @@
 #include "tether/report/svg_plot.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -203,56 +204,75 @@ std::string num2(double v) {
   return buf;
 }
 
-// A path's `d` as short as the picture allows: each point after the first relative to the
-// one before, both rounded to 0.1 px first (so no error adds up), without a leading or
-// trailing zero ("l1.1-.6"); a point that rounds onto the last one dropped; a straight
-// horizontal or vertical run one segment (h or v). Only a run that keeps its direction is
-// merged, so a path that turns back (a plan view) keeps its turning points.
+// A path's `d` as short as the picture allows: each sub-path simplified first (a point
+// within 0.2 px of the line its neighbours make is left out: Ramer-Douglas-Peucker, so a
+// smooth curve keeps a point where it bends, a noisy one nearly all), then each point
+// relative to the one before, both rounded to 0.1 px (so no error adds up), without a
+// leading or trailing zero ("l1.1-.6"); a point that rounds onto the last one dropped; a
+// straight horizontal or vertical run one segment (h or v), only where it keeps its
+// direction, so a path that turns back (a plan view) keeps its turning points.
 class PathData {
  public:
   void move_to(double x, double y) {
-    flush();
-    last_ = {tenths(x), tenths(y)};
-    has_last_ = true;
-    d_ += 'M';
-    put(last_.x);
-    d_ += ' ';
-    put(last_.y);
+    end_subpath();
+    points_.push_back({x, y});
   }
   void line_to(double x, double y) {
-    if (!has_last_) return move_to(x, y);
-    const Point p{tenths(x), tenths(y)};
-    const Point& from = pending_ ? *pending_ : last_;
-    if (p.x == from.x && p.y == from.y) return;
-    if (pending_ && same_run(last_, *pending_, p)) {
-      pending_ = p;
-      return;
-    }
-    flush();
-    pending_ = p;
+    if (points_.empty()) return move_to(x, y);
+    points_.push_back({x, y});
   }
   // a command that holds until the next: across at the old value, then up or down
   void step_to(double x, double y) {
-    if (!has_last_) return move_to(x, y);
-    line_to(x, static_cast<double>(pending_ ? pending_->y : last_.y) / 10);
-    line_to(x, y);
+    if (points_.empty()) return move_to(x, y);
+    points_.push_back({x, points_.back()[1]});
+    points_.push_back({x, y});
   }
   void close() {
-    flush();
+    end_subpath();
     d_ += 'Z';
   }
   std::string take() {
-    flush();
-    has_last_ = false;
+    end_subpath();
     return std::move(d_);
   }
 
  private:
+  using P = std::array<double, 2>;
   struct Point {
     long long x = 0, y = 0;  // tenths of a pixel
   };
+  static constexpr double tolerance_px = 0.2;
+
   static long long tenths(double v) { return std::llround(std::clamp(v, -1e9, 1e9) * 10); }
-  // b lies on the straight horizontal or vertical run from a to c, c beyond b
+  // how far p is from the segment a-b, in pixels
+  static double distance(const P& p, const P& a, const P& b) {
+    const double dx = b[0] - a[0], dy = b[1] - a[1], len2 = dx * dx + dy * dy;
+    double t = len2 > 0 ? ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / len2 : 0;
+    t = std::clamp(t, 0.0, 1.0);
+    return std::hypot(p[0] - a[0] - t * dx, p[1] - a[1] - t * dy);
+  }
+  // which points the simplified sub-path keeps (the ends always)
+  std::vector<bool> simplified() const {
+    const std::size_t n = points_.size();
+    std::vector<bool> keep(n, n <= 2);
+    if (n <= 2) return keep;
+    keep.front() = keep.back() = true;
+    std::vector<std::pair<std::size_t, std::size_t>> spans{{0, n - 1}};
+    while (!spans.empty()) {
+      const auto [a, b] = spans.back();
+      spans.pop_back();
+      double worst = -1;
+      std::size_t at = a;
+      for (std::size_t i = a + 1; i < b; ++i)
+        if (const double d = distance(points_[i], points_[a], points_[b]); d > worst) worst = d, at = i;
+      if (worst <= tolerance_px) continue;
+      keep[at] = true;
+      spans.emplace_back(a, at);
+      spans.emplace_back(at, b);
+    }
+    return keep;
+  }
+  // same_run: b lies on the straight horizontal or vertical run from a to c, c beyond b
   static bool same_run(const Point& a, const Point& b, const Point& c) {
     if (a.y == b.y && b.y == c.y) return (b.x - a.x) * (c.x - b.x) > 0;
     if (a.x == b.x && b.x == c.x) return (b.y - a.y) * (c.y - b.y) > 0;
@@ -268,10 +288,8 @@ class PathData {
       d_ += static_cast<char>('0' + a % 10);
     }
   }
-  void flush() {
-    if (!pending_) return;
-    const Point p = *pending_;
-    const long long dx = p.x - last_.x, dy = p.y - last_.y;
+  void put_segment(const Point& from, const Point& to) {
+    const long long dx = to.x - from.x, dy = to.y - from.y;
     if (dy == 0) {
       d_ += 'h';
       put(dx);
@@ -284,14 +302,37 @@ class PathData {
       if (dy > 0) d_ += ' ';
       put(dy);
     }
-    last_ = p;
-    pending_.reset();
+  }
+  void end_subpath() {
+    if (points_.empty()) return;
+    const std::vector<bool> keep = simplified();
+    Point last{tenths(points_[0][0]), tenths(points_[0][1])};
+    d_ += 'M';
+    put(last.x);
+    d_ += ' ';
+    put(last.y);
+    std::optional<Point> pending;
+    for (std::size_t i = 1; i < points_.size(); ++i) {
+      if (!keep[i]) continue;
+      const Point p{tenths(points_[i][0]), tenths(points_[i][1])};
+      const Point& from = pending ? *pending : last;
+      if (p.x == from.x && p.y == from.y) continue;
+      if (pending && same_run(last, *pending, p)) {
+        pending = p;
+        continue;
+      }
+      if (pending) {
+        put_segment(last, *pending);
+        last = *pending;
+      }
+      pending = p;
+    }
+    if (pending) put_segment(last, *pending);
+    points_.clear();
   }
 
   std::string d_;
-  Point last_;
-  bool has_last_ = false;
-  std::optional<Point> pending_;
+  std::vector<P> points_;  // the sub-path being drawn, in pixels
 };
 
 void text(std::string& out, double x, double y, const char* anchor, const std::string& s, const char* extra = "") {
