@@ -11,6 +11,7 @@
 
 #include "tether/loop/goal_summary.hpp"
 #include "tether/physics/math.hpp"
+#include "tether/scenario/expectation_window.hpp"
 
 namespace tether::runtime {
 
@@ -146,22 +147,17 @@ Expectations::~Expectations() = default;
 void Expectations::evaluate(const ExpectationStep& s) {
   for (Item& it : items_) {
     const ExpectationConfig& c = it.c;
-    bool due = false;
-    switch (c.when) {
-      case ExpectWhen::always: due = true; break;
-      case ExpectWhen::at_end: due = false; break;
-      case ExpectWhen::after: due = s.t_s >= c.t0_s - 1e-12; break;
-      case ExpectWhen::during: due = s.t_s >= c.t0_s - 1e-12 && s.t_s <= c.t1_s + 1e-12; break;
-      case ExpectWhen::eventually:
-        due = !it.held_once && (c.t1_s <= 0 || s.t_s <= c.t1_s + 1e-12);
-        // its deadline passed without it holding: it fails at this step
-        if (!it.held_once && !it.failed && c.t1_s > 0 && s.t_s > c.t1_s + 1e-12) {
-          it.failed = true;
-          it.first_fail_step = s.step;
-          it.first_fail_t = s.t_s;
-          it.why = "never held before " + it.when.substr(std::string("eventually before ").size());
-        }
-        break;
+    // at the end: judged once the run is over (finish()); eventually: until it held once
+    const ExpectWindow w =
+        expectation_window(c, -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity());
+    const bool due =
+        c.when != ExpectWhen::at_end && w.contains(s.t_s) && !(c.when == ExpectWhen::eventually && it.held_once);
+    // eventually before t1: its deadline passed without it holding, it fails at this step
+    if (c.when == ExpectWhen::eventually && !it.held_once && !it.failed && s.t_s > w.to_s + 1e-12) {
+      it.failed = true;
+      it.first_fail_step = s.step;
+      it.first_fail_t = s.t_s;
+      it.why = "never held before " + it.when.substr(std::string("eventually before ").size());
     }
     if (due) evaluate_one(it, s);
   }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "page.hpp"
+#include "tether/scenario/expectation_window.hpp"
 
 namespace tether::runtime::report_detail {
 
@@ -69,16 +70,10 @@ std::optional<Series> expectation_series(const Collected& c, const ExpectationCo
   return std::nullopt;
 }
 
-// the window the condition had to hold in, [from, to] in sim time
+// the window the condition had to hold in, [from, to] in sim time (the evaluator's)
 std::pair<double, double> window(const ExpectationConfig& e, double first, double last) {
-  switch (e.when) {
-    case ExpectWhen::always: return {first, last};
-    case ExpectWhen::after: return {e.t0_s, last};
-    case ExpectWhen::during: return {e.t0_s, e.t1_s};
-    case ExpectWhen::eventually: return {first, e.t1_s > 0 ? e.t1_s : last};
-    case ExpectWhen::at_end: return {last, last};
-  }
-  return {first, last};
+  const ExpectWindow w = expectation_window(e, first, last);
+  return {w.from_s, w.to_s};
 }
 
 // the band (within, between) or the limit (the others) the value had to keep

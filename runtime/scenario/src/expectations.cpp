@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "tether/scenario/expectation_window.hpp"
 #include "tether/scenario/scenario.hpp"
 
 namespace tether::runtime {
@@ -314,6 +315,17 @@ ExpectationConfig parse_condition(const ConfigNode& x, const Scenario& scenario)
                     that + "\"");
   e.name = e.value + " " + that;
   return e;
+}
+
+ExpectWindow expectation_window(const ExpectationConfig& c, double first_s, double last_s) {
+  switch (c.when) {
+    case ExpectWhen::always: return {first_s, last_s};
+    case ExpectWhen::after: return {c.t0_s, last_s};
+    case ExpectWhen::during: return {c.t0_s, c.t1_s};
+    case ExpectWhen::eventually: return {first_s, c.t1_s > 0 ? c.t1_s : last_s};
+    case ExpectWhen::at_end: return {last_s, last_s};
+  }
+  return {first_s, last_s};
 }
 
 }  // namespace tether::runtime
