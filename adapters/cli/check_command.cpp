@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tether check SCENARIO`: the scenario is read, its endpoints and feedback processors are
-// built (nothing started), and the programs and firmware images they would launch must exist.
+// built (nothing started), an `identify:` plan's setpoints must be the controller's, and the
+// programs and firmware images they would launch must exist.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/launch_check.hpp"
 #include "tether/loop/feedback.hpp"
+#include "tether/loop/identify_flight.hpp"
 #include "tether/scenario/scenario.hpp"
 
 namespace tether::cli {
@@ -19,6 +21,8 @@ int check_command(const CheckOptions& options) {
     const runtime::Scenario scenario = runtime::load_scenario(options.scenario, options.overrides);
     const auto endpoints = adapters::make_endpoints(scenario);
     const auto processors = runtime::make_feedback_processors(scenario);
+    // an `identify:` plan's setpoints: names and values the controller takes
+    const runtime::IdentifyFlight flight(scenario, endpoints);
     // each endpoint type checks its own launch; a problem is positioned at the endpoint's
     // `launch:` key like every other error of the file
     bool missing = false;

@@ -42,6 +42,13 @@ class DepthHeadingHoldController final : public Controller {
   // for that many seconds from the next step: a coast-down, where drag alone slows the
   // vehicle; the law keeps running, unheard, and takes over where it has got to)
   std::vector<std::string> setpoint_names() const override { return {"surge", "depth_m", "heading_deg", "coast_s"}; }
+  Range setpoint_range(const std::string& name) const override {
+    if (name == "surge") return Range::between(-1, 1);
+    if (name == "depth_m") return Range::between(0, 11000);
+    if (name == "heading_deg") return Range::between(-360, 360);
+    if (name == "coast_s") return Range::between(0, 3600);
+    return Range::any();
+  }
   bool set_setpoint(const std::string& name, double value) override {
     if (name == "coast_s")
       coast_pending_s_ = std::clamp(value, 0.0, 3600.0);

@@ -39,6 +39,28 @@ TEST_CASE("tether check accepts the default scenario") {
         std::string::npos);
 }
 
+TEST_CASE("tether check: an identify plan's setpoints are the controller's, each within its range") {
+  // tank_identify.yaml: depth_heading_hold in-process flies the plan; its second manoeuvre
+  // coasts down for 2 s
+  const std::string file = TETHER_SOURCE_DIR "/config/scenarios/tank_identify.yaml";
+  const auto ok = run(tether_fw + " check " + file);
+  CHECK_MESSAGE(ok.exit_code == 0, ok.out);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"coats_s=2", "identify.manoeuvres[1].coats_s: the controller of endpoint \"controller\" has no setpoint "
+                    "\"coats_s\" (it has: surge, depth_m, heading_deg, coast_s)"},
+      {"coast_s=-1", "identify.manoeuvres[1].coast_s: expected a number from 0 to 3600 (the controller's range for "
+                     "coast_s), got \"-1\""},
+      {"coast_s=1e300", "identify.manoeuvres[1].coast_s: expected a number from 0 to 3600"},
+      {"surge=1.5", "identify.manoeuvres[1].surge: expected a number from -1 to 1"},
+      {"coast_s=.nan", "identify.manoeuvres[1].coast_s: expected a number, got \".nan\""},
+  };
+  for (const auto& [set, message] : cases) {
+    const auto r = run(tether_fw + " check " + file + " --set 'identify.manoeuvres[1]." + set + "'");
+    CHECK_MESSAGE(r.exit_code == 2, (set + ": " + r.out));
+    CHECK_MESSAGE(r.out.find(message) != std::string::npos, (set + ": " + r.out));
+  }
+}
+
 TEST_CASE("tether check fails when a firmware image or program the scenario launches is not there") {
   const std::string dir = temp_dir("check-launch");
   std::ifstream in(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");

@@ -19,15 +19,22 @@ IdentifyFlight::IdentifyFlight(const Scenario& scenario, const std::vector<std::
     return;
   endpoint_ = dynamic_cast<InProcessEndpoint*>(endpoints[static_cast<std::size_t>(plan.endpoint_index)].get());
   if (!endpoint_) return;
-  const std::vector<std::string> names = endpoint_->controller().setpoint_names();
+  const Controller& controller = endpoint_->controller();
+  const std::vector<std::string> names = controller.setpoint_names();
   for (const IdentifyManoeuvre& m : plan.manoeuvres)
-    for (const auto& [name, value] : m.setpoints)
-      if (std::find(names.begin(), names.end(), name) == names.end() && m.node) {
+    for (const auto& [name, value] : m.setpoints) {
+      if (!m.node) continue;
+      const ConfigNode at = (*m.node)[name.c_str()];
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
         std::string known;
         for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-        (*m.node)[name.c_str()].error("the controller of endpoint \"" + plan.endpoint + "\" has no setpoint \"" + name +
-                                      "\" (" + (known.empty() ? "it has none" : "it has: " + known) + ")");
+        at.error("the controller of endpoint \"" + plan.endpoint + "\" has no setpoint \"" + name + "\" (" +
+                 (known.empty() ? "it has none" : "it has: " + known) + ")");
+      } else if (const Range range = controller.setpoint_range(name); !range.contains(value)) {
+        at.error("expected " + range.expected() + " (the controller's range for " + name + "), got " +
+                 describe_value(at.yaml()));
       }
+    }
   scenario_.throw_if_errors();
 }
 

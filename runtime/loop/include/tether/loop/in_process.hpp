@@ -10,6 +10,7 @@
 
 #include "tether/hal/registry.hpp"
 #include "tether/loop/endpoint.hpp"
+#include "tether/scenario/config.hpp"
 
 namespace tether::runtime {
 
@@ -28,6 +29,12 @@ class Controller {
   virtual void bind_devices(const hal::DeviceBank& devices) { (void)devices; }
   /// The setpoints an `identify:` plan may change (docs/feedback.md); none by default.
   virtual std::vector<std::string> setpoint_names() const { return {}; }
+  /// The values a setpoint may take: a plan's value outside it is a config error, in `tether
+  /// check` as at the start of a run (any number by default).
+  virtual Range setpoint_range(const std::string& name) const {
+    (void)name;
+    return Range::any();
+  }
   /// Changes a setpoint from the next compute(); false if the controller has no such setpoint.
   virtual bool set_setpoint(const std::string& name, double value) {
     (void)name;
