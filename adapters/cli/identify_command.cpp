@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tether identify REC... -o fit.yaml`: the offline fit of a vehicle's model over recorded
 // trials (docs/feedback.md, "The offline fit"), validated open loop on held-out data.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <utility>
 
 #include "commands.hpp"
 #include "identify_page.hpp"
@@ -81,6 +85,21 @@ int identify_command(const IdentifyOptions& options) {
       std::cerr << "tether: " << name << " " << v << ": a number above 0 and below 1e6\n";
       return exit_usage;
     }
+  // where the fit and its page go: a folder that is not there is said before the fit, not
+  // after it
+  for (const auto& [option, path] : {std::pair{"-o", options.output}, std::pair{"--report", options.report}}) {
+    if (path.empty()) continue;
+    const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(parent, ec)) {
+      std::cerr << "tether: " << option << " " << path << ": there is no folder " << parent.string() << '\n';
+      return exit_usage;
+    }
+    if (std::filesystem::is_directory(path, ec)) {
+      std::cerr << "tether: " << option << " " << path << ": a folder; expected a file name\n";
+      return exit_usage;
+    }
+  }
   const auto load = [&](const std::string& path, identify::Trial& t) {
     std::string error;
     if (identify::load_trial(recording_path(path), options.vehicle, t, &error)) return true;
@@ -146,7 +165,7 @@ int identify_command(const IdentifyOptions& options) {
     std::ofstream f(options.output);
     f << identify::fit_yaml(trials.front(), fit, prediction);
     if (!f) {
-      std::cerr << "tether: cannot write " << options.output << '\n';
+      std::cerr << "tether: cannot write " << options.output << ": " << std::strerror(errno) << '\n';
       return exit_usage;
     }
     std::printf("fit: %s (apply: tether run SCENARIO --set-file %s, SCENARIO the file of scenario \"%s\")\n",
@@ -157,7 +176,7 @@ int identify_command(const IdentifyOptions& options) {
     std::ofstream f(options.report, std::ios::binary | std::ios::trunc);
     f << identify_page(shown, fit, prediction, identify::fit_yaml(trials.front(), fit, prediction));
     if (!f) {
-      std::cerr << "tether: cannot write " << options.report << '\n';
+      std::cerr << "tether: cannot write " << options.report << ": " << std::strerror(errno) << '\n';
       return exit_usage;
     }
     std::printf("report: %s\n", options.report.c_str());

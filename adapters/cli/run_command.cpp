@@ -99,6 +99,20 @@ std::unique_ptr<runtime::Recorder> open_recorder(const runtime::Scenario& scenar
   return recorder;
 }
 
+// --report-assets names the folder (or a URL) the report loads its charting library from,
+// relative to the report; a local folder without the library is said now, not found out
+// when the page opens without zoom and hover
+void warn_missing_report_assets(const std::string& url, const std::string& out_dir) {
+  if (url.empty() || url.find("://") != std::string::npos) return;
+  const std::filesystem::path dir =
+      std::filesystem::path(url).is_absolute() ? std::filesystem::path(url) : std::filesystem::path(out_dir) / url;
+  std::error_code ec;
+  if (std::filesystem::exists(dir / "dygraph.min.js", ec)) return;
+  std::cerr << "tether: --report-assets " << url << ": there is no dygraph.min.js in "
+            << dir.lexically_normal().string()
+            << "; the report's plots stay as drawn (SVG, without zoom and hover) until it is there\n";
+}
+
 // after the run: the recording closed with the summary (the live clients get it), the server
 // stopped, the report, summary.json, and the summary on stdout
 void finish_session(const RunOptions& options, const runtime::Scenario& scenario, const runtime::Session& session,
@@ -209,6 +223,7 @@ int run_command(const RunOptions& options) {
 
   const std::string out_dir = options.out_dir.empty() ? default_out_dir(scenario.name) : options.out_dir;
   if (const int code = open_session_folder(out_dir, options.overwrite); code != exit_ok) return code;
+  warn_missing_report_assets(options.report_assets, out_dir);
 
   runtime::SessionOptions session_options;
   session_options.real_time_factor = options.real_time_factor;

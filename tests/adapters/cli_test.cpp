@@ -61,6 +61,24 @@ TEST_CASE("tether check: an identify plan's setpoints are the controller's, each
   }
 }
 
+TEST_CASE("tether run --report-assets: a folder without the charting library is said at the start") {
+  const std::string dir = temp_dir("report-assets");
+  const auto r = run(tether_exe + " run " + in_process_file + " --steps 20 -q --out " + dir +
+                     "/run --report-assets ../no-assets");
+  CHECK_MESSAGE(r.exit_code == 0, r.out);  // the run and its report are still made
+  CHECK(r.out.find("tether: --report-assets ../no-assets: there is no dygraph.min.js in " + dir + "/no-assets; the "
+                   "report's plots stay as drawn (SVG, without zoom and hover) until it is there") != std::string::npos);
+  CHECK(std::filesystem::exists(dir + "/run/report.html"));
+  // with the library there (a campaign writes it first), nothing is said
+  std::filesystem::create_directories(dir + "/assets");
+  std::ofstream(dir + "/assets/dygraph.min.js") << "// a stand-in\n";
+  const auto ok = run(tether_exe + " run " + in_process_file + " --steps 20 -q --out " + dir +
+                      "/run2 --report-assets ../assets");
+  CHECK_MESSAGE(ok.exit_code == 0, ok.out);
+  CHECK(ok.out.find("--report-assets") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("tether check fails when a firmware image or program the scenario launches is not there") {
   const std::string dir = temp_dir("check-launch");
   std::ifstream in(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");

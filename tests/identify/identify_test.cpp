@@ -331,6 +331,17 @@ TEST_CASE("identify: the command fits, validates and writes a file tether run ap
   CHECK(code == 2);
   CHECK(run_cli("identify " + trial + " --holdout 0.95", code).find("--holdout") != std::string::npos);
   CHECK(code == 2);
+  // where the fit and its page go: said before the fit
+  const std::string nowhere = (temp_dir() / "no-such-folder").string();
+  CHECK(run_cli("identify " + trial + " -o " + nowhere + "/fit.yaml", code) ==
+        "tether: -o " + nowhere + "/fit.yaml: there is no folder " + nowhere + "\n");
+  CHECK(code == 2);
+  CHECK(run_cli("identify " + trial + " --report " + nowhere + "/fit.html", code) ==
+        "tether: --report " + nowhere + "/fit.html: there is no folder " + nowhere + "\n");
+  CHECK(code == 2);
+  CHECK(run_cli("identify " + trial + " --report " + temp_dir().string(), code)
+            .find(": a folder; expected a file name") != std::string::npos);
+  CHECK(code == 2);
   for (const char* bad : {" --holdout nan", " --horizon nan", " --position-stddev nan", " --velocity-stddev 1e308",
                           " --window-steps 1", " --holdout x"}) {
     INFO(bad);
