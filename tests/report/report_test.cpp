@@ -606,6 +606,7 @@ vehicles:
         mass_kg: 33.51
         damping: {linear: [20, 20, 20]}
         initial: {position_m: [6, 0, -5]}
+        devices: [{name: end_load, kind: tension, params: {cable: line}}]
 cables:
   - {name: line, from: world, from_anchor_m: [-2, 0, -5], to: float.body, to_anchor_m: [5.8, 0, -5],
      length_m: 10, segments: 10, radius_m: 0.01, mass_per_m_kg: 0.3,
@@ -633,6 +634,8 @@ endpoints: []
   // its load cell over time
   CHECK(html.find(">cable line: tension</text>") != std::string::npos);
   CHECK(html.find(">line.s0.load</text>") != std::string::npos);
+  // and the float's load cell, on the joint that ties the cable's end to it
+  CHECK(html.find(">float.body.end_load</text>") != std::string::npos);
   check_self_contained(html);
 
   // /tether/vehicles gives a cable its nodes (the live page draws the rope from them): every

@@ -39,13 +39,18 @@ svg::Plot shapes_plot(const Collected& c, const CableSeries& cs, bool side, cons
   return plot;
 }
 
-// a load cell measures this cable: it sits on one of its segments, or on a cable end's joint
-bool measures(const CableSeries& cs, const hal::DeviceSpec& spec) {
+// a load cell measures this cable: it sits on one of its segments, or on a joint with one of
+// its segments on either side (the joints that tie its ends to the world or a vehicle)
+bool measures(const CableSeries& cs, const WorldModel& model, const hal::DeviceSpec& spec) {
   if (spec.name.vehicle == cs.name) return true;
-  if (spec.kind != TETHER_KIND_TENSION) return false;
   const auto* p = std::get_if<hal::TensionParams>(&spec.params);
-  const std::string_view joint = p ? std::string_view(p->joint_name) : std::string_view();
-  return joint == cs.name || joint.starts_with(cs.name + ".");
+  if (!p || p->joint < 0 || static_cast<std::size_t>(p->joint) >= model.joints.size()) return false;
+  const JointModel& j = model.joints[static_cast<std::size_t>(p->joint)];
+  const auto on_cable = [&](int body) {
+    return body >= 0 && static_cast<std::size_t>(body) < model.bodies.size() &&
+           model.bodies[static_cast<std::size_t>(body)].vehicle == cs.vehicle;
+  };
+  return on_cable(j.body_a) || on_cable(j.body_b);
 }
 
 // the tension of the cable's load cells over time (channel 0: the magnitude)
@@ -58,7 +63,7 @@ void tension_plot(Page& p, const Collected& c, const CableSeries& cs, const Repo
   std::size_t color = 0;
   for (const SensorSeries& s : c.sensors) {
     const hal::DeviceSpec& spec = c.scenario->devices[s.device];
-    if (spec.kind != TETHER_KIND_TENSION || s.v.empty() || !measures(cs, spec)) continue;
+    if (spec.kind != TETHER_KIND_TENSION || s.v.empty() || !measures(cs, c.scenario->model, spec)) continue;
     plot.lines.push_back(line(spec.name.full(), s.t, s.v[0], color++));
   }
   if (plot.lines.empty()) return;
