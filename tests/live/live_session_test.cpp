@@ -348,7 +348,8 @@ TEST_CASE(
   const int port = free_loopback_port();
   Process tether("run " + in_process_file + " --live " + std::to_string(port) +
                      " --paused --rtf 0 --steps 500 -q --set 'vehicles[0].feedback=[{name: blend, type: blend, "
-                     "alpha: 0.1}, {name: adjust, type: vector_adjust}]' --out " +
+                     "alpha: 0.1}, {name: adjust, type: vector_adjust}, {name: est, type: estimate, parameters: "
+                     "[thrust, linear_drag, added_mass]}]' --out " +
                      dir,
                  dir);
   live::Client c;
@@ -391,6 +392,17 @@ TEST_CASE(
   Result r = run(ctl + " param get feedback.blend.alpha feedback.adjust.max_force_n");
   CHECK_MESSAGE(r.out.find("feedback.blend.alpha = 0.1") != std::string::npos, r.out);
   CHECK_MESSAGE(r.out.find("feedback.adjust.max_force_n = 1000") != std::string::npos, r.out);
+  // the estimate's identifiable combinations are read live beside the gains (each with its
+  // sigma), and cannot be set
+  r = run(ctl + " param get");
+  CHECK_MESSAGE(r.out.find("feedback.est.combinations.thrust_per_effective_mass = ") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("feedback.est.combinations.thrust_per_effective_mass_stddev = ") != std::string::npos,
+                r.out);
+  CHECK_MESSAGE(r.out.find("feedback.est.combinations.linear_drag_x_per_effective_mass = ") != std::string::npos,
+                r.out);
+  r = run(ctl + " param set feedback.est.combinations.thrust_per_effective_mass 2");
+  CHECK_MESSAGE(r.exit_code == 1, r.out);
+  CHECK_MESSAGE(r.out.find("is what the processor computes") != std::string::npos, r.out);
   // a value in range is taken; a sensible force too
   r = run(ctl + " param set feedback.blend.alpha 1");
   CHECK_MESSAGE(r.exit_code == 0, r.out);

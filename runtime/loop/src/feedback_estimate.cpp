@@ -276,9 +276,13 @@ class EstimateProcessor final : public FeedbackProcessor {
   // with the added mass considered: thrust, drags and buoyancy offset over the effective mass
   // (1 + a), what the data pin down (docs/feedback.md, "The offline fit"); sigma from the
   // covariance, the considered added mass's share included, widened by the misfit
-  void summarize_combinations(nlohmann::json& out) const {
-    if (!active_[i_added]) return;
-    auto& comb = out["combinations"] = nlohmann::json::object();
+  struct Combination {
+    std::string name;
+    double value = 0, stddev = 0;
+  };
+  std::vector<Combination> combinations() const {
+    std::vector<Combination> out;
+    if (!active_[i_added]) return out;
     const double eff = 1 + theta_[i_added];
     for (int i = 0; i <= 7; ++i) {
       const auto u = static_cast<std::size_t>(i);
@@ -288,10 +292,23 @@ class EstimateProcessor final : public FeedbackProcessor {
       g[i_added] = -theta_[i] / (eff * eff);
       const double sd = std::sqrt(std::max(g.dot(p_ * g), 0.0)) * (structure_exact_ ? 1.0 : misfit_widening_);
       const double prior_sd = std::sqrt(std::max(g.dot(p0_ * g), 0.0));
-      const std::string name = i == 0   ? std::string("thrust_per_effective_mass")
-                               : i == 7 ? std::string("buoyancy_offset_per_effective_mass_n")
-                                        : std::string(param_names[u]) + "_per_effective_mass";
-      comb[name] = {{"value", theta_[i] / eff}, {"stddev", std::min(sd, prior_sd)}};
+      out.push_back({i == 0   ? std::string("thrust_per_effective_mass")
+                     : i == 7 ? std::string("buoyancy_offset_per_effective_mass_n")
+                              : std::string(param_names[u]) + "_per_effective_mass",
+                     theta_[i] / eff, std::min(sd, prior_sd)});
+    }
+    return out;
+  }
+  void summarize_combinations(nlohmann::json& out) const {
+    if (!active_[i_added]) return;
+    auto& comb = out["combinations"] = nlohmann::json::object();
+    for (const Combination& c : combinations()) comb[c.name] = {{"value", c.value}, {"stddev", c.stddev}};
+  }
+  // live: each combination and its sigma, as getParameters answers them
+  void read_only_parameters(std::vector<std::pair<std::string, double>>& out) const override {
+    for (const Combination& c : combinations()) {
+      out.emplace_back("combinations." + c.name, c.value);
+      out.emplace_back("combinations." + c.name + "_stddev", c.stddev);
     }
   }
   std::vector<std::string> record_fields() const override {

@@ -145,11 +145,16 @@ void Session::control_summary(nlohmann::json& out) const {
 std::string Session::parameters_json() const {
   nlohmann::json j = nlohmann::json::array();
   j.push_back({{"name", "rtf"}, {"value", rtf_}});
-  for (const auto& p : processors_)
+  std::vector<std::pair<std::string, double>> computed;
+  for (const auto& p : processors_) {
     for (const auto& n : p->parameter_names()) {
       double v = 0;
       if (p->parameter(n, v)) j.push_back({{"name", "feedback." + p->name() + "." + n}, {"value", v}});
     }
+    computed.clear();
+    p->read_only_parameters(computed);
+    for (const auto& [n, v] : computed) j.push_back({{"name", "feedback." + p->name() + "." + n}, {"value", v}});
+  }
   return j.dump();
 }
 
@@ -196,7 +201,15 @@ bool Session::check_command(const OperatorCommand& command, std::string* why, Fa
                 if (rest.rfind(p->name() + ".", 0) == 0) {
                   const std::string field = rest.substr(p->name().size() + 1);
                   double old = 0;
-                  if (!p->parameter(field, old)) break;
+                  if (!p->parameter(field, old)) {
+                    std::vector<std::pair<std::string, double>> computed;
+                    p->read_only_parameters(computed);
+                    for (const auto& [n, v] : computed)
+                      if (n == field)
+                        return fail(c.name + " is what the processor computes (" + number(v) +
+                                    " now); it cannot be set");
+                    break;
+                  }
                   const Range range = p->parameter_range(field);
                   if (!std::isfinite(c.value) || !range.contains(c.value))
                     return fail(c.name + " must be " + range.expected() + " (its range in the scenario file), got " +

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -96,6 +97,10 @@ class FeedbackProcessor {
     if (why) *why = "processor \"" + name_ + "\" has no parameter \"" + std::string(name) + "\"";
     return false;
   }
+
+  /// Figures a live client may read beside the gains (getParameters lists them under
+  /// `feedback.<processor>.<name>`); the processor computes them, so a set is refused.
+  virtual void read_only_parameters(std::vector<std::pair<std::string, double>>& out) const { (void)out; }
 
   const std::string& name() const { return name_; }
   const std::string& type() const { return type_; }
