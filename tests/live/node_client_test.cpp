@@ -30,6 +30,24 @@ using namespace tether;
 
 using namespace tether::live_test;
 
+namespace {
+
+// runs a script of tests/live_node with its arguments; what it saw (its last line, JSON),
+// checked to have exited 0 and said ok
+json run_node(const std::string& script_and_args) {
+  const Result node =
+      run("TETHER_BINARY_DIR=" TETHER_BINARY_DIR " " TETHER_SOURCE_DIR "/tests/live_node/run.sh " + script_and_args);
+  MESSAGE(node.out);
+  CHECK(node.exit_code == 0);
+  const auto line = node.out.rfind("{\"ok\"");
+  REQUIRE(line != std::string::npos);
+  const json seen = json::parse(node.out.substr(line));
+  CHECK(seen["ok"] == true);
+  return seen;
+}
+
+}  // namespace
+
 TEST_CASE("node client: the reference foxglove client watches, pauses, steps 10, pushes and resumes a session") {
   if (std::getenv("TETHER_SKIP_NODE_VALIDATION")) {
     MESSAGE("skipped: TETHER_SKIP_NODE_VALIDATION is set");
@@ -38,14 +56,7 @@ TEST_CASE("node client: the reference foxglove client watches, pauses, steps 10,
   const std::string dir = temp_dir("sequence");
   Process tether("run " + in_process_file + " --live 0 --rtf 1 --steps 1000000 -q --out " + dir, dir);
   const std::string url = live_url(tether);
-  const Result node =
-      run("TETHER_BINARY_DIR=" TETHER_BINARY_DIR " " TETHER_SOURCE_DIR "/tests/live_node/run.sh client.mjs " + url);
-  MESSAGE(node.out);
-  CHECK(node.exit_code == 0);
-  const auto line = node.out.rfind("{\"ok\"");
-  REQUIRE(line != std::string::npos);
-  const json seen = json::parse(node.out.substr(line));
-  CHECK(seen["ok"] == true);
+  const json seen = run_node("client.mjs " + url);
   CHECK(seen["failures"].empty());
   CHECK(seen["seen"]["pose_messages_after_step_10"] == 10);
   const int code = tether.wait();
@@ -73,14 +84,7 @@ TEST_CASE("node client: the built-in dashboard at GET / loads in headless Chromi
   Process tether("run " + in_process_file + " --live 0 --rtf 1 --steps 1000000 -q --out " + dir, dir);
   const std::string url = live_url(tether);
   const std::string page = "http://" + url.substr(std::string("ws://").size()) + "/";
-  const Result node =
-      run("TETHER_BINARY_DIR=" TETHER_BINARY_DIR " " TETHER_SOURCE_DIR "/tests/live_node/run.sh dashboard.mjs " + page);
-  MESSAGE(node.out);
-  CHECK(node.exit_code == 0);
-  const auto line = node.out.rfind("{\"ok\"");
-  REQUIRE(line != std::string::npos);
-  const json seen = json::parse(node.out.substr(line));
-  CHECK(seen["ok"] == true);
+  const json seen = run_node("dashboard.mjs " + page);
   CHECK(seen["seen"]["title"] == "tether: in_process_depth_hold");
   CHECK(seen["seen"]["state_text"] == "paused");
   // the plan view: the tank's four walls (its floor hides nothing from above), the AUV
@@ -124,15 +128,7 @@ TEST_CASE("node client: the dashboard's plan view draws a cable as the rope it i
                  "TETHER_BUILD_DIR=" TETHER_BINARY_DIR);
   const std::string url = live_url(tether);
   const std::string page = "http://" + url.substr(std::string("ws://").size()) + "/";
-  const Result node = run("TETHER_BINARY_DIR=" TETHER_BINARY_DIR " " TETHER_SOURCE_DIR
-                          "/tests/live_node/run.sh dashboard.mjs " +
-                          page + " --cable tether --shot " + dir + "/dashboard.png");
-  MESSAGE(node.out);
-  CHECK(node.exit_code == 0);
-  const auto line = node.out.rfind("{\"ok\"");
-  REQUIRE(line != std::string::npos);
-  const json seen = json::parse(node.out.substr(line));
-  CHECK(seen["ok"] == true);
+  const json seen = run_node("dashboard.mjs " + page + " --cable tether --shot " + dir + "/dashboard.png");
   // the cable's every segment (its nodes come on /tether/vehicles), and only the AUV as a vehicle
   CHECK(seen["seen"]["plan"]["cables"]["tether"] == 30);
   CHECK(seen["seen"]["plan"]["vehicles"] == json::array({"auv"}));
