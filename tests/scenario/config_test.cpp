@@ -321,6 +321,30 @@ TEST_CASE("a map with more than 10,000 keys is refused at the first key past the
   }
 }
 
+TEST_CASE("a list with more than 200,000 elements is refused at the first element past them") {
+  // 250,000 entries in world.statics (the valid file has none): refused at the 200,001st,
+  // positioned, one error
+  std::string text = "name: long\nworld:\n  statics:\n";
+  for (int i = 0; i < 250000; ++i) text += "    - " + std::to_string(i) + "\n";
+  text += "vehicles: []\n";
+  try {
+    parse_scenario(text, "long.yaml");
+    FAIL("a list of 250,000 elements parsed");
+  } catch (const ConfigError& e) {
+    REQUIRE(e.errors().size() == 1);
+    CHECK(e.errors().front().find("long.yaml:200004:7: world.statics: a list with more than 200000 elements") == 0);
+  }
+  // 200,000 are read (and judged element by element: not a map each)
+  std::string fits = "name: long\nworld:\n  statics:\n";
+  for (int i = 0; i < 200000; ++i) fits += "    - " + std::to_string(i) + "\n";
+  try {
+    parse_scenario(fits, "fits.yaml");
+    FAIL("200,000 numbers parsed as static bodies");
+  } catch (const ConfigError& e) {
+    CHECK(e.errors().front().find("world.statics[0]: expected a map") != std::string::npos);
+  }
+}
+
 TEST_CASE("up to 100 errors are all listed, with no count line") {
   std::string text = valid;
   for (int i = 0; i < 100; ++i) text += "unknown_" + std::to_string(i) + ": 1\n";
