@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -236,7 +237,11 @@ void discard_passed_recording(RunResult& r, const std::string& program) {
   if (ec) bytes = 0;
   if (!fs::remove(r.recording, ec)) return;  // kept when it cannot go
   r.recording.clear();
-  std::string command = adapters::shell_quote(program);
+  // the scenario may find its firmware through TETHER_BUILD_DIR: the command carries it
+  std::string command;
+  if (const char* build = std::getenv("TETHER_BUILD_DIR"); build && *build)
+    command = "TETHER_BUILD_DIR=" + adapters::shell_quote(build) + " ";
+  command += adapters::shell_quote(program);
   for (const auto& a : r.plan.args) command += " " + adapters::shell_quote(a);
   std::ofstream note(fs::path(r.folder) / "recording.txt", std::ios::binary | std::ios::trunc);
   note << "recording.mcap (" << bytes << " bytes) was not kept: this run passed, and the campaign keeps the "
