@@ -380,10 +380,22 @@ TEST_CASE(
   REQUIRE_MESSAGE(second.connect("ws://127.0.0.1:" + std::to_string(port), "", &error, 3), error);
   CHECK(call(second, "/tether/status")["paused"] == true);
   // the second asks and asks (each answer echoes 10 kB) and never reads: closed at the
-  // documented bound of answers waiting, counted as closed for cause
+  // documented bound of answer bytes waiting (8 MiB), counted as closed for cause
   const std::string ask = json{{"op", std::string(10000, 'x')}}.dump();
   for (int i = 0; i < 20000; ++i)
     if (!second.send_text(ask, &error)) break;
+  // its place is free again: a third asks with answers of 1 kB and is closed at the bound of
+  // 4,096 answers waiting
+  live::Client third;
+  bool ok = false;
+  for (int i = 0; i < 50 && !ok; ++i) {
+    ok = third.connect("ws://127.0.0.1:" + std::to_string(port), "", &error);
+    if (!ok) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE_MESSAGE(ok, error);
+  const std::string small = json{{"op", std::string(1000, 'y')}}.dump();
+  for (int i = 0; i < 40000; ++i)
+    if (!third.send_text(small, &error)) break;
   // the first stays to the end; its shutdown ends the session
   call(first, "/tether/shutdown");
   CHECK(tether.wait() == 130);
@@ -393,15 +405,34 @@ TEST_CASE(
   INFO(live.dump());
   CHECK(live["idle_closed"].get<int>() >= 36);
   CHECK(live["closed_for_cause"].get<int>() >= 1);
-  // both clients are listed: the one closed for not reading, and the one connected at the end
-  REQUIRE(live["per_client"].size() == 2);
-  bool not_reading = false, to_the_end = false;
+  CHECK(live["closed_for_cause"].get<int>() >= 2);
+  // every client is listed: the two closed for not reading, and the one connected at the end
+  REQUIRE(live["per_client"].size() == 3);
+  int not_reading = 0;
+  bool to_the_end = false, byte_bound = false, count_bound = false;
   for (const auto& c : live["per_client"]) {
     const std::string end = c["end"];
-    not_reading |= end.find("does not read its responses") != std::string::npos;
     to_the_end |= end.find("connected when the summary was written") != std::string::npos;
+    if (end.find("does not read its responses") == std::string::npos) continue;
+    ++not_reading;
+    // "(N waiting, B bytes; S bytes taken by its socket before)"
+    unsigned long waiting = 0, bytes = 0, taken = 0;
+    REQUIRE_MESSAGE(std::sscanf(end.c_str() + end.find('('), "(%lu waiting, %lu bytes; %lu bytes taken", &waiting,
+                                &bytes, &taken) == 3,
+                    end);
+    // what the kernels hold for a client that never reads is bounded by the socket's fixed
+    // send buffer (256 KiB, doubled by Linux) and the client's receive window (its kernel's
+    // default when it never reads), not by the send buffer's autotuning (up to 4 MB)
+    CHECK_MESSAGE(taken <= 1536 * 1024, end);
+    CHECK(c["sent_bytes"].get<unsigned long>() == taken);
+    CHECK(waiting <= 4096);
+    CHECK(bytes <= 8 * 1024 * 1024);
+    byte_bound |= bytes + 11000 > 8 * 1024 * 1024 && waiting < 4096;
+    count_bound |= waiting == 4096 && bytes < 8 * 1024 * 1024;
   }
-  CHECK(not_reading);
+  CHECK(not_reading == 2);
+  CHECK(byte_bound);
+  CHECK(count_bound);
   CHECK(to_the_end);
   std::filesystem::remove_all(dir);
 }

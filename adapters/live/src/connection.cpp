@@ -338,15 +338,20 @@ void Connection::enqueue(Out o) {
         }
     }
     ++data_queued_;
-  } else if (queue_.size() - data_queued_ >= max_control_queued) {
+  } else if (queue_.size() - data_queued_ >= max_control_queued ||
+             control_bytes_queued_ + o.bytes.size() > max_control_queued_bytes) {
     // a client that sends requests but never reads the answers
     {
       std::lock_guard lock(server_.stats_mutex);
       ++server_.closed_for_cause;
     }
-    finish("closed: it does not read its responses (" + std::to_string(max_control_queued) + " queued)");
+    finish("closed: it does not read its responses (" + std::to_string(queue_.size() - data_queued_) + " waiting, " +
+           std::to_string(control_bytes_queued_) + " bytes; " + std::to_string(sent_bytes_) +
+           " bytes taken by its socket before)");
     beast::get_lowest_layer(ws_).close();
     return;
+  } else {
+    control_bytes_queued_ += o.bytes.size();
   }
   queue_.push_back(std::move(o));
   const auto now = std::chrono::steady_clock::now();
@@ -358,6 +363,7 @@ void Connection::enqueue(Out o) {
                            " messages dropped (" + std::to_string(dropped_) +
                            " in all; live.queue_messages = " + std::to_string(server_.opt.queue_messages) + ")");
     dropped_unreported_ = 0;
+    control_bytes_queued_ += s.bytes.size();
     queue_.push_back(std::move(s));
   }
   // nothing is written before the upgrade's own response has gone out (Beast allows one
@@ -384,15 +390,21 @@ void Connection::write_next() {
       self->finish("write failed: " + ec.message());
       return;
     }
-    if (self->queue_.front().droppable) --self->data_queued_;
+    const Out& done = self->queue_.front();
+    if (done.droppable)
+      --self->data_queued_;
+    else
+      self->control_bytes_queued_ -= done.bytes.size();
     ++self->sent_;
+    self->sent_bytes_ += done.bytes.size();
     self->queue_.pop_front();
     self->write_next();
   });
 }
 
 json Connection::figures(const std::string& end) const {
-  return {{"client", id_}, {"remote", remote_}, {"sent", sent_}, {"dropped", dropped_}, {"end", end}};
+  return {{"client", id_},       {"remote", remote_}, {"sent", sent_}, {"sent_bytes", sent_bytes_},
+          {"dropped", dropped_}, {"end", end}};
 }
 
 void Connection::refuse_busy() {

@@ -83,6 +83,8 @@ void Server::Impl::accept() {
                          ") was full and it was the oldest waiting");
         }
       }
+      beast::error_code ignored;  // a socket that refuses the option keeps the kernel's default
+      socket.set_option(net::socket_base::send_buffer_size(socket_send_buffer_bytes), ignored);
       auto c = std::make_shared<Connection>(*this, std::move(socket), next_id++);
       connections.insert(c);
       if (connections.size() > pool + 16) {

@@ -45,6 +45,11 @@ using nlohmann::json;
 inline constexpr const char* subprotocol = "foxglove.websocket.v1";
 inline constexpr std::size_t max_in_flight_calls = 64;   // per client: service calls not answered yet
 inline constexpr std::size_t max_control_queued = 4096;  // per client: responses and statuses not yet sent
+inline constexpr std::size_t max_control_queued_bytes = std::size_t{8} << 20;  // ... and their bytes
+// every accepted socket's send buffer (SO_SNDBUF; Linux doubles it for its bookkeeping):
+// fixed, so what the kernel holds for a client that never reads is bounded by this and the
+// client's own receive window, not by the send buffer's autotuning (up to tcp_wmem's 4 MB)
+inline constexpr int socket_send_buffer_bytes = 256 * 1024;
 inline constexpr std::size_t max_inbox = 200000;         // messages from the recorder not yet sent out
 inline constexpr std::size_t max_finished_clients = 64;  // per-client figures kept for the summary
 inline constexpr double rate_burst = 64;                 // messages a channel may send at once past its rate cap
@@ -203,7 +208,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string close_reason_;
   std::deque<Out> queue_;
   std::size_t data_queued_ = 0;
-  std::uint64_t dropped_ = 0, dropped_unreported_ = 0, sent_ = 0;
+  std::size_t control_bytes_queued_ = 0;  // bytes of the responses and statuses in queue_
+  std::uint64_t dropped_ = 0, dropped_unreported_ = 0, sent_ = 0, sent_bytes_ = 0;
   std::chrono::steady_clock::time_point last_drop_notice_{};
   std::size_t in_flight_ = 0;
   std::map<std::uint32_t, std::uint16_t> subs_;        // subscription id -> channel
