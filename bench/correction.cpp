@@ -788,8 +788,9 @@ void offline_section(const std::string& path, bool quick, int seeds) {
     for (const auto& [n, l] : w.loadings) std::printf(" %+.2f %s", l, n.c_str());
     std::printf("\n      strengthen with: %s\n", w.advice.c_str());
   }
-  std::printf("    noise scale %.3g, residual correlation %.2f, %d windows, %d iterations\n", last.noise_scale,
-              last.residual_correlation, last.windows, last.iterations);
+  std::printf("    noise scale %.3g, residual correlation %.2f, %d windows, %d iterations; %d blocks, sigma up to x%.2f\n",
+              last.noise_scale, last.residual_correlation, last.windows, last.iterations, last.blocks,
+              last.misfit_widening);
 }
 
 }  // namespace

@@ -191,6 +191,35 @@ TEST_CASE(
   CHECK(file["validation"]["gain"].as<double>() == doctest::Approx(p.gain()));
 }
 
+TEST_CASE("identify: a misfit that changes from one manoeuvre to the next widens sigma through the blocks' scatter") {
+  // the representable vehicle, but its thrusters give nothing below 15 % of a command (the
+  // model's dead band is 2 %): the turns' and the holds' small commands push the model and
+  // not the vehicle, the cruise's large ones push both; white residuals do not show it
+  std::string hidden = representable;
+  hidden.replace(hidden.find("thruster_dead_band: 0"), 21, "thruster_dead_band: 0.15");
+  identify::Trial trial;
+  std::string error;
+  REQUIRE_MESSAGE(identify::load_trial(record(trial_scenario(34, hidden, false), "dead_band"), "", trial, &error),
+                  error);
+  identify::FitOptions o;
+  o.position_stddev_m = 0.002;
+  o.velocity_stddev_m_s = 0.005;
+  o.max_delay_steps = 1;
+  const identify::FitResult fit = identify::fit({trial}, o);
+  INFO(fit.solver_report);
+  CHECK(fit.blocks >= 5);  // 30 s fitted, 5 s a block
+  // the blocks pull differently: sigma wider than the residuals alone say
+  CHECK(fit.misfit_widening > 1.3);
+  const identify::Combination& c = combination(fit, "thrust_per_effective_mass");
+  const double truth = truth_of(trial, "thrust_coefficient");
+  INFO("thrust per effective mass " << c.value << " +- " << c.stddev << " truth " << truth << "; widening "
+                                    << fit.misfit_widening);
+  CHECK(std::abs(c.value - truth) <= 2 * c.stddev);
+  for (const auto& [n, v] : trial.truth) MESSAGE(n << " = " << v);
+  for (const auto& e : fit.parameters) MESSAGE(e.name << " " << e.value << " +- " << e.stddev);
+  for (const auto& e : fit.combinations) MESSAGE(e.name << " " << e.value << " +- " << e.stddev);
+}
+
 TEST_CASE("identify: a measurement delay is found (the thrusters' lag known)") {
   identify::Trial trial;
   std::string error;

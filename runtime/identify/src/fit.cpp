@@ -315,7 +315,8 @@ struct Solved {
   int iterations = 0;
   bool converged = false;
   std::string report;
-  Eigen::MatrixXd covariance;                                       // of theta, raw (empty if not computed)
+  Eigen::MatrixXd covariance;    // of theta, raw (empty if not computed)
+  Eigen::MatrixXd block_scores;  // the data's gradient on theta over each block of windows (a column each)
   std::vector<std::array<double, residuals_per_window>> residuals;  // per window, at the solution
 };
 
@@ -412,6 +413,7 @@ class FitProblem {
       for (double r : out.residuals[i]) out.data_cost += 0.5 * r * r;
     }
     if (covariance) {
+      out.block_scores = block_scores(parallel, costs, theta, huber);
       ceres::Covariance::Options co;
       // sparse QR: the priors make the problem full rank; the start blocks keep it sparse
       co.algorithm_type = ceres::SPARSE_QR;
@@ -428,7 +430,44 @@ class FitProblem {
     return out;
   }
 
+  // windows per block of the sandwich covariance: about 5 s, long enough to hold a misfit
+  // that persists through a manoeuvre
+  static constexpr double block_s = 5.0;
+
  private:
+  // The gradient of the data's cost on theta, summed over each block of consecutive windows
+  // of a trial, at the solution. With every start at its best for this theta, a window's pull
+  // on theta is J_theta^T r (the starts' own terms vanish); under a robust loss, as weighted.
+  Eigen::MatrixXd block_scores(ParallelWindows& parallel, const std::vector<const WindowCost*>& costs,
+                               const ParamArray& theta, double huber) const {
+    parallel.PrepareForEvaluation(true, true);
+    std::vector<Eigen::VectorXd> blocks;
+    std::size_t trial = SIZE_MAX, first_t0 = 0;
+    std::array<double, residuals_per_window> r{};
+    std::array<double, residuals_per_window * vp::count> jt{};
+    for (std::size_t i = 0; i < windows_.size(); ++i) {
+      const Window& w = windows_[i];
+      const double dt = trials_[w.trial].dt_s;
+      if (w.trial != trial || static_cast<double>(w.t0 - first_t0) * dt >= block_s) {
+        trial = w.trial, first_t0 = w.t0;
+        blocks.push_back(Eigen::VectorXd::Zero(vp::count));
+      }
+      const double* params[] = {theta.data(), starts_[i].data()};
+      double* jac[] = {jt.data(), nullptr};
+      if (!costs[i]->Evaluate(params, r.data(), jac)) continue;
+      double norm = 0;
+      for (double v : r) norm += v * v;
+      norm = std::sqrt(norm);
+      const double weight = huber > 0 && norm > huber ? huber / norm : 1.0;
+      const Eigen::Map<const Eigen::Matrix<double, residuals_per_window, vp::count, Eigen::RowMajor>> j(jt.data());
+      const Eigen::Map<const Eigen::Matrix<double, residuals_per_window, 1>> rv(r.data());
+      blocks.back() += weight * (j.transpose() * rv);
+    }
+    Eigen::MatrixXd out(vp::count, static_cast<Eigen::Index>(blocks.size()));
+    for (std::size_t b = 0; b < blocks.size(); ++b) out.col(static_cast<Eigen::Index>(b)) = blocks[b];
+    return out;
+  }
+
   // a window's start: the measured position and velocity (the twin's velocity where none was measured)
   static std::array<double, 6> start_of(const Trial& tr, std::size_t t) {
     const TrialSample& s = tr.samples[t];
@@ -589,8 +628,25 @@ void residual_diagnostics(const Solved& s, int n_active, FitResult& out) {
   out.sigma_widening = std::sqrt(std::max(1.0, out.noise_scale) * (1 + rho) / (1 - rho));
 }
 
-void estimates(const FitSetup& f, const Eigen::MatrixXd& cov, const Eigen::MatrixXd& widened, bool have_cov,
-               FitResult& out) {
+// The cluster-robust covariance: cov (sum over blocks of g g^T) cov, with the small-sample
+// factor B / (B - 1). Where the model holds, the blocks' pulls scatter as the noise does and
+// this is about cov; where it misses something the vehicle does, they disagree from one
+// manoeuvre to the next and it is larger.
+Eigen::MatrixXd block_sandwich(const Eigen::MatrixXd& cov, const Eigen::MatrixXd& scores, FitResult& out) {
+  const auto b = scores.cols();
+  out.blocks = static_cast<int>(b);
+  if (b < 4) return cov;  // too few to say anything
+  const Eigen::MatrixXd meat = scores * scores.transpose() * (static_cast<double>(b) / static_cast<double>(b - 1));
+  return cov * meat * cov;
+}
+
+// a variance: the larger of the widened covariance's and the sandwich's (a quadratic form g^T C g)
+double larger_variance(const Eigen::VectorXd& g, const Eigen::MatrixXd& widened, const Eigen::MatrixXd& sandwich) {
+  return std::max({g.dot(widened * g), g.dot(sandwich * g), 0.0});
+}
+
+void estimates(const FitSetup& f, const Eigen::MatrixXd& cov, const Eigen::MatrixXd& widened,
+               const Eigen::MatrixXd& sandwich, bool have_cov, FitResult& out) {
   for (int i = 0; i < vp::count; ++i) {
     const auto u = static_cast<std::size_t>(i);
     ParameterEstimate e;
@@ -599,7 +655,9 @@ void estimates(const FitSetup& f, const Eigen::MatrixXd& cov, const Eigen::Matri
     e.nominal = f.nominal[u];
     e.estimated = f.active[u];
     e.prior_stddev = f.prior.sd[u];
-    e.stddev = f.active[u] ? std::min(std::sqrt(std::max(widened(i, i), 0.0)), f.prior.sd[u]) : 0;
+    e.stddev = f.active[u] ? std::min(std::sqrt(std::max({widened(i, i), sandwich(i, i), 0.0})), f.prior.sd[u]) : 0;
+    if (f.active[u] && widened(i, i) > 0)
+      out.misfit_widening = std::max(out.misfit_widening, std::sqrt(sandwich(i, i) / widened(i, i)));
     e.identified = have_cov && f.active[u] && e.stddev < 0.5 * f.prior.sd[u];
     out.parameters.push_back(e);
     for (int j = 0; j < vp::count; ++j) {
@@ -610,7 +668,8 @@ void estimates(const FitSetup& f, const Eigen::MatrixXd& cov, const Eigen::Matri
 }
 
 // the combinations: every force over the effective mass (1 + a), the current and the lag alone
-void combinations(const FitSetup& f, const Eigen::MatrixXd& widened, bool have_cov, FitResult& out) {
+void combinations(const FitSetup& f, const Eigen::MatrixXd& widened, const Eigen::MatrixXd& sandwich, bool have_cov,
+                  FitResult& out) {
   const auto& active = f.active;
   const double eff = 1 + (active[vp::added_mass] ? out.theta[vp::added_mass] : 0);
   Eigen::MatrixXd p0 = Eigen::MatrixXd::Zero(vp::count, vp::count);
@@ -633,7 +692,7 @@ void combinations(const FitSetup& f, const Eigen::MatrixXd& widened, bool have_c
       g[i] = 1;
     }
     const double prior_sd = std::sqrt(std::max(g.dot(p0 * g), 0.0));
-    c.stddev = std::min(std::sqrt(std::max(g.dot(widened * g), 0.0)), prior_sd);
+    c.stddev = std::min(std::sqrt(larger_variance(g, widened, sandwich)), prior_sd);
     c.identified = have_cov && c.stddev < 0.5 * prior_sd;
     out.combinations.push_back(c);
   };
@@ -712,8 +771,9 @@ FitResult fit(const std::vector<Trial>& trials, const FitOptions& o) {
   const bool have_cov = s.covariance.rows() == vp::count;
   const Eigen::MatrixXd cov = have_cov ? s.covariance : Eigen::MatrixXd::Zero(vp::count, vp::count);
   const Eigen::MatrixXd widened = cov * out.sigma_widening * out.sigma_widening;
-  estimates(f, cov, widened, have_cov, out);
-  combinations(f, widened, have_cov, out);
+  const Eigen::MatrixXd sandwich = have_cov ? block_sandwich(cov, s.block_scores, out) : widened;
+  estimates(f, cov, widened, sandwich, have_cov, out);
+  combinations(f, widened, sandwich, have_cov, out);
   if (have_cov) weak_directions(f, cov, out);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return out;

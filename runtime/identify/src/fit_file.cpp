@@ -142,6 +142,8 @@ std::string fit_yaml(const Trial& trial, const FitResult& fit, const std::option
   e << YAML::Key << "noise_scale" << YAML::Value << fit.noise_scale;
   e << YAML::Key << "residual_correlation" << YAML::Value << fit.residual_correlation;
   e << YAML::Key << "sigma_widening" << YAML::Value << fit.sigma_widening;
+  e << YAML::Key << "blocks" << YAML::Value << fit.blocks;
+  e << YAML::Key << "misfit_widening" << YAML::Value << fit.misfit_widening;
   e << YAML::Key << "mean_normalised_residual_squared" << YAML::Value << fit.mean_nis;
   e << YAML::Key << "iterations" << YAML::Value << fit.iterations;
   e << YAML::Key << "converged" << YAML::Value << fit.converged;

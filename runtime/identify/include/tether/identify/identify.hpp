@@ -113,9 +113,15 @@ struct FitResult {
   double noise_scale = 1;           // reduced chi-square of the residuals (1: as stated)
   double residual_correlation = 0;  // lag-one correlation of consecutive normalised residuals
   double sigma_widening = 1;        // sqrt(noise_scale x (1 + rho) / (1 - rho)), at least 1
-  double mean_nis = 0;              // mean squared normalised residual
-  double seconds = 0;               // the solve, covariance included
-  std::string solver_report;        // Ceres' brief report
+  /// The scatter of the data's pull on the parameters from one stretch of the trial to the next
+  /// (a cluster-robust "sandwich" covariance over `blocks` stretches of about 5 s): a model
+  /// that lacks something the vehicle has pulls differently in different manoeuvres. Each
+  /// sigma is the larger of the two; this is the largest ratio it gave (1: none widened).
+  double misfit_widening = 1;
+  int blocks = 0;
+  double mean_nis = 0;        // mean squared normalised residual
+  double seconds = 0;         // the solve, covariance included
+  std::string solver_report;  // Ceres' brief report
   bool converged = false;
 };
 
