@@ -69,6 +69,19 @@ void print_estimates(std::ostream& out, const nlohmann::json& f, const nlohmann:
       out << line;
     }
   }
+  // what the trial left weak, and the manoeuvre that would strengthen it
+  if (f.contains("weak") && f["weak"].is_array())
+    for (const auto& w : f["weak"]) {
+      if (!w.is_object() || !w.contains("loadings") || !w["loadings"].is_object()) continue;
+      std::snprintf(line, sizeof line, "    weak (sigma shrunk %.2gx):", w.value("shrink", 1.0));
+      out << line;
+      for (const auto& [name, l] : w["loadings"].items())
+        if (l.is_number()) {
+          std::snprintf(line, sizeof line, " %+.2f %s", l.get<double>(), name.c_str());
+          out << line;
+        }
+      out << "\n      strengthen with: " << w.value("advice", std::string()) << '\n';
+    }
 }
 
 // the first line: outcome, steps, times; the reason; the recorder's drops; step time

@@ -241,6 +241,17 @@ TEST_CASE(
     CHECK(std::abs(value.get<double>() - truth[name].get<double>()) <= 2 * sd);
   }
   CHECK(identified >= 3);  // the plan identifies some: thrust, buoyancy, the current
+  // what the trial left weak, each with the manoeuvre that would strengthen it
+  REQUIRE(f["weak"].is_array());
+  CHECK(!f["weak"].empty());
+  for (const auto& w : f["weak"]) {
+    CHECK(w["shrink"].get<double>() >= 1);
+    CHECK(w["shrink"].get<double>() < 10);  // sqrt(identify_information)
+    CHECK(!w["loadings"].empty());
+    CHECK(!w["advice"].get<std::string>().empty());
+  }
+  CHECK(r.out.find("weak (sigma shrunk ") != std::string::npos);
+  CHECK(r.out.find("strengthen with: ") != std::string::npos);
   // the report: each estimate's plot notes the hidden truth and whether the data identified it
   const std::string report = read_file((dir / "run" / "report.html").string());
   CHECK(report.find("hidden truth 0.9") != std::string::npos);

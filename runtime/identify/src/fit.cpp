@@ -486,23 +486,6 @@ class FitProblem {
   std::array<bool, vp::count> active_{};
 };
 
-const char* group_advice(int i) {
-  if (i == vp::thrust || i == vp::added_mass)
-    return "thrust and added mass scale the acceleration alike, so no manoeuvre separates them from motion "
-           "alone: a bollard pull (thrust on a load cell) fixes the gain, a trial with a known mass added fixes "
-           "the added mass";
-  if (i == vp::linear_drag || i == vp::quadratic_drag)
-    return "coast-downs along x (thrusters off at speed) from several speeds, both directions";
-  if (i == vp::linear_drag + 1 || i == vp::quadratic_drag + 1)
-    return "sideways motion: turns at several speeds (sway), or lateral steps where the vehicle has lateral thrust";
-  if (i == vp::linear_drag + 2 || i == vp::quadratic_drag + 2)
-    return "depth changes at several vertical speeds, up and down";
-  if (i == vp::buoyancy) return "holding depth and drifting with the vertical thrusters off (trim)";
-  if (i == vp::current_x || i == vp::current_y) return "the same runs in opposite directions along each axis";
-  if (i == vp::thruster_lag) return "fast thrust steps (off to full and back)";
-  return "";
-}
-
 }  // namespace
 
 bool same_vehicle(const Trial& a, const Trial& b, std::string* why) {
@@ -741,7 +724,7 @@ void weak_directions(const FitSetup& f, const Eigen::MatrixXd& cov, FitResult& o
               [](const auto& x, const auto& y) { return std::abs(x.second) > std::abs(y.second); });
     bool mass = false;
     for (const auto& [name, l] : w.loadings) mass |= name == std::string("added_mass_fraction");
-    w.advice = group_advice(mass ? vp::added_mass : at(top));
+    w.advice = runtime::manoeuvre_advice(mass ? vp::added_mass : at(top));
     out.weak.push_back(std::move(w));
   }
 }

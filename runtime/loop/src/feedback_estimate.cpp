@@ -271,6 +271,29 @@ class EstimateProcessor final : public FeedbackProcessor {
       id[param_names[u]] = reported_identified(i);
     }
     summarize_combinations(out);
+    summarize_weak(out);
+  }
+
+  // the directions the trial left weak (the data shrank the prior's sigma along them less than
+  // sqrt(identify_information) times), each with its loadings in prior units and the
+  // manoeuvre that would strengthen it (the advice `tether identify` gives)
+  void summarize_weak(nlohmann::json& out) const {
+    auto& weak = out["weak"] = nlohmann::json::array();
+    if (updates_ == 0 || n_active_ == 0) return;
+    const auto& v = eig_->eigenvectors();
+    for (int k = 0; k < n_active_; ++k) {
+      if (mu_[k] >= weak_information_) continue;
+      nlohmann::json loadings = nlohmann::json::object();
+      int top = 0;
+      for (int a = 0; a < n_active_; ++a) {
+        if (std::abs(v(a, k)) > std::abs(v(top, k))) top = a;
+        if (std::abs(v(a, k)) >= 0.3)
+          loadings[param_names[static_cast<std::size_t>(index_[static_cast<std::size_t>(a)])]] = v(a, k);
+      }
+      weak.push_back({{"shrink", std::sqrt(1 + mu_[k])},
+                      {"loadings", loadings},
+                      {"advice", manoeuvre_advice(index_[static_cast<std::size_t>(top)])}});
+    }
   }
 
   // with the added mass considered: thrust, drags and buoyancy offset over the effective mass

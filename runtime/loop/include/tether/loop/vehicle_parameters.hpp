@@ -38,6 +38,10 @@ struct VehicleParameterBase {
 };
 VehicleParameterBase vehicle_parameter_base(const WorldModel& model, int body);
 
+/// The manoeuvre that would strengthen a weak direction led by parameter `i` (a vp index), as
+/// the online `estimate` processor's summary and `tether identify` say it.
+const char* manoeuvre_advice(int i);
+
 /// The model's own values (c = 1, its drags and current, no offset, lag or added mass).
 std::array<double, vp::count> nominal_vehicle_parameters(const WorldModel& model, int body);
 
