@@ -96,6 +96,15 @@ std::string raw_exchange(int port, const std::string& bytes) {
   return out;
 }
 
+// connects once a place is free (a closed client's place frees when the server has seen it go)
+bool connect_when_free(live::Client& client, int port, std::string& error) {
+  for (int i = 0; i < 50; ++i) {
+    if (client.connect("ws://127.0.0.1:" + std::to_string(port), "", &error)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("live hostile: malformed, oversized and unknown input gets a status or a closed connection, never a crash") {
@@ -352,12 +361,7 @@ TEST_CASE("live hostile: a live: block in the scenario, and more clients than ma
   first.close();
   // the place frees once the first has gone
   live::Client third;
-  bool ok = false;
-  for (int i = 0; i < 50 && !ok; ++i) {
-    ok = third.connect("ws://127.0.0.1:" + std::to_string(port), "", &error);
-    if (!ok) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  REQUIRE_MESSAGE(ok, error);
+  REQUIRE_MESSAGE(connect_when_free(third, port, error), error);
   call(third, "/tether/shutdown");
   CHECK(tether.wait() == 130);
   std::filesystem::remove_all(dir);
@@ -387,12 +391,7 @@ TEST_CASE(
   // its place is free again: a third asks with answers of 1 kB and is closed at the bound of
   // 4,096 answers waiting
   live::Client third;
-  bool ok = false;
-  for (int i = 0; i < 50 && !ok; ++i) {
-    ok = third.connect("ws://127.0.0.1:" + std::to_string(port), "", &error);
-    if (!ok) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  REQUIRE_MESSAGE(ok, error);
+  REQUIRE_MESSAGE(connect_when_free(third, port, error), error);
   const std::string small = json{{"op", std::string(1000, 'y')}}.dump();
   for (int i = 0; i < 40000; ++i)
     if (!third.send_text(small, &error)) break;
