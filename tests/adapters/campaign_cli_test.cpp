@@ -83,6 +83,8 @@ TEST_CASE("tether test: the shipped depth_hold campaign passes with the example 
     CHECK(run_j["recording"].is_null());
     CHECK_FALSE(std::filesystem::exists(folder + "/recording.mcap"));
     CHECK(slurp(folder + "/recording.txt").find("keep_recordings: failed") != std::string::npos);
+    // and its report, which names the recording it was drawn from, says it went
+    CHECK(report.find("</code> <b>not kept</b> (the run passed; recording.txt") != std::string::npos);
   }
   // the command in recording.txt makes the same run again: its final state is the campaign run's
   {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -247,6 +248,17 @@ void discard_passed_recording(RunResult& r, const std::string& program) {
   note << "recording.mcap (" << bytes << " bytes) was not kept: this run passed, and the campaign keeps the "
        << "recordings of failed runs only (keep_recordings: failed). To make the run again, recorded:\n  " << command
        << " --out FOLDER\n";
+  note.close();
+  // the run's report names the recording it was drawn from: it says there that it went
+  const fs::path report = fs::path(r.folder) / "report.html";
+  std::ifstream in(report, std::ios::binary);
+  std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const auto at = html.find("<span>recording <code>");
+  const auto end = at == std::string::npos ? std::string::npos : html.find("</code>", at);
+  if (end == std::string::npos) return;
+  html.insert(end + 7, " <b>not kept</b> (the run passed; recording.txt beside this report makes it again)");
+  std::ofstream(report, std::ios::binary | std::ios::trunc) << html;
 }
 
 }  // namespace
