@@ -197,7 +197,11 @@ std::string write_synthetic(const std::string& name, std::uint64_t steps, bool w
          {"vehicle", "auv"},
          {"combinations",
           {{"thrust_per_effective_mass", {{"value", 0.80216}, {"stddev", 0.00823}}},
-           {"linear_drag_x_per_effective_mass", {{"value", 10.032}, {"stddev", 0.813}}}}}}}},
+           {"linear_drag_x_per_effective_mass", {{"value", 10.032}, {"stddev", 0.813}}}}},
+         {"weak",
+          {{{"shrink", 1.4},
+            {"loadings", {{"quadratic_drag_y", 0.98}}},
+            {"advice", "sideways motion: turns at several speeds (sway)"}}}}}}},
       {"vehicles", {{{"name", "auv"}, {"position_m", {3.0, 0.0, -1.5}}, {"depth_m", 1.5}, {"heading_deg", 90.0}}}},
       {"state_hash", 0x0123456789abcdefULL}};
   // without close() the destructor drains the queue and finishes the file with no summary
@@ -309,6 +313,10 @@ TEST_CASE("the report shows every section, the summary's figures and nothing ext
   CHECK(html.find("<td>thrust_per_effective_mass</td><td class=\"n\">0.8022</td><td class=\"n\">0.00823</td>",
                   combos) != std::string::npos);
   CHECK(html.find("<td>linear_drag_x_per_effective_mass</td>", combos) != std::string::npos);
+  // and the directions it left weak, with the manoeuvre for each
+  CHECK(html.find("<li>&sigma; shrunk 1.4&times;: +0.98 quadratic_drag_y &mdash; sideways motion: turns at several "
+                  "speeds (sway)</li>",
+                  combos) != std::string::npos);
   CHECK(html.find("<code>0123456789abcdef</code>") != std::string::npos);
   // counts the report computed itself
   CHECK(html.find("40 timeouts, 100 faults.") != std::string::npos);

@@ -450,6 +450,34 @@ void combinations_table(Page& p, const Collected& c, const std::string& proc) {
   }
 }
 
+// the directions the trial left weak (an `estimate` processor's summary), each with the
+// manoeuvre that would strengthen it
+void weak_directions_list(Page& p, const Collected& c, const std::string& proc) {
+  if (!c.summary || !c.summary->contains("feedback") || !(*c.summary)["feedback"].is_array()) return;
+  for (const json& f : (*c.summary)["feedback"]) {
+    if (!f.is_object() || f.value("name", "") != proc || !f.contains("weak") || !f["weak"].is_array() ||
+        f["weak"].empty())
+      continue;
+    p.add("<p>Directions the trial left weak, and the manoeuvre that would strengthen each:</p><ul>");
+    for (const json& w : f["weak"]) {
+      if (!w.is_object()) continue;
+      std::string loads;
+      if (w.contains("loadings") && w["loadings"].is_object())
+        for (const auto& [name, l] : w["loadings"].items())
+          if (l.is_number()) {
+            char num[32];
+            std::snprintf(num, sizeof num, "%+.2f ", l.get<double>());
+            loads += (loads.empty() ? "" : ", ") + std::string(num) + name;
+          }
+      char shrink[32];
+      std::snprintf(shrink, sizeof shrink, "%.2g", w.value("shrink", 1.0));
+      p.add("<li>&sigma; shrunk " + std::string(shrink) + "&times;: " + esc(loads) + " &mdash; " +
+            esc(w.value("advice", std::string())) + "</li>");
+    }
+    p.add("</ul>");
+  }
+}
+
 void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
   p.add("<h2>Feedback</h2>");
   if (c.feedback_order.empty()) {
@@ -505,6 +533,7 @@ void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
     }
     p.add("</div>");
     combinations_table(p, c, proc);
+    weak_directions_list(p, c, proc);
   }
 }
 
