@@ -65,9 +65,9 @@ void print_fit(const identify::FitResult& fit, const identify::Trial& trial) {
   }
   std::printf(
       "  %d windows, %zu residuals; noise scale %.3g, residual correlation %.2f (sigma x%.2f); the pull of %d "
-      "blocks of 5 s (sigma up to x%.2f); %d iterations%s; %.2f s\n",
+      "blocks of %.0f s (sigma up to x%.2f); %d iterations%s; %.2f s\n",
       fit.windows, fit.residuals, fit.noise_scale, fit.residual_correlation, fit.sigma_widening, fit.blocks,
-      fit.misfit_widening, fit.iterations, fit.converged ? "" : " (not converged)", fit.seconds);
+      fit.block_s, fit.misfit_widening, fit.iterations, fit.converged ? "" : " (not converged)", fit.seconds);
 }
 
 }  // namespace

@@ -108,8 +108,8 @@ std::string identify_page(const identify::Trial& trial, const identify::FitResul
          std::to_string(trial.measured) + " measured; " + std::to_string(fit.windows) + " windows, " +
          std::to_string(fit.residuals) + " residuals, noise scale " + num(fit.noise_scale, "%.3g") +
          ", residual correlation " + num(fit.residual_correlation, "%.2f") + ", the scatter of " +
-         std::to_string(fit.blocks) + " blocks of 5 s widening sigma up to " + num(fit.misfit_widening, "%.2f") +
-         " times, " + std::to_string(fit.iterations) + " iterations" +
+         std::to_string(fit.blocks) + " blocks of " + num(fit.block_s, "%.0f") + " s widening sigma up to " +
+         num(fit.misfit_widening, "%.2f") + " times, " + std::to_string(fit.iterations) + " iterations" +
          (fit.converged ? "" : " (<b>not converged</b>)") + ", " + num(fit.seconds, "%.2f") + " s.</p>";
   out += "<h2>Prediction</h2>";
   if (!prediction || prediction->segments == 0) {

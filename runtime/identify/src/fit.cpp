@@ -38,6 +38,9 @@ namespace {
 constexpr int checkpoints = 5;
 constexpr int residuals_per_window = checkpoints * 6;
 constexpr int lag_warmup_steps = 100;
+// the length of a block of the sandwich covariance: long enough to hold a misfit that
+// persists through a manoeuvre, short enough for a dozen in a minute's trial
+constexpr double block_s = 5.0;
 
 // what every window of one trial shares
 struct TrialModel {
@@ -430,10 +433,6 @@ class FitProblem {
     return out;
   }
 
-  // windows per block of the sandwich covariance: about 5 s, long enough to hold a misfit
-  // that persists through a manoeuvre
-  static constexpr double block_s = 5.0;
-
  private:
   // The gradient of the data's cost on theta, summed over each block of consecutive windows
   // of a trial, at the solution. With every start at its best for this theta, a window's pull
@@ -618,6 +617,7 @@ void residual_diagnostics(const Solved& s, int n_active, FitResult& out) {
 Eigen::MatrixXd block_sandwich(const Eigen::MatrixXd& cov, const Eigen::MatrixXd& scores, FitResult& out) {
   const auto b = scores.cols();
   out.blocks = static_cast<int>(b);
+  out.block_s = block_s;
   if (b < 4) return cov;  // too few to say anything
   const Eigen::MatrixXd meat = scores * scores.transpose() * (static_cast<double>(b) / static_cast<double>(b - 1));
   return cov * meat * cov;

@@ -119,6 +119,7 @@ struct FitResult {
   /// sigma is the larger of the two; this is the largest ratio it gave (1: none widened).
   double misfit_widening = 1;
   int blocks = 0;
+  double block_s = 0;         // the length of a block
   double mean_nis = 0;        // mean squared normalised residual
   double seconds = 0;         // the solve, covariance included
   std::string solver_report;  // Ceres' brief report
