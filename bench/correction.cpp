@@ -701,10 +701,12 @@ void offline_section(const std::string& path, bool quick, int seeds) {
                           "buoyancy_offset_per_effective_mass_n",
                           "current_x_m_s",
                           "current_y_m_s",
-                          "thruster_lag_s"};
+                          "thruster_lag_s",
+                          "angular_drag_per_effective_inertia"};
   const char* truth_names[] = {"thrust_coefficient", "linear_drag_x",    "linear_drag_y",    "linear_drag_z",
                                "quadratic_drag_x",   "quadratic_drag_y", "quadratic_drag_z", "buoyancy_offset_n",
-                               "current_x_m_s",      "current_y_m_s",    "thruster_lag_s"};
+                               "current_x_m_s",      "current_y_m_s",    "thruster_lag_s",
+                               "angular_drag_scale"};
   std::map<std::string, std::array<int, 3>> per;  // identified, covered, within 5 %
   std::vector<double> gains, fit_s;
   int pairs = 0, covered = 0, within = 0;
@@ -739,6 +741,7 @@ void offline_section(const std::string& path, bool quick, int seeds) {
     o.holdout = open_s / (trial_s + open_s);
     o.position_stddev_m = 0.002;
     o.velocity_stddev_m_s = 0.005;
+    o.orientation_stddev_rad = 0.002;
     const tether::identify::FitResult fit = tether::identify::fit({trial}, o);
     const auto from = tether::identify::holdout_start(trial, o.holdout);
     const tether::identify::Prediction p = tether::identify::predict(trial, fit, from, trial.samples.size(), open_s);
@@ -755,7 +758,7 @@ void offline_section(const std::string& path, bool quick, int seeds) {
       for (const auto& [n, v] : trial.truth)
         if (n == truth_names[c]) truth = v, have = true;
       if (!have) continue;
-      if (std::string(combos[c]).find("per_effective_mass") != std::string::npos) truth /= 1 + added;
+      if (std::string(combos[c]).find("per_effective_") != std::string::npos) truth /= 1 + added;
       for (const auto& cb : fit.combinations) {
         if (cb.name != combos[c] || !cb.identified) continue;
         const bool in2 = std::abs(cb.value - truth) <= 2 * cb.stddev;

@@ -50,7 +50,8 @@ if [[ "${1:-}" == tank ]]; then
   # the offline fit of the same recording: the first three quarters fitted, the last quarter
   # predicted open loop against the scenario's own model (docs/feedback.md, "The offline fit")
   echo "demo: fitting the trial's recording offline: tether identify $out --holdout 0.25 -o $out/fit.yaml"
-  ./build/tether identify "$out" --holdout 0.25 --position-stddev 0.002 --velocity-stddev 0.005 -o "$out/fit.yaml"
+  ./build/tether identify "$out" --holdout 0.25 --position-stddev 0.002 --velocity-stddev 0.005 --orientation-stddev 0.002 \
+    -o "$out/fit.yaml"
   where "$out"
   echo "demo:   fit       $out/fit.yaml (tether run config/scenarios/tank_identify.yaml --set-file $out/fit.yaml)"
   exit 0

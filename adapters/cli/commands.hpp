@@ -81,6 +81,7 @@ struct IdentifyOptions {
   int window_steps = 50;
   int max_delay_steps = 3;
   double position_stddev_m = 0.005, velocity_stddev_m_s = 0.01;
+  double orientation_stddev_rad = 0.01;  // 0: orientations not compared
   bool no_lag = false;
   int threads = 2;
 };

@@ -39,13 +39,13 @@ void print_fit(const identify::FitResult& fit, const identify::Trial& trial) {
   for (const identify::Combination& c : fit.combinations) {
     std::printf("  %-38s %12.6g %11.3g %-10s", c.name.c_str(), c.value, c.stddev, c.identified ? "yes" : "no");
     double t = 0;
-    const std::string base = c.name.substr(0, c.name.find("_per_effective_mass"));
+    const std::string base = c.name.substr(0, c.name.find("_per_effective_"));
     const std::string name = base == "thrust"            ? "thrust_coefficient"
                              : base == "buoyancy_offset" ? "buoyancy_offset_n"
+                             : base == "angular_drag"    ? "angular_drag_scale"
                                                          : base;
     if (truth && truth_of(name, t))
-      std::printf("  %.6g",
-                  c.name.find("per_effective_mass") != std::string::npos ? t / (1 + (truth_added ? a : 0)) : t);
+      std::printf("  %.6g", c.name.find("_per_effective_") != std::string::npos ? t / (1 + (truth_added ? a : 0)) : t);
     std::printf("\n");
   }
   if (fit.delay_costs.size() > 1) {
@@ -61,7 +61,8 @@ void print_fit(const identify::FitResult& fit, const identify::Trial& trial) {
   if (fit.delay_costs.size() > 1) {
     std::printf("  delay %d steps (", fit.delay_steps);
     if (fit.delay_stddev_steps > 0) std::printf("sigma %.2g; ", fit.delay_stddev_steps);
-    std::printf("a measurement delay or the thrusters' dead time)\n");
+    std::printf(
+        "1: the rig's, a step's commands sent with the next request; more: a measurement delay or a dead time)\n");
   }
   std::printf(
       "  %d windows, %zu residuals; noise scale %.3g, residual correlation %.2f (sigma x%.2f); the pull of %d "
@@ -85,6 +86,11 @@ int identify_command(const IdentifyOptions& options) {
       std::cerr << "tether: " << name << " " << v << ": a number above 0 and below 1e6\n";
       return exit_usage;
     }
+  if (!(options.orientation_stddev_rad >= 0 && options.orientation_stddev_rad < 4)) {
+    std::cerr << "tether: --orientation-stddev " << options.orientation_stddev_rad
+              << ": radians from 0 (not compared) to below 4\n";
+    return exit_usage;
+  }
   // where the fit and its page go: a folder that is not there is said before the fit, not
   // after it
   for (const auto& [option, path] : {std::pair{"-o", options.output}, std::pair{"--report", options.report}}) {
@@ -130,6 +136,7 @@ int identify_command(const IdentifyOptions& options) {
   fo.holdout = options.holdout;
   fo.position_stddev_m = options.position_stddev_m;
   fo.velocity_stddev_m_s = options.velocity_stddev_m_s;
+  fo.orientation_stddev_rad = options.orientation_stddev_rad;
   fo.estimate_lag = !options.no_lag;
   fo.threads = options.threads;
   identify::FitResult fit;

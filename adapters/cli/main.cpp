@@ -220,6 +220,9 @@ CLI::App* add_identify(CLI::App& app, IdentifyOptions& o) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--velocity-stddev", o.velocity_stddev_m_s, "The measured velocities' noise, m/s (default 0.01)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--orientation-stddev", o.orientation_stddev_rad,
+                  "The measured orientations' noise, rad (default 0.01; 0: not compared, no yaw drag fitted)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-lag", o.no_lag, "Do not fit a thruster lag");
   cmd->add_option("--threads", o.threads, "Threads for the solver (default 2)")->check(CLI::Range(1, 256));
   return cmd;

@@ -47,6 +47,14 @@ std::vector<std::string> fit_overrides(const Trial& trial, const FitResult& fit)
   const std::string b = body_path(trial.vehicle, 0);
   if (estimate(fit, vp::linear_drag).estimated) out.push_back(b + "damping.linear=" + vec(th[1], th[2], th[3]));
   if (estimate(fit, vp::quadratic_drag).estimated) out.push_back(b + "damping.quadratic=" + vec(th[4], th[5], th[6]));
+  if (estimate(fit, vp::angular_drag).estimated) {
+    const Vec3 l(body.damping.angular_linear.x(), body.damping.angular_linear.y(),
+                 body.damping.angular_linear.z() * th[vp::angular_drag]);
+    const Vec3 q(body.damping.angular_quadratic.x(), body.damping.angular_quadratic.y(),
+                 body.damping.angular_quadratic.z() * th[vp::angular_drag]);
+    out.push_back(b + "damping.angular_linear=" + vec(l.x(), l.y(), l.z()));
+    out.push_back(b + "damping.angular_quadratic=" + vec(q.x(), q.y(), q.z()));
+  }
   // the buoyancy offset (and an added mass, which weighs nothing in water) as displaced volume
   const bool added = estimate(fit, vp::added_mass).estimated;
   if (estimate(fit, vp::buoyancy).estimated || added) {
@@ -133,7 +141,8 @@ std::string fit_yaml(const Trial& trial, const FitResult& fit, const std::option
   }
   e << YAML::EndMap;
   e << YAML::Key << "diagnostics" << YAML::Value << YAML::BeginMap;
-  // the measured motion behind the commands, beyond the model: a measurement delay or the
+  // the measured motion behind the inputs the twin's body received: one step for a rig (it
+  // gets a step's commands with the next request), more for a measurement delay or the
   // thrusters' dead time (no scenario key: the twin's own measurements are not delayed)
   e << YAML::Key << "delay_steps" << YAML::Value << fit.delay_steps;
   e << YAML::Key << "delay_stddev_steps" << YAML::Value << fit.delay_stddev_steps;

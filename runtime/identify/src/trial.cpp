@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "tether/hal/actuators.hpp"
+#include "tether/hal/device_bank.hpp"
 #include "tether/identify/identify.hpp"
 #include "tether/loop/feedback.hpp"
 #include "tether/loop/replay_endpoint.hpp"
@@ -51,15 +53,52 @@ class CaptureProcessor final : public runtime::FeedbackProcessor {
         n.velocity = m.velocity_m_s;
         n.angular_velocity = m.angular_velocity_rad_s;
       }
+    // the thrusters' commands as held this step (the bank has actuated them already) and
+    // their rotors' speeds at the step's start (the end of the step before)
+    const std::size_t n = thrusters_.size();
+    if (n == 0 || !bank_) return;
+    auto& cmd = trial_->thruster_command;
+    auto& speed = trial_->thruster_speed;
+    if (cmd.size() < (t + 1) * n) cmd.resize((t + 1) * n, 0.0), speed.resize((t + 1) * n, 0.0);
+    for (std::size_t k = 0; k < n; ++k) {
+      const hal::Sample& held = bank_->sample(thrusters_[k]);
+      cmd[t * n + k] = held.valid ? held.ch[0] : 0.0;
+      speed[t * n + k] = speed_end_[k];
+      speed_end_[k] = bank_->actuator_state(thrusters_[k]).x[0];
+    }
   }
-  void attach(Trial* trial, std::uint64_t first) {
+  // attaches to a trial (nullptr: detaches); with the session's devices, the thrusters of the
+  // trial's body are captured too (their rotors' state now is the session's start)
+  void attach(Trial* trial, std::uint64_t first, const hal::DeviceBank* bank) {
     trial_ = trial;
     first_ = first;
+    bank_ = bank;
+    thrusters_.clear();
+    speed_end_.clear();
+    if (!trial || !bank) return;
+    trial->thrusters.clear();
+    for (std::size_t i = 0; i < bank->size(); ++i) {
+      const hal::DeviceSpec& spec = bank->spec(i);
+      if (spec.kind != TETHER_KIND_THRUSTER || spec.body != trial->body) continue;
+      TrialThruster th;
+      th.name = bank->full_name(i);
+      th.params = hal::resolve_thruster(std::get<hal::ThrusterParams>(spec.params));
+      // as hal's actuate_device puts a thrust on the body
+      const Vec3 axis = spec.mount.orientation.toRotationMatrix().col(0);
+      th.unit.add_body_force_at(axis, spec.mount.position_m);
+      th.unit.torque_body_nm -= th.params.reaction_torque_nm_per_n * axis;
+      trial->thrusters.push_back(th);
+      thrusters_.push_back(i);
+      speed_end_.push_back(bank->actuator_state(i).x[0]);
+    }
   }
 
  private:
   Trial* trial_ = nullptr;
   std::uint64_t first_ = 0;
+  const hal::DeviceBank* bank_ = nullptr;
+  std::vector<std::size_t> thrusters_;  // their indices in the bank
+  std::vector<double> speed_end_;       // each rotor's speed at the end of the last step captured
 };
 
 // the vehicle the replies measured: the first body any measurement names
@@ -169,7 +208,7 @@ bool load_trial(const std::string& path, const std::string& vehicle, Trial& out,
     return fail(std::string("cannot replay the recording: ") + e.what());
   }
   for (const auto& p : session->processors())
-    if (auto* c = dynamic_cast<CaptureProcessor*>(p.get())) c->attach(&out, first);
+    if (auto* c = dynamic_cast<CaptureProcessor*>(p.get())) c->attach(&out, first, &session->devices());
   out.samples.reserve(static_cast<std::size_t>(*so.steps) + 2);
   out.twin.reserve(static_cast<std::size_t>(*so.steps) + 1);
   std::atomic<bool> stop{false};
@@ -180,8 +219,26 @@ bool load_trial(const std::string& path, const std::string& vehicle, Trial& out,
   if (outcome == runtime::Outcome::aborted || outcome == runtime::Outcome::failed)
     return fail("the replay stopped: " + session->abort_reason());
   for (auto& p : session->processors())
-    if (auto* c = dynamic_cast<CaptureProcessor*>(p.get())) c->attach(nullptr, first);
+    if (auto* c = dynamic_cast<CaptureProcessor*>(p.get())) c->attach(nullptr, first, nullptr);
   if (!out.samples.empty() && out.samples.size() > out.twin.size()) out.samples.resize(out.twin.size() + 1);
+  // the twin's thrust over each step, again (the bank does not keep it): the same function on
+  // the same speed and command gives the same number, so a fit that re-runs the rotors
+  // unchanged adds exactly nothing to the recorded input
+  const std::size_t nth = out.thrusters.size();
+  if (nth) {
+    const std::size_t steps = std::min(out.thruster_command.size() / nth, out.twin.size());
+    out.thruster_command.resize(steps * nth);
+    out.thruster_speed.resize(steps * nth);
+    out.thruster_thrust.assign(steps * nth, 0.0);
+    for (std::size_t t = 0; t < steps; ++t)
+      for (std::size_t k = 0; k < nth; ++k) {
+        const hal::ThrusterParams& p = out.thrusters[k].params;
+        out.thruster_thrust[t * nth + k] =
+            hal::thruster_advance(p, out.thruster_speed[t * nth + k],
+                                  hal::thruster_command(p, out.thruster_command[t * nth + k]), out.dt_s)
+                .mean_thrust_n;
+      }
+  }
   for (const TrialSample& s : out.samples) out.measured += s.measured ? 1 : 0;
   if (out.measured == 0)
     return fail("vehicle \"" + v.name + "\" was never measured (no reply holds a measurement of its body \"" +

@@ -32,6 +32,7 @@
 #include <array>
 #include <cmath>
 #include <optional>
+#include <span>
 
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
@@ -44,15 +45,15 @@ namespace tether::runtime::feedback_detail {
 
 namespace {
 
-constexpr int n_params = 12;
+constexpr int n_params = vp::online_count;  // the angular drag is the offline fit's alone
 using VecP = Eigen::Matrix<double, n_params, 1>;
 using MatP = Eigen::Matrix<double, n_params, n_params>;
 using Mat6 = Eigen::Matrix<double, 6, 6>;
 using Vec15 = Eigen::Matrix<double, 15, 1>;
 using Mat15 = Eigen::Matrix<double, 15, 15>;
 
-static_assert(n_params == vp::count);
-constexpr const auto& param_names = vehicle_parameter_names;
+static_assert(n_params == 12);
+constexpr std::span<const char* const, n_params> param_names(vehicle_parameter_names.data(), n_params);
 
 // parameter groups as the scenario names them
 struct Group {

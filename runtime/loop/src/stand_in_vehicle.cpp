@@ -71,6 +71,7 @@ std::vector<std::pair<std::string, double>> hidden_truth(const WorldModel& model
   out.emplace_back("current_x_m_s", model.water.current_m_s.x() + h.current_m_s.x());
   out.emplace_back("current_y_m_s", model.water.current_m_s.y() + h.current_m_s.y());
   out.emplace_back("added_mass_fraction", h.added_mass_fraction);
+  out.emplace_back("angular_drag_scale", h.drag_scale);  // the offline fit's (the angular damping x this)
   if (thruster_time_constant > 0)
     out.emplace_back("thruster_lag_s", thruster_time_constant * (h.thruster_time_constant_scale - 1));
   return out;

@@ -14,6 +14,8 @@ VehicleParameterBase vehicle_parameter_base(const WorldModel& model, int body) {
   base.mass0_kg = b.mass_kg;
   base.inertia0 = b.inertia_body;
   base.inv_inertia0 = b.inv_inertia_body;
+  base.angular_linear0 = b.damping.angular_linear;
+  base.angular_quadratic0 = b.damping.angular_quadratic;
   base.gravity_m_s2 = model.gravity_m_s2.norm();
   base.buoyancy_per_m3 = std::max(model.water.density_kg_m3 * base.gravity_m_s2, 1e-9);
   return base;
@@ -33,6 +35,7 @@ const char* manoeuvre_advice(int i) {
   if (i == vp::buoyancy) return "holding depth and drifting with the vertical thrusters off (trim)";
   if (i == vp::current_x || i == vp::current_y) return "the same runs in opposite directions along each axis";
   if (i == vp::thruster_lag) return "fast thrust steps (off to full and back)";
+  if (i == vp::angular_drag) return "turns at several rates, both ways, and coasting out of them (yaw)";
   return "";
 }
 
@@ -46,6 +49,7 @@ std::array<double, vp::count> nominal_vehicle_parameters(const WorldModel& model
   }
   th[vp::current_x] = model.water.current_m_s.x();
   th[vp::current_y] = model.water.current_m_s.y();
+  th[vp::angular_drag] = 1;
   return th;
 }
 
@@ -63,6 +67,7 @@ VehicleParameterPrior vehicle_parameter_prior(const std::array<double, vp::count
   p.hi[vp::current_x] = p.hi[vp::current_y] = r.max_current_m_s;
   p.lo[vp::thruster_lag] = 0, p.hi[vp::thruster_lag] = r.max_thruster_lag_s;
   p.lo[vp::added_mass] = 0, p.hi[vp::added_mass] = 0;  // considered, never moved
+  p.lo[vp::angular_drag] = 1 / r.drag_factor, p.hi[vp::angular_drag] = r.drag_factor;
   for (std::size_t i = 0; i < vp::count; ++i) {
     const int k = static_cast<int>(i);
     // the considered added mass has its own prior, not scaled by initial_stddev
@@ -71,6 +76,7 @@ VehicleParameterPrior vehicle_parameter_prior(const std::array<double, vp::count
                                                       : k < vp::buoyancy      ? std::max(0.5 * th[i], 5.0)
                                                       : k == vp::buoyancy     ? 0.1 * r.max_buoyancy_n
                                                       : k == vp::thruster_lag ? 0.3 * r.max_thruster_lag_s
+                                                      : k == vp::angular_drag ? 0.5
                                                                               : 0.2);
   }
   return p;
@@ -97,6 +103,12 @@ void apply_vehicle_parameters(const VehicleParameterBase& base, const double* th
   b.volume_m3 = std::max(base.volume0_m3 + (th[vp::buoyancy] + added_weight) / base.buoyancy_per_m3, 0.0);
   model.water.current_m_s.x() = th[vp::current_x];
   model.water.current_m_s.y() = th[vp::current_y];
+}
+
+void apply_angular_drag(const VehicleParameterBase& base, double scale, WorldModel& model) {
+  Damping& d = model.bodies[static_cast<std::size_t>(base.body)].damping;
+  d.angular_linear.z() = base.angular_linear0.z() * scale;
+  d.angular_quadratic.z() = base.angular_quadratic0.z() * scale;
 }
 
 void scale_wrench(BodyWrench& w, double c) {

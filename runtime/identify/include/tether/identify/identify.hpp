@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "tether/hal/device_spec.hpp"
 #include "tether/loop/vehicle_parameters.hpp"
 #include "tether/scenario/scenario.hpp"
 
@@ -32,6 +33,14 @@ struct TrialSample {
   BodyWrench input;  // as the twin's body received it, before any `estimate` gain or lag
 };
 
+/// A thruster on the fitted body: the fit runs its rotor again from the recorded commands with
+/// a longer time constant (the thruster lag), and adds the difference to the recorded input.
+struct TrialThruster {
+  std::string name;
+  hal::ThrusterParams params;  // resolved, as the twin ran it
+  BodyWrench unit;             // the body wrench of one newton of its thrust (body frame)
+};
+
 /// A recorded trial of one vehicle, read back.
 struct Trial {
   std::string path;
@@ -41,6 +50,11 @@ struct Trial {
   std::vector<TrialSample> samples;                   // index t: step first + t
   std::vector<std::vector<runtime::BodyState>> twin;  // the twin's bodies at S_t (the world around the window)
   std::size_t measured = 0;                           // samples with a measurement
+  /// The fitted body's thrusters and, per step t (index t * thrusters.size() + i), the
+  /// command thruster i held (before its dead band), its rotor's speed at the step's start and
+  /// the mean thrust the twin's rotor gave over the step.
+  std::vector<TrialThruster> thrusters;
+  std::vector<double> thruster_command, thruster_speed, thruster_thrust;
   std::vector<std::pair<std::string, double>> truth;  // a stand-in's hidden truth, when the summary has it
   /// The online `estimate` processor's final values, when the trial ran one.
   struct Online {
@@ -66,8 +80,10 @@ struct FitOptions {
   int max_delay_steps = 3;  // measurement delays tried: 0 .. this many steps
   double holdout = 0;       // the last fraction of each trial kept out of the fit (validation)
   double position_stddev_m = 0.005, velocity_stddev_m_s = 0.01;  // the measurements' noise
-  double added_mass_stddev = 0.1;  // the prior of the added mass (it scales every force alike)
+  double orientation_stddev_rad = 0.01;  // 0: orientations not compared (the angular drag then unseen)
+  double added_mass_stddev = 0.1;        // the prior of the added mass (it scales every force alike)
   bool estimate_lag = true, estimate_added_mass = true;
+  bool estimate_angular_drag = true;  // a scale of the body's angular damping (offline only)
   int threads = 2;
   int max_iterations = 50;
   bool robust = true;  // a Huber loss: a window with a collision the model missed weighs little
@@ -100,10 +116,12 @@ struct FitResult {
   std::array<std::array<double, runtime::vp::count>, runtime::vp::count> correlation{};
   std::vector<Combination> combinations;
   std::vector<WeakDirection> weak;
-  /// The delay of the measured motion behind the commands, in steps, beyond the model's: a
-  /// measurement delay, or a dead time of the thrusters (motion against commands cannot tell
-  /// them apart). Its sigma from the cost profile's curvature (0: not tried; large: the trial's
-  /// commands change too slowly to tell).
+  /// The delay of the measured motion behind the inputs the twin's body received, in steps:
+  /// one for a rig (the `mqtt` endpoint sends it a step's commands with the next step's
+  /// request), more for a measurement delay or a dead time of the thrusters (motion against
+  /// commands cannot tell them apart); one unless the data clearly ask for another. Its sigma
+  /// from the cost profile's curvature (0: not tried; large: the trial's commands change too
+  /// slowly to tell).
   int delay_steps = 0;
   double delay_stddev_steps = 0;
   std::vector<std::pair<int, double>> delay_costs;  // (delay, cost per window) tried

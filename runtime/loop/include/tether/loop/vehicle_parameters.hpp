@@ -21,20 +21,23 @@ inline constexpr int current_x = 8;       // water current x, y (m/s)
 inline constexpr int current_y = 9;
 inline constexpr int thruster_lag = 10;  // first-order lag tau (s) of the inputs before c
 inline constexpr int added_mass = 11;    // a: mass and inertia x (1 + a), displaced volume + a m / rho
-inline constexpr int count = 12;
+inline constexpr int online_count = 12;  // the online `estimate` processor's: the ones above
+inline constexpr int angular_drag = 12;  // offline only: the body's yaw damping x this (apply_angular_drag)
+inline constexpr int count = 13;
 }  // namespace vp
 
 /// The parameters' names as the summary, the recording and fit files spell them.
 inline constexpr std::array<const char*, vp::count> vehicle_parameter_names = {
-    "thrust_coefficient", "linear_drag_x",    "linear_drag_y",    "linear_drag_z",
-    "quadratic_drag_x",   "quadratic_drag_y", "quadratic_drag_z", "buoyancy_offset_n",
-    "current_x_m_s",      "current_y_m_s",    "thruster_lag_s",   "added_mass_fraction"};
+    "thrust_coefficient", "linear_drag_x",       "linear_drag_y",     "linear_drag_z", "quadratic_drag_x",
+    "quadratic_drag_y",   "quadratic_drag_z",    "buoyancy_offset_n", "current_x_m_s", "current_y_m_s",
+    "thruster_lag_s",     "added_mass_fraction", "angular_drag_scale"};
 
 /// What the mapping starts from: the body's values in the scenario's model.
 struct VehicleParameterBase {
   int body = 0;
   double volume0_m3 = 0, mass0_kg = 1, gravity_m_s2 = 9.81, buoyancy_per_m3 = 1;
   Mat3 inertia0 = Mat3::Identity(), inv_inertia0 = Mat3::Identity();
+  Vec3 angular_linear0{0, 0, 0}, angular_quadratic0{0, 0, 0};  // the body's angular damping
 };
 VehicleParameterBase vehicle_parameter_base(const WorldModel& model, int body);
 
@@ -42,7 +45,8 @@ VehicleParameterBase vehicle_parameter_base(const WorldModel& model, int body);
 /// the online `estimate` processor's summary and `tether identify` say it.
 const char* manoeuvre_advice(int i);
 
-/// The model's own values (c = 1, its drags and current, no offset, lag or added mass).
+/// The model's own values (c = 1, its drags and current, no offset, lag or added mass, the
+/// angular drag x 1).
 std::array<double, vp::count> nominal_vehicle_parameters(const WorldModel& model, int body);
 
 /// The bounds of each parameter and its prior standard deviation (the `estimate` processor's
@@ -60,8 +64,8 @@ struct VehicleParameterPrior {
   std::array<double, vp::count> lo{}, hi{}, sd{};
 };
 /// Drags within [0, max(factor x nominal, nominal + 20 or 50)], |b| <= max_buoyancy_n, the
-/// lag within [0, max]; the added mass is considered only (lo = hi = 0); sd about a third of
-/// the range, so the data decide.
+/// lag within [0, max]; the added mass is considered only (lo = hi = 0); the angular drag's
+/// scale within [1 / factor, factor]; sd about a third of the range, so the data decide.
 VehicleParameterPrior vehicle_parameter_prior(const std::array<double, vp::count>& nominal,
                                               const VehicleParameterRanges& ranges);
 
@@ -70,6 +74,12 @@ VehicleParameterPrior vehicle_parameter_prior(const std::array<double, vp::count
 /// (scale_wrench, lag_wrench_step), the model has no field for them.
 void apply_vehicle_parameters(const VehicleParameterBase& base, const double* theta, bool with_added_mass,
                               WorldModel& model);
+
+/// The body's angular damping about its z axis (yaw; linear and quadratic) x `scale`: the
+/// offline fit's vp::angular_drag (the online processor leaves the angular damping as the
+/// model has it). Roll and pitch keep the model's: the restoring moment rules them, and fitted
+/// with the yaw they pulled the scale to its bound on short trials of the exact model.
+void apply_angular_drag(const VehicleParameterBase& base, double scale, WorldModel& model);
 
 /// w x c, every part.
 void scale_wrench(BodyWrench& w, double c);
