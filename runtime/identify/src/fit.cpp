@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The batch fit (docs/feedback.md, "The offline fit"): multiple shooting over windows of the
-// trial. Each window starts the model's step() from its own start state (position and
-// velocity: parameters of the fit, tied to the measured start by its noise, so a noisy start
-// velocity is fitted rather than trusted), replays the recorded inputs — delayed by the
-// delay tried, the body's thrusters' rotors run again with their time constants lengthened by
-// the thruster lag (a first-order lag of the input where the body has none), scaled by the
-// thrust gain — and is
-// compared with the measured positions and velocities at five checkpoints. The parameters
+// trial. Each window starts the model's step() from its own start state (position, velocity
+// and a turn of the measured orientation: parameters of the fit, tied to the measured start by
+// its noise, so a noisy start is fitted rather than trusted), replays the recorded inputs —
+// delayed by the delay tried, the body's thrusters' rotors run again with their time constants
+// lengthened by the thruster lag (a first-order lag of the input where the body has none),
+// scaled by the thrust gain — and is compared with the measured positions, velocities and
+// orientations at five checkpoints. The parameters
 // (tether/loop/vehicle_parameters.hpp, the online `estimate` processor's) carry the same
 // weak prior as online; the added mass is estimated against its prior (no motion alone tells
 // it from the thrust gain: every force is divided by the effective mass), so the combinations
