@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -691,22 +692,6 @@ void offline_section(const std::string& path, bool quick, int seeds) {
       trial_s, open_s);
   std::printf("  %-6s %9s %9s %14s %16s %8s %6s\n", "seed", "read (s)", "fit (s)", "open-loop (m)", "uncorrected (m)",
               "better", "delay");
-  const char* combos[] = {"thrust_per_effective_mass",
-                          "linear_drag_x_per_effective_mass",
-                          "linear_drag_y_per_effective_mass",
-                          "linear_drag_z_per_effective_mass",
-                          "quadratic_drag_x_per_effective_mass",
-                          "quadratic_drag_y_per_effective_mass",
-                          "quadratic_drag_z_per_effective_mass",
-                          "buoyancy_offset_per_effective_mass_n",
-                          "current_x_m_s",
-                          "current_y_m_s",
-                          "thruster_lag_s",
-                          "angular_drag_per_effective_inertia"};
-  const char* truth_names[] = {"thrust_coefficient", "linear_drag_x",    "linear_drag_y",    "linear_drag_z",
-                               "quadratic_drag_x",   "quadratic_drag_y", "quadratic_drag_z", "buoyancy_offset_n",
-                               "current_x_m_s",      "current_y_m_s",    "thruster_lag_s",
-                               "angular_drag_scale"};
   std::map<std::string, std::array<int, 3>> per;  // identified, covered, within 5 %
   std::vector<double> gains, fit_s;
   int pairs = 0, covered = 0, within = 0;
@@ -749,24 +734,14 @@ void offline_section(const std::string& path, bool quick, int seeds) {
     fit_s.push_back(fit.seconds);
     std::printf("  %-6llu %9.2f %9.2f %14.4f %16.4f %7.1fx %6d\n", static_cast<unsigned long long>(seed), read_s,
                 fit.seconds, p.fitted_m, p.uncorrected_m, p.gain(), fit.delay_steps);
-    double added = 0;
-    for (const auto& [n, v] : trial.truth)
-      if (n == "added_mass_fraction") added = v;
-    for (std::size_t c = 0; c < std::size(combos); ++c) {
-      double truth = 0;
-      bool have = false;
-      for (const auto& [n, v] : trial.truth)
-        if (n == truth_names[c]) truth = v, have = true;
-      if (!have) continue;
-      if (std::string(combos[c]).find("per_effective_") != std::string::npos) truth /= 1 + added;
-      for (const auto& cb : fit.combinations) {
-        if (cb.name != combos[c] || !cb.identified) continue;
-        const bool in2 = std::abs(cb.value - truth) <= 2 * cb.stddev;
-        const bool in5 = std::abs(cb.value - truth) <= 0.05 * std::abs(truth);
-        ++pairs, covered += in2, within += in5;
-        auto& e = per[cb.name];
-        ++e[0], e[1] += in2, e[2] += in5;
-      }
+    for (const auto& cb : fit.combinations) {
+      const std::optional<double> truth = tether::identify::combination_truth(trial, cb);
+      if (!truth || !cb.identified) continue;
+      const bool in2 = std::abs(cb.value - *truth) <= 2 * cb.stddev;
+      const bool in5 = std::abs(cb.value - *truth) <= 0.05 * std::abs(*truth);
+      ++pairs, covered += in2, within += in5;
+      auto& e = per[cb.name];
+      ++e[0], e[1] += in2, e[2] += in5;
     }
     last = fit;
     last_trial = std::move(trial);

@@ -33,19 +33,10 @@ void print_fit(const identify::FitResult& fit, const identify::Trial& trial) {
     std::printf("\n");
   }
   // the truth's combinations, where the stand-in told its values
-  double a = 0;
-  const bool truth_added = truth_of("added_mass_fraction", a);
   std::printf("  combinations the data pin down:\n");
   for (const identify::Combination& c : fit.combinations) {
     std::printf("  %-38s %12.6g %11.3g %-10s", c.name.c_str(), c.value, c.stddev, c.identified ? "yes" : "no");
-    double t = 0;
-    const std::string base = c.name.substr(0, c.name.find("_per_effective_"));
-    const std::string name = base == "thrust"            ? "thrust_coefficient"
-                             : base == "buoyancy_offset" ? "buoyancy_offset_n"
-                             : base == "angular_drag"    ? "angular_drag_scale"
-                                                         : base;
-    if (truth && truth_of(name, t))
-      std::printf("  %.6g", c.name.find("_per_effective_") != std::string::npos ? t / (1 + (truth_added ? a : 0)) : t);
+    if (const auto t = identify::combination_truth(trial, c)) std::printf("  %.6g", *t);
     std::printf("\n");
   }
   if (fit.delay_costs.size() > 1) {

@@ -207,6 +207,9 @@ TEST_CASE(
   const identify::Combination& ang = combination(fit, "angular_drag_per_effective_inertia");
   INFO("angular drag per effective inertia " << ang.value << " +- " << ang.stddev);
   CHECK(!ang.identified);
+  // the truth of a combination, as the CLI and the benchmark print it (the stand-in's added mass 0)
+  CHECK(identify::combination_truth(trial, combination(fit, "thrust_per_effective_mass")) == doctest::Approx(0.85));
+  CHECK(identify::combination_truth(trial, ang) == doctest::Approx(1.2));
   const identify::Combination& b = combination(fit, "buoyancy_offset_per_effective_mass_n");
   CHECK(std::abs(b.value - truth_of(trial, "buoyancy_offset_n")) <= 2 * b.stddev + 0.3);
   // thrust and added mass: one is not told from the other; the weak direction says so

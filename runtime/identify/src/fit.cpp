@@ -773,8 +773,10 @@ void combinations(const FitSetup& f, const Eigen::MatrixXd& widened, const Eigen
     Combination c;
     c.name = name;
     c.meaning = meaning;
+    c.parameter = i;
+    c.per_effective_mass = per_mass && active[vp::added_mass];
     const double v = out.theta[static_cast<std::size_t>(i)];
-    if (per_mass && active[vp::added_mass]) {
+    if (c.per_effective_mass) {
       c.value = v / eff;
       g[i] = 1 / eff;
       g[vp::added_mass] = -v / (eff * eff);
@@ -952,6 +954,18 @@ Prediction predict(const Trial& trial, const FitResult& fit, std::size_t from, s
     out.uncorrected_rms_m = std::sqrt(sq_nom / static_cast<double>(std::max<std::size_t>(n_sq, 1)));
   }
   return out;
+}
+
+std::optional<double> combination_truth(const Trial& trial, const Combination& c) {
+  const auto truth = [&](int i) -> std::optional<double> {
+    for (const auto& [n, v] : trial.truth)
+      if (n == runtime::vehicle_parameter_names[static_cast<std::size_t>(i)]) return v;
+    return std::nullopt;
+  };
+  if (c.parameter < 0 || c.parameter >= vp::count) return std::nullopt;
+  const std::optional<double> v = truth(c.parameter);
+  if (!v || !c.per_effective_mass) return v;
+  return *v / (1 + truth(vp::added_mass).value_or(0));
 }
 
 }  // namespace tether::identify

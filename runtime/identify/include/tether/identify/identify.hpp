@@ -101,6 +101,8 @@ struct Combination {
   std::string name, meaning;
   double value = 0, stddev = 0;
   bool identified = false;
+  int parameter = -1;               // the vp index it is made of
+  bool per_effective_mass = false;  // divided by (1 + added_mass_fraction)
 };
 
 /// A direction of the parameter space the trial left weak, and what would strengthen it.
@@ -143,6 +145,10 @@ struct FitResult {
   std::string solver_report;  // Ceres' brief report
   bool converged = false;
 };
+
+/// A combination's value for a stand-in's hidden truth (the trial's `truth`), when it told the
+/// parameter's.
+std::optional<double> combination_truth(const Trial& trial, const Combination& c);
 
 /// Fits the trials (the same vehicle); throws std::runtime_error with the reason for data a fit
 /// cannot use (too few windows, trials of different vehicles).
