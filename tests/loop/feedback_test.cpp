@@ -338,18 +338,30 @@ TEST_CASE("feedback: estimate recovers known parameters from synthetic data with
 
 namespace {
 
+// what else the truth of estimate_with_structure does otherwise than the model
+struct Structure {
+  int delay_steps = 0;        // it moves on each step's command this many steps later (a rig)
+  double yaw_drag = 1;        // its yaw damping x this
+  bool model_values = false;  // its drags, buoyancy and current are the model's (fewer to estimate)
+  std::uint64_t steps = 3000;
+};
+
 // a truth whose thrusters lag the commands by `lag_s` (a first-order lag integrated in 1 ms
 // sub-steps, its mean over each step applied) and whose hull carries `added` of its mass as
 // added mass (weightless in water); 30 s of estimate `processor` on its measurements, with
 // 2 mm and 5 mm/s of white noise
-nlohmann::json estimate_with_structure(const std::string& processor, double lag_s, double added) {
+nlohmann::json estimate_with_structure(const std::string& processor, double lag_s, double added,
+                                       const Structure& more = {}) {
   std::mt19937_64 rng(7);
   std::normal_distribution<double> gauss;
   const auto noise = [&](double sd) -> Vec3 { return Vec3(gauss(rng), gauss(rng), gauss(rng)) * sd; };
   const Scenario sc = parse_scenario(auv_scenario(processor), "fb.yaml");
   auto ps = make_feedback_processors(sc);
   Truth truth(sc);
+  if (more.model_values) truth.model = sc.model;
   BodyModel& b = truth.model.bodies[0];
+  b.damping.angular_linear.z() *= more.yaw_drag;
+  b.damping.angular_quadratic.z() *= more.yaw_drag;
   b.mass_kg *= 1 + added;
   b.inv_mass = 1 / b.mass_kg;
   b.inertia_body *= 1 + added;
@@ -360,15 +372,16 @@ nlohmann::json estimate_with_structure(const std::string& processor, double lag_
   cmd.resize(1);
   applied.resize(1);
   Vec3 force = Truth::command(0).force_body_n, torque = Truth::command(0).torque_body_nm;
-  for (std::uint64_t k = 0; k < 3000; ++k) {
+  for (std::uint64_t k = 0; k < more.steps; ++k) {
     const double t = static_cast<double>(k) * 0.01;
     cmd.wrenches[0] = Truth::command(t);
+    const BodyWrench driving = Truth::command(std::max(0.0, t - 0.01 * more.delay_steps));
     Vec3 mean_f = Vec3::Zero(), mean_t = Vec3::Zero();
     for (int i = 0; i < 10; ++i) {
       const double a = lag_s > 0 ? 1 - std::exp(-0.001 / lag_s) : 1.0;
       const Vec3 f0 = force, t0 = torque;
-      force += a * (cmd.wrenches[0].force_body_n - force);
-      torque += a * (cmd.wrenches[0].torque_body_nm - torque);
+      force += a * (driving.force_body_n - force);
+      torque += a * (driving.torque_body_nm - torque);
       mean_f += 0.05 * (f0 + force);
       mean_t += 0.05 * (t0 + torque);
     }
@@ -409,6 +422,41 @@ TEST_CASE("feedback: estimate finds a thruster lag the model does not have, and 
   INFO(without.dump());
   CHECK(std::abs(without["estimates"]["thrust_coefficient"].get<double>() - 0.8) >
         std::abs(e["thrust_coefficient"].get<double>() - 0.8));
+}
+
+TEST_CASE("feedback: estimate takes a rig's step of delay as a delay, not as a thruster lag") {
+  // a rig moves on step k's commands at step k + 1; the thrusters themselves do not lag
+  Structure rig;
+  rig.delay_steps = 1;
+  rig.model_values = true;
+  rig.steps = 1500;
+  const std::string est =
+      "[{type: estimate, model_structure: exact, position_stddev_m: 0.002, velocity_stddev_m_s: 0.005, "
+      "parameters: [thrust, thruster_lag]";
+  const auto told = estimate_with_structure(est + ", input_delay_steps: 1}]", 0, 0, rig);
+  const auto untold = estimate_with_structure(est + "}]", 0, 0, rig);
+  INFO(told.dump());
+  INFO(untold.dump());
+  // told the delay, no lag is left and the thrust is the truth's
+  CHECK(told["estimates"]["thruster_lag_s"].get<double>() < 0.002);
+  CHECK(std::abs(told["estimates"]["thrust_coefficient"].get<double>() - 0.8) <= 0.01 * 0.8);
+  // not told, the step of dead time shows up as a lag of about a step
+  CHECK(untold["estimates"]["thruster_lag_s"].get<double>() > 0.005);
+}
+
+TEST_CASE("feedback: estimate finds a yaw drag from the heading and yaw rate") {
+  Structure turning;
+  turning.yaw_drag = 1.5;
+  turning.model_values = true;
+  turning.steps = 2000;
+  const auto j = estimate_with_structure(
+      "[{type: estimate, model_structure: exact, position_stddev_m: 0.002, velocity_stddev_m_s: 0.005, "
+      "orientation_stddev_rad: 0.002, angular_velocity_stddev_rad_s: 0.005, parameters: [thrust, angular_drag]}]",
+      0, 0, turning);
+  INFO(j.dump());
+  CHECK(std::abs(j["estimates"]["angular_drag_scale"].get<double>() - 1.5) <= 0.05 * 1.5);
+  CHECK(j["identified"]["angular_drag_scale"].get<bool>());
+  CHECK(std::abs(j["estimates"]["thrust_coefficient"].get<double>() - 0.8) <= 0.02 * 0.8);
 }
 
 TEST_CASE("feedback: added mass is considered, never estimated: it stays at 0, flagged, and widens the thrust's sigma") {

@@ -113,3 +113,32 @@ TEST_CASE("stand-in vehicle: angular velocity noise, as bench/correction's surve
   REQUIRE(exact.advance(spin, 0.01) == StepStatus::ok);
   CHECK((exact.measure().angular_velocity_rad_s - angular_velocity(exact.model(), exact.state(), 0)).norm() == 0.0);
 }
+
+TEST_CASE("stand-in vehicle: a prediction takes another vehicle's spinning rotors, not rotors at rest") {
+  const Scenario sc = parse_scenario(scenario_text, "stand_in.yaml");
+  StandInVehicle truth(sc, 0, HiddenParams{}, 7);
+  const auto thruster = static_cast<std::size_t>(truth.find_device("auv.hull.thruster"));
+  const double u = 1.0;
+  REQUIRE(truth.command_values(thruster, &u, 1));
+  for (int i = 0; i < 30; ++i) REQUIRE(truth.advance(0.01) == StepStatus::ok);
+  // two predictions from the truth's state: one with its devices, one fresh
+  StandInVehicle taken(sc, 0, HiddenParams{}, 1), fresh(sc, 0, HiddenParams{}, 1);
+  REQUIRE(taken.take_devices_from(truth));
+  for (StandInVehicle* v : {&taken, &fresh}) {
+    v->set_state(truth.state());
+    REQUIRE(v->command_values(thruster, &u, 1));
+  }
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(truth.advance(0.01) == StepStatus::ok);
+    REQUIRE(taken.advance(0.01) == StepStatus::ok);
+    REQUIRE(fresh.advance(0.01) == StepStatus::ok);
+  }
+  // the same vehicle from the same state and rotors: the same path; from rotors at rest it lags
+  CHECK((taken.state().bodies[0].position_m - truth.state().bodies[0].position_m).norm() == 0.0);
+  CHECK(fresh.state().bodies[0].position_m.x() < truth.state().bodies[0].position_m.x() - 1e-4);
+  // another device table: refused, nothing taken
+  Scenario other = sc;
+  other.devices.pop_back();
+  StandInVehicle bare(other, 0, HiddenParams{}, 1);
+  CHECK_FALSE(bare.take_devices_from(truth));
+}

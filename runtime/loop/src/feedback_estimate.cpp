@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <numbers>
 #include <optional>
 #include <span>
 
@@ -45,30 +46,32 @@ namespace tether::runtime::feedback_detail {
 
 namespace {
 
-constexpr int n_params = vp::online_count;  // the angular drag is the offline fit's alone
+constexpr int n_params = vp::count;
 using VecP = Eigen::Matrix<double, n_params, 1>;
 using MatP = Eigen::Matrix<double, n_params, n_params>;
 using Mat6 = Eigen::Matrix<double, 6, 6>;
+using Vec8 = Eigen::Matrix<double, 8, 1>;
 using Vec15 = Eigen::Matrix<double, 15, 1>;
 using Mat15 = Eigen::Matrix<double, 15, 15>;
 
-static_assert(n_params == 12);
-constexpr std::span<const char* const, n_params> param_names(vehicle_parameter_names.data(), n_params);
+static_assert(n_params == 13);
+constexpr const auto& param_names = vehicle_parameter_names;
 
 // parameter groups as the scenario names them
 struct Group {
   const char* name;
   int first, count;
 };
-constexpr std::array<Group, 7> groups = {{{"thrust", 0, 1},
+constexpr std::array<Group, 8> groups = {{{"thrust", 0, 1},
                                           {"linear_drag", 1, 3},
                                           {"quadratic_drag", 4, 3},
                                           {"buoyancy", 7, 1},
                                           {"current", 8, 2},
                                           {"thruster_lag", 10, 1},
-                                          {"added_mass", 11, 1}}};
+                                          {"added_mass", 11, 1},
+                                          {"angular_drag", 12, 1}}};
 constexpr int default_groups = 5;  // without `parameters`: the first five
-constexpr int i_lag = 10, i_added = 11;
+constexpr int i_lag = 10, i_added = 11, i_yaw = 12;
 // the filter of a thruster lag starts this many steps before a window (its state is the
 // inputs' history, not measured)
 constexpr int lag_warmup_steps = 100;
@@ -85,6 +88,8 @@ class EstimateProcessor final : public FeedbackProcessor {
                      "forgetting",
                      "position_stddev_m",
                      "velocity_stddev_m_s",
+                     "orientation_stddev_rad",
+                     "angular_velocity_stddev_rad_s",
                      "gate",
                      "thrust_range",
                      "drag_range_factor",
@@ -97,7 +102,8 @@ class EstimateProcessor final : public FeedbackProcessor {
                      "identify_weak_share",
                      "identify_information",
                      "misfit_noise_scale",
-                     "model_structure"});
+                     "model_structure",
+                     "input_delay_steps"});
     body_ = part_body(node, model, vehicle);
     const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
     if (!model.water.present || model.gravity_m_s2.norm() <= 0)
@@ -108,6 +114,9 @@ class EstimateProcessor final : public FeedbackProcessor {
     lambda_ = node.number_or("forgetting", 0.9995, Range{0.9, 1, false});
     sigma_p_ = node.number_or("position_stddev_m", 0.005, Range::positive());
     sigma_v_ = node.number_or("velocity_stddev_m_s", 0.01, Range::positive());
+    // the heading and yaw rate at a window's end, compared when the yaw drag is estimated
+    sigma_yaw_ = node.number_or("orientation_stddev_rad", 0.01, Range::positive());
+    sigma_w_ = node.number_or("angular_velocity_stddev_rad_s", 0.01, Range::positive());
     gate_ = node.number_or("gate", 50.0, Range::non_negative());
     const auto thrust_range = node.numbers_or("thrust_range", {0.3, 3.0}, 2, Range::positive());
     const double drag_factor = node.number_or("drag_range_factor", 5.0, Range{1, 1e6, true});
@@ -131,6 +140,10 @@ class EstimateProcessor final : public FeedbackProcessor {
     // covariance's; identifiability and misfit are still reported. `uncertain` (the default):
     // the consider update and the sigma widened by what the residuals show.
     structure_exact_ = node.choice_or("model_structure", "uncertain", {"uncertain", "exact"}) == "exact";
+    // the steps between a command and the measured motion it drives: a rig (`mqtt`,
+    // `stand_in`) gets step k's commands with step k+1's request, so its S_{k+1} was driven by
+    // step k-1's (docs/feedback.md); the replays take each step's input this many steps back
+    delay_ = static_cast<int>(node.integer_or("input_delay_steps", 0, 0, 100));
 
     set_bounds_and_prior(
         model, {thrust_range[0], thrust_range[1], drag_factor, max_buoy, max_current, max_lag, added_sd, sd_scale});
@@ -148,7 +161,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     base_ = vehicle_parameter_base(model, body_);
     warmup_ = active_[i_lag] ? lag_warmup_steps : 0;
     // pre-sized: the step never allocates
-    ring_.assign(static_cast<std::size_t>(horizon_ + warmup_ + 2), Entry{});
+    ring_.assign(static_cast<std::size_t>(horizon_ + warmup_ + delay_ + 2), Entry{});
     trial_.bodies.resize(model.bodies.size());
     trial_inputs_.resize(model.bodies.size());
   }
@@ -171,7 +184,7 @@ class EstimateProcessor final : public FeedbackProcessor {
           if (!known)
             ps.at(i).error("unknown parameter group \"" + g +
                            "\" (known: thrust, linear_drag, quadratic_drag, buoyancy, current, "
-                           "thruster_lag, added_mass)");
+                           "thruster_lag, added_mass, angular_drag)");
         }
     } else {
       for (int g = 0; g < default_groups; ++g)
@@ -298,8 +311,8 @@ class EstimateProcessor final : public FeedbackProcessor {
   }
 
   // with the added mass considered: thrust, drags and buoyancy offset over the effective mass
-  // (1 + a), what the data pin down (docs/feedback.md, "The offline fit"); sigma from the
-  // covariance, the considered added mass's share included, widened by the misfit
+  // (1 + a), the yaw drag over the effective inertia, what the data pin down (docs/feedback.md, "The offline fit");
+  // sigma from the covariance, the considered added mass's share included, widened by the misfit
   struct Combination {
     std::string name;
     double value = 0, stddev = 0;
@@ -308,7 +321,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     std::vector<Combination> out;
     if (!active_[i_added]) return out;
     const double eff = 1 + theta_[i_added];
-    for (int i = 0; i <= 7; ++i) {
+    for (int i : {0, 1, 2, 3, 4, 5, 6, 7, i_yaw}) {
       const auto u = static_cast<std::size_t>(i);
       if (!active_[u]) continue;
       VecP g = VecP::Zero();
@@ -316,9 +329,10 @@ class EstimateProcessor final : public FeedbackProcessor {
       g[i_added] = -theta_[i] / (eff * eff);
       const double sd = std::sqrt(std::max(g.dot(p_ * g), 0.0)) * (structure_exact_ ? 1.0 : misfit_widening_);
       const double prior_sd = std::sqrt(std::max(g.dot(p0_ * g), 0.0));
-      out.push_back({i == 0   ? std::string("thrust_per_effective_mass")
-                     : i == 7 ? std::string("buoyancy_offset_per_effective_mass_n")
-                              : std::string(param_names[u]) + "_per_effective_mass",
+      out.push_back({i == 0       ? std::string("thrust_per_effective_mass")
+                     : i == 7     ? std::string("buoyancy_offset_per_effective_mass_n")
+                     : i == i_yaw ? std::string("angular_drag_per_effective_inertia")
+                                  : std::string(param_names[u]) + "_per_effective_mass",
                      theta_[i] / eff, std::min(sd, prior_sd)});
     }
     return out;
@@ -450,13 +464,14 @@ class EstimateProcessor final : public FeedbackProcessor {
   void apply(WorldModel& model) const { apply(model, theta_); }
   void apply(WorldModel& model, const VecP& th) const {
     apply_vehicle_parameters(base_, th.data(), active_[i_added], model);
+    if (active_[i_yaw]) apply_angular_drag(base_, th[i_yaw], model);
   }
 
   // replays steps [t0, t1) from the measured S_t0 (its velocity changed by dv) with
-  // parameters th: the landing (position, velocity) and the positions at the checkpoints
-  // (track); false on a fault
+  // parameters th: the landing (position, velocity, heading, yaw rate) and the positions at
+  // the checkpoints (track); false on a fault
   bool replay(WorldModel& model, const WorldState& twin, std::int64_t t0, std::int64_t t1, double dt, const VecP& th,
-              Vec6& landing, const Vec3& dv = Vec3::Zero(), Vec15* track = nullptr) {
+              Vec8& landing, const Vec3& dv = Vec3::Zero(), Vec15* track = nullptr) {
     apply(model, th);
     trial_.bodies.assign(twin.bodies.begin(), twin.bodies.end());
     BodyState& start = trial_.bodies[static_cast<std::size_t>(body_)];
@@ -467,11 +482,11 @@ class EstimateProcessor final : public FeedbackProcessor {
     const Mat3 r0 = e0.state.orientation.toRotationMatrix();
     start.angular_momentum = r0 * b.inertia_body * r0.transpose() * e0.angular_velocity;
     for (auto& w : trial_inputs_.wrenches) w = BodyWrench{};
-    BodyWrench lag = lag_before(t0, th[i_lag], dt);
+    BodyWrench lag = lag_before(t0 - delay_, th[i_lag], dt);
     int next_checkpoint = 0;
     for (std::int64_t t = t0; t < t1; ++t) {
       BodyWrench& w = trial_inputs_.wrenches[static_cast<std::size_t>(body_)];
-      w = lag_step(lag, entry(t).input, th[i_lag], dt);
+      w = lag_step(lag, entry(t - delay_).input, th[i_lag], dt);
       scale(w, th[0]);
       if (step(model, trial_, trial_inputs_, dt, nullptr, scratch_) != StepStatus::ok) return false;
       if (track && next_checkpoint < checkpoints && t + 1 == checkpoint(t0, t1, next_checkpoint))
@@ -479,16 +494,24 @@ class EstimateProcessor final : public FeedbackProcessor {
     }
     const BodyState& s = trial_.bodies[static_cast<std::size_t>(body_)];
     landing.head<3>() = s.position_m;
-    landing.tail<3>() = s.linear_momentum * model.bodies[static_cast<std::size_t>(body_)].inv_mass;
+    landing.segment<3>(3) = s.linear_momentum * model.bodies[static_cast<std::size_t>(body_)].inv_mass;
+    landing[6] = heading(s.orientation);
+    landing[7] = angular_velocity(model, trial_, body_).z();
     return true;
   }
 
   static void scale(BodyWrench& w, double c) { scale_wrench(w, c); }
+  // the body x axis' heading in the horizontal plane, and an angle's difference in (-pi, pi]
+  static double heading(const Quat& q) {
+    const Mat3 r = q.toRotationMatrix();
+    return std::atan2(r(1, 0), r(0, 0));
+  }
+  static double wrapped(double a) { return std::remainder(a, 2 * std::numbers::pi); }
   static BodyWrench lag_step(BodyWrench& y, const BodyWrench& in, double tau, double dt) {
     return lag_wrench_step(y, in, tau, dt);
   }
-  // the lag filter's state at the start of a window at t0: settled on the earliest input the
-  // warm-up keeps, then run over the inputs up to t0
+  // the lag filter's state at the start of a window whose first input is t0's: settled on the
+  // earliest input the warm-up keeps, then run over the inputs up to t0
   BodyWrench lag_before(std::int64_t t0, double tau, double dt) {
     BodyWrench y = entry(t0).input;
     bool settled = false;
@@ -503,41 +526,47 @@ class EstimateProcessor final : public FeedbackProcessor {
 
   void update_from_window(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin, std::int64_t t0,
                           std::int64_t t1) {
-    if (t0 < 0) return;
+    if (t0 - delay_ < 0) return;
     const Entry& start = entry(t0);
     if (start.time_index != t0 || !start.valid) return;
-    for (std::int64_t t = t0; t < t1; ++t)
+    for (std::int64_t t = t0 - delay_; t < t1 - delay_; ++t)
       if (entry(t).time_index != t || !entry(t).has_input) return;
     if (!start.has_velocity) return update_from_positions(ctx, model, twin, t0, t1);
     const Entry& end = entry(t1);
-    Vec6 measured;
-    measured.head<3>() = end.state.position_m;
-    measured.tail<3>() = end.velocity;
+    Vec8 measured;
+    measured << end.state.position_m, end.velocity, heading(end.state.orientation), end.angular_velocity.z();
 
-    Vec6 base;
+    Vec8 base;
     if (!replay(model, twin, t0, t1, ctx.dt_s, theta_, base)) return fault(model);
-    Eigen::Matrix<double, 6, n_params> jac = Eigen::Matrix<double, 6, n_params>::Zero();
+    Eigen::Matrix<double, 8, n_params> jac = Eigen::Matrix<double, 8, n_params>::Zero();
     for (int i = 0; i < n_params; ++i) {
       if (!active_[static_cast<std::size_t>(i)]) continue;
       VecP th = theta_;
       const double h = probe_step(i);
       th[i] += h;
-      Vec6 probe;
+      Vec8 probe;
       if (!replay(model, twin, t0, t1, ctx.dt_s, th, probe)) return fault(model);
+      probe[6] = base[6] + wrapped(probe[6] - base[6]);
       jac.col(i) = (probe - base) / h;
     }
     apply(model);
 
     // measurement noise of the window: both ends' noise, and the start velocity's noise
-    // carried over the horizon
+    // carried over the horizon (the start's angular velocity likewise for the heading)
     const double span_s = static_cast<double>(t1 - t0) * ctx.dt_s;
     const double sv_start = start.has_velocity ? sigma_v_ : 3 * sigma_v_;
-    Mat6 r = Mat6::Zero();
+    Vec8 r;
     const double rp = 2 * sigma_p_ * sigma_p_ + span_s * span_s * sv_start * sv_start;
     const double rv = end.has_velocity ? 2 * sigma_v_ * sigma_v_ : 1e6;  // unmeasured: ignored
-    r.diagonal() << rp, rp, rp, rv, rv, rv;
-    const Vec6 nu = measured - base;
-    rls<6>(nu, jac, r, model);
+    const double ry = 2 * sigma_yaw_ * sigma_yaw_ + span_s * span_s * sigma_w_ * sigma_w_;
+    const double rw = end.has_velocity ? 2 * sigma_w_ * sigma_w_ : 1e6;
+    r << rp, rp, rp, rv, rv, rv, ry, rw;
+    Vec8 nu = measured - base;
+    nu[6] = wrapped(nu[6]);
+    // the heading and yaw rate only where the yaw drag is estimated: the other parameters'
+    // residuals stay as they were without it
+    if (active_[i_yaw]) return rls<8>(nu, jac, r.asDiagonal().toDenseMatrix(), model);
+    rls<6>(nu.head<6>(), jac.topRows<6>(), r.head<6>().asDiagonal().toDenseMatrix(), model);
   }
 
   // a window without measured velocities: the positions at `checkpoints` points of the
@@ -553,7 +582,7 @@ class EstimateProcessor final : public FeedbackProcessor {
       if (e.time_index != checkpoint(t0, t1, j) || !e.valid) return;
       measured.segment<3>(3 * j) = e.state.position_m;
     }
-    Vec6 landing;
+    Vec8 landing;
     Vec15 base, probe;
     if (!replay(model, twin, t0, t1, ctx.dt_s, theta_, landing, Vec3::Zero(), &base)) return fault(model);
     Eigen::Matrix<double, 15, n_params> jac = Eigen::Matrix<double, 15, n_params>::Zero();
@@ -584,11 +613,11 @@ class EstimateProcessor final : public FeedbackProcessor {
 
   // the forward-difference step of parameter i
   double probe_step(int i) const {
-    return i == 0                       ? 1e-4
-           : i < 7                      ? 1e-4 * std::max(std::abs(theta_[i]), 1.0)
-           : i == 7                     ? 1e-3
-           : i == i_lag || i == i_added ? 1e-4
-                                        : 1e-5;
+    return i == 0                                     ? 1e-4
+           : i < 7                                    ? 1e-4 * std::max(std::abs(theta_[i]), 1.0)
+           : i == 7                                   ? 1e-3
+           : i == i_lag || i == i_added || i == i_yaw ? 1e-4
+                                                      : 1e-5;
   }
 
   static constexpr int checkpoints = 5;
@@ -718,10 +747,12 @@ class EstimateProcessor final : public FeedbackProcessor {
   std::array<bool, n_params> active_{};
   int horizon_ = 50, every_ = 5;
   double lambda_ = 0.9995, sigma_p_ = 0.005, sigma_v_ = 0.01, gate_ = 50, step_fraction_ = 0.05;
+  double sigma_yaw_ = 0.01, sigma_w_ = 0.01;
   VecP theta_ = VecP::Zero(), nominal_ = VecP::Zero(), lo_ = VecP::Zero(), hi_ = VecP::Zero(), step_max_ = VecP::Zero();
   MatP p_ = MatP::Zero(), p0_ = MatP::Zero();
   VehicleParameterBase base_;
   int warmup_ = 0;         // steps of inputs kept before a window for the lag's filter
+  int delay_ = 0;          // input_delay_steps
   BodyWrench live_lag_{};  // the twin's thruster-lag filter
   std::vector<Entry> ring_;
   WorldState trial_;

@@ -289,6 +289,12 @@ void StandInVehicle::set_state(const WorldState& state) {
   s.remember();
 }
 
+bool StandInVehicle::take_devices_from(const StandInVehicle& other) {
+  std::string bytes;
+  other.impl_->bank.snapshot(bytes);
+  return impl_->bank.restore(bytes, nullptr);
+}
+
 HiddenParams parse_hidden_params(const ConfigNode& n, HiddenParams h) {
   if (!n.yaml().IsDefined()) return h;
   if (!n.expect_map({"drag_scale", "linear_drag_axis_scale", "quadratic_drag_axis_scale", "thrust_scale",

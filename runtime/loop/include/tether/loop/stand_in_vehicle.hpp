@@ -114,6 +114,11 @@ class StandInVehicle {
   /// Puts the true state somewhere else (tests, re-synchronising after a reset); clears the
   /// delay line.
   void set_state(const WorldState& state);
+  /// Takes `other`'s device state (its rotors' speeds, the commands its actuators hold, its
+  /// sensors' noise streams): a prediction from another vehicle's state starts with that
+  /// vehicle's rotors spinning, not at rest. False (nothing changed) if the two were built
+  /// from different device tables.
+  bool take_devices_from(const StandInVehicle& other);
 
  private:
   struct Impl;

@@ -21,8 +21,7 @@ inline constexpr int current_x = 8;       // water current x, y (m/s)
 inline constexpr int current_y = 9;
 inline constexpr int thruster_lag = 10;  // first-order lag tau (s) of the inputs before c
 inline constexpr int added_mass = 11;    // a: mass and inertia x (1 + a), displaced volume + a m / rho
-inline constexpr int online_count = 12;  // the online `estimate` processor's: the ones above
-inline constexpr int angular_drag = 12;  // offline only: the body's yaw damping x this (apply_angular_drag)
+inline constexpr int angular_drag = 12;  // the body's yaw damping x this (apply_angular_drag)
 inline constexpr int count = 13;
 }  // namespace vp
 
@@ -75,10 +74,9 @@ VehicleParameterPrior vehicle_parameter_prior(const std::array<double, vp::count
 void apply_vehicle_parameters(const VehicleParameterBase& base, const double* theta, bool with_added_mass,
                               WorldModel& model);
 
-/// The body's angular damping about its z axis (yaw; linear and quadratic) x `scale`: the
-/// offline fit's vp::angular_drag (the online processor leaves the angular damping as the
-/// model has it). Roll and pitch keep the model's: the restoring moment rules them, and fitted
-/// with the yaw they pulled the scale to its bound on short trials of the exact model.
+/// The body's angular damping about its z axis (yaw; linear and quadratic) x `scale`:
+/// vp::angular_drag, online (the `angular_drag` group) and offline. Roll and pitch keep the model's: the restoring
+/// moment rules them, and fitted with the yaw they pulled the scale to its bound on short trials of the exact model.
 void apply_angular_drag(const VehicleParameterBase& base, double scale, WorldModel& model);
 
 /// w x c, every part.
