@@ -3,6 +3,8 @@
 // heavy to compile); each command is in its own file (run_command.cpp, replay_command.cpp, ...).
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "commands.hpp"
@@ -10,6 +12,21 @@
 namespace {
 
 using namespace tether::cli;
+
+// CLI11's PositiveNumber and NonNegativeNumber name their range with all 309 digits of the
+// largest double; these say what they expect and what they got
+CLI::Validator zero_or_more(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& in) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(in.c_str(), &end);
+        if (!in.empty() && *end == '\0' && std::isfinite(v) && (zero_allowed ? v >= 0 : v > 0)) return {};
+        return std::string("expects a number ") + (zero_allowed ? ">= 0" : "> 0") + ", not \"" + in + "\"";
+      },
+      zero_allowed ? "NUMBER>=0" : "NUMBER>0");
+}
+const CLI::Validator positive_number = zero_or_more(false);
+const CLI::Validator non_negative_number = zero_or_more(true);
 
 // the exit codes, in --help
 void add_footer(CLI::App& app) {
@@ -120,7 +137,7 @@ CLI::App* add_replay(CLI::App& app, ReplayOptions& replay) {
   replay_cmd
       ->add_option("--tolerance", replay.tolerance,
                    "With --firmware: a command differing by more than this is a divergence (default 1e-6)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   replay_cmd->add_flag("--quiet,-q", replay.quiet, "No progress bar");
   replay_cmd->add_flag("--json", replay.json, "Print the result as JSON");
   replay_cmd->add_option("--live", replay.live,
@@ -217,12 +234,12 @@ CLI::App* add_identify(CLI::App& app, IdentifyOptions& o) {
   cmd->add_option("--max-delay-steps", o.max_delay_steps, "Measurement delays tried: 0 to this (default 3)")
       ->check(CLI::Range(0, 100));
   cmd->add_option("--position-stddev", o.position_stddev_m, "The measured positions' noise, m (default 0.005)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   cmd->add_option("--velocity-stddev", o.velocity_stddev_m_s, "The measured velocities' noise, m/s (default 0.01)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   cmd->add_option("--orientation-stddev", o.orientation_stddev_rad,
                   "The measured orientations' noise, rad (default 0.01; 0: not compared, no yaw drag fitted)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   cmd->add_flag("--no-lag", o.no_lag, "Do not fit a thruster lag");
   cmd->add_option("--threads", o.threads, "Threads for the solver (default 2)")->check(CLI::Range(1, 256));
   return cmd;

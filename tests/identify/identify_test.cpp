@@ -447,4 +447,12 @@ TEST_CASE("identify: the command fits, validates and writes a file tether run ap
     CHECK(!run_cli("identify " + trial + bad, code).empty());
     CHECK(code == 2);
   }
+  // said in a line: what is expected and what was given (not CLI11's 309 digits of its bound)
+  for (const char* bad : {" --orientation-stddev abc", " --position-stddev -1", " --velocity-stddev 0"}) {
+    INFO(bad);
+    const std::string said = run_cli("identify " + trial + bad, code);
+    CHECK(said.find("expects a number") != std::string::npos);
+    CHECK(said.size() < 200);
+    CHECK(code == 2);
+  }
 }

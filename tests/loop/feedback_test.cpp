@@ -85,7 +85,12 @@ TEST_CASE("feedback: the registry knows every processor and rejects unknown keys
     CHECK(what.find("gain") != std::string::npos);
   }
   const Scenario bad = parse_scenario(auv_scenario("[{type: estimate, parameters: [drag]}]"), "fb.yaml");
-  CHECK_THROWS_AS(make_feedback_processors(bad), ConfigError);
+  CHECK_THROWS_WITH_AS(make_feedback_processors(bad), doctest::Contains("angular_drag)"), ConfigError);
+  for (const char* key : {"input_delay_steps: -1", "input_delay_steps: 0.5", "input_delay_steps: 101",
+                          "orientation_stddev_rad: 0", "angular_velocity_stddev_rad_s: -1"}) {
+    const Scenario s = parse_scenario(auv_scenario(std::string("[{type: estimate, ") + key + "}]"), "fb.yaml");
+    CHECK_THROWS_WITH_AS(make_feedback_processors(s), doctest::Contains("fb.yaml:"), ConfigError);
+  }
   const Scenario alpha = parse_scenario(auv_scenario("[{type: blend, alpha: 1.5}]"), "fb.yaml");
   CHECK_THROWS_AS(make_feedback_processors(alpha), ConfigError);
   const Scenario dry = parse_scenario(R"(name: dry
