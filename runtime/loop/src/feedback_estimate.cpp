@@ -7,9 +7,11 @@
 // Parameters theta: thrust coefficient (a gain on the commanded wrench), linear and quadratic
 // drag per body axis, buoyancy offset (N, up), water current (x, y); on request a thruster
 // lag (an extra first-order lag on the actuators' wrench: thrusters that spin up slower than
-// the model's), and an added mass that is never estimated, only *considered*: its prior
-// uncertainty counts in the others' (the data of a trial rarely tell it from the thrust gain). Each update takes a
-// window of `horizon_steps` recorded steps: it starts the real step() from the measured state
+// the model's), a scale of the yaw damping (its windows then compare the heading and yaw rate
+// too), and an added mass that is never estimated, only *considered*: its prior uncertainty
+// counts in the others' (the data of a trial rarely tell it from the thrust gain). Each update
+// takes a window of `horizon_steps` recorded steps (their inputs `input_delay_steps` earlier:
+// a rig's dead time): it starts the real step() from the measured state
 // at the window's start, replays the inputs with theta, and compares the landing with the
 // measured position and velocity at the end. The Jacobian d(landing)/d(theta) comes from
 // forward differences over the same replay; theta is then updated by recursive least squares
@@ -311,8 +313,9 @@ class EstimateProcessor final : public FeedbackProcessor {
   }
 
   // with the added mass considered: thrust, drags and buoyancy offset over the effective mass
-  // (1 + a), the yaw drag over the effective inertia, what the data pin down (docs/feedback.md, "The offline fit");
-  // sigma from the covariance, the considered added mass's share included, widened by the misfit
+  // (1 + a), the yaw drag over the effective inertia: what the data pin down (docs/feedback.md,
+  // "The offline fit"); sigma from the covariance, the considered added mass's share included,
+  // widened by the misfit
   struct Combination {
     std::string name;
     double value = 0, stddev = 0;
