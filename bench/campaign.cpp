@@ -8,6 +8,7 @@
 //   -j all cores: runs per second, speed-up over -j 1, and parallel efficiency =
 //     sum of single-run times / (wall time x workers)
 // Prints figures only; --quick uses 4 runs of 50 steps (the test suite smoke-runs it).
+#include "test_paths.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,8 +29,8 @@ using tether::bench::seconds_since;
 
 namespace {
 
-const std::string tether_exe = TETHER_BINARY_DIR "/tether";
-const std::string scenario = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+const std::string tether_exe = TETHER_BINARY_DIR + "/tether";
+const std::string scenario = TETHER_SOURCE_DIR + "/config/scenarios/in_process_depth_hold.yaml";
 
 // runs argv to completion with stdout and stderr to /dev/null; its exit code, or -1
 int run_quietly(const std::vector<std::string>& args) {

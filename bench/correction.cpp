@@ -11,6 +11,7 @@
 // errors over time; and the open-loop prediction error: from the vehicle's true state at
 // t_off, the twin's model as it stands then (learned parameters included) predicts the next
 // 10 s with the vehicle's commands and no feedback. Writes an HTML page with SVG plots.
+#include "test_paths.hpp"
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -45,12 +46,6 @@
 #include "tether/loop/session.hpp"
 #include "tether/report/svg_plot.hpp"
 
-#ifndef TETHER_SOURCE_DIR
-#define TETHER_SOURCE_DIR "."
-#endif
-#ifndef TETHER_BINARY_DIR
-#define TETHER_BINARY_DIR "."
-#endif
 
 using namespace tether::runtime;
 
@@ -569,7 +564,7 @@ void mqtt_row(const std::string& path, const std::string& text, double trial_s) 
   }
   ::setenv("TETHER_MQTT_BROKER", broker->uri().c_str(), 1);
   ::setenv("TETHER_MQTT_SESSION", "bench_correction", 1);
-  ::setenv("TETHER_BUILD_DIR", TETHER_BINARY_DIR, 1);
+  ::setenv("TETHER_BUILD_DIR", TETHER_BINARY_DIR.c_str(), 1);
   YAML::Node root = YAML::Load(text);
   root["loop"].remove("steps");
   root["loop"]["duration_s"] = trial_s;
@@ -809,9 +804,9 @@ int main(int argc, char** argv) {
   tether::examples::register_example_controllers();  // tank_identify's depth_heading_hold
   spdlog::set_level(spdlog::level::warn);            // not every manoeuvre of every run
   const bool quick = tether::bench::quick_mode(argc, argv);
-  std::string path = TETHER_SOURCE_DIR "/config/scenarios/correction_trial.yaml";
-  std::string html = TETHER_BINARY_DIR "/bench/correction.html";
-  std::string stand_in_path = TETHER_SOURCE_DIR "/config/scenarios/tank_identify.yaml";
+  std::string path = TETHER_SOURCE_DIR + "/config/scenarios/correction_trial.yaml";
+  std::string html = TETHER_BINARY_DIR + "/bench/correction.html";
+  std::string stand_in_path = TETHER_SOURCE_DIR + "/config/scenarios/tank_identify.yaml";
   int seeds = quick ? 1 : 20;
   bool stand_in_only = false, offline_only = false, online_only = false;
   for (int i = 1; i < argc; ++i) {

@@ -5,6 +5,7 @@
 //
 //   bench/devices [--quick] [SCENARIO]     (default: config/scenarios/auv_sensors.yaml,
 //                                          relative to the working directory)
+#include "test_paths.hpp"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,10 +23,6 @@
 #include "tether/physics/physics.hpp"
 #include "tether/scenario/scenario.hpp"
 #include "tether/scenario/scenario_devices.hpp"
-
-#ifndef TETHER_SOURCE_DIR
-#define TETHER_SOURCE_DIR "."
-#endif
 
 using namespace tether;
 using namespace tether::runtime;
@@ -76,7 +73,7 @@ std::string read_file(const std::string& path) {
 
 int main(int argc, char** argv) try {
   if (tether::bench::quick_mode(argc, argv)) scale = 100;
-  std::string path = TETHER_SOURCE_DIR "/config/scenarios/auv_sensors.yaml";
+  std::string path = TETHER_SOURCE_DIR + "/config/scenarios/auv_sensors.yaml";
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) != "--quick") path = argv[i];
   const std::string text = read_file(path);

@@ -7,6 +7,7 @@
 //   4 clients again with the rate cap off (live.max_rate_hz: 0, every message to every client)
 // Goals: 4 clients cost the loop under 3 %; a stalled client costs it nothing measurable.
 // Prints figures only; --quick shortens everything (the test suite smoke-runs it).
+#include "test_paths.hpp"
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -134,7 +135,7 @@ Run run_once(const Scenario& sc, std::uint64_t steps, Setup setup) {
 int main(int argc, char** argv) {
   tether::examples::register_example_controllers();
   const bool quick = tether::bench::quick_mode(argc, argv);
-  const Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
+  const Scenario sc = load_scenario(TETHER_SOURCE_DIR + "/config/scenarios/in_process_depth_hold.yaml");
   const std::uint64_t steps = quick ? 1'000 : 20'000;
   const int rounds = quick ? 1 : 5;
   // the controller's and the server's log lines go to stdout; only figures are printed

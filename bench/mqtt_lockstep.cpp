@@ -7,6 +7,7 @@
 //      vehicle program (tether-vehicle) on MQTT, policy block: the lock-step rate
 // Prints rates, p50/p99 round trips and the ratio lock-step / ceiling (goal >= 0.8).
 // Usage: mqtt_lockstep [--quick] [--steps N]
+#include "test_paths.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -8,6 +8,7 @@
 //     --verify; goal >= 200x
 // Prints figures only; --quick shortens everything (the test suite smoke-runs it); a path
 // names another scenario than the default in-process depth hold.
+#include "test_paths.hpp"
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
   tether::examples::register_example_controllers();  // the scenario's in-process depth_heading_hold
   const bool quick = tether::bench::quick_mode(argc, argv);
   // another scenario may be named (its in-process endpoints only): record_replay [--quick] [PATH]
-  std::string scenario_path = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+  std::string scenario_path = TETHER_SOURCE_DIR + "/config/scenarios/in_process_depth_hold.yaml";
   for (int i = 1; i < argc; ++i)
     if (argv[i][0] != '-') scenario_path = argv[i];
   const Scenario sc = load_scenario(scenario_path);

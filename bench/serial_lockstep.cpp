@@ -18,6 +18,7 @@
 // Defaults look in the build folder: firmware/host/depth_heading_hold (CMake target
 // fw_depth_heading_hold) and firmware/cortex_m3/depth_heading_hold.elf
 // (scripts/build_firmware.sh cortex_m3, whose default output is build/firmware).
+#include "test_paths.hpp"
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -333,14 +334,6 @@ void print_row(const Figures& f) {
   std::fflush(stdout);
 }
 
-#ifndef TETHER_BINARY_DIR
-std::string beside_binary(const char* relative) {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return (exe.parent_path() / relative).lexically_normal().string();
-}
-#endif
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -348,13 +341,8 @@ int main(int argc, char** argv) {
   double duration_s = quick ? 2 : 60;
   long steps = quick ? 2000 : 20000;
   long qemu_steps = quick ? 500 : 5000;
-#ifdef TETHER_BINARY_DIR
   std::string firmware = std::string(TETHER_BINARY_DIR) + "/firmware/host/depth_heading_hold";
   std::string elf = std::string(TETHER_BINARY_DIR) + "/firmware/cortex_m3/depth_heading_hold.elf";
-#else
-  std::string firmware = beside_binary("../firmware/host/depth_heading_hold");
-  std::string elf = beside_binary("../firmware/cortex_m3/depth_heading_hold.elf");
-#endif
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };

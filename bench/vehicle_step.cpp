@@ -6,6 +6,7 @@
 // scenario's start). Baseline in the same run: the same step with the sub-step rule of
 // contact scenes everywhere (world.free_substep_s = world.max_substep_s), which is what every
 // step cost before free sub-steps. Rounds alternate the two; the best of each is compared.
+#include "test_paths.hpp"
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -3,6 +3,7 @@
 // frame's table, stop when disarmed, depth hold against a 1-D heave model written here, heading
 // hold's direction, skid steering; and the `tether-ardupilot` program itself against a UDP
 // physics that answers every packet. Every wait is bounded; nothing asserts timing.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -348,7 +349,7 @@ std::string read_all(int fd, int timeout_ms) {
 
 tether::adapters::LaunchSpec standin_spec(std::uint16_t physics_port, std::vector<std::string> extra) {
   tether::adapters::LaunchSpec spec;
-  spec.argv = {TETHER_BINARY_DIR "/tether-ardupilot", "--physics", "127.0.0.1:" + std::to_string(physics_port),
+  spec.argv = {TETHER_BINARY_DIR + "/tether-ardupilot", "--physics", "127.0.0.1:" + std::to_string(physics_port),
                "--mavlink-port", "0"};
   spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
   return spec;

@@ -4,6 +4,7 @@
 // the middle of a run, is a clear error with its last output; a missing program is found
 // by `tether check`. The program here is a small Python stand-in for ArduPilot
 // (tests/adapters/ardupilot_fake_sitl.py). Loopback only; every wait bounded.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -22,7 +23,7 @@ using namespace tether::runtime;
 
 namespace {
 
-const std::string fake_sitl = TETHER_SOURCE_DIR "/tests/adapters/ardupilot_fake_sitl.py";
+const std::string fake_sitl = TETHER_SOURCE_DIR + "/tests/adapters/ardupilot_fake_sitl.py";
 
 std::string launch_scenario(const std::string& command, int steps) {
   return ardupilot_test::one_thruster_world("ardupilot_launch", steps) + R"(  - name: ap

@@ -5,6 +5,7 @@
 // any autopilot; the 20-seed campaign with link faults passes. The BlueROV2 run uses the
 // scenario's own ports (9002, 5760) as ArduPilot's defaults: nothing else in the suite
 // binds them.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -31,7 +32,7 @@ using namespace tether::cli_test;
 
 namespace {
 
-const std::string scenarios = TETHER_SOURCE_DIR "/config/scenarios";
+const std::string scenarios = TETHER_SOURCE_DIR + "/config/scenarios";
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -228,8 +229,8 @@ TEST_CASE("ardupilot scenarios: ardurover_skid is armed, put in MANUAL and drive
 TEST_CASE("ardupilot scenarios: the 20-seed campaign on a lossy link passes") {
   // one run at a time: the suite runs beside it, and the serial campaigns' deadlines are tight
   const std::string dir = temp_dir("ardusub_link_faults");
-  const Result r = run(
-      tether_fw + " test " TETHER_SOURCE_DIR "/config/campaigns/ardusub_link_faults.yaml -j 1 --quiet --out " + dir);
+  const Result r = run(tether_fw + " test " + TETHER_SOURCE_DIR +
+                       "/config/campaigns/ardusub_link_faults.yaml -j 1 --quiet --out " + dir);
   INFO(r.out);
   CHECK(r.exit_code == 0);
   const nlohmann::json c = read_json(dir + "/campaign.json");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tether test` as a user runs it: the shipped campaigns, junit.xml read back with an XML
 // parser, runs that cannot start, slices through GNU parallel merged, Ctrl-C, bad files.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -23,8 +24,8 @@ using tether::cli_test::temp_dir;
 using tether::cli_test::tether_exe;
 using tether::cli_test::tether_fw;
 
-const std::string campaigns = TETHER_SOURCE_DIR "/config/campaigns";
-const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+const std::string campaigns = TETHER_SOURCE_DIR + "/config/campaigns";
+const std::string in_process_file = TETHER_SOURCE_DIR + "/config/scenarios/in_process_depth_hold.yaml";
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -37,7 +38,7 @@ nlohmann::json campaign_json(const std::string& dir) { return nlohmann::json::pa
 
 // junit.xml read by Python's XML parser (tests/adapters/junit_summary.py): what it holds
 nlohmann::json junit(const std::string& dir) {
-  const auto r = run("python3 " TETHER_SOURCE_DIR "/tests/adapters/junit_summary.py " + dir + "/junit.xml");
+  const auto r = run("python3 " + TETHER_SOURCE_DIR + "/tests/adapters/junit_summary.py " + dir + "/junit.xml");
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);
   return nlohmann::json::parse(r.out);
 }
@@ -365,8 +366,7 @@ TEST_CASE("tether test: a malformed campaign file is a positioned config error, 
 TEST_CASE("tether test: firmware builds against a recorded session (regression replays) and in scenario runs") {
   const std::string dir = temp_dir("campaign_firmware");
   // a recorded session of the host firmware
-  const auto rec = run(tether_fw +
-                       " run " TETHER_SOURCE_DIR
+  const auto rec = run(tether_fw + " run " + TETHER_SOURCE_DIR +
                        "/config/scenarios/default.yaml --rtf 0 --steps 300 "
                        "--quiet --out " +
                        dir + "/trial");
@@ -374,14 +374,15 @@ TEST_CASE("tether test: firmware builds against a recorded session (regression r
   const std::string file = dir + "/campaign.yaml";
   std::ofstream(file)
       << "name: builds\n"
-         "scenarios:\n  - {path: " TETHER_SOURCE_DIR
-         "/config/scenarios/default.yaml, set: {loop.steps: 200, "
-         "loop.real_time_factor: 0}}\n"
-         "replays:\n  - {recording: trial/recording.mcap, name: trial}\n"
-         "firmware:\n"
-         "  - {name: same, endpoint: firmware, launch: \"${TETHER_BUILD_DIR}/firmware/host/depth_heading_hold\"}\n"
-         "  - {name: kp18, endpoint: firmware, launch: "
-         "\"${TETHER_BUILD_DIR}/firmware/test/depth_heading_hold_kp18\"}\n";
+         "scenarios:\n  - {path: " +
+             TETHER_SOURCE_DIR +
+             "/config/scenarios/default.yaml, set: {loop.steps: 200, "
+             "loop.real_time_factor: 0}}\n"
+             "replays:\n  - {recording: trial/recording.mcap, name: trial}\n"
+             "firmware:\n"
+             "  - {name: same, endpoint: firmware, launch: \"${TETHER_BUILD_DIR}/firmware/host/depth_heading_hold\"}\n"
+             "  - {name: kp18, endpoint: firmware, launch: "
+             "\"${TETHER_BUILD_DIR}/firmware/test/depth_heading_hold_kp18\"}\n";
   const auto r = run(tether_fw + " test " + file + " -j 2 --out " + dir + "/out");
   CHECK_MESSAGE(r.exit_code == 6, r.out);
   const auto j = campaign_json(dir + "/out");

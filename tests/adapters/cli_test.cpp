@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tether command line as a user runs it: exit codes, positioned errors, the summary.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -27,13 +28,13 @@ using tether::cli_test::temp_dir;
 using tether::cli_test::tether_exe;
 using tether::cli_test::tether_fw;
 
-const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+const std::string in_process_file = TETHER_SOURCE_DIR + "/config/scenarios/in_process_depth_hold.yaml";
 
 }  // namespace
 
 TEST_CASE("tether check accepts the default scenario") {
   // with TETHER_BUILD_DIR at this build: check also finds the firmware the scenario launches
-  const auto r = run(tether_fw + " check " TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  const auto r = run(tether_fw + " check " + TETHER_SOURCE_DIR + "/config/scenarios/default.yaml");
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   CHECK(r.out.find(": ok (1 vehicles, 1 bodies, 5 static bodies, 1 endpoints, 0 feedback processors") !=
         std::string::npos);
@@ -42,7 +43,7 @@ TEST_CASE("tether check accepts the default scenario") {
 TEST_CASE("tether check: an identify plan's setpoints are the controller's, each within its range") {
   // tank_identify.yaml: depth_heading_hold in-process flies the plan; its second manoeuvre
   // coasts down for 2 s
-  const std::string file = TETHER_SOURCE_DIR "/config/scenarios/tank_identify.yaml";
+  const std::string file = TETHER_SOURCE_DIR + "/config/scenarios/tank_identify.yaml";
   const auto ok = run(tether_fw + " check " + file);
   CHECK_MESSAGE(ok.exit_code == 0, ok.out);
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -81,7 +82,7 @@ TEST_CASE("tether run --report-assets: a folder without the charting library is 
 
 TEST_CASE("tether check fails when a firmware image or program the scenario launches is not there") {
   const std::string dir = temp_dir("check-launch");
-  std::ifstream in(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  std::ifstream in(TETHER_SOURCE_DIR + "/config/scenarios/default.yaml");
   std::stringstream text;
   text << in.rdbuf();
   const std::string original = text.str();
@@ -125,7 +126,7 @@ TEST_CASE("tether run --out refuses a folder that holds an earlier session unles
 TEST_CASE("tether run --quiet shows only warnings on the terminal, and the session's tether.log keeps every line") {
   const std::string dir = temp_dir("quiet-log");
   const auto r =
-      run(tether_fw + " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --out " +
+      run(tether_fw + " run " + TETHER_SOURCE_DIR + "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --out " +
           dir + "/q");
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   // no launcher, serial line or firmware lines on the terminal...
@@ -140,7 +141,7 @@ TEST_CASE("tether run --quiet shows only warnings on the terminal, and the sessi
   CHECK(log.str().find("firmware `depth_heading_hold`") != std::string::npos);
   // --log-level warn: the launch line is in neither
   const auto w = run(tether_fw +
-                     " run " TETHER_SOURCE_DIR
+                     " run " + TETHER_SOURCE_DIR +
                      "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet "
                      "--log-level warn --out " +
                      dir + "/w");
@@ -259,7 +260,7 @@ TEST_CASE("tether check on a broken file prints positioned errors and exits 2") 
 TEST_CASE("tether run: the default scenario (host firmware on a pty) holds depth, writes its summary, reports it") {
   const std::string dir = temp_dir("run");
   const auto r =
-      run(tether_fw + " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 10000 --quiet --out " +
+      run(tether_fw + " run " + TETHER_SOURCE_DIR + "/config/scenarios/default.yaml --rtf 0 --steps 10000 --quiet --out " +
           dir);
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   CHECK(r.out.find("session \"default\" completed: 10000 of 10000 steps") != std::string::npos);
@@ -290,7 +291,7 @@ TEST_CASE("tether run --json prints the summary as JSON") {
   // stdout alone: the log (the firmware's launch, its lines) goes to stderr
   const auto r =
       run("(" + tether_fw +
-          " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --json --out " + dir +
+          " run " + TETHER_SOURCE_DIR + "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --json --out " + dir +
           " 2>/dev/null)");
   CHECK(r.exit_code == 0);
   const auto summary = nlohmann::json::parse(r.out);
@@ -305,8 +306,8 @@ TEST_CASE("SIGINT stops a run cleanly after a step and still prints the summary"
   // stepping (a signal before the handler is installed would just kill the process), waiting
   // at most 60 s for it
   const std::string out = dir + "/out.txt";
-  const auto r = run("TETHER_BUILD_DIR=" TETHER_BINARY_DIR " sh -c '" + tether_exe +
-                     " run " TETHER_SOURCE_DIR "/config/scenarios/default.yaml --rtf 1 --steps 100000 --out " + dir +
+  const auto r = run("TETHER_BUILD_DIR=" + TETHER_BINARY_DIR + " sh -c '" + tether_exe +
+                     " run " + TETHER_SOURCE_DIR + "/config/scenarios/default.yaml --rtf 1 --steps 100000 --out " + dir +
                      " >" + out + " 2>&1 & pid=$!; i=0; while ! grep -q \"^step \" " + out +
                      " && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; kill -INT $pid; wait $pid; echo exit=$?'");
   std::ifstream in(out);
@@ -325,7 +326,7 @@ TEST_CASE("tether run: the summary names each feedback processor and what an est
   // the estimates are the priors, each with its uncertainty
   const auto r =
       run(tether_exe +
-          " run " TETHER_SOURCE_DIR "/config/scenarios/correction_trial.yaml --rtf 0 --steps 20 --quiet --out " + dir);
+          " run " + TETHER_SOURCE_DIR + "/config/scenarios/correction_trial.yaml --rtf 0 --steps 20 --quiet --out " + dir);
   CAPTURE(r.out);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("  feedback model (estimate, model, vehicle auv): updates 0, rejected 0\n") != std::string::npos);
@@ -404,7 +405,7 @@ TEST_CASE("tether: an unknown command is named, and each command's --help has an
 
 TEST_CASE("tether check: the serial endpoint's old goal key points to the scenario's goals") {
   const std::string dir = temp_dir("oldgoal");
-  std::ifstream in(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  std::ifstream in(TETHER_SOURCE_DIR + "/config/scenarios/default.yaml");
   std::stringstream text;
   text << in.rdbuf();
   std::string s = text.str();
@@ -621,7 +622,7 @@ TEST_CASE("the same scenario at 1, 2 and 4 physics threads ends in the same stat
 TEST_CASE("tethered_rov: firmware holds depth while a 30 m cable holds the AUV back, and replay is bit for bit") {
   const std::string dir = temp_dir("tethered-rov");
   const auto r = run(tether_fw +
-                     " run " TETHER_SOURCE_DIR
+                     " run " + TETHER_SOURCE_DIR +
                      "/config/scenarios/tethered_rov.yaml --rtf 0 --set loop.steps=800 "
                      "--quiet --json --out " +
                      dir + " 2>/dev/null");
@@ -658,7 +659,7 @@ TEST_CASE("rover_wall_follow: firmware steers a two-wheeled rover round a pen by
   const std::string dir = temp_dir("rover-wall");
   // 25 s: along the south wall, left at the east wall, along it, left again at the north wall
   const auto r = run(tether_fw +
-                     " run " TETHER_SOURCE_DIR
+                     " run " + TETHER_SOURCE_DIR +
                      "/config/scenarios/rover_wall_follow.yaml --rtf 0 --steps 2500 --quiet --json --out " +
                      dir + " 2>/dev/null");
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);  // its expectations passed (exit 6 otherwise)
@@ -688,7 +689,7 @@ TEST_CASE("rover_wall_follow: firmware steers a two-wheeled rover round a pen by
 
 TEST_CASE("car: steered front wheels turn it round a circle, its expectations pass, replay is bit for bit") {
   const std::string dir = temp_dir("car");
-  const auto r = run(tether_exe + " run " TETHER_SOURCE_DIR "/config/scenarios/car.yaml --rtf 0 --quiet --json --out " +
+  const auto r = run(tether_exe + " run " + TETHER_SOURCE_DIR + "/config/scenarios/car.yaml --rtf 0 --quiet --json --out " +
                      dir + " 2>/dev/null");
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);  // its expectations passed (exit 6 otherwise)
   const auto summary = nlohmann::json::parse(r.out);
@@ -704,7 +705,7 @@ TEST_CASE("car: steered front wheels turn it round a circle, its expectations pa
 
 TEST_CASE("rover: sprung, motor-driven wheels carry it over terrain, a stopped wheel turns it, replay is bit for bit") {
   const std::string dir = temp_dir("rover");
-  const std::string file = TETHER_SOURCE_DIR "/config/scenarios/rover.yaml";
+  const std::string file = TETHER_SOURCE_DIR + "/config/scenarios/rover.yaml";
   const auto r = run(tether_exe + " run " + file + " --rtf 0 --quiet --json --out " + dir + " 2>/dev/null");
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);
   const auto summary = nlohmann::json::parse(r.out);

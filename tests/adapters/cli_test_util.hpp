@@ -3,6 +3,7 @@
 // exit code and what it printed. Shared by the CLI tests.
 #pragma once
 
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -35,9 +36,9 @@ inline Result run(const std::string& command, bool with_stderr = true) {
   return r;
 }
 
-inline const std::string tether_exe = TETHER_BINARY_DIR "/tether";
+inline const std::string tether_exe = TETHER_BINARY_DIR + "/tether";
 /// The default scenario launches the host firmware from ${TETHER_BUILD_DIR:-../../build}: this build's.
-inline const std::string tether_fw = "TETHER_BUILD_DIR=" TETHER_BINARY_DIR " " + tether_exe;
+inline const std::string tether_fw = "TETHER_BUILD_DIR=" + TETHER_BINARY_DIR + " " + tether_exe;
 
 /// An empty scratch folder for one test, named after it and this process.
 inline std::string temp_dir(const char* name) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The example in-process controller (examples/controllers/) through the controller
 // registry, as the tether CLI registers it: the in-process depth-hold scenario holds its goal.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -28,7 +29,7 @@ TEST_CASE("example controllers: depth_heading_hold is registered once and built 
 TEST_CASE("the in-process depth_heading_hold scenario holds its goal depth and heading and runs deterministically") {
   tether::examples::register_example_controllers();
   auto run = [](std::uint64_t steps) {
-    Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
+    Scenario sc = load_scenario(TETHER_SOURCE_DIR + "/config/scenarios/in_process_depth_hold.yaml");
     SessionOptions o;
     o.steps = steps;
     o.real_time_factor = 0;

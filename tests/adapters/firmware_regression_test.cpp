@@ -5,6 +5,7 @@
 // tests/CMakeLists.txt) is reported with its first divergent step, on the vertical
 // thrusters only; the Cortex-M3 build under QEMU reproduces the host build's commands.
 // Also: --verify on a firmware recording, closed loop, and bad input.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -37,9 +38,9 @@ Cli sh(const std::string& command, bool with_stderr = false) { return tether::cl
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
-const std::string tether_bin = TETHER_BINARY_DIR "/tether";
-const std::string host_fw = TETHER_BINARY_DIR "/firmware/host/depth_heading_hold";
-const std::string variant_fw = TETHER_BINARY_DIR "/firmware/test/depth_heading_hold_kp18";
+const std::string tether_bin = TETHER_BINARY_DIR + "/tether";
+const std::string host_fw = TETHER_BINARY_DIR + "/firmware/host/depth_heading_hold";
+const std::string variant_fw = TETHER_BINARY_DIR + "/firmware/test/depth_heading_hold_kp18";
 constexpr int recorded_steps = 600;
 
 std::string scratch(const char* name) {
@@ -52,8 +53,8 @@ std::string scratch(const char* name) {
 
 std::string record(const std::string& scenario, const char* name) {
   const std::string dir = scratch(name);
-  const auto r = sh("TETHER_BUILD_DIR=" TETHER_BINARY_DIR " " + tether_bin + " run " + scenario + " --rtf 0 --steps " +
-                        std::to_string(recorded_steps) + " --quiet --out " + dir,
+  const auto r = sh("TETHER_BUILD_DIR=" + TETHER_BINARY_DIR + " " + tether_bin + " run " + scenario +
+                        " --rtf 0 --steps " + std::to_string(recorded_steps) + " --quiet --out " + dir,
                     true);
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);
   return dir + "/recording.mcap";
@@ -64,7 +65,7 @@ std::string record(const std::string& scenario, const char* name) {
 // once, unpaced
 const std::string& firmware_recording() {
   static const std::string path = [] {
-    std::ifstream in(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+    std::ifstream in(TETHER_SOURCE_DIR + "/config/scenarios/default.yaml");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     for (const auto& [from, to] : {std::pair<std::string, std::string>{"deadline_ms: 8 ", "deadline_ms: 5000 "},
                                    {"timeout_policy: safe ", "timeout_policy: block "}}) {
@@ -160,7 +161,7 @@ TEST_CASE("firmware regression: commands compared channel by channel") {
 
 TEST_CASE("firmware regression: tether replay --verify passes on a firmware-over-pty recording") {
   // the default scenario as it is (policy safe): misses, if the machine was busy, replay too
-  const std::string rec = record(TETHER_SOURCE_DIR "/config/scenarios/default.yaml", "verify");
+  const std::string rec = record(TETHER_SOURCE_DIR + "/config/scenarios/default.yaml", "verify");
   const auto r = sh(tether_bin + " replay " + rec + " --verify --quiet", true);
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   CHECK(contains(
@@ -261,7 +262,7 @@ TEST_CASE("firmware regression: closed loop, the new firmware drives the world")
     }
   }
   SUBCASE("a build whose depth gain has the wrong sign fails the dive's expectation, and says it differs") {
-    const std::string broken = TETHER_BINARY_DIR "/firmware/host/depth_heading_hold_broken";
+    const std::string broken = TETHER_BINARY_DIR + "/firmware/host/depth_heading_hold_broken";
     const auto r =
         sh(tether_bin + " replay " + firmware_recording() + " --quiet --closed-loop --firmware firmware=" + broken);
     CHECK_MESSAGE(r.exit_code == 1, r.out);  // its commands diverge
@@ -324,8 +325,8 @@ TEST_CASE("firmware regression: bad input is refused with a message and exit 2 o
   }
   SUBCASE("an endpoint that is not a serial one") {
     const std::string dir = scratch("inproc");
-    REQUIRE(sh(tether_bin +
-               " run " TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml --rtf 0 "
+    REQUIRE(sh(tether_bin + " run " + TETHER_SOURCE_DIR +
+               "/config/scenarios/in_process_depth_hold.yaml --rtf 0 "
                "--steps 20 --quiet --out " +
                dir)
                 .exit_code == 0);

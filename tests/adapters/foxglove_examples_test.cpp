@@ -4,6 +4,7 @@
 // an encoding Foxglove decodes, every protobuf message decoded by protobufjs from the file's
 // own descriptor, every JSON message valid against its schema, every foxglove.* schema the
 // published one of @foxglove/schemas. A new example scenario is checked without a new test.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>

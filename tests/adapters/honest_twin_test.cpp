@@ -2,6 +2,7 @@
 // The honest twin (docs/feedback.md): the in-process stand-in endpoint, the `identify:`
 // excitation plan flown by the example controller, and the estimate processor's
 // identifiability flags and sigmas against a vehicle that is not the model.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -35,7 +36,7 @@ std::string read_file(const std::string& path) {
 // carrying `extra` keys), the plan's text replaced by `plan` when given, and without the
 // feedback processors if told
 std::string tank_identify_in_process(const std::string& extra, const char* plan = nullptr, bool feedback = true) {
-  std::string text = read_file(TETHER_SOURCE_DIR "/config/scenarios/tank_identify.yaml");
+  std::string text = read_file(TETHER_SOURCE_DIR + "/config/scenarios/tank_identify.yaml");
   if (!feedback) {
     const auto a = text.find("    feedback:\n");
     const auto b = text.find("\nloop:");

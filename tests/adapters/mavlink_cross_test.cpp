@@ -7,6 +7,7 @@
 // between them, and Tether's decoder must read them field for field and count the rest.
 // Skipped when node/npm are not installed (or TETHER_SKIP_NODE_VALIDATION is set); a failed
 // npm install fails the test, as the other Node checks do (docs/mavlink.md).
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -127,9 +128,9 @@ TEST_CASE("mavlink cross-check: node-mavlink reads what Tether writes, and Tethe
   write_file(dir + "/ours.bin", std::string(ours.bytes.begin(), ours.bytes.end()));
   write_file(dir + "/ours.json", json{{"messages", messages}, {"frames", ours.frames}, {"modes", modes}}.dump());
 
-  const auto node = tether::cli_test::run("TETHER_BINARY_DIR='" TETHER_BINARY_DIR "' bash '" TETHER_SOURCE_DIR
-                                          "/tests/mavlink_node/run.sh' cross.mjs '" +
-                                          dir + "/ours.bin' '" + dir + "/ours.json' '" + dir + "'");
+  const auto node = tether::cli_test::run("TETHER_BINARY_DIR='" + TETHER_BINARY_DIR + "' bash '" +
+                                          TETHER_SOURCE_DIR + "/tests/mavlink_node/run.sh' cross.mjs '" + dir +
+                                          "/ours.bin' '" + dir + "/ours.json' '" + dir + "'");
   MESSAGE(node.out);
   REQUIRE(node.exit_code == 0);
   const auto line = node.out.rfind("{\"ok\"");

@@ -2,6 +2,7 @@
 // MAVLink 2 framing and the streaming decoder (adapters/src/mavlink.cpp): the checksum, frames
 // byte for byte against node-mavlink's, payload truncation, and a decoder fed in pieces,
 // garbage, corrupt, unknown, signed and cut-off frames.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <array>

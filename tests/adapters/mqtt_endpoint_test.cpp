@@ -2,6 +2,7 @@
 // The MQTT endpoint against a real mosquitto on a free loopback port: lock-step with the
 // stand-in vehicle program, hostile payloads, a broker killed and restarted mid-session, and
 // authentication failures.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -743,8 +744,8 @@ TEST_CASE("mqtt: a tank trial recorded with tether run replays bit for bit, proc
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("tether_mqtt_replay_" + std::to_string(getpid()))).string();
   std::filesystem::remove_all(dir);
-  const std::string env =
-      "TETHER_MQTT_BROKER=" + broker.uri() + " TETHER_MQTT_SESSION=replay_test TETHER_BUILD_DIR=" TETHER_BINARY_DIR " ";
+  const std::string env = "TETHER_MQTT_BROKER=" + broker.uri() +
+                          " TETHER_MQTT_SESSION=replay_test TETHER_BUILD_DIR=" + TETHER_BINARY_DIR + " ";
   auto sh = [](const std::string& command, std::string& out) {
     FILE* p = popen((command + " 2>&1").c_str(), "r");
     REQUIRE(p != nullptr);
@@ -755,10 +756,8 @@ TEST_CASE("mqtt: a tank trial recorded with tether run replays bit for bit, proc
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   };
   std::string run_out;
-  const int run_code = sh(env +
-                              TETHER_BINARY_DIR "/tether run " TETHER_SOURCE_DIR
-                                                "/config/scenarios/tank_trial.yaml --rtf 0 --steps 600 --quiet --out " +
-                              dir,
+  const int run_code = sh(env + TETHER_BINARY_DIR + "/tether run " + TETHER_SOURCE_DIR +
+                              "/config/scenarios/tank_trial.yaml --rtf 0 --steps 600 --quiet --out " + dir,
                           run_out);
   CAPTURE(run_out);
   REQUIRE(run_code == 0);
@@ -767,13 +766,13 @@ TEST_CASE("mqtt: a tank trial recorded with tether run replays bit for bit, proc
   broker.stop();                                           // replay needs no hardware
   std::string replay_out;
   const int replay_code =
-      sh(TETHER_BINARY_DIR "/tether replay " + dir + "/recording.mcap --verify --quiet", replay_out);
+      sh(TETHER_BINARY_DIR + "/tether replay " + dir + "/recording.mcap --verify --quiet", replay_out);
   CAPTURE(replay_out);
   CHECK(replay_code == 0);
   CHECK(replay_out.find("verify: all 600 replayed states are bit-identical to the recording") != std::string::npos);
   std::string from_out;
-  CHECK(sh(TETHER_BINARY_DIR "/tether replay " + dir + "/recording.mcap --verify --from-step 250 --quiet", from_out) ==
-        0);
+  CHECK(sh(TETHER_BINARY_DIR + "/tether replay " + dir + "/recording.mcap --verify --from-step 250 --quiet",
+           from_out) == 0);
   CHECK(from_out.find("bit-identical") != std::string::npos);
   std::filesystem::remove_all(dir);
 }

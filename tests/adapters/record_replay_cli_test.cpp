@@ -3,6 +3,7 @@
 // a report; tether replay --verify, --from-step; tether info; the file passes the reference
 // MCAP readers; a session killed with SIGKILL leaves a truncated file that still loads,
 // verifies and reports; corrupt files are refused with a message and exit code 2.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -34,9 +35,9 @@ using CliResult = tether::cli_test::Result;
 // a shell command line, stdout and stderr together
 CliResult sh(const std::string& command) { return tether::cli_test::run(command); }
 
-const std::string tether_bin = TETHER_BINARY_DIR "/tether";
+const std::string tether_bin = TETHER_BINARY_DIR + "/tether";
 // the in-process variant of the default scenario: nothing to launch, so these tests are about recording
-const std::string in_process_scenario = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+const std::string in_process_scenario = TETHER_SOURCE_DIR + "/config/scenarios/in_process_depth_hold.yaml";
 
 std::string fresh_dir(const char* name) {
   const auto dir =
@@ -61,8 +62,8 @@ bool contains(const std::string& s, const std::string& what) { return s.find(wha
 // the reference TypeScript readers (tests/mcap_validate); empty if skipped
 std::string validate_with_mcap_core(const std::string& file, bool truncated) {
   if (std::getenv("TETHER_SKIP_NODE_VALIDATION")) return "";
-  const auto r = sh("TETHER_BINARY_DIR=" TETHER_BINARY_DIR " " TETHER_SOURCE_DIR "/tests/mcap_validate/run.sh " +
-                    std::string(truncated ? "--truncated " : "") + file);
+  const auto r = sh("TETHER_BINARY_DIR=" + TETHER_BINARY_DIR + " " + TETHER_SOURCE_DIR +
+                    "/tests/mcap_validate/run.sh " + std::string(truncated ? "--truncated " : "") + file);
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   CHECK(contains(r.out, "\"ok\":true"));
   return r.out;
@@ -183,8 +184,7 @@ TEST_CASE("a session with faults replays bit for bit, from the start and from a 
       " {name: silence, endpoint: firmware, kind: drop, at_step: 200, duration_steps: 5},"
       " {endpoint: firmware, kind: corrupt, direction: out, probability: 0.02}]";
   const auto run =
-      sh("TETHER_BUILD_DIR=" TETHER_BINARY_DIR " " + tether_bin +
-         " run " TETHER_SOURCE_DIR
+      sh("TETHER_BUILD_DIR=" + TETHER_BINARY_DIR + " " + tether_bin + " run " + TETHER_SOURCE_DIR +
          "/config/scenarios/default.yaml --rtf 0 --steps 400 --quiet --set 'recording={keyframe_every_steps: 50}'"
          " --set 'endpoints.firmware.deadline_ms=200' --set 'faults=" +
          faults + "' --out " + dir);

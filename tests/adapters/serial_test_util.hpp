@@ -3,6 +3,7 @@
 // the devices examples/firmware/depth_heading_hold.c opens, and a session runner.
 #pragma once
 
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>

@@ -4,6 +4,7 @@
 // starts it on a pseudo-terminal, and plays the runtime's side of the protocol
 // from C++ with the same headers the runtime uses: HELLO -> DEVICES -> READY ->
 // SENSORS(k)/ACTUATE(k) -> STOP.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <fcntl.h>

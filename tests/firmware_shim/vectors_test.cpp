@@ -2,6 +2,7 @@
 // The shared test vectors (firmware_shim/test_vectors/vectors.txt) from C++:
 // the same checks as vectors_c.c plus field values, and that docs/protocol.md
 // quotes the file verbatim.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tether identify`: trials recorded with the in-process stand-in vehicle (its hidden values
 // known), read back, fitted with Ceres and validated on held-out data; bad input refused.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <atomic>

@@ -3,6 +3,7 @@
 // in files, the address `--live 0` prints, and the command-line helpers of the CLI tests.
 #pragma once
 
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -30,7 +31,7 @@ using cli_test::run;
 using cli_test::temp_dir;
 using cli_test::tether_exe;
 using tether::test::free_loopback_port;
-inline const std::string in_process_file = TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml";
+inline const std::string in_process_file = TETHER_SOURCE_DIR + "/config/scenarios/in_process_depth_hold.yaml";
 
 inline std::string read_file(const std::string& path) {
   std::ifstream f(path);

@@ -4,6 +4,7 @@
 // pose messages whose time increases, pause, step exactly 10, push with a force, resume,
 // shut down, then `tether replay --verify` of that session's recording; and the built-in
 // dashboard in headless Chromium (docs/live.md).
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -35,8 +36,8 @@ namespace {
 // runs a script of tests/live_node with its arguments; what it saw (its last line, JSON),
 // checked to have exited 0 and said ok
 json run_node(const std::string& script_and_args) {
-  const Result node =
-      run("TETHER_BINARY_DIR=" TETHER_BINARY_DIR " " TETHER_SOURCE_DIR "/tests/live_node/run.sh " + script_and_args);
+  const Result node = run("TETHER_BINARY_DIR=" + TETHER_BINARY_DIR + " " + TETHER_SOURCE_DIR +
+                          "/tests/live_node/run.sh " + script_and_args);
   MESSAGE(node.out);
   CHECK(node.exit_code == 0);
   const auto line = node.out.rfind("{\"ok\"");
@@ -124,8 +125,8 @@ TEST_CASE("node client: the dashboard's plan view draws a cable as the rope it i
   }
   // tethered_rov: the AUV on a 30-segment cable from a point at the surface
   const std::string dir = temp_dir("dashboard_cable");
-  Process tether("run " TETHER_SOURCE_DIR "/config/scenarios/tethered_rov.yaml --live 0 --rtf 1 -q --out " + dir, dir,
-                 "TETHER_BUILD_DIR=" TETHER_BINARY_DIR);
+  Process tether("run " + TETHER_SOURCE_DIR + "/config/scenarios/tethered_rov.yaml --live 0 --rtf 1 -q --out " + dir,
+                 dir, "TETHER_BUILD_DIR=" + TETHER_BINARY_DIR);
   const std::string url = live_url(tether);
   const std::string page = "http://" + url.substr(std::string("ws://").size()) + "/";
   const json seen = run_node("dashboard.mjs " + page + " --cable tether --shot " + dir + "/dashboard.png");

@@ -2,6 +2,7 @@
 // The Phase enum is the step list: docs/architecture.md's "One step" names every phase in
 // the enum's order, and a running session enters them in that order (each step goes only
 // forward through the list, then back to `loop`).
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -32,7 +33,7 @@ std::vector<std::string> phase_names() {
 
 // the bold names of the numbered items under "## One step", up to the next heading
 std::vector<std::string> documented_steps() {
-  std::ifstream in(TETHER_SOURCE_DIR "/docs/architecture.md");
+  std::ifstream in(TETHER_SOURCE_DIR + "/docs/architecture.md");
   REQUIRE(in);
   std::vector<std::string> names;
   bool inside = false;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The lock-step loop with test-double endpoints that go silent, fault or answer late.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -186,7 +187,7 @@ TEST_CASE("a faulted endpoint: hold keeps going and counts, block aborts") {
 
 TEST_CASE("tank_obstacles: the seabed rises under the altimeter, the sonar sees the block, the hull stops at it") {
   tether::examples::register_example_controllers();  // the scenario's depth_heading_hold
-  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/tank_obstacles.yaml");
+  Scenario sc = load_scenario(TETHER_SOURCE_DIR + "/config/scenarios/tank_obstacles.yaml");
   REQUIRE(sc.model.heightfields.size() == 1);
   std::vector<std::unique_ptr<Endpoint>> eps;
   eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));

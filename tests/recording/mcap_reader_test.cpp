@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "test_paths.hpp"
 #include "tether/recording/mcap_reader.hpp"
 
 #include <doctest/doctest.h>

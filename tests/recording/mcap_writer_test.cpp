@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "test_paths.hpp"
 #include "tether/recording/mcap_writer.hpp"
 
 #include <doctest/doctest.h>
@@ -83,8 +84,8 @@ bool node_available() {
 }
 
 int run_node_validation(const std::string& args) {
-  const std::string command = std::string("TETHER_BINARY_DIR='") + TETHER_BINARY_DIR + "' bash '" + TETHER_SOURCE_DIR +
-                              "/tests/mcap_validate/run.sh' " + args;
+  const std::string command = std::string("TETHER_BINARY_DIR='") + TETHER_BINARY_DIR + "' bash '" +
+                              TETHER_SOURCE_DIR + "/tests/mcap_validate/run.sh' " + args;
   MESSAGE("running " << command);
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;

@@ -2,6 +2,7 @@
 // The protobuf messages replay depends on: exact round trips, the wire bytes the protobuf
 // rules give, and malformed input (every prefix, random byte flips, absurd lengths) that
 // must give an error, never a crash or a read past the end.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 // tether report: the HTML holds the plots and the summary's figures, references nothing
 // outside itself, copes with a recording cut short, and down-samples long series without
 // losing their extremes.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -410,7 +411,7 @@ std::string record_session(const Scenario& sc, std::vector<std::unique_ptr<Endpo
 std::string record_depth_hold(const std::string& name, std::uint64_t steps,
                               const std::vector<std::string>& overrides = {}) {
   tether::examples::register_example_controllers();  // the scenario's depth_heading_hold
-  Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml", overrides);
+  Scenario sc = load_scenario(TETHER_SOURCE_DIR + "/config/scenarios/in_process_depth_hold.yaml", overrides);
   std::vector<std::unique_ptr<Endpoint>> eps;
   eps.push_back(std::make_unique<InProcessEndpoint>(sc.endpoints[0], sc.model));
   return record_session(sc, std::move(eps), steps, name);
@@ -1157,7 +1158,7 @@ TEST_CASE("names with quotes and control characters are escaped in the JSON chan
 TEST_CASE(
     "the scene draws the tank at its true size and the terrain as triangles, and the file has a wall-clock "
     "anchor") {
-  const Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/tank_obstacles.yaml");
+  const Scenario sc = load_scenario(TETHER_SOURCE_DIR + "/config/scenarios/tank_obstacles.yaml");
   const std::string path = temp_path("scene.mcap");
   const auto before = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -1233,9 +1234,8 @@ namespace {
 
 // tests/live_node/report_page.mjs on some pages: its exit code and output (3: no Chromium)
 int check_pages(const std::string& args, std::string& out) {
-  const std::string cmd = "TETHER_BINARY_DIR=" TETHER_BINARY_DIR " bash " TETHER_SOURCE_DIR
-                          "/tests/live_node/run.sh report_page.mjs " +
-                          args + " 2>&1";
+  const std::string cmd = "TETHER_BINARY_DIR=" + TETHER_BINARY_DIR + " bash " + TETHER_SOURCE_DIR +
+                          "/tests/live_node/run.sh report_page.mjs " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   char buf[4096];
@@ -1340,7 +1340,7 @@ TEST_CASE("tether report A B compares two runs: their figures side by side, thei
   const std::string out = temp_path("compare.html");
   std::string cli;
   FILE* pipe =
-      popen((std::string(TETHER_BINARY_DIR "/tether report ") + a + " " + b + " -o " + out + " 2>&1").c_str(), "r");
+      popen((std::string(TETHER_BINARY_DIR + "/tether report ") + a + " " + b + " -o " + out + " 2>&1").c_str(), "r");
   REQUIRE(pipe != nullptr);
   char buf[512];
   std::size_t n;

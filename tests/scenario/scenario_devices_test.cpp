@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "test_paths.hpp"
 #include "tether/scenario/scenario_devices.hpp"
 
 #include <cmath>
@@ -198,7 +199,7 @@ TEST_CASE("parse_utc_seconds") {
 }
 
 TEST_CASE("config/scenarios/auv_sensors.yaml: its devices parse and build a bank") {
-  const ConfigNode root = load_config_file(TETHER_SOURCE_DIR "/config/scenarios/auv_sensors.yaml");
+  const ConfigNode root = load_config_file(TETHER_SOURCE_DIR + "/config/scenarios/auv_sensors.yaml");
   const ConfigNode hull = root["vehicles"].at(0)["bodies"].at(0);
   std::vector<hal::DeviceSpec> specs;
   parse_devices(hull["devices"], "auv", "hull", 0, specs);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scenario parsing: what a valid file yields and the exact message for each kind of mistake.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <string>
@@ -53,11 +54,11 @@ TEST_CASE("a valid scenario") {
 }
 
 TEST_CASE("the default scenario in config/ is valid and puts firmware in the loop") {
-  const Scenario sc = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/default.yaml");
+  const Scenario sc = load_scenario(TETHER_SOURCE_DIR + "/config/scenarios/default.yaml");
   CHECK(sc.name == "default");
   REQUIRE(sc.endpoints.size() == 1);
   CHECK(sc.endpoints[0].type == "serial");
-  const Scenario in_process = load_scenario(TETHER_SOURCE_DIR "/config/scenarios/in_process_depth_hold.yaml");
+  const Scenario in_process = load_scenario(TETHER_SOURCE_DIR + "/config/scenarios/in_process_depth_hold.yaml");
   CHECK(in_process.name == "in_process_depth_hold");
   REQUIRE(in_process.endpoints.size() == 1);
   CHECK(in_process.endpoints[0].type == "in_process");

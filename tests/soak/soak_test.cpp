@@ -5,6 +5,7 @@
 // a miss its policy handled), nothing is missing from the recording, the runtime's memory
 // stays flat. No time is asserted: on a loaded machine the loop falls behind real time and
 // endpoints miss deadlines, which the accounting covers.
+#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <unistd.h>
