@@ -86,8 +86,14 @@ TEST_CASE("feedback: the registry knows every processor and rejects unknown keys
   }
   const Scenario bad = parse_scenario(auv_scenario("[{type: estimate, parameters: [drag]}]"), "fb.yaml");
   CHECK_THROWS_WITH_AS(make_feedback_processors(bad), doctest::Contains("angular_drag)"), ConfigError);
-  for (const char* key : {"input_delay_steps: -1", "input_delay_steps: 0.5", "input_delay_steps: 101",
-                          "orientation_stddev_rad: 0", "angular_velocity_stddev_rad_s: -1"}) {
+  // out of range, wrong type, absurd and NaN; a misspelled key is refused like any unknown one
+  for (const char* key :
+       {"input_delay_steps: -1", "input_delay_steps: 0.5", "input_delay_steps: 101", "input_delay_steps: 1e308",
+        "input_delay_steps: .nan", "input_delay_steps: one", "input_delay_steps: [1]", "input_delay_step: 1",
+        "orientation_stddev_rad: 0", "orientation_stddev_rad: 1e308", "orientation_stddev_rad: .nan",
+        "orientation_stddev_rad: abc", "angular_velocity_stddev_rad_s: -1", "angular_velocity_stddev_rad_s: 1e308",
+        "angular_velocity_stddev_rad_s: .nan", "parameters: [angular_drags]"}) {
+    INFO(key);
     const Scenario s = parse_scenario(auv_scenario(std::string("[{type: estimate, ") + key + "}]"), "fb.yaml");
     CHECK_THROWS_WITH_AS(make_feedback_processors(s), doctest::Contains("fb.yaml:"), ConfigError);
   }

@@ -117,8 +117,9 @@ class EstimateProcessor final : public FeedbackProcessor {
     sigma_p_ = node.number_or("position_stddev_m", 0.005, Range::positive());
     sigma_v_ = node.number_or("velocity_stddev_m_s", 0.01, Range::positive());
     // the heading and yaw rate at a window's end, compared when the yaw drag is estimated
-    sigma_yaw_ = node.number_or("orientation_stddev_rad", 0.01, Range::positive());
-    sigma_w_ = node.number_or("angular_velocity_stddev_rad_s", 0.01, Range::positive());
+    // (bounded: their squares must stay finite)
+    sigma_yaw_ = node.number_or("orientation_stddev_rad", 0.01, Range{0, std::numbers::pi, true});
+    sigma_w_ = node.number_or("angular_velocity_stddev_rad_s", 0.01, Range{0, 100, true});
     gate_ = node.number_or("gate", 50.0, Range::non_negative());
     const auto thrust_range = node.numbers_or("thrust_range", {0.3, 3.0}, 2, Range::positive());
     const double drag_factor = node.number_or("drag_range_factor", 5.0, Range{1, 1e6, true});
