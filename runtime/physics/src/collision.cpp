@@ -801,7 +801,7 @@ double point_distance(const ShapePose& s, const Vec3& point, Vec3& normal, Vec3&
     return len - sh.radius_m;
   }
   const Vec3 p = s.rotation.transpose() * (point - s.position);
-  Vec3 nl, ql;
+  Vec3 nl(0, 0, 1), ql = p;  // every case sets both; initialised for the compiler
   double d = 0;
   switch (sh.kind) {
     case ShapeKind::box: d = point_box_local(sh.half_extents_m, p, nl, ql); break;
