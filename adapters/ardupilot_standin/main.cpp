@@ -19,6 +19,7 @@
 #include "tether/adapters/ardupilot_autopilot.hpp"
 #include "tether/adapters/ardupilot_mavlink_server.hpp"
 #include "tether/adapters/ardupilot_standin.hpp"
+#include "tether/adapters/cli_numbers.hpp"
 
 namespace ap = tether::adapters::ardupilot;
 
@@ -65,7 +66,7 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_flag("!--no-wait-for-gcs", o.wait_for_gcs, "send servo packets without waiting for a ground station");
   app.add_option("--duration-s", o.duration_s, "exit after this much simulated time (default: run until a signal)")
-      ->check(CLI::PositiveNumber);
+      ->check(tether::adapters::positive_number());
 }
 
 // "host:port" -> host and port; false when it does not read

@@ -8,25 +8,15 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "tether/adapters/cli_numbers.hpp"
 
 namespace {
 
 using namespace tether::cli;
 
-// CLI11's PositiveNumber and NonNegativeNumber name their range with all 309 digits of the
-// largest double; these say what they expect and what they got
-CLI::Validator zero_or_more(bool zero_allowed) {
-  return CLI::Validator(
-      [zero_allowed](std::string& in) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(in.c_str(), &end);
-        if (!in.empty() && *end == '\0' && std::isfinite(v) && (zero_allowed ? v >= 0 : v > 0)) return {};
-        return std::string("expects a number ") + (zero_allowed ? ">= 0" : "> 0") + ", not \"" + in + "\"";
-      },
-      zero_allowed ? "NUMBER>=0" : "NUMBER>0");
-}
-const CLI::Validator positive_number = zero_or_more(false);
-const CLI::Validator non_negative_number = zero_or_more(true);
+// what a number option expects and what it got (not CLI11's 309-digit bound)
+const CLI::Validator positive_number = tether::adapters::positive_number();
+const CLI::Validator non_negative_number = tether::adapters::non_negative_number();
 
 // the exit codes, in --help
 void add_footer(CLI::App& app) {

@@ -414,3 +414,17 @@ TEST_CASE("ardupilot autopilot: tether-ardupilot waits for a ground station, the
   CHECK(WEXITSTATUS(*status) == 0);
   ::close(gcs);
 }
+
+TEST_CASE("ardupilot autopilot: tether-ardupilot refuses a bad number and says what it expects") {
+  for (const char* bad : {"-1", "0", "abc", "nan"}) {
+    INFO(bad);
+    tether::adapters::ChildProcess child(standin_spec(9, {"--duration-s", bad}));
+    const auto status = child.wait_for(std::chrono::seconds(10));
+    REQUIRE(status.has_value());
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) != 0);
+    const std::string err = read_all(child.stderr_fd(), 1000);
+    CHECK(err.find(std::string("--duration-s: expects a number > 0, not \"") + bad + "\"") != std::string::npos);
+    CHECK(err.size() < 300);  // not CLI11's bound with all 309 digits
+  }
+}

@@ -97,6 +97,23 @@ TEST_CASE("feedback: the registry knows every processor and rejects unknown keys
     const Scenario s = parse_scenario(auv_scenario(std::string("[{type: estimate, ") + key + "}]"), "fb.yaml");
     CHECK_THROWS_WITH_AS(make_feedback_processors(s), doctest::Contains("fb.yaml:"), ConfigError);
   }
+  // a standard deviation whose square is infinite made the noise matrix inf and the update NaN:
+  // each noise key is bounded (1e6 in its unit; angles by pi, rates by 100), and says where
+  for (const char* kv : {"type: estimate, position_stddev_m: 1e300", "type: estimate, velocity_stddev_m_s: 1e200",
+                         "type: estimate, added_mass_stddev: 1e7", "type: estimate, initial_stddev: 1e300",
+                         "type: kalman, position_stddev_m: 1e300", "type: kalman, orientation_stddev_rad: 4",
+                         "type: kalman, velocity_stddev_m_s: 1e300", "type: kalman, angular_velocity_stddev_rad_s: 1e3",
+                         "type: kalman, accel_noise_m_s2: 1e300", "type: kalman, angular_accel_noise_rad_s2: 1e300",
+                         "type: kalman, initial_stddev_scale: 1e300", "type: kalman, position_stddev_m: 0"}) {
+    INFO(kv);
+    const Scenario s = parse_scenario(auv_scenario(std::string("[{") + kv + "}]"), "fb.yaml");
+    CHECK_THROWS_WITH_AS(make_feedback_processors(s), doctest::Contains("fb.yaml:"), ConfigError);
+  }
+  for (const char* kv : {"type: estimate, position_stddev_m: 1e6", "type: kalman, orientation_stddev_rad: 3"}) {
+    INFO(kv);  // the bounds themselves are accepted
+    const Scenario s = parse_scenario(auv_scenario(std::string("[{") + kv + "}]"), "fb.yaml");
+    CHECK_NOTHROW(make_feedback_processors(s));
+  }
   const Scenario alpha = parse_scenario(auv_scenario("[{type: blend, alpha: 1.5}]"), "fb.yaml");
   CHECK_THROWS_AS(make_feedback_processors(alpha), ConfigError);
   const Scenario dry = parse_scenario(R"(name: dry

@@ -20,6 +20,11 @@ std::unique_ptr<FeedbackProcessor> make_estimate();
 
 using Vec6 = Eigen::Matrix<double, 6, 1>;
 
+/// The largest standard deviation a processor's key accepts (in the key's own unit): its
+/// square, and sums of squares, stay finite (at 1e300 the noise matrix became infinite and
+/// the update NaN).
+inline constexpr double kMaxStddev = 1e6;
+
 /// Rotation vector (axis * angle, world frame) that turns `from` into `to`: to = exp(r) from.
 inline Vec3 rotation_between(const Quat& from, const Quat& to) {
   Quat d = to * from.conjugate();
