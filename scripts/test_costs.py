@@ -42,7 +42,7 @@ def main() -> int:
     rows = sorted(times.items(), key=lambda kv: -kv[1])[:count]
     out = Path(__file__).resolve().parent.parent / "tests" / "test_costs.txt"
     with out.open("w") as f:
-        f.write("# seconds<TAB>test: the suite's slowest tests under scripts/test.sh (dev machine, 2 cores),\n")
+        f.write("# seconds<TAB>test: the suite's slowest tests under scripts/test.sh (dev machine, 2 cores, ctest -j 3),\n")
         f.write("# written by scripts/test_costs.py; CTest starts the costliest first (tests/test_costs.cmake)\n")
         for n, t in rows:
             f.write("%.1f\t%s\n" % (t, n))
