@@ -8,7 +8,6 @@
 //   -j all cores: runs per second, speed-up over -j 1, and parallel efficiency =
 //     sum of single-run times / (wall time x workers)
 // Prints figures only; --quick uses 4 runs of 50 steps (the test suite smoke-runs it).
-#include "test_paths.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_util.hpp"
+#include "test_paths.hpp"
 
 using tether::bench::Clock;
 using tether::bench::seconds_since;

@@ -11,7 +11,6 @@
 // errors over time; and the open-loop prediction error: from the vehicle's true state at
 // t_off, the twin's model as it stands then (learned parameters included) predicts the next
 // 10 s with the vehicle's commands and no feedback. Writes an HTML page with SVG plots.
-#include "test_paths.hpp"
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -37,6 +36,7 @@
 #include "bench_util.hpp"
 #include "../tests/adapters/mosquitto_util.hpp"
 #include "example_controllers.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/hal/device_bank.hpp"
 #include "tether/identify/identify.hpp"
@@ -45,7 +45,6 @@
 #include "tether/loop/stand_in_vehicle.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/report/svg_plot.hpp"
-
 
 using namespace tether::runtime;
 

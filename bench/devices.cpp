@@ -5,7 +5,6 @@
 //
 //   bench/devices [--quick] [SCENARIO]     (default: config/scenarios/auv_sensors.yaml,
 //                                          relative to the working directory)
-#include "test_paths.hpp"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "bench_util.hpp"
+#include "test_paths.hpp"
 #include "tether/hal/device_bank.hpp"
 #include "tether/loop/device_world.hpp"
 #include "tether/loop/hal_bridge.hpp"

@@ -7,7 +7,6 @@
 //   4 clients again with the rate cap off (live.max_rate_hz: 0, every message to every client)
 // Goals: 4 clients cost the loop under 3 %; a stalled client costs it nothing measurable.
 // Prints figures only; --quick shortens everything (the test suite smoke-runs it).
-#include "test_paths.hpp"
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -24,6 +23,7 @@
 
 #include "bench_util.hpp"
 #include "example_controllers.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/live/client.hpp"
 #include "tether/live/server.hpp"

@@ -7,7 +7,6 @@
 //      vehicle program (tether-vehicle) on MQTT, policy block: the lock-step rate
 // Prints rates, p50/p99 round trips and the ratio lock-step / ceiling (goal >= 0.8).
 // Usage: mqtt_lockstep [--quick] [--steps N]
-#include "test_paths.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +26,7 @@
 #include "../tests/adapters/mosquitto_util.hpp"
 #include "bench_util.hpp"
 #include "example_controllers.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/child_process.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/mqtt_endpoint.hpp"
@@ -108,7 +108,7 @@ endpoints:
     timeout_policy: block
     launch:
       command: [")" +
-         std::string(TETHER_BINARY_DIR) +
+         TETHER_BINARY_DIR +
          R"(/tether-vehicle", "--scenario", "{scenario}", "--broker", "{broker}", "--session", "{session}", "--quiet")" +
          vehicle_flags + R"(]
 )";

@@ -8,7 +8,6 @@
 //     --verify; goal >= 200x
 // Prints figures only; --quick shortens everything (the test suite smoke-runs it); a path
 // names another scenario than the default in-process depth hold.
-#include "test_paths.hpp"
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -23,6 +22,7 @@
 
 #include "bench_util.hpp"
 #include "example_controllers.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/recording/recorder.hpp"
 #include "tether/loop/recorder_inputs.hpp"

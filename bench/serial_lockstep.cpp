@@ -18,7 +18,6 @@
 // Defaults look in the build folder: firmware/host/depth_heading_hold (CMake target
 // fw_depth_heading_hold) and firmware/cortex_m3/depth_heading_hold.elf
 // (scripts/build_firmware.sh cortex_m3, whose default output is build/firmware).
-#include "test_paths.hpp"
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -37,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_util.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/child_process.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/serial_endpoint.hpp"
@@ -341,8 +341,8 @@ int main(int argc, char** argv) {
   double duration_s = quick ? 2 : 60;
   long steps = quick ? 2000 : 20000;
   long qemu_steps = quick ? 500 : 5000;
-  std::string firmware = std::string(TETHER_BINARY_DIR) + "/firmware/host/depth_heading_hold";
-  std::string elf = std::string(TETHER_BINARY_DIR) + "/firmware/cortex_m3/depth_heading_hold.elf";
+  std::string firmware = TETHER_BINARY_DIR + "/firmware/host/depth_heading_hold";
+  std::string elf = TETHER_BINARY_DIR + "/firmware/cortex_m3/depth_heading_hold.elf";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };

@@ -6,13 +6,13 @@
 // scenario's start). Baseline in the same run: the same step with the sub-step rule of
 // contact scenes everywhere (world.free_substep_s = world.max_substep_s), which is what every
 // step cost before free sub-steps. Rounds alternate the two; the best of each is compared.
-#include "test_paths.hpp"
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "bench_util.hpp"
+#include "test_paths.hpp"
 #include "tether/physics/physics.hpp"
 #include "tether/scenario/scenario.hpp"
 
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   const Case cases[] = {{"AUV of default.yaml, 10 ms", "default.yaml"},
                         {"BlueROV2 of ardusub_bluerov2.yaml, 2.5 ms", "ardusub_bluerov2.yaml"}};
   for (const Case& c : cases) {
-    const std::string path = std::string(TETHER_SOURCE_DIR) + "/config/scenarios/" + c.file;
+    const std::string path = TETHER_SOURCE_DIR + "/config/scenarios/" + c.file;
     const Scenario sc = load_scenario(path);
     Scenario fixed = sc;
     fixed.model.free_substep_s = fixed.model.max_substep_s;

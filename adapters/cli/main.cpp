@@ -15,8 +15,8 @@ namespace {
 using namespace tether::cli;
 
 // what a number option expects and what it got (not CLI11's 309-digit bound)
-const CLI::Validator positive_number = tether::adapters::positive_number();
-const CLI::Validator non_negative_number = tether::adapters::non_negative_number();
+using tether::adapters::non_negative_number;
+using tether::adapters::positive_number;
 
 // the exit codes, in --help
 void add_footer(CLI::App& app) {
@@ -127,7 +127,7 @@ CLI::App* add_replay(CLI::App& app, ReplayOptions& replay) {
   replay_cmd
       ->add_option("--tolerance", replay.tolerance,
                    "With --firmware: a command differing by more than this is a divergence (default 1e-6)")
-      ->check(non_negative_number);
+      ->check(non_negative_number());
   replay_cmd->add_flag("--quiet,-q", replay.quiet, "No progress bar");
   replay_cmd->add_flag("--json", replay.json, "Print the result as JSON");
   replay_cmd->add_option("--live", replay.live,
@@ -224,12 +224,12 @@ CLI::App* add_identify(CLI::App& app, IdentifyOptions& o) {
   cmd->add_option("--max-delay-steps", o.max_delay_steps, "Measurement delays tried: 0 to this (default 3)")
       ->check(CLI::Range(0, 100));
   cmd->add_option("--position-stddev", o.position_stddev_m, "The measured positions' noise, m (default 0.005)")
-      ->check(positive_number);
+      ->check(positive_number());
   cmd->add_option("--velocity-stddev", o.velocity_stddev_m_s, "The measured velocities' noise, m/s (default 0.01)")
-      ->check(positive_number);
+      ->check(positive_number());
   cmd->add_option("--orientation-stddev", o.orientation_stddev_rad,
                   "The measured orientations' noise, rad (default 0.01; 0: not compared, no yaw drag fitted)")
-      ->check(non_negative_number);
+      ->check(non_negative_number());
   cmd->add_flag("--no-lag", o.no_lag, "Do not fit a thruster lag");
   cmd->add_option("--threads", o.threads, "Threads for the solver (default 2)")->check(CLI::Range(1, 256));
   return cmd;

@@ -3,7 +3,6 @@
 // frame's table, stop when disarmed, depth hold against a 1-D heave model written here, heading
 // hold's direction, skid steering; and the `tether-ardupilot` program itself against a UDP
 // physics that answers every packet. Every wait is bounded; nothing asserts timing.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -22,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.hpp"
 #include "tether/adapters/ardupilot_autopilot.hpp"
 #include "tether/adapters/ardupilot_json.hpp"
 #include "tether/adapters/child_process.hpp"

@@ -4,7 +4,6 @@
 // the middle of a run, is a clear error with its last output; a missing program is found
 // by `tether check`. The program here is a small Python stand-in for ArduPilot
 // (tests/adapters/ardupilot_fake_sitl.py). Loopback only; every wait bounded.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -12,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_paths.hpp"
 #include "tether/adapters/ardupilot_endpoint.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/launch_check.hpp"

@@ -5,7 +5,6 @@
 // any autopilot; the 20-seed campaign with link faults passes. The BlueROV2 run uses the
 // scenario's own ports (9002, 5760) as ArduPilot's defaults: nothing else in the suite
 // binds them.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -25,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#include "test_paths.hpp"
 #include "tether/recording/mcap_reader.hpp"
 #include "tether/recording/replay.hpp"
 

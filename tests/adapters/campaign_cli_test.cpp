@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tether test` as a user runs it: the shipped campaigns, junit.xml read back with an XML
 // parser, runs that cannot start, slices through GNU parallel merged, Ctrl-C, bad files.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -16,6 +15,7 @@
 
 #include "cli_test_util.hpp"
 #include "serial_test_util.hpp"
+#include "test_paths.hpp"
 
 namespace {
 

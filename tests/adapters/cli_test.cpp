@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tether command line as a user runs it: exit codes, positioned errors, the summary.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -19,6 +18,7 @@
 
 #include "cli_test_util.hpp"
 #include "serial_test_util.hpp"
+#include "test_paths.hpp"
 #include "tether/recording/replay.hpp"
 
 namespace {

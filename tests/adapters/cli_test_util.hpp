@@ -3,7 +3,6 @@
 // exit code and what it printed. Shared by the CLI tests.
 #pragma once
 
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -12,6 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+
+#include "test_paths.hpp"
 
 namespace tether::cli_test {
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The example in-process controller (examples/controllers/) through the controller
 // registry, as the tether CLI registers it: the in-process depth-hold scenario holds its goal.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 
 #include "../../examples/firmware/depth_heading_law.h"
 #include "example_controllers.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/loop/in_process.hpp"
 #include "tether/loop/session.hpp"

@@ -5,7 +5,6 @@
 // tests/CMakeLists.txt) is reported with its first divergent step, on the vertical
 // thrusters only; the Cortex-M3 build under QEMU reproduces the host build's commands.
 // Also: --verify on a firmware recording, closed loop, and bad input.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -23,6 +22,7 @@
 
 #include "cli_test_util.hpp"
 #include "serial_test_util.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/firmware_regression.hpp"
 #include "tether/firmware_shim/payloads.h"
 

@@ -4,7 +4,6 @@
 // an encoding Foxglove decodes, every protobuf message decoded by protobufjs from the file's
 // own descriptor, every JSON message valid against its schema, every foxglove.* schema the
 // published one of @foxglove/schemas. A new example scenario is checked without a new test.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include "cli_test_util.hpp"
 #include "mosquitto_util.hpp"
 #include "serial_test_util.hpp"
+#include "test_paths.hpp"
 
 namespace {
 

@@ -2,7 +2,6 @@
 // The honest twin (docs/feedback.md): the in-process stand-in endpoint, the `identify:`
 // excitation plan flown by the example controller, and the estimate processor's
 // identifiability flags and sigmas against a vehicle that is not the model.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -16,6 +15,7 @@
 
 #include "cli_test_util.hpp"
 #include "example_controllers.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/loop/stand_in_vehicle.hpp"

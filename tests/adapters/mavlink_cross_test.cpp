@@ -7,7 +7,6 @@
 // between them, and Tether's decoder must read them field for field and count the rest.
 // Skipped when node/npm are not installed (or TETHER_SKIP_NODE_VALIDATION is set); a failed
 // npm install fails the test, as the other Node checks do (docs/mavlink.md).
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -26,6 +25,7 @@
 
 #include "cli_test_util.hpp"
 #include "mavlink_test_util.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/mavlink.hpp"
 #include "tether/adapters/mavlink_messages.hpp"
 

@@ -2,7 +2,6 @@
 // MAVLink 2 framing and the streaming decoder (adapters/src/mavlink.cpp): the checksum, frames
 // byte for byte against node-mavlink's, payload truncation, and a decoder fed in pieces,
 // garbage, corrupt, unknown, signed and cut-off frames.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <array>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "mavlink_test_util.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/mavlink.hpp"
 #include "tether/adapters/mavlink_messages.hpp"
 
@@ -372,7 +372,7 @@ TEST_CASE("mavlink: a frame cut off by the end of the stream is counted as trunc
 namespace {
 
 Bytes seed(const std::string& name) {
-  std::ifstream in(std::string(TETHER_SOURCE_DIR) + "/tests/fuzz/corpus/mavlink_decoder/" + name, std::ios::binary);
+  std::ifstream in(TETHER_SOURCE_DIR + "/tests/fuzz/corpus/mavlink_decoder/" + name, std::ios::binary);
   Bytes b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   REQUIRE(b.size() > 1);
   return Bytes(b.begin() + 1, b.end());  // the first byte is the fuzz target's chunk size

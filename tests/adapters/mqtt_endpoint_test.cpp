@@ -2,7 +2,6 @@
 // The MQTT endpoint against a real mosquitto on a free loopback port: lock-step with the
 // stand-in vehicle program, hostile payloads, a broker killed and restarted mid-session, and
 // authentication failures.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -21,6 +20,7 @@
 
 #include "example_controllers.hpp"
 #include "mosquitto_util.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/child_process.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/mqtt_endpoint.hpp"
@@ -77,7 +77,7 @@ endpoints:
          (launch
               ? R"(    launch:
       command: [")" +
-                    std::string(TETHER_BINARY_DIR) +
+                    TETHER_BINARY_DIR +
                     R"(/tether-vehicle", "--scenario", "{scenario}", "--broker", "{broker}", "--session", "{session}", "--delay-steps", "0"]
 )"
               : std::string()) +
@@ -629,7 +629,7 @@ TEST_CASE("mqtt: a vehicle that outlives a run starts again with the next run") 
   test::Mosquitto broker;
   ScenarioFile file(tank_scenario(broker.uri(), "two_runs", "block", 2000, 60, "", false));
   adapters::LaunchSpec spec;
-  spec.argv = {std::string(TETHER_BINARY_DIR) + "/tether-vehicle",
+  spec.argv = {TETHER_BINARY_DIR + "/tether-vehicle",
                "--scenario",
                file.path,
                "--broker",

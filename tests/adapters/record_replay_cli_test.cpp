@@ -3,7 +3,6 @@
 // a report; tether replay --verify, --from-step; tether info; the file passes the reference
 // MCAP readers; a session killed with SIGKILL leaves a truncated file that still loads,
 // verifies and reports; corrupt files are refused with a message and exit code 2.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -27,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#include "test_paths.hpp"
 
 namespace {
 

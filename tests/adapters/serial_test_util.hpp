@@ -3,7 +3,6 @@
 // the devices examples/firmware/depth_heading_hold.c opens, and a session runner.
 #pragma once
 
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -22,6 +21,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/serial_endpoint.hpp"
 #include "tether/firmware_shim/payloads.h"

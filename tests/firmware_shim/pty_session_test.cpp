@@ -4,7 +4,6 @@
 // starts it on a pseudo-terminal, and plays the runtime's side of the protocol
 // from C++ with the same headers the runtime uses: HELLO -> DEVICES -> READY ->
 // SENSORS(k)/ACTUATE(k) -> STOP.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -23,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.hpp"
 #include "tether/firmware_shim/frame.h"
 #include "tether/firmware_shim/messages.h"
 #include "tether/firmware_shim/payloads.h"
@@ -33,7 +33,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 const std::string kSource = TETHER_SOURCE_DIR;
-const std::string kOut = std::string(TETHER_BINARY_DIR) + "/firmware_shim_pty_test";
+const std::string kOut = TETHER_BINARY_DIR + "/firmware_shim_pty_test";
 
 bool have(const std::string& tool) { return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0; }
 

@@ -2,7 +2,6 @@
 // The shared test vectors (firmware_shim/test_vectors/vectors.txt) from C++:
 // the same checks as vectors_c.c plus field values, and that docs/protocol.md
 // quotes the file verbatim.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.hpp"
 #include "tether/firmware_shim/frame.h"
 #include "tether/firmware_shim/messages.h"
 #include "tether/firmware_shim/payloads.h"
@@ -87,7 +87,7 @@ std::vector<Vector> load_vectors(const std::string& text) {
   return vectors;
 }
 
-const std::string kVectorsPath = std::string(TETHER_SOURCE_DIR) + "/firmware_shim/test_vectors/vectors.txt";
+const std::string kVectorsPath = TETHER_SOURCE_DIR + "/firmware_shim/test_vectors/vectors.txt";
 
 std::vector<Vector> vectors() {
   static const std::vector<Vector> v = load_vectors(read_file(kVectorsPath));
@@ -308,7 +308,7 @@ TEST_CASE("vectors: message fields") {
 }
 
 TEST_CASE("docs/protocol.md quotes the vectors file verbatim") {
-  std::string doc = read_file(std::string(TETHER_SOURCE_DIR) + "/docs/protocol.md");
+  std::string doc = read_file(TETHER_SOURCE_DIR + "/docs/protocol.md");
   std::string file = read_file(kVectorsPath);
   CHECK_MESSAGE(doc.find(file) != std::string::npos,
                 "docs/protocol.md is stale: run python3 tests/firmware_shim/gen_vectors.py");

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tether identify`: trials recorded with the in-process stand-in vehicle (its hidden values
 // known), read back, fitted with Ceres and validated on held-out data; bad input refused.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -17,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "example_controllers.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/identify/identify.hpp"
 #include "tether/loop/recorder_inputs.hpp"
@@ -30,7 +30,7 @@ using namespace tether::runtime;
 namespace {
 
 std::string source(const char* rel) {
-  std::ifstream f(std::string(TETHER_SOURCE_DIR) + "/" + rel);
+  std::ifstream f(TETHER_SOURCE_DIR + "/" + rel);
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
@@ -142,7 +142,7 @@ const identify::Combination& combination(const identify::FitResult& f, const std
 }
 
 std::string run_cli(const std::string& args, int& code) {
-  const std::string cmd = std::string(TETHER_BINARY_DIR) + "/tether " + args + " 2>&1";
+  const std::string cmd = TETHER_BINARY_DIR + "/tether " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;

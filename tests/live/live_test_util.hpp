@@ -3,7 +3,6 @@
 // in files, the address `--live 0` prints, and the command-line helpers of the CLI tests.
 #pragma once
 
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -21,6 +20,7 @@
 
 #include "../adapters/cli_test_util.hpp"
 #include "../adapters/mosquitto_util.hpp"  // free_loopback_port
+#include "test_paths.hpp"
 #include "tether/live/client.hpp"
 
 namespace tether::live_test {

@@ -4,7 +4,6 @@
 // pose messages whose time increases, pause, step exactly 10, push with a force, resume,
 // shut down, then `tether replay --verify` of that session's recording; and the built-in
 // dashboard in headless Chromium (docs/live.md).
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -22,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_paths.hpp"
 #include "tether/recording/replay.hpp"
 
 #include "live_test_util.hpp"

@@ -104,7 +104,10 @@ TEST_CASE("feedback: the registry knows every processor and rejects unknown keys
                          "type: kalman, position_stddev_m: 1e300", "type: kalman, orientation_stddev_rad: 4",
                          "type: kalman, velocity_stddev_m_s: 1e300", "type: kalman, angular_velocity_stddev_rad_s: 1e3",
                          "type: kalman, accel_noise_m_s2: 1e300", "type: kalman, angular_accel_noise_rad_s2: 1e300",
-                         "type: kalman, initial_stddev_scale: 1e300", "type: kalman, position_stddev_m: 0"}) {
+                         "type: kalman, initial_stddev_scale: 1e300", "type: kalman, position_stddev_m: 0",
+                         "type: kalman, position_stddev_m: .nan", "type: kalman, velocity_stddev_m_s: abc",
+                         "type: kalman, accel_noise_m_s2: [1]", "type: kalman, position_stdev_m: 0.1",
+                         "type: estimate, position_stddev_m: 1e308", "type: estimate, velocity_stddev_m_s: .nan"}) {
     INFO(kv);
     const Scenario s = parse_scenario(auv_scenario(std::string("[{") + kv + "}]"), "fb.yaml");
     CHECK_THROWS_WITH_AS(make_feedback_processors(s), doctest::Contains("fb.yaml:"), ConfigError);

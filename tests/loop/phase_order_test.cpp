@@ -2,7 +2,6 @@
 // The Phase enum is the step list: docs/architecture.md's "One step" names every phase in
 // the enum's order, and a running session enters them in that order (each step goes only
 // forward through the list, then back to `loop`).
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -13,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_paths.hpp"
 #include "tether/loop/in_process.hpp"
 #include "tether/loop/phase_profile.hpp"
 #include "tether/loop/session.hpp"

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 // The lock-step loop with test-double endpoints that go silent, fault or answer late.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -8,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_paths.hpp"
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_bank.hpp"
 

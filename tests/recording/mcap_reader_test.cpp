@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "test_paths.hpp"
 #include "tether/recording/mcap_reader.hpp"
 
 #include <doctest/doctest.h>
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.hpp"
 #include "tether/recording/mcap_writer.hpp"
 
 namespace mcap = tether::runtime::mcap;

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "test_paths.hpp"
 #include "tether/recording/mcap_writer.hpp"
 
 #include <doctest/doctest.h>
@@ -16,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.hpp"
 #include "tether/recording/foxglove_schemas.hpp"
 #include "tether/recording/mcap_reader.hpp"
 #include "tether/recording/protobuf.hpp"

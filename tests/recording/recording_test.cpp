@@ -2,7 +2,6 @@
 // The protobuf messages replay depends on: exact round trips, the wire bytes the protobuf
 // rules give, and malformed input (every prefix, random byte flips, absurd lengths) that
 // must give an error, never a crash or a read past the end.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <limits>
 #include <random>
 
+#include "test_paths.hpp"
 #include "tether/recording/json_text.hpp"
 #include "tether/recording/protobuf.hpp"
 #include "tether/recording/recording.hpp"
@@ -487,7 +487,7 @@ TEST_CASE("the protobuf reader refuses overlong varints, field 0 and lengths pas
 }
 
 TEST_CASE("docs/recording.proto is the descriptor's text, and the descriptor names every message") {
-  std::ifstream in(std::string(TETHER_SOURCE_DIR) + "/docs/recording.proto", std::ios::binary);
+  std::ifstream in(TETHER_SOURCE_DIR + "/docs/recording.proto", std::ios::binary);
   REQUIRE_MESSAGE(in.good(), "docs/recording.proto is missing");
   const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK_MESSAGE(committed == pb::proto_text(),

@@ -2,7 +2,6 @@
 // tether report: the HTML holds the plots and the summary's figures, references nothing
 // outside itself, copes with a recording cut short, and down-samples long series without
 // losing their extremes.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_paths.hpp"
 #include "tether/hal/nmea.hpp"
 #include "tether/loop/in_process.hpp"
 #include "tether/recording/foxglove_schemas.hpp"
@@ -1258,7 +1258,7 @@ TEST_CASE(
     MESSAGE("node, npm or chromium not found (or TETHER_SKIP_NODE_VALIDATION set): skipping the browser check");
     return;
   }
-  const std::string shots = std::string(TETHER_BINARY_DIR) + "/test_output/screenshots";
+  const std::string shots = TETHER_BINARY_DIR + "/test_output/screenshots";
   std::filesystem::create_directories(shots);
   // a long synthetic session (misses, faults, feedback, commands) and a real one
   std::string error;

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "test_paths.hpp"
 #include "tether/scenario/scenario_devices.hpp"
 
 #include <cmath>
@@ -8,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include "test_paths.hpp"
 #include "tether/hal/device_bank.hpp"
 
 using namespace tether;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scenario parsing: what a valid file yields and the exact message for each kind of mistake.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "scenario_test_util.hpp"
+#include "test_paths.hpp"
 #include "tether/scenario/scenario.hpp"
 
 using namespace tether::runtime;

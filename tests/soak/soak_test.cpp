@@ -5,7 +5,6 @@
 // a miss its policy handled), nothing is missing from the recording, the runtime's memory
 // stays flat. No time is asserted: on a loaded machine the loop falls behind real time and
 // endpoints miss deadlines, which the accounting covers.
-#include "test_paths.hpp"
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -21,6 +20,7 @@
 
 #include "../adapters/mosquitto_util.hpp"
 #include "../adapters/serial_test_util.hpp"
+#include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
@@ -70,7 +70,7 @@ std::string vehicle(const std::string& name, double y) {
 std::string mqtt_endpoint(const std::string& v, const std::string& broker) {
   return "  - name: tank_" + v + "\n    type: mqtt\n    vehicle: " + v + "\n    broker: " + broker +
          "\n    session: soak\n    deadline_ms: 5\n    timeout_policy: hold\n    launch:\n      command: [\"" +
-         std::string(TETHER_BINARY_DIR) + "/tether-vehicle\", \"--scenario\", \"{scenario}\", \"--broker\", " +
+         TETHER_BINARY_DIR + "/tether-vehicle\", \"--scenario\", \"{scenario}\", \"--broker\", " +
          "\"{broker}\", \"--session\", \"soak\", \"--vehicle\", \"" + v + "\", \"--quiet\"]\n";
 }
 
@@ -94,7 +94,7 @@ TEST_CASE("soak: 8 endpoints, serial and MQTT, at 1 kHz: every step accounted fo
   text += "recording: {keyframe_every_steps: 1000}\nendpoints:\n";
   // the example firmware (it names its devices auv.hull.*) and three scripted ones
   text += "  - name: fw_auv\n    type: serial\n    vehicle: auv\n    launch: {command: [\"" +
-          std::string(TETHER_BINARY_DIR) +
+          TETHER_BINARY_DIR +
           "/firmware/host/depth_heading_hold\"]}\n    deadline_ms: 5\n    timeout_policy: hold\n";
   for (int i = 1; i < 4; ++i)
     text += adapters::test::fake_endpoint("", "hold", 5, "", std::string("fw_") + names[i], names[i]);

@@ -113,12 +113,12 @@ class EstimateProcessor final : public FeedbackProcessor {
     horizon_ = static_cast<int>(node.integer_or("horizon_steps", 50, 1, 1000));
     every_ = static_cast<int>(node.integer_or("update_every_steps", 5, 1, 1000));
     lambda_ = node.number_or("forgetting", 0.9995, Range{0.9, 1, false});
-    sigma_p_ = node.number_or("position_stddev_m", 0.005, Range{0, kMaxStddev, true});
-    sigma_v_ = node.number_or("velocity_stddev_m_s", 0.01, Range{0, kMaxStddev, true});
+    sigma_p_ = node.number_or("position_stddev_m", 0.005, kStddevRange);
+    sigma_v_ = node.number_or("velocity_stddev_m_s", 0.01, kStddevRange);
     // the heading and yaw rate at a window's end, compared when the yaw drag is estimated
     // (bounded: their squares must stay finite)
-    sigma_yaw_ = node.number_or("orientation_stddev_rad", 0.01, Range{0, std::numbers::pi, true});
-    sigma_w_ = node.number_or("angular_velocity_stddev_rad_s", 0.01, Range{0, 100, true});
+    sigma_yaw_ = node.number_or("orientation_stddev_rad", 0.01, kAngleStddevRange);
+    sigma_w_ = node.number_or("angular_velocity_stddev_rad_s", 0.01, kRateStddevRange);
     gate_ = node.number_or("gate", 50.0, Range::non_negative());
     const auto thrust_range = node.numbers_or("thrust_range", {0.3, 3.0}, 2, Range::positive());
     const double drag_factor = node.number_or("drag_range_factor", 5.0, Range{1, 1e6, true});
@@ -126,9 +126,9 @@ class EstimateProcessor final : public FeedbackProcessor {
     const double max_buoy = node.number_or("max_buoyancy_offset_n", 0.25 * weight_n, Range::positive());
     const double max_current = node.number_or("max_current_m_s", 1.0, Range::positive());
     const double max_lag = node.number_or("max_thruster_lag_s", 0.3, Range::positive());
-    const double added_sd = node.number_or("added_mass_stddev", 0.1, Range{0, kMaxStddev, true});
+    const double added_sd = node.number_or("added_mass_stddev", 0.1, kStddevRange);
     step_fraction_ = node.number_or("max_step_fraction", 0.05, Range{0, 1, true});
-    const double sd_scale = node.number_or("initial_stddev", 1.0, Range{0, kMaxStddev, true});
+    const double sd_scale = node.number_or("initial_stddev", 1.0, kStddevRange);
     // a direction of the information is weak when the data shrink the prior's sigma along it
     // less than sqrt(identify_information) times; a parameter more than identify_weak_share
     // in weak directions is not identified

@@ -6,7 +6,6 @@
 // square and the position standard deviations go to the recording.
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 
 #include <Eigen/Cholesky>
 #include <nlohmann/json.hpp>
@@ -27,13 +26,13 @@ class KalmanProcessor final : public FeedbackProcessor {
                      "angular_velocity_stddev_rad_s", "accel_noise_m_s2", "angular_accel_noise_rad_s2",
                      "initial_stddev_scale", "use_velocity", "gate"});
     body_ = part_body(node, model, vehicle);
-    const double sp = node.number_or("position_stddev_m", 0.01, Range{0, kMaxStddev, true});
-    const double so = node.number_or("orientation_stddev_rad", 0.01, Range{0, std::numbers::pi, true});
-    const double sv = node.number_or("velocity_stddev_m_s", 0.02, Range{0, kMaxStddev, true});
-    const double sw = node.number_or("angular_velocity_stddev_rad_s", 0.02, Range{0, 100, true});
-    accel_q_ = std::pow(node.number_or("accel_noise_m_s2", 0.5, Range{0, kMaxStddev, true}), 2);
-    angular_q_ = std::pow(node.number_or("angular_accel_noise_rad_s2", 0.5, Range{0, kMaxStddev, true}), 2);
-    const double scale = node.number_or("initial_stddev_scale", 10.0, Range{0, kMaxStddev, true});
+    const double sp = node.number_or("position_stddev_m", 0.01, kStddevRange);
+    const double so = node.number_or("orientation_stddev_rad", 0.01, kAngleStddevRange);
+    const double sv = node.number_or("velocity_stddev_m_s", 0.02, kStddevRange);
+    const double sw = node.number_or("angular_velocity_stddev_rad_s", 0.02, kRateStddevRange);
+    accel_q_ = std::pow(node.number_or("accel_noise_m_s2", 0.5, kStddevRange), 2);
+    angular_q_ = std::pow(node.number_or("angular_accel_noise_rad_s2", 0.5, kStddevRange), 2);
+    const double scale = node.number_or("initial_stddev_scale", 10.0, kStddevRange);
     use_velocity_ = node.boolean_or("use_velocity", true);
     gate_ = node.number_or("gate", 0.0, Range::non_negative());
     r_pose_.setZero();

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <memory>
+#include <numbers>
 #include <string>
 #include <string_view>
 
@@ -20,10 +21,12 @@ std::unique_ptr<FeedbackProcessor> make_estimate();
 
 using Vec6 = Eigen::Matrix<double, 6, 1>;
 
-/// The largest standard deviation a processor's key accepts (in the key's own unit): its
-/// square, and sums of squares, stay finite (at 1e300 the noise matrix became infinite and
-/// the update NaN).
-inline constexpr double kMaxStddev = 1e6;
+/// The ranges of the processors' noise keys (standard deviations): > 0, and small enough that
+/// squares and sums of squares stay finite (at 1e300 the noise matrix became infinite and the
+/// update NaN): 1e6 in the key's own unit, an angle's at most pi, an angular rate's 100 rad/s.
+inline constexpr Range kStddevRange{0, 1e6, true};
+inline constexpr Range kAngleStddevRange{0, std::numbers::pi, true};
+inline constexpr Range kRateStddevRange{0, 100, true};
 
 /// Rotation vector (axis * angle, world frame) that turns `from` into `to`: to = exp(r) from.
 inline Vec3 rotation_between(const Quat& from, const Quat& to) {
