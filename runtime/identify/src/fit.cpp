@@ -90,15 +90,6 @@ struct RotorDelta {
 };
 using RotorCache = std::array<RotorDelta, 2>;
 
-hal::ThrusterParams slower_rotor(hal::ThrusterParams p, double dtau) {
-  const double k = p.time_constant_s / (p.time_constant_s + dtau);
-  p.time_constant_s += dtau;
-  // Yoerger's rate at full speed is 1 / tau: alpha and beta scale together (the same top speed)
-  p.alpha *= k;
-  p.beta *= k;
-  return p;
-}
-
 const std::vector<BodyWrench>& rotor_delta(const Trial& tr, std::int64_t u0, int steps, double dtau,
                                            RotorCache& cache) {
   // the most recently used first
@@ -115,7 +106,7 @@ const std::vector<BodyWrench>& rotor_delta(const Trial& tr, std::int64_t u0, int
   const auto warm = static_cast<std::int64_t>(std::ceil(5 * tau / tr.dt_s));
   const std::int64_t from = std::max<std::int64_t>(u0 - warm, 0);
   for (std::size_t k = 0; k < n && from < available; ++k) {
-    const hal::ThrusterParams p = slower_rotor(tr.thrusters[k].params, dtau);
+    const hal::ThrusterParams p = runtime::slower_rotor(tr.thrusters[k].params, dtau);
     double speed = tr.thruster_speed[static_cast<std::size_t>(from) * n + k];
     for (std::int64_t u = from; u < u0 + steps && u < available; ++u) {
       const auto i = static_cast<std::size_t>(u) * n + k;

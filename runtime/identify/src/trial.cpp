@@ -76,20 +76,10 @@ class CaptureProcessor final : public runtime::FeedbackProcessor {
     thrusters_.clear();
     speed_end_.clear();
     if (!trial || !bank) return;
-    trial->thrusters.clear();
-    for (std::size_t i = 0; i < bank->size(); ++i) {
-      const hal::DeviceSpec& spec = bank->spec(i);
-      if (spec.kind != TETHER_KIND_THRUSTER || spec.body != trial->body) continue;
-      TrialThruster th;
-      th.name = bank->full_name(i);
-      th.params = hal::resolve_thruster(std::get<hal::ThrusterParams>(spec.params));
-      // as hal's actuate_device puts a thrust on the body
-      const Vec3 axis = spec.mount.orientation.toRotationMatrix().col(0);
-      th.unit.add_body_force_at(axis, spec.mount.position_m);
-      th.unit.torque_body_nm -= th.params.reaction_torque_nm_per_n * axis;
-      trial->thrusters.push_back(th);
-      thrusters_.push_back(i);
-      speed_end_.push_back(bank->actuator_state(i).x[0]);
+    trial->thrusters = runtime::body_thrusters(*bank, trial->body);
+    for (const TrialThruster& th : trial->thrusters) {
+      thrusters_.push_back(th.device);
+      speed_end_.push_back(bank->actuator_state(th.device).x[0]);
     }
   }
 

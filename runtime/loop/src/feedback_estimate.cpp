@@ -6,8 +6,9 @@
 //
 // Parameters theta: thrust coefficient (a gain on the commanded wrench), linear and quadratic
 // drag per body axis, buoyancy offset (N, up), water current (x, y); on request a thruster
-// lag (an extra first-order lag on the actuators' wrench: thrusters that spin up slower than
-// the model's), a scale of the yaw damping (its windows then compare the heading and yaw rate
+// lag (thrusters that spin up slower than the model's: a first-order lag on the body's whole
+// input, or with `thruster_lag_model: rotors` the body's thrusters' rotors run again from their
+// commands with time constants longer by the lag, as `tether identify` runs them), a scale of the yaw damping (its windows then compare the heading and yaw rate
 // too), and an added mass that is never estimated, only *considered*: its prior uncertainty
 // counts in the others' (the data of a trial rarely tell it from the thrust gain). Each update
 // takes a window of `horizon_steps` recorded steps (their inputs `input_delay_steps` earlier:
@@ -33,6 +34,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <optional>
 
@@ -41,6 +43,8 @@
 #include <nlohmann/json.hpp>
 
 #include "feedback_processors.hpp"
+#include "tether/hal/actuators.hpp"
+#include "tether/hal/device_bank.hpp"
 #include "tether/loop/vehicle_parameters.hpp"
 
 namespace tether::runtime::feedback_detail {
@@ -104,7 +108,8 @@ class EstimateProcessor final : public FeedbackProcessor {
                      "identify_information",
                      "misfit_noise_scale",
                      "model_structure",
-                     "input_delay_steps"});
+                     "input_delay_steps",
+                     "thruster_lag_model"});
     body_ = part_body(node, model, vehicle);
     const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
     if (!model.water.present || model.gravity_m_s2.norm() <= 0)
@@ -146,6 +151,12 @@ class EstimateProcessor final : public FeedbackProcessor {
     // `stand_in`) gets step k's commands with step k+1's request, so its S_{k+1} was driven by
     // step k-1's (docs/feedback.md); the replays take each step's input this many steps back
     delay_ = static_cast<int>(node.integer_or("input_delay_steps", 0, 0, 100));
+    // how the thruster lag acts: `filter`, a first-order lag on the body's whole input (the
+    // default: against the mismatched stand-in it predicts best), or `rotors`, the body's
+    // thrusters' rotors run again with time constants longer by the lag (what `tether identify`
+    // and the stand-in's hidden truth mean by it; found when the structure is the vehicle's).
+    // docs/feedback.md, "The thruster lag: a filter or the rotors"
+    rotor_lag_ = node.choice_or("thruster_lag_model", "filter", {"filter", "rotors"}) == "rotors";
 
     set_bounds_and_prior(
         model, {thrust_range[0], thrust_range[1], drag_factor, max_buoy, max_current, max_lag, added_sd, sd_scale});
@@ -218,6 +229,7 @@ class EstimateProcessor final : public FeedbackProcessor {
                     StepInputs& inputs) override {
     const auto k = static_cast<std::int64_t>(ctx.step);
     if (static_cast<std::size_t>(body_) >= inputs.wrenches.size()) return;
+    if (rotor_lag_ && active_[i_lag] && ctx.devices && !thrusters_looked_up_) look_up_thrusters(*ctx.devices);
     // S_k's entry: its velocities from the twin when the measurement had none
     Entry& now = entry(k);
     if (now.time_index == k && now.valid && !now.has_velocity) {
@@ -227,6 +239,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     if (now.time_index != k) now = fresh_entry(k);
     now.input = inputs.wrenches[static_cast<std::size_t>(body_)];  // as commanded, before the gain
     now.has_input = true;
+    if (!thrusters_.empty()) record_rotors(*ctx.devices, k);
 
     // the measurement of S_{k+1} goes to the next entry
     Entry& next = entry(k + 1);
@@ -244,9 +257,12 @@ class EstimateProcessor final : public FeedbackProcessor {
       if ((k + 1) % every_ == 0) update_from_window(ctx, model, state, k + 1 - horizon_, k + 1);
     }
     apply(model);
-    // the twin's thrusters as learned: lagged, then scaled
+    // the twin's thrusters as learned: lagged (their rotors slower), then scaled
     BodyWrench& w = inputs.wrenches[static_cast<std::size_t>(body_)];
-    w = lag_step(live_lag_, w, theta_[i_lag], ctx.dt_s);
+    if (!thrusters_.empty())
+      add_live_rotors(k, ctx.dt_s, w);
+    else
+      w = lag_step(live_lag_, w, theta_[i_lag], ctx.dt_s);
     scale(w, theta_[0]);
   }
 
@@ -274,6 +290,10 @@ class EstimateProcessor final : public FeedbackProcessor {
     out["misfit_widening"] = misfit_widening_;
     out["misfit"] = misfit_;
     out["model_structure"] = structure_exact_ ? "exact" : "uncertain";
+    if (active_[i_lag])
+      out["thruster_lag_model"] = !thrusters_.empty() ? "rotors"
+                                  : rotor_lag_        ? "filter (no thrusters on the body)"
+                                                      : "filter";
     out["mean_noise_scale"] = slow_noise_scale_;
     out["condition"] = condition_;
     auto& est = out["estimates"] = nlohmann::json::object();
@@ -393,6 +413,10 @@ class EstimateProcessor final : public FeedbackProcessor {
     put_bytes(out, last_nu_);
     put_wrench(out, live_lag_);
     for (const Entry& e : ring_) put_entry(out, e);
+    // the rotors' history (empty without thrusters on the body or a thruster lag)
+    put_bytes(out, static_cast<std::uint32_t>(speed_end_.size()));
+    for (const auto* v : {&speed_end_, &live_speed_, &rotor_cmd_, &rotor_speed_})
+      for (double x : *v) put_bytes(out, x);
   }
   bool restore(std::string_view b) override {
     if (!get_bytes(b, theta_) || !get_bytes(b, p_) || !get_bytes(b, updates_) || !get_bytes(b, rejected_) ||
@@ -413,6 +437,13 @@ class EstimateProcessor final : public FeedbackProcessor {
     misfit_ = misfit != 0;
     for (Entry& e : ring_)
       if (!get_entry(b, e)) return false;
+    std::uint32_t n = 0;
+    if (!get_bytes(b, n) || (thrusters_looked_up_ && n != thrusters_.size()) || n > b.size()) return false;
+    size_rotors(n);
+    for (auto* v : {&speed_end_, &live_speed_, &rotor_cmd_, &rotor_speed_})
+      for (double& x : *v)
+        if (!get_bytes(b, x)) return false;
+    for (RotorDelta& d : deltas_) d.dtau = -1;  // computed from the timeline before the restore
     return b.empty();
   }
 
@@ -485,11 +516,18 @@ class EstimateProcessor final : public FeedbackProcessor {
     const Mat3 r0 = e0.state.orientation.toRotationMatrix();
     start.angular_momentum = r0 * b.inertia_body * r0.transpose() * e0.angular_velocity;
     for (auto& w : trial_inputs_.wrenches) w = BodyWrench{};
-    BodyWrench lag = lag_before(t0 - delay_, th[i_lag], dt);
+    const bool rotors = !thrusters_.empty();
+    const std::vector<BodyWrench>* delta = rotors ? &rotor_delta(t0 - delay_, t1 - t0, th[i_lag], dt) : nullptr;
+    BodyWrench lag = rotors ? BodyWrench{} : lag_before(t0 - delay_, th[i_lag], dt);
     int next_checkpoint = 0;
     for (std::int64_t t = t0; t < t1; ++t) {
       BodyWrench& w = trial_inputs_.wrenches[static_cast<std::size_t>(body_)];
-      w = lag_step(lag, entry(t - delay_).input, th[i_lag], dt);
+      if (rotors) {
+        w = entry(t - delay_).input;
+        add_wrench(w, (*delta)[static_cast<std::size_t>(t - t0)]);
+      } else {
+        w = lag_step(lag, entry(t - delay_).input, th[i_lag], dt);
+      }
       scale(w, th[0]);
       if (step(model, trial_, trial_inputs_, dt, nullptr, scratch_) != StepStatus::ok) return false;
       if (track && next_checkpoint < checkpoints && t + 1 == checkpoint(t0, t1, next_checkpoint))
@@ -527,13 +565,102 @@ class EstimateProcessor final : public FeedbackProcessor {
     return y;
   }
 
+  // --- the thruster lag on the body's thrusters: their rotors run again, slower ---
+
+  void look_up_thrusters(const hal::DeviceBank& bank) {
+    thrusters_looked_up_ = true;
+    thrusters_ = body_thrusters(bank, body_);
+    if (thrusters_.empty()) return;
+    if (speed_end_.size() != thrusters_.size()) size_rotors(thrusters_.size());  // else restored
+    for (RotorDelta& d : deltas_) d.delta.assign(static_cast<std::size_t>(horizon_), BodyWrench{});
+  }
+  // the rotors' history for n thrusters, nothing known yet (NaN: the speed at a step's start
+  // is known from the second step seen on)
+  void size_rotors(std::size_t n) {
+    const double unknown = std::numeric_limits<double>::quiet_NaN();
+    speed_end_.assign(n, unknown);
+    live_speed_.assign(n, unknown);
+    rotor_cmd_.assign(ring_.size() * n, 0.0);
+    rotor_speed_.assign(ring_.size() * n, unknown);
+  }
+  std::size_t rotor_slot(std::int64_t t, std::size_t j) const {
+    return static_cast<std::size_t>(t % static_cast<std::int64_t>(ring_.size())) * thrusters_.size() + j;
+  }
+  bool rotors_known(std::int64_t t) const { return thrusters_.empty() || !std::isnan(rotor_speed_[rotor_slot(t, 0)]); }
+  // step k: each thruster's command as held (the bank has actuated it) and its rotor's speed
+  // at the step's start (the end of the step before)
+  void record_rotors(const hal::DeviceBank& bank, std::int64_t k) {
+    for (std::size_t j = 0; j < thrusters_.size(); ++j) {
+      const hal::Sample& held = bank.sample(thrusters_[j].device);
+      rotor_cmd_[rotor_slot(k, j)] = held.valid ? held.ch[0] : 0.0;
+      rotor_speed_[rotor_slot(k, j)] = speed_end_[j];
+      speed_end_[j] = bank.actuator_state(thrusters_[j].device).x[0];
+    }
+  }
+  // the change of thruster j's mean thrust over step t when its rotor, at `speed`, runs with
+  // `slow` instead of its own parameters (the twin's own rotor started at the recorded speed)
+  double slower_thrust(std::size_t j, const hal::ThrusterParams& slow, double& speed, std::int64_t t, double dt) const {
+    const hal::ThrusterParams& p = thrusters_[j].params;
+    const double u = rotor_cmd_[rotor_slot(t, j)];
+    const hal::RotorStep r = hal::thruster_advance(slow, speed, hal::thruster_command(slow, u), dt);
+    speed = r.speed_rad_s;
+    return r.mean_thrust_n - hal::thruster_advance(p, rotor_speed_[rotor_slot(t, j)], hal::thruster_command(p, u), dt).mean_thrust_n;
+  }
+  static void add_wrench(BodyWrench& w, const BodyWrench& d) {
+    w.force_body_n += d.force_body_n;
+    w.torque_body_nm += d.torque_body_nm;
+  }
+  // the live twin: its rotors run slower by the lag estimated so far
+  void add_live_rotors(std::int64_t k, double dt, BodyWrench& w) {
+    for (std::size_t j = 0; j < thrusters_.size(); ++j) {
+      if (std::isnan(rotor_speed_[rotor_slot(k, j)])) {  // the first step: start with the twin's
+        live_speed_[j] = speed_end_[j];
+        continue;
+      }
+      if (std::isnan(live_speed_[j])) live_speed_[j] = rotor_speed_[rotor_slot(k, j)];
+      const double d = slower_thrust(j, slower_rotor(thrusters_[j].params, theta_[i_lag]), live_speed_[j], k, dt);
+      w.force_body_n += d * thrusters_[j].unit.force_body_n;
+      w.torque_body_nm += d * thrusters_[j].unit.torque_body_nm;
+    }
+  }
+  // the change of the input at steps [u0, u0 + steps) when the rotors run with time constants
+  // longer by dtau: from the twin's recorded speeds a warm-up of five time constants earlier
+  // (as far as the ring and the history reach). Two kept: a window's base and its lag probe.
+  const std::vector<BodyWrench>& rotor_delta(std::int64_t u0, std::int64_t steps, double dtau, double dt) {
+    for (RotorDelta& d : deltas_)
+      if (d.dtau == dtau && d.u0 == u0) return d.delta;
+    std::swap(deltas_[0], deltas_[1]);  // the older is overwritten
+    RotorDelta& out = deltas_[0];
+    out.dtau = dtau, out.u0 = u0;
+    std::fill(out.delta.begin(), out.delta.end(), BodyWrench{});
+    double tau = 0;
+    for (const BodyThruster& th : thrusters_) tau = std::max(tau, th.params.time_constant_s + dtau);
+    const auto warm = static_cast<std::int64_t>(std::ceil(5 * tau / dt));
+    std::int64_t from = u0;
+    while (from > std::max<std::int64_t>(u0 - warm, 1) && entry(from - 1).time_index == from - 1 &&
+           entry(from - 1).has_input && rotors_known(from - 1))
+      --from;
+    for (std::size_t j = 0; j < thrusters_.size(); ++j) {
+      const hal::ThrusterParams slow = slower_rotor(thrusters_[j].params, dtau);
+      double speed = rotor_speed_[rotor_slot(from, j)];
+      for (std::int64_t u = from; u < u0 + steps; ++u) {
+        const double d = slower_thrust(j, slow, speed, u, dt);
+        if (u < u0) continue;
+        BodyWrench& w = out.delta[static_cast<std::size_t>(u - u0)];
+        w.force_body_n += d * thrusters_[j].unit.force_body_n;
+        w.torque_body_nm += d * thrusters_[j].unit.torque_body_nm;
+      }
+    }
+    return out.delta;
+  }
+
   void update_from_window(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin, std::int64_t t0,
                           std::int64_t t1) {
     if (t0 - delay_ < 0) return;
     const Entry& start = entry(t0);
     if (start.time_index != t0 || !start.valid) return;
     for (std::int64_t t = t0 - delay_; t < t1 - delay_; ++t)
-      if (entry(t).time_index != t || !entry(t).has_input) return;
+      if (entry(t).time_index != t || !entry(t).has_input || !rotors_known(t)) return;
     if (!start.has_velocity) return update_from_positions(ctx, model, twin, t0, t1);
     const Entry& end = entry(t1);
     Vec8 measured;
@@ -756,7 +883,21 @@ class EstimateProcessor final : public FeedbackProcessor {
   VehicleParameterBase base_;
   int warmup_ = 0;         // steps of inputs kept before a window for the lag's filter
   int delay_ = 0;          // input_delay_steps
-  BodyWrench live_lag_{};  // the twin's thruster-lag filter
+  BodyWrench live_lag_{};  // the twin's thruster-lag filter (a body without thrusters)
+  // with `thruster_lag_model: rotors`, the thruster lag on the body's thrusters (found in the
+  // session's devices on the first step; none: the filter above): per ring slot each one's command and its twin rotor's
+  // speed at the step's start (NaN: not known), the twin's speeds at the last step's end, and
+  // the live twin's slower rotors
+  bool rotor_lag_ = false;  // thruster_lag_model: rotors
+  bool thrusters_looked_up_ = false;
+  std::vector<BodyThruster> thrusters_;
+  std::vector<double> rotor_cmd_, rotor_speed_, speed_end_, live_speed_;
+  struct RotorDelta {
+    double dtau = -1;
+    std::int64_t u0 = -1;
+    std::vector<BodyWrench> delta;  // horizon_ steps
+  };
+  std::array<RotorDelta, 2> deltas_;
   std::vector<Entry> ring_;
   WorldState trial_;
   StepInputs trial_inputs_;

@@ -570,6 +570,7 @@ FeedbackContext Session::feedback_context(const StepContext& ctx, std::size_t pr
   fc.dt_s = seconds(ctx.period_ns);
   fc.vehicle = scenario_.feedback[processor].vehicle;
   fc.measurements = gate_.measurements[static_cast<std::size_t>(fc.vehicle)];
+  fc.devices = &devices_.bank;
   return fc;
 }
 

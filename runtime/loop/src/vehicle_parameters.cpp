@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <variant>
+
+#include "tether/hal/device_bank.hpp"
 
 namespace tether::runtime {
 
@@ -132,6 +135,33 @@ BodyWrench lag_wrench_step(BodyWrench& y, const BodyWrench& in, double tau, doub
   go(y.force_body_n, in.force_body_n, mean.force_body_n);
   go(y.torque_body_nm, in.torque_body_nm, mean.torque_body_nm);
   return mean;
+}
+
+std::vector<BodyThruster> body_thrusters(const hal::DeviceBank& bank, int body) {
+  std::vector<BodyThruster> out;
+  for (std::size_t i = 0; i < bank.size(); ++i) {
+    const hal::DeviceSpec& spec = bank.spec(i);
+    if (spec.kind != TETHER_KIND_THRUSTER || spec.body != body) continue;
+    BodyThruster th;
+    th.device = i;
+    th.name = bank.full_name(i);
+    th.params = hal::resolve_thruster(std::get<hal::ThrusterParams>(spec.params));
+    // as hal's actuate_device puts a thrust on the body
+    const Vec3 axis = spec.mount.orientation.toRotationMatrix().col(0);
+    th.unit.add_body_force_at(axis, spec.mount.position_m);
+    th.unit.torque_body_nm -= th.params.reaction_torque_nm_per_n * axis;
+    out.push_back(std::move(th));
+  }
+  return out;
+}
+
+hal::ThrusterParams slower_rotor(hal::ThrusterParams p, double dtau) {
+  const double k = p.time_constant_s / (p.time_constant_s + dtau);
+  p.time_constant_s += dtau;
+  // Yoerger's rate at full speed is 1 / tau: alpha and beta scale together (the same top speed)
+  p.alpha *= k;
+  p.beta *= k;
+  return p;
 }
 
 }  // namespace tether::runtime

@@ -34,12 +34,9 @@ struct TrialSample {
 };
 
 /// A thruster on the fitted body: the fit runs its rotor again from the recorded commands with
-/// a longer time constant (the thruster lag), and adds the difference to the recorded input.
-struct TrialThruster {
-  std::string name;
-  hal::ThrusterParams params;  // resolved, as the twin ran it
-  BodyWrench unit;             // the body wrench of one newton of its thrust (body frame)
-};
+/// a longer time constant (the thruster lag), and adds the difference to the recorded input
+/// (the online `estimate` processor does the same, runtime::BodyThruster).
+using TrialThruster = runtime::BodyThruster;
 
 /// A recorded trial of one vehicle, read back.
 struct Trial {

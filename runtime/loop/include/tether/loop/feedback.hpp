@@ -21,6 +21,10 @@
 #include "tether/scenario/step_data.hpp"
 #include "tether/physics/physics.hpp"
 
+namespace tether::hal {
+class DeviceBank;
+}
+
 namespace tether::runtime {
 
 enum class FeedbackPhase : std::uint8_t {
@@ -38,6 +42,9 @@ struct FeedbackContext {
   double dt_s = 0;
   int vehicle = -1;
   std::span<const Measurement> measurements;  // this vehicle's, for this step (may be empty)
+  /// The session's devices, this step's commands actuated (each thruster's command and its
+  /// rotor's speed at the step's end); nullptr outside a session.
+  const hal::DeviceBank* devices = nullptr;
 };
 
 class FeedbackProcessor {

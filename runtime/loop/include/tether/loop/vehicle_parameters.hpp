@@ -5,7 +5,11 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
 
+#include "tether/hal/device_spec.hpp"
 #include "tether/physics/physics.hpp"
 #include "tether/physics/world_model.hpp"
 
@@ -19,7 +23,8 @@ inline constexpr int quadratic_drag = 4;  // 3: body-axis quadratic damping x, y
 inline constexpr int buoyancy = 7;        // buoyancy offset b (N, up): displaced volume + b / (rho g)
 inline constexpr int current_x = 8;       // water current x, y (m/s)
 inline constexpr int current_y = 9;
-inline constexpr int thruster_lag = 10;  // first-order lag tau (s) of the inputs before c
+inline constexpr int thruster_lag = 10;  // the rotors' time constants longer by this (s); without thrusters
+                                         // on the body, a first-order lag of the inputs before c
 inline constexpr int added_mass = 11;    // a: mass and inertia x (1 + a), displaced volume + a m / rho
 inline constexpr int angular_drag = 12;  // the body's yaw damping x this (apply_angular_drag)
 inline constexpr int count = 13;
@@ -86,5 +91,26 @@ void scale_wrench(BodyWrench& w, double c);
 /// the step's start; returns the filter's mean over the step (the input held for dt), as a
 /// thruster's rotor gives its mean thrust over the step. tau = 0: the input itself.
 BodyWrench lag_wrench_step(BodyWrench& y, const BodyWrench& in, double tau, double dt);
+
+/// A thruster on the fitted body. With thrusters on the body the thruster lag slows their
+/// rotors: the online `estimate` and the offline fit run each rotor again from its commands
+/// with a time constant longer by the lag and add the change of its thrust to the body's
+/// input (without thrusters: lag_wrench_step on the whole input).
+struct BodyThruster {
+  std::size_t device = 0;      // its index in the session's device bank
+  std::string name;            // its full name
+  hal::ThrusterParams params;  // resolved, as the twin runs it
+  BodyWrench unit;             // the body wrench of one newton of its thrust (body frame)
+};
+}  // namespace tether::runtime
+namespace tether::hal {
+class DeviceBank;
+}
+namespace tether::runtime {
+/// The thrusters mounted on `body` in `bank`, in the bank's order.
+std::vector<BodyThruster> body_thrusters(const hal::DeviceBank& bank, int body);
+/// `p` with its rotor's time constant longer by `dtau` s (Yoerger's alpha and beta scaled
+/// together: the same top speed, reached slower).
+hal::ThrusterParams slower_rotor(hal::ThrusterParams p, double dtau);
 
 }  // namespace tether::runtime
