@@ -653,10 +653,22 @@ void stand_in_section(const std::string& path, bool quick, int seeds) {
   std::vector<double> open_ratios;
   std::map<std::string, std::pair<int, int>> per_param;  // covered, identified
   std::vector<std::string> misses;  // identified, and the truth beyond 2 sigma
+  // per seed: the prediction and the estimates it predicted with
+  static constexpr std::array<const char*, 9> shown = {
+      "thrust_coefficient", "linear_drag_x", "quadratic_drag_x", "buoyancy_offset_n", "current_x_m_s",
+      "current_y_m_s",      "thruster_lag_s", "angular_drag_scale", "linear_drag_y"};
+  std::printf("\n  estimate+kalman per seed: the 10 s open-loop prediction and the final estimates\n  %-5s %8s %7s",
+              "seed", "open (m)", "better");
+  for (const char* n : shown) std::printf(" %9.9s", n);
+  std::printf("\n");
   for (int k = 0; k < seeds; ++k) {
     const StandInRun r = run_stand_in(text, path, "estimate+kalman", {"estimate", "kalman"},
                                       seed0 + static_cast<std::uint64_t>(k), trial_s, open_s);
     open_ratios.push_back(r.open_m > 0 ? r.open_base_m / r.open_m : 0.0);
+    std::printf("  %-5llu %8.4f %6.1fx", static_cast<unsigned long long>(seed0 + static_cast<std::uint64_t>(k)),
+                r.open_m, open_ratios.back());
+    for (const char* n : shown) std::printf(" %9.4g", r.estimate["estimates"].value(n, 0.0));
+    std::printf("\n");
     misfit_seeds += r.estimate.value("misfit", false);
     for (const auto& [name, value] : r.truth) {
       if (!r.estimate["estimates"].contains(name)) continue;
