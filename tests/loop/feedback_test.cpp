@@ -92,7 +92,8 @@ TEST_CASE("feedback: the registry knows every processor and rejects unknown keys
         "input_delay_steps: .nan", "input_delay_steps: one", "input_delay_steps: [1]", "input_delay_step: 1",
         "orientation_stddev_rad: 0", "orientation_stddev_rad: 1e308", "orientation_stddev_rad: .nan",
         "orientation_stddev_rad: abc", "angular_velocity_stddev_rad_s: -1", "angular_velocity_stddev_rad_s: 1e308",
-        "angular_velocity_stddev_rad_s: .nan", "parameters: [angular_drags]"}) {
+        "angular_velocity_stddev_rad_s: .nan", "parameters: [angular_drags]", "thruster_lag_model: rotor",
+        "thruster_lag_model: 1", "thruster_lag_model: [rotors]"}) {
     INFO(key);
     const Scenario s = parse_scenario(auv_scenario(std::string("[{type: estimate, ") + key + "}]"), "fb.yaml");
     CHECK_THROWS_WITH_AS(make_feedback_processors(s), doctest::Contains("fb.yaml:"), ConfigError);
@@ -112,7 +113,8 @@ TEST_CASE("feedback: the registry knows every processor and rejects unknown keys
     const Scenario s = parse_scenario(auv_scenario(std::string("[{") + kv + "}]"), "fb.yaml");
     CHECK_THROWS_WITH_AS(make_feedback_processors(s), doctest::Contains("fb.yaml:"), ConfigError);
   }
-  for (const char* kv : {"type: estimate, position_stddev_m: 1e6", "type: kalman, orientation_stddev_rad: 3"}) {
+  for (const char* kv : {"type: estimate, position_stddev_m: 1e6", "type: kalman, orientation_stddev_rad: 3",
+                         "type: estimate, thruster_lag_model: rotors", "type: estimate, thruster_lag_model: filter"}) {
     INFO(kv);  // the bounds themselves are accepted
     const Scenario s = parse_scenario(auv_scenario(std::string("[{") + kv + "}]"), "fb.yaml");
     CHECK_NOTHROW(make_feedback_processors(s));
