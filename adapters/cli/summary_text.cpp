@@ -57,6 +57,9 @@ void print_estimates(std::ostream& out, const nlohmann::json& f, const nlohmann:
       }
       out << ')';
     }
+    // which thruster lag ran: a filter on the whole input or the rotors slower (docs/feedback.md)
+    if (key == "thruster_lag_s" && f.contains("thruster_lag_model") && f["thruster_lag_model"].is_string())
+      out << "  [" << f["thruster_lag_model"].get<std::string>() << ']';
     out << '\n';
   }
   // with the added mass considered: what the data pin down, over the effective mass

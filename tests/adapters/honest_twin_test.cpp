@@ -295,6 +295,7 @@ TEST_CASE(
                                          (dir / lag_model).string() + " --quiet");
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("[" + lag_model + "]") != std::string::npos);  // the lag's line says which ran
     return nlohmann::json::parse(read_file((dir / lag_model / "summary.json").string()))["feedback"][0];
   };
   const nlohmann::json rotors = run("rotors");
