@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,6 +19,7 @@
 #include "example_controllers.hpp"
 #include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
+#include "tether/loop/feedback.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/loop/stand_in_vehicle.hpp"
 
@@ -319,4 +322,43 @@ TEST_CASE(
   CHECK(filter["misfit"].get<bool>());
   CHECK(filter["estimates"]["thruster_lag_s"].get<double>() > 0.15);  // 0.198
   fs::remove_all(dir);
+}
+
+TEST_CASE("estimate with thruster_lag_model rotors: a keyframe's rotors' history is checked before it is used") {
+  tether::examples::register_example_controllers();
+  std::string text = tank_identify_in_process("    seed: 3\n");
+  const std::string delay = "        input_delay_steps: 1";
+  const auto at = text.find(delay);
+  REQUIRE(at != std::string::npos);
+  text.insert(at, "        thruster_lag_model: rotors\n");
+  const Scenario sc = parse_scenario(text, "rotors.yaml");
+  SessionOptions o;
+  o.steps = 300;
+  o.real_time_factor = 0;
+  Session s(sc, tether::adapters::make_endpoints(sc), o);
+  REQUIRE(run_session(s) == Outcome::completed);
+  REQUIRE(s.processors().front()->type() == "estimate");
+  std::string snap;
+  s.processors().front()->snapshot(snap);
+  // 4 thrusters: their speeds at the last step's end and the live twin's, then each ring
+  // slot's commands and speeds (the ring: horizon 50 + warm-up 100 + delay 1 + 2 = 153 slots)
+  const std::size_t rotors = sizeof(double) * 4 * (2 + 2 * 153);
+  REQUIRE(snap.size() > rotors + 4);
+  const std::size_t count_at = snap.size() - rotors - 4;
+  std::uint32_t n = 0;
+  std::memcpy(&n, snap.data() + count_at, 4);
+  CHECK(n == 4);
+  const auto restores = [&](const std::string& bytes) {
+    auto fresh = make_feedback_processors(sc);
+    return fresh.front()->restore(bytes);
+  };
+  CHECK(restores(snap));
+  CHECK_FALSE(restores(snap.substr(0, snap.size() - 1)));  // short
+  CHECK_FALSE(restores(snap + "x"));                       // long
+  for (const std::uint32_t bad : {3U, 5U, 0xFFFFFFF0U}) {   // another vehicle's count, or garbage
+    std::string b = snap;
+    std::memcpy(b.data() + count_at, &bad, 4);
+    INFO(bad);
+    CHECK_FALSE(restores(b));
+  }
 }

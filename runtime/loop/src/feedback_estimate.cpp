@@ -439,6 +439,8 @@ class EstimateProcessor final : public FeedbackProcessor {
       if (!get_entry(b, e)) return false;
     std::uint32_t n = 0;
     if (!get_bytes(b, n) || (thrusters_looked_up_ && n != thrusters_.size()) || n > b.size()) return false;
+    // exactly the rotors' history of n thrusters is left (checked before it is allocated)
+    if (b.size() != sizeof(double) * std::size_t{n} * (2 + 2 * ring_.size())) return false;
     size_rotors(n);
     for (auto* v : {&speed_end_, &live_speed_, &rotor_cmd_, &rotor_speed_})
       for (double& x : *v)
