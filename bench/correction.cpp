@@ -654,9 +654,9 @@ void stand_in_section(const std::string& path, bool quick, int seeds) {
   std::map<std::string, std::pair<int, int>> per_param;  // covered, identified
   std::vector<std::string> misses;  // identified, and the truth beyond 2 sigma
   // per seed: the prediction and the estimates it predicted with
-  static constexpr std::array<const char*, 9> shown = {
-      "thrust_coefficient", "linear_drag_x", "quadratic_drag_x", "buoyancy_offset_n", "current_x_m_s",
-      "current_y_m_s",      "thruster_lag_s", "angular_drag_scale", "linear_drag_y"};
+  static constexpr std::array<const char*, 9> shown = {"thrust_coefficient", "linear_drag_x",      "quadratic_drag_x",
+                                                       "buoyancy_offset_n",  "current_x_m_s",      "current_y_m_s",
+                                                       "thruster_lag_s",     "angular_drag_scale", "linear_drag_y"};
   std::printf("\n  estimate+kalman per seed: the 10 s open-loop prediction and the final estimates\n  %-5s %8s %7s",
               "seed", "open (m)", "better");
   for (const char* n : shown) std::printf(" %9.9s", n);

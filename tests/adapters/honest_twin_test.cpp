@@ -283,19 +283,21 @@ TEST_CASE(
   const std::string hidden =
       "    hidden: {drag_scale: 1, linear_drag_axis_scale: [1, 1, 1], quadratic_drag_axis_scale: [1, 1, 1],\n"
       "             thrust_scale: 0.9, thruster_time_constant_scale: 2, thruster_dead_band: 0.02,\n"
-      "             added_mass_fraction: 0, buoyancy_offset_n: 0, current_m_s: [0, 0, 0], current_swing_m_s: [0, 0, 0],\n"
+      "             added_mass_fraction: 0, buoyancy_offset_n: 0, current_m_s: [0, 0, 0],\n"
+      "             current_swing_m_s: [0, 0, 0],\n"
       "             velocity_bias_m_s: [0, 0, 0]}\n";
   const auto run = [&](const std::string& lag_model) {
     std::string text = tank_identify_in_process(hidden);
-    const std::string all = "[thrust, linear_drag, quadratic_drag, buoyancy, current, thruster_lag, added_mass, angular_drag]";
+    const std::string all =
+        "[thrust, linear_drag, quadratic_drag, buoyancy, current, thruster_lag, added_mass, angular_drag]";
     const auto at = text.find(all);
     REQUIRE(at != std::string::npos);
     text.replace(at, all.size(),
                  "[thrust, thruster_lag]\n        model_structure: exact\n        thruster_lag_model: " + lag_model);
     const std::string scenario = (dir / (lag_model + ".yaml")).string();
     std::ofstream(scenario) << text;
-    const auto r = tether::cli_test::run(tether::cli_test::tether_exe + " run " + scenario + " --rtf 0 --steps 3000 --out " +
-                                         (dir / lag_model).string() + " --quiet");
+    const auto r = tether::cli_test::run(tether::cli_test::tether_exe + " run " + scenario +
+                                         " --rtf 0 --steps 3000 --out " + (dir / lag_model).string() + " --quiet");
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("[" + lag_model + "]") != std::string::npos);  // the lag's line says which ran
@@ -355,7 +357,7 @@ TEST_CASE("estimate with thruster_lag_model rotors: a keyframe's rotors' history
   CHECK(restores(snap));
   CHECK_FALSE(restores(snap.substr(0, snap.size() - 1)));  // short
   CHECK_FALSE(restores(snap + "x"));                       // long
-  for (const std::uint32_t bad : {3U, 5U, 0xFFFFFFF0U}) {   // another vehicle's count, or garbage
+  for (const std::uint32_t bad : {3U, 5U, 0xFFFFFFF0U}) {  // another vehicle's count, or garbage
     std::string b = snap;
     std::memcpy(b.data() + count_at, &bad, 4);
     INFO(bad);

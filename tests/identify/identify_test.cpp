@@ -211,8 +211,13 @@ TEST_CASE(
   // the truth of a combination, as the CLI and the benchmark print it (the stand-in's added mass 0)
   CHECK(identify::combination_truth(trial, combination(fit, "thrust_per_effective_mass")) == doctest::Approx(0.85));
   CHECK(identify::combination_truth(trial, ang) == doctest::Approx(1.2));
-  const identify::Combination& b = combination(fit, "buoyancy_offset_per_effective_mass_n");
-  CHECK(std::abs(b.value - truth_of(trial, "buoyancy_offset_n")) <= 2 * b.stddev + 0.3);
+  // the buoyancy offset with the model's own net buoyancy: what the effective mass carries
+  const identify::Combination& b = combination(fit, "net_buoyancy_per_effective_mass_n");
+  const auto b_truth = identify::combination_truth(trial, b);
+  REQUIRE(b_truth.has_value());
+  const auto base = tether::runtime::vehicle_parameter_base(trial.scenario.model, trial.body);
+  CHECK(*b_truth == doctest::Approx(tether::runtime::net_buoyancy_n(base) + truth_of(trial, "buoyancy_offset_n")));
+  CHECK(std::abs(b.value - *b_truth) <= 2 * b.stddev + 0.3);
   // thrust and added mass: one is not told from the other; the weak direction says so
   bool thrust_mass_weak = false;
   for (const auto& w : fit.weak)

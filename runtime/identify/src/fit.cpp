@@ -593,6 +593,7 @@ namespace {
 
 // what every stage of a fit shares: the nominal values, the prior and bounds, what is estimated
 struct FitSetup {
+  runtime::VehicleParameterBase base;  // the first trial's (every trial is of the same vehicle)
   ParamArray nominal{};
   runtime::VehicleParameterPrior prior;
   std::array<bool, vp::count> active{};
@@ -607,6 +608,7 @@ FitSetup fit_setup(const std::vector<Trial>& trials, const FitOptions& o) {
   for (const Trial& tr : trials)
     if (!same_vehicle(t0, tr, &why)) throw std::runtime_error(why + ": one fit is for one vehicle");
   FitSetup f;
+  f.base = runtime::vehicle_parameter_base(m0, t0.body);
   f.nominal = runtime::nominal_vehicle_parameters(m0, t0.body);
   runtime::VehicleParameterRanges ranges;
   ranges.max_buoyancy_n = 0.25 * b0.mass_kg * m0.gravity_m_s2.norm();
@@ -758,7 +760,8 @@ void combinations(const FitSetup& f, const Eigen::MatrixXd& widened, const Eigen
   for (int i = 0; i < vp::count; ++i)
     if (active[static_cast<std::size_t>(i)])
       p0(i, i) = f.prior.sd[static_cast<std::size_t>(i)] * f.prior.sd[static_cast<std::size_t>(i)];
-  const auto combine = [&](int i, const std::string& name, const std::string& meaning, bool per_mass) {
+  const auto combine = [&](int i, const std::string& name, const std::string& meaning, bool per_mass,
+                           double offset = 0) {
     if (!active[static_cast<std::size_t>(i)]) return;
     Eigen::VectorXd g = Eigen::VectorXd::Zero(vp::count);
     Combination c;
@@ -766,7 +769,8 @@ void combinations(const FitSetup& f, const Eigen::MatrixXd& widened, const Eigen
     c.meaning = meaning;
     c.parameter = i;
     c.per_effective_mass = per_mass && active[vp::added_mass];
-    const double v = out.theta[static_cast<std::size_t>(i)];
+    c.offset = offset;
+    const double v = out.theta[static_cast<std::size_t>(i)] + offset;
     if (c.per_effective_mass) {
       c.value = v / eff;
       g[i] = 1 / eff;
@@ -786,7 +790,12 @@ void combinations(const FitSetup& f, const Eigen::MatrixXd& widened, const Eigen
     const std::string n = runtime::vehicle_parameter_names[static_cast<std::size_t>(vp::linear_drag + i)];
     combine(vp::linear_drag + i, n + "_per_effective_mass", n + per, true);
   }
-  combine(vp::buoyancy, "buoyancy_offset_per_effective_mass_n", "buoyancy_offset_n" + per, true);
+  // the buoyancy offset moves the vertical acceleration as the net static force does: the model's
+  // own (displaced water less weight) plus b is what the effective mass carries
+  const double b0 = runtime::net_buoyancy_n(f.base);
+  char net[160];
+  std::snprintf(net, sizeof net, "(%.6g N, the model's displaced water less its weight, + buoyancy_offset_n)", b0);
+  combine(vp::buoyancy, "net_buoyancy_per_effective_mass_n", net + per, true, b0);
   combine(vp::current_x, "current_x_m_s", "the steady water current along x", false);
   combine(vp::current_y, "current_y_m_s", "the steady water current along y", false);
   // the inertia grows with the added mass as the mass does: angular drag per effective inertia
@@ -955,8 +964,9 @@ std::optional<double> combination_truth(const Trial& trial, const Combination& c
   };
   if (c.parameter < 0 || c.parameter >= vp::count) return std::nullopt;
   const std::optional<double> v = truth(c.parameter);
-  if (!v || !c.per_effective_mass) return v;
-  return *v / (1 + truth(vp::added_mass).value_or(0));
+  if (!v) return v;
+  if (!c.per_effective_mass) return *v + c.offset;
+  return (*v + c.offset) / (1 + truth(vp::added_mass).value_or(0));
 }
 
 }  // namespace tether::identify

@@ -5,22 +5,23 @@
 // processor: it changes the session's model copy before the advance, so the twin runs on the learned parameters.
 //
 // Parameters theta: thrust coefficient (a gain on the commanded wrench), linear and quadratic
-// drag per body axis, buoyancy offset (N, up), water current (x, y); on request a thruster
-// lag (thrusters that spin up slower than the model's: a first-order lag on the body's whole
-// input, or with `thruster_lag_model: rotors` the body's thrusters' rotors run again from their
-// commands with time constants longer by the lag, as `tether identify` runs them), a scale of the yaw damping (its windows then compare the heading and yaw rate
-// too), and an added mass that is never estimated, only *considered*: its prior uncertainty
-// counts in the others' (the data of a trial rarely tell it from the thrust gain). Each update
-// takes a window of `horizon_steps` recorded steps (their inputs `input_delay_steps` earlier:
-// a rig's dead time): it starts the real step() from the measured state
-// at the window's start, replays the inputs with theta, and compares the landing with the
-// measured position and velocity at the end. The Jacobian d(landing)/d(theta) comes from
-// forward differences over the same replay; theta is then updated by recursive least squares
-// with exponential forgetting (an iterated EKF on constant parameters). Windows start every
-// `update_every_steps`, so consecutive windows share no measurement and their noise is
-// independent. Bounded: each parameter stays in its range, moves at most a fraction of it per
-// update, innovations beyond the gate are rejected, and the covariance never exceeds its
-// initial value (forgetting cannot wind it up while the vehicle does not excite a parameter).
+// drag per body axis, buoyancy offset (N, up), water current (x, y); on request a thruster lag
+// (thrusters that spin up slower than the model's: a first-order lag on the body's whole
+// input, or with `thruster_lag_model: rotors` the body's thrusters' rotors run again from
+// their commands with time constants longer by the lag, as `tether identify` runs them), a
+// scale of the yaw damping (its windows then compare the heading and yaw rate too), and an
+// added mass that is never estimated, only *considered*: its prior uncertainty counts in the
+// others' (the data of a trial rarely tell it from the thrust gain). Each update takes a
+// window of `horizon_steps` recorded steps (their inputs `input_delay_steps` earlier: a rig's
+// dead time): it starts the real step() from the measured state at the window's start, replays
+// the inputs with theta, and compares the landing with the measured position and velocity at
+// the end. The Jacobian d(landing)/d(theta) comes from forward differences over the same
+// replay; theta is then updated by recursive least squares with exponential forgetting (an
+// iterated EKF on constant parameters). Windows start every `update_every_steps`, so
+// consecutive windows share no measurement and their noise is independent. Bounded: each
+// parameter stays in its range, moves at most a fraction of it per update, innovations beyond
+// the gate are rejected, and the covariance never exceeds its initial value (forgetting cannot
+// wind it up while the vehicle does not excite a parameter).
 //
 // Honest uncertainty (docs/feedback.md, "Identifiability and coverage"): the information the
 // windows carried is accumulated beside the covariance; a parameter is identified when the
@@ -347,16 +348,19 @@ class EstimateProcessor final : public FeedbackProcessor {
     for (int i : {0, 1, 2, 3, 4, 5, 6, 7, i_yaw}) {
       const auto u = static_cast<std::size_t>(i);
       if (!active_[u]) continue;
+      // the buoyancy offset with the model's own net buoyancy: the static force the effective
+      // mass carries (as `tether identify` names it)
+      const double v = theta_[i] + (i == 7 ? net_buoyancy_n(base_) : 0.0);
       VecP g = VecP::Zero();
       g[i] = 1 / eff;
-      g[i_added] = -theta_[i] / (eff * eff);
+      g[i_added] = -v / (eff * eff);
       const double sd = std::sqrt(std::max(g.dot(p_ * g), 0.0)) * (structure_exact_ ? 1.0 : misfit_widening_);
       const double prior_sd = std::sqrt(std::max(g.dot(p0_ * g), 0.0));
       out.push_back({i == 0       ? std::string("thrust_per_effective_mass")
-                     : i == 7     ? std::string("buoyancy_offset_per_effective_mass_n")
+                     : i == 7     ? std::string("net_buoyancy_per_effective_mass_n")
                      : i == i_yaw ? std::string("angular_drag_per_effective_inertia")
                                   : std::string(param_names[u]) + "_per_effective_mass",
-                     theta_[i] / eff, std::min(sd, prior_sd)});
+                     v / eff, std::min(sd, prior_sd)});
     }
     return out;
   }
@@ -606,7 +610,8 @@ class EstimateProcessor final : public FeedbackProcessor {
     const double u = rotor_cmd_[rotor_slot(t, j)];
     const hal::RotorStep r = hal::thruster_advance(slow, speed, hal::thruster_command(slow, u), dt);
     speed = r.speed_rad_s;
-    return r.mean_thrust_n - hal::thruster_advance(p, rotor_speed_[rotor_slot(t, j)], hal::thruster_command(p, u), dt).mean_thrust_n;
+    return r.mean_thrust_n -
+           hal::thruster_advance(p, rotor_speed_[rotor_slot(t, j)], hal::thruster_command(p, u), dt).mean_thrust_n;
   }
   static void add_wrench(BodyWrench& w, const BodyWrench& d) {
     w.force_body_n += d.force_body_n;

@@ -24,6 +24,10 @@ VehicleParameterBase vehicle_parameter_base(const WorldModel& model, int body) {
   return base;
 }
 
+double net_buoyancy_n(const VehicleParameterBase& base) {
+  return base.buoyancy_per_m3 * base.volume0_m3 - base.mass0_kg * base.gravity_m_s2;
+}
+
 const char* manoeuvre_advice(int i) {
   if (i == vp::thrust || i == vp::added_mass)
     return "thrust and added mass scale the acceleration alike, so no manoeuvre separates them from motion "

@@ -100,6 +100,7 @@ struct Combination {
   bool identified = false;
   int parameter = -1;               // the vp index it is made of
   bool per_effective_mass = false;  // divided by (1 + added_mass_fraction)
+  double offset = 0;                // added to the parameter before (the model's net buoyancy B0)
 };
 
 /// A direction of the parameter space the trial left weak, and what would strengthen it.

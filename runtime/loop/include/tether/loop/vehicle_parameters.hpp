@@ -45,6 +45,11 @@ struct VehicleParameterBase {
 };
 VehicleParameterBase vehicle_parameter_base(const WorldModel& model, int body);
 
+/// The model's net static force up on the submerged body (its displaced water's weight less its
+/// own, N): with the buoyancy offset b it is what the vertical motion shows, over the effective
+/// mass, (B0 + b) / (1 + a) (the added mass weighs nothing in water).
+double net_buoyancy_n(const VehicleParameterBase& base);
+
 /// The manoeuvre that would strengthen a weak direction led by parameter `i` (a vp index), as
 /// the online `estimate` processor's summary and `tether identify` say it.
 const char* manoeuvre_advice(int i);
