@@ -380,8 +380,32 @@ struct StandInRun {
   double open_true_m = 0;              // and the model with the stand-in's true values
   nlohmann::json estimate;             // the estimate processor's summary at the trial's end
   std::vector<std::pair<std::string, double>> truth;
+  double net_buoyancy_n = 0;  // the model's own (B0 of the buoyancy's combination)
   double seconds = 0;
 };
+
+// an online combination's truth from the stand-in's hidden values, as `tether identify` takes
+// it (identify::combination_truth): the parameter (for the buoyancy with the model's own net
+// buoyancy) over the effective mass
+std::optional<double> online_combination_truth(const StandInRun& r, const std::string& name) {
+  const auto truth = [&](const std::string& n) -> std::optional<double> {
+    for (const auto& [k, v] : r.truth)
+      if (k == n) return v;
+    return std::nullopt;
+  };
+  const double eff = 1 + truth("added_mass_fraction").value_or(0);
+  std::optional<double> v;
+  if (name == "thrust_per_effective_mass")
+    v = truth("thrust_coefficient");
+  else if (name == "net_buoyancy_per_effective_mass_n") {
+    if (const auto b = truth("buoyancy_offset_n")) v = r.net_buoyancy_n + *b;
+  } else if (name == "angular_drag_per_effective_inertia")
+    v = truth("angular_drag_scale");
+  else if (const auto at = name.rfind("_per_effective_mass"); at != std::string::npos)
+    v = truth(name.substr(0, at));
+  if (!v) return v;
+  return *v / eff;
+}
 
 // --hidden YAML: the stand-in's `hidden:` overrides (docs/feedback.md), e.g. to switch a mismatch off
 std::string& hidden_override() {
@@ -462,6 +486,7 @@ StandInRun run_stand_in(const std::string& text, const std::string& path, const 
   StandInRun r;
   r.label = label;
   r.truth = hidden_truth(sc.model, 0, truth->truth().hidden(), thruster_time_constant_s(sc.model, sc.devices, 0));
+  r.net_buoyancy_n = net_buoyancy_n(vehicle_parameter_base(sc.model, 0));
   const auto off_ns = sc.initial.time_ns + static_cast<std::int64_t>(std::llround(trial_s * 1e9));
   WorldModel model_at_off = sc.model;
   WorldState truth_at_off;
@@ -653,6 +678,7 @@ void stand_in_section(const std::string& path, bool quick, int seeds) {
   std::vector<double> open_ratios;
   std::map<std::string, std::pair<int, int>> per_param;  // covered, identified
   std::vector<std::string> misses;  // identified, and the truth beyond 2 sigma
+  std::map<std::string, std::array<int, 3>> combos;  // the online combinations: seen, covered, within 5 %
   // per seed: the prediction and the estimates it predicted with
   static constexpr std::array<const char*, 9> shown = {"thrust_coefficient", "linear_drag_x",      "quadratic_drag_x",
                                                        "buoyancy_offset_n",  "current_x_m_s",      "current_y_m_s",
@@ -670,6 +696,14 @@ void stand_in_section(const std::string& path, bool quick, int seeds) {
     for (const char* n : shown) std::printf(" %9.4g", r.estimate["estimates"].value(n, 0.0));
     std::printf("\n");
     misfit_seeds += r.estimate.value("misfit", false);
+    if (r.estimate.contains("combinations") && r.estimate["combinations"].is_object())
+      for (const auto& [name, c] : r.estimate["combinations"].items()) {
+        const std::optional<double> t = online_combination_truth(r, name);
+        if (!t) continue;
+        const double v = c.value("value", 0.0), sd = c.value("stddev", 0.0);
+        auto& e = combos[name];
+        ++e[0], e[1] += std::abs(v - *t) <= 2 * sd, e[2] += std::abs(v - *t) <= 0.05 * std::abs(*t);
+      }
     for (const auto& [name, value] : r.truth) {
       if (!r.estimate["estimates"].contains(name)) continue;
       const double e_all = r.estimate["estimates"][name].get<double>();
@@ -714,6 +748,14 @@ void stand_in_section(const std::string& path, bool quick, int seeds) {
   for (const auto& [name, c] : per_param)
     std::printf("    %-20s covered %2d of %2d identified\n", name.c_str(), c.first, c.second);
   for (const std::string& m : misses) std::printf("    missed: %s\n", m.c_str());
+  int seen = 0, in2 = 0, in5 = 0;
+  for (const auto& [name, e] : combos) seen += e[0], in2 += e[1], in5 += e[2];
+  std::printf(
+      "  online combinations at the trial's end (estimate+kalman; identified or not): the truth within 2 sigma "
+      "for %d of %d, within 5 %% for %d\n",
+      in2, seen, in5);
+  for (const auto& [name, e] : combos)
+    std::printf("    %-38s covered %2d of %2d, within 5 %% %2d\n", name.c_str(), e[1], e[0], e[2]);
   if (!quick) mqtt_row(path, text, trial_s);
 }
 
