@@ -235,6 +235,7 @@ TEST_CASE(
   CHECK(r.out.find("(hidden truth 0.9, ") != std::string::npos);  // the thrust coefficient's
   const auto summary = nlohmann::json::parse(read_file((dir / "run" / "summary.json").string()));
   const auto& f = summary["feedback"][0];
+  CHECK(f["thruster_lag_model"] == "filter");  // the key left out: the default
   const auto& truth = summary["endpoints"][1]["hidden_truth"]["auv.hull"];
   int identified = 0;
   for (const auto& [name, value] : f["estimates"].items()) {

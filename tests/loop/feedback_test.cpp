@@ -98,6 +98,13 @@ TEST_CASE("feedback: the registry knows every processor and rejects unknown keys
     const Scenario s = parse_scenario(auv_scenario(std::string("[{type: estimate, ") + key + "}]"), "fb.yaml");
     CHECK_THROWS_WITH_AS(make_feedback_processors(s), doctest::Contains("fb.yaml:"), ConfigError);
   }
+  // a choice key: absurd, NaN and empty are not a choice either, and the refusal names them
+  for (const char* value : {"1e308", ".nan", "''", "ROTORS"}) {
+    INFO(value);
+    const Scenario s =
+        parse_scenario(auv_scenario(std::string("[{type: estimate, thruster_lag_model: ") + value + "}]"), "fb.yaml");
+    CHECK_THROWS_WITH_AS(make_feedback_processors(s), doctest::Contains("filter, rotors"), ConfigError);
+  }
   // a standard deviation whose square is infinite made the noise matrix inf and the update NaN:
   // each noise key is bounded (1e6 in its unit; angles by pi, rates by 100), and says where
   for (const char* kv : {"type: estimate, position_stddev_m: 1e300", "type: estimate, velocity_stddev_m_s: 1e200",

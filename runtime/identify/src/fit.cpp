@@ -114,10 +114,7 @@ const std::vector<BodyWrench>& rotor_delta(const Trial& tr, std::int64_t u0, int
           hal::thruster_advance(p, speed, hal::thruster_command(p, tr.thruster_command[i]), tr.dt_s);
       speed = r.speed_rad_s;
       if (u < u0) continue;
-      const double d = r.mean_thrust_n - tr.thruster_thrust[i];
-      BodyWrench& w = out.delta[static_cast<std::size_t>(u - u0)];
-      w.force_body_n += d * tr.thrusters[k].unit.force_body_n;
-      w.torque_body_nm += d * tr.thrusters[k].unit.torque_body_nm;
+      tr.thrusters[k].add_thrust(out.delta[static_cast<std::size_t>(u - u0)], r.mean_thrust_n - tr.thruster_thrust[i]);
     }
   }
   return out.delta;

@@ -442,7 +442,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     for (Entry& e : ring_)
       if (!get_entry(b, e)) return false;
     std::uint32_t n = 0;
-    if (!get_bytes(b, n) || (thrusters_looked_up_ && n != thrusters_.size()) || n > b.size()) return false;
+    if (!get_bytes(b, n) || (thrusters_looked_up_ && n != thrusters_.size())) return false;
     // exactly the rotors' history of n thrusters is left (checked before it is allocated)
     if (b.size() != sizeof(double) * std::size_t{n} * (2 + 2 * ring_.size())) return false;
     size_rotors(n);
@@ -529,8 +529,10 @@ class EstimateProcessor final : public FeedbackProcessor {
     for (std::int64_t t = t0; t < t1; ++t) {
       BodyWrench& w = trial_inputs_.wrenches[static_cast<std::size_t>(body_)];
       if (rotors) {
+        const BodyWrench& d = (*delta)[static_cast<std::size_t>(t - t0)];
         w = entry(t - delay_).input;
-        add_wrench(w, (*delta)[static_cast<std::size_t>(t - t0)]);
+        w.force_body_n += d.force_body_n;
+        w.torque_body_nm += d.torque_body_nm;
       } else {
         w = lag_step(lag, entry(t - delay_).input, th[i_lag], dt);
       }
@@ -603,19 +605,19 @@ class EstimateProcessor final : public FeedbackProcessor {
       speed_end_[j] = bank.actuator_state(thrusters_[j].device).x[0];
     }
   }
-  // the change of thruster j's mean thrust over step t when its rotor, at `speed`, runs with
-  // `slow` instead of its own parameters (the twin's own rotor started at the recorded speed)
-  double slower_thrust(std::size_t j, const hal::ThrusterParams& slow, double& speed, std::int64_t t, double dt) const {
-    const hal::ThrusterParams& p = thrusters_[j].params;
-    const double u = rotor_cmd_[rotor_slot(t, j)];
-    const hal::RotorStep r = hal::thruster_advance(slow, speed, hal::thruster_command(slow, u), dt);
+  // thruster j's rotor at `speed` (advanced) run with `slow` over step t: its mean thrust
+  double slow_thrust(std::size_t j, const hal::ThrusterParams& slow, double& speed, std::int64_t t, double dt) const {
+    const hal::RotorStep r =
+        hal::thruster_advance(slow, speed, hal::thruster_command(slow, rotor_cmd_[rotor_slot(t, j)]), dt);
     speed = r.speed_rad_s;
-    return r.mean_thrust_n -
-           hal::thruster_advance(p, rotor_speed_[rotor_slot(t, j)], hal::thruster_command(p, u), dt).mean_thrust_n;
+    return r.mean_thrust_n;
   }
-  static void add_wrench(BodyWrench& w, const BodyWrench& d) {
-    w.force_body_n += d.force_body_n;
-    w.torque_body_nm += d.torque_body_nm;
+  // the twin's own thrust of thruster j over step t (its recorded speed and command: the same
+  // function on the same numbers as the bank's, so an unchanged rotor adds exactly nothing)
+  double twin_thrust(std::size_t j, std::int64_t t, double dt) const {
+    const hal::ThrusterParams& p = thrusters_[j].params;
+    const std::size_t i = rotor_slot(t, j);
+    return hal::thruster_advance(p, rotor_speed_[i], hal::thruster_command(p, rotor_cmd_[i]), dt).mean_thrust_n;
   }
   // the live twin: its rotors run slower by the lag estimated so far
   void add_live_rotors(std::int64_t k, double dt, BodyWrench& w) {
@@ -625,9 +627,8 @@ class EstimateProcessor final : public FeedbackProcessor {
         continue;
       }
       if (std::isnan(live_speed_[j])) live_speed_[j] = rotor_speed_[rotor_slot(k, j)];
-      const double d = slower_thrust(j, slower_rotor(thrusters_[j].params, theta_[i_lag]), live_speed_[j], k, dt);
-      w.force_body_n += d * thrusters_[j].unit.force_body_n;
-      w.torque_body_nm += d * thrusters_[j].unit.torque_body_nm;
+      const double slow = slow_thrust(j, slower_rotor(thrusters_[j].params, theta_[i_lag]), live_speed_[j], k, dt);
+      thrusters_[j].add_thrust(w, slow - twin_thrust(j, k, dt));
     }
   }
   // the change of the input at steps [u0, u0 + steps) when the rotors run with time constants
@@ -651,11 +652,9 @@ class EstimateProcessor final : public FeedbackProcessor {
       const hal::ThrusterParams slow = slower_rotor(thrusters_[j].params, dtau);
       double speed = rotor_speed_[rotor_slot(from, j)];
       for (std::int64_t u = from; u < u0 + steps; ++u) {
-        const double d = slower_thrust(j, slow, speed, u, dt);
-        if (u < u0) continue;
-        BodyWrench& w = out.delta[static_cast<std::size_t>(u - u0)];
-        w.force_body_n += d * thrusters_[j].unit.force_body_n;
-        w.torque_body_nm += d * thrusters_[j].unit.torque_body_nm;
+        const double thrust = slow_thrust(j, slow, speed, u, dt);
+        if (u >= u0)
+          thrusters_[j].add_thrust(out.delta[static_cast<std::size_t>(u - u0)], thrust - twin_thrust(j, u, dt));
       }
     }
     return out.delta;

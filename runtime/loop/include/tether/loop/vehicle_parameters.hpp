@@ -106,6 +106,12 @@ struct BodyThruster {
   std::string name;            // its full name
   hal::ThrusterParams params;  // resolved, as the twin runs it
   BodyWrench unit;             // the body wrench of one newton of its thrust (body frame)
+
+  /// Adds `thrust_n` newtons of its thrust (along its axis, with its reaction torque) to `w`.
+  void add_thrust(BodyWrench& w, double thrust_n) const {
+    w.force_body_n += thrust_n * unit.force_body_n;
+    w.torque_body_nm += thrust_n * unit.torque_body_nm;
+  }
 };
 }  // namespace tether::runtime
 namespace tether::hal {
