@@ -855,6 +855,7 @@ void offline_section(const std::string& path, bool quick, int seeds) {
 
 int main(int argc, char** argv) {
   tether::examples::register_example_controllers();  // tank_identify's depth_heading_hold
+  tether::identify::register_online_refit();         // the estimate's refit_every_s
   spdlog::set_level(spdlog::level::warn);            // not every manoeuvre of every run
   const bool quick = tether::bench::quick_mode(argc, argv);
   std::string path = TETHER_SOURCE_DIR + "/config/scenarios/correction_trial.yaml";

@@ -11,6 +11,7 @@
 #include "tether/recording/json_text.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/hal/device_spec.hpp"
+#include "tether/identify/identify.hpp"
 #include "tether/live/services.hpp"
 #include "tether/loop/feedback.hpp"
 #include "tether/loop/in_process.hpp"
@@ -51,6 +52,7 @@ nlohmann::json kinds_json() {
 
 void register_extensions() {
   examples::register_example_controllers();
+  identify::register_online_refit();  // the `estimate` processor's refit_every_s
   register_test_doubles();
 }
 

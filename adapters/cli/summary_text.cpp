@@ -26,6 +26,15 @@ void print_estimates(std::ostream& out, const nlohmann::json& f, const nlohmann:
                   f.value("noise_scale", 0.0));
     out << line;
   }
+  // the batch refit (refit_every_s): how many were taken, and why one could not be
+  if (f.contains("refits") && f["refits"].is_number()) {
+    std::snprintf(line, sizeof line, "    batch refits taken: %llu (the last over %d windows), failed: %llu\n",
+                  static_cast<unsigned long long>(f.value("refits", std::uint64_t{0})), f.value("refit_windows", 0),
+                  static_cast<unsigned long long>(f.value("refit_failures", std::uint64_t{0})));
+    out << line;
+    if (f.contains("refit_error") && f["refit_error"].is_string())
+      out << "      the last failed: " << f["refit_error"].get<std::string>() << '\n';
+  }
   // the truth, from a stand_in endpoint's summary: the vehicle's first body
   const nlohmann::json* truth = nullptr;
   const std::string vehicle = f.value("vehicle", "") + ".";

@@ -3,7 +3,9 @@
 // known), read back, fitted with Ceres and validated on held-out data; bad input refused.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/identify/identify.hpp"
+#include "tether/loop/batch_refit.hpp"
 #include "tether/loop/recorder_inputs.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
@@ -46,9 +49,13 @@ std::filesystem::path temp_dir() {
 }
 
 // tank_identify.yaml with the MQTT vehicle replaced by the in-process stand-in (`hidden`:
-// its differences from the model), `feedback` as given, `seconds` long, as fast as possible
-std::string trial_scenario(double seconds, const std::string& hidden, bool online_estimate, bool stand_in = true) {
+// its differences from the model), `feedback` as given (the estimate's batch refit only when
+// asked for), `seconds` long, as fast as possible
+std::string trial_scenario(double seconds, const std::string& hidden, bool online_estimate, bool stand_in = true,
+                           bool refit = false) {
   YAML::Node root = YAML::Load(source("config/scenarios/tank_identify.yaml"));
+  if (!refit)
+    for (const char* key : {"refit_every_s", "refit_latency_s"}) root["vehicles"][0]["feedback"][0].remove(key);
   YAML::Node eps(YAML::NodeType::Sequence);
   for (YAML::Node e : root["endpoints"]) {
     if (e["type"].as<std::string>() != "mqtt") {
@@ -355,6 +362,117 @@ TEST_CASE("identify: the online estimate's final values lie within the offline f
         ++combinations;
       }
   CHECK(combinations >= 8);  // thrust, six drags, buoyancy
+}
+
+TEST_CASE("identify: the online estimate's batch refit takes the fit of the trial so far, and replays bit for bit") {
+  examples::register_example_controllers();  // depth_heading_hold
+  identify::register_online_refit();
+  std::string text = trial_scenario(14, representable, true, true, true);
+  // a refit every 4 s, taken 1 s after it starts: at 5, 9 and 13 s
+  YAML::Node root = YAML::Load(text);
+  YAML::Node est = root["vehicles"][0]["feedback"][0];
+  REQUIRE(est["type"].as<std::string>() == "estimate");
+  est["refit_every_s"] = 4;
+  est["refit_latency_s"] = 1;
+  YAML::Emitter emitted;
+  emitted << root;
+  text = emitted.c_str();
+
+  // the estimate's thrust gain after each step (its record()'s first value): it moves when a
+  // refit is taken, and only then (the windows move nothing once one is)
+  const Scenario sc = parse_scenario(text, "refit.yaml");
+  const FeedbackProcessor* watched_estimate = nullptr;
+  std::vector<double> row, gain;
+  row.reserve(64);
+  SessionOptions so;
+  so.after_step = [&](const WorldState&) {
+    row.clear();
+    watched_estimate->record(row);
+    gain.push_back(row.front());
+    return true;
+  };
+  Session watched(sc, adapters::make_endpoints(sc), so);
+  for (const auto& p : watched.processors())
+    if (p->type() == "estimate") watched_estimate = p.get();
+  REQUIRE(watched_estimate != nullptr);
+  Recorder recorder(sc, recorder_inputs(watched));
+  const std::string path = (temp_dir() / "refit.mcap").string();
+  std::string error;
+  REQUIRE(recorder.open(path, &error));
+  watched.set_recorder(&recorder);
+  std::atomic<bool> stop{false};
+  REQUIRE(watched.run(stop) == Outcome::completed);
+  REQUIRE(recorder.close(watched.summary(), &error));
+  watched.set_recorder(nullptr);
+  nlohmann::json summary;
+  watched_estimate->summarize(summary);
+  INFO(summary.dump());
+  CHECK(summary["refits"].get<int>() == 3);
+  CHECK(summary["refit_failures"].get<int>() == 0);
+  CHECK(summary["refit_windows"].get<int>() >= 10);
+  // a refit's state is the whole trial so far: a keyframe after the start does not restore it
+  std::string late;
+  watched_estimate->snapshot(late);
+  CHECK_FALSE(watched_estimate->restores_after_start());
+  CHECK_FALSE(const_cast<FeedbackProcessor*>(watched_estimate)->restore(late));
+
+  // the thrust per effective mass the refits found: the stand-in's (its added mass 0)
+  const double thrust = summary["combinations"]["thrust_per_effective_mass"]["value"].get<double>();
+  const double thrust_sd = summary["combinations"]["thrust_per_effective_mass"]["stddev"].get<double>();
+  INFO("thrust per effective mass " << thrust << " +- " << thrust_sd);
+  CHECK(std::abs(thrust - 0.85) <= 0.05 * 0.85);
+  CHECK(std::abs(thrust - 0.85) <= 2 * thrust_sd);
+
+  // after the first refit the gain moves only at the steps the next ones are taken (step k's
+  // update_model takes it; after_step sees it from step k on)
+  std::vector<std::size_t> moved;
+  for (std::size_t k = 1; k < gain.size(); ++k)
+    if (gain[k] != gain[k - 1] && k > 500) moved.push_back(k);
+  INFO("moved after the first refit at " << moved.size() << " steps");
+  CHECK(moved.size() <= 2);
+  for (std::size_t k : moved) CHECK((k == 900 || k == 1300));
+
+  // read back, the recording replays exactly: the refits run again at the same steps on the
+  // same data, and load_trial compares every replayed state with the recorded one
+  identify::Trial trial;
+  REQUIRE_MESSAGE(identify::load_trial(path, "", trial, &error), error);
+  CHECK(trial.samples.size() == 1401);
+}
+
+TEST_CASE("identify: the batch refit's keys are checked") {
+  examples::register_example_controllers();
+  identify::register_online_refit();
+  const auto with = [](const std::string& keys) {
+    std::string text = trial_scenario(2, representable, true, true, true);
+    YAML::Node root = YAML::Load(text);
+    YAML::Node est = root["vehicles"][0]["feedback"][0];
+    const YAML::Node extra = YAML::Load(keys);
+    for (const auto& kv : extra) est[kv.first.as<std::string>()] = kv.second;
+    YAML::Emitter out;
+    out << root;
+    return std::string(out.c_str());
+  };
+  const auto refused = [](const std::string& text, const std::string& expected) {
+    try {
+      const Scenario sc = parse_scenario(text, "refit_bad.yaml");
+      Session session(sc, adapters::make_endpoints(sc), SessionOptions{});
+      FAIL("accepted: " << expected);
+    } catch (const ConfigError& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(expected) != std::string::npos);
+    }
+  };
+  refused(with("{refit_every_s: 2, refit_latency_s: 3}"), "must not exceed refit_every_s");
+  refused(with("{refit_every_s: -1}"), "refit_every_s");
+  refused(with("{refit_history_s: 0.5}"), "refit_history_s");
+  refused(with("{refit_every_s: nan}"), "refit_every_s");
+  // a program that did not make the refit known is told how
+  set_batch_refit_factory(nullptr);
+  refused(with("{refit_every_s: 5}"), "register_online_refit");
+  identify::register_online_refit();
+  // off (the default) needs nothing
+  const Scenario sc = parse_scenario(with("{refit_every_s: 0}"), "refit_off.yaml");
+  CHECK_NOTHROW(Session(sc, adapters::make_endpoints(sc), SessionOptions{}));
 }
 
 TEST_CASE("identify: bad input gets a clear error") {

@@ -618,7 +618,19 @@ FitSetup fit_setup(const std::vector<Trial>& trials, const FitOptions& o) {
   f.active[vp::added_mass] = o.estimate_added_mass;
   // turning is seen in the orientations: without them the angular drag is left as it is
   f.active[vp::angular_drag] = o.estimate_angular_drag && o.orientation_stddev_rad > 0;
+  for (int i = 0; i < vp::count; ++i) f.active[static_cast<std::size_t>(i)] &= !o.held[static_cast<std::size_t>(i)];
   return f;
+}
+
+// the fewest windows a fit takes
+constexpr std::size_t min_windows = 4;
+void require_windows(std::size_t windows, const FitOptions& o) {
+  if (windows < min_windows)
+    throw std::runtime_error("the trial has " + std::to_string(windows) + " usable windows of " +
+                             std::to_string(o.window_steps) +
+                             " steps (a window needs a measured start and measured checkpoints); a fit needs at "
+                             "least " +
+                             std::to_string(min_windows) + ": record a longer trial, or measure more often");
 }
 
 // the fit at no delay; then each delay tried from that solution on a subsample of about 24
@@ -626,24 +638,19 @@ FitSetup fit_setup(const std::vector<Trial>& trials, const FitOptions& o) {
 // refitted): the least cost per window wins where it is clearly less than the protocol's one step's. Returns the first
 // fit (theta and residuals).
 Solved delay_profile(const std::vector<Trial>& trials, const FitOptions& o, const FitSetup& f, FitResult& out) {
-  const std::size_t needed = 4;
   Solved first;
   double best_cost = 0, delay_windows = 0;
   std::size_t stride = 1;
   for (int d = 0; d <= std::max(0, o.max_delay_steps); ++d) {
     if (d == 0) {
       FitProblem p(trials, o, 0, f.nominal, f.prior.sd, f.prior.lo, f.prior.hi, f.active);
-      if (p.windows() < needed)
-        throw std::runtime_error(
-            "the trial has " + std::to_string(p.windows()) + " usable windows of " + std::to_string(o.window_steps) +
-            " steps (a window needs a measured start and measured checkpoints); a fit needs at least " +
-            std::to_string(needed) + ": record a longer trial, or measure more often");
+      require_windows(p.windows(), o);
       first = p.solve(f.nominal, o.max_iterations, 0, false);
       if (o.max_delay_steps <= 0) break;
       stride = std::max<std::size_t>(1, p.windows() / 24);
     }
     FitProblem sub(trials, o, d, f.nominal, f.prior.sd, f.prior.lo, f.prior.hi, f.active, stride);
-    if (sub.windows() < needed) break;
+    if (sub.windows() < min_windows) break;
     const Solved s = sub.solve(first.theta, 3, 0, false);
     const double cost = s.data_cost / static_cast<double>(sub.windows());
     delay_windows = static_cast<double>(sub.windows());
@@ -841,11 +848,22 @@ void weak_directions(const FitSetup& f, const Eigen::MatrixXd& cov, FitResult& o
 
 }  // namespace
 
-FitResult fit(const std::vector<Trial>& trials, const FitOptions& o) {
+FitResult fit(const std::vector<Trial>& trials, const FitOptions& options) {
+  // a delay given is the only one tried (the windows then start right after it)
+  FitOptions o = options;
+  if (o.delay_steps >= 0) o.max_delay_steps = o.delay_steps;
   const FitSetup f = fit_setup(trials, o);
   const auto started = std::chrono::steady_clock::now();
   FitResult out;
-  const Solved first = delay_profile(trials, o, f, out);
+  Solved first;
+  if (o.delay_steps >= 0) {
+    out.delay_steps = o.delay_steps;
+    FitProblem p(trials, o, o.delay_steps, f.nominal, f.prior.sd, f.prior.lo, f.prior.hi, f.active);
+    require_windows(p.windows(), o);
+    first = p.solve(f.nominal, o.max_iterations, 0, false);
+  } else {
+    first = delay_profile(trials, o, f, out);
+  }
   // the final fit at the best delay, robust, with the covariance
   FitProblem p(trials, o, out.delay_steps, f.nominal, f.prior.sd, f.prior.lo, f.prior.hi, f.active);
   const Solved s =

@@ -18,6 +18,7 @@
 #include "tether/loop/replay_endpoint.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/replay.hpp"
+#include "trial_capture.hpp"
 
 namespace tether::identify {
 
@@ -31,64 +32,13 @@ class CaptureProcessor final : public runtime::FeedbackProcessor {
   runtime::FeedbackPhase phase() const override { return runtime::FeedbackPhase::model; }
   void update_model(const runtime::FeedbackContext& ctx, runtime::WorldModel&, const runtime::WorldState& state,
                     runtime::StepInputs& inputs) override {
-    if (!trial_) return;
-    const auto t = static_cast<std::size_t>(ctx.step - first_);
-    auto& s = trial_->samples;
-    if (s.size() < t + 2) s.resize(t + 2);
-    if (trial_->twin.size() < t + 1) trial_->twin.resize(t + 1);
-    trial_->twin[t].assign(state.bodies.begin(), state.bodies.end());
-    const auto body = static_cast<std::size_t>(trial_->body);
-    if (body < inputs.wrenches.size()) {
-      s[t].input = inputs.wrenches[body];
-      s[t].has_input = true;
-    }
-    // this step's reply measures S_{t+1} (as the `estimate` processor takes it)
-    for (const runtime::Measurement& m : ctx.measurements)
-      if (m.body == body && m.has_pose) {
-        TrialSample& n = s[t + 1];
-        n.measured = true;
-        n.position = m.position_m;
-        n.orientation = m.orientation;
-        n.has_velocity = m.has_velocity;
-        n.velocity = m.velocity_m_s;
-        n.angular_velocity = m.angular_velocity_rad_s;
-      }
-    // the thrusters' commands as held this step (the bank has actuated them already) and
-    // their rotors' speeds at the step's start (the end of the step before)
-    const std::size_t n = thrusters_.size();
-    if (n == 0 || !bank_) return;
-    auto& cmd = trial_->thruster_command;
-    auto& speed = trial_->thruster_speed;
-    if (cmd.size() < (t + 1) * n) cmd.resize((t + 1) * n, 0.0), speed.resize((t + 1) * n, 0.0);
-    for (std::size_t k = 0; k < n; ++k) {
-      const hal::Sample& held = bank_->sample(thrusters_[k]);
-      cmd[t * n + k] = held.valid ? held.ch[0] : 0.0;
-      speed[t * n + k] = speed_end_[k];
-      speed_end_[k] = bank_->actuator_state(thrusters_[k]).x[0];
-    }
+    const auto body = static_cast<std::size_t>(capture_.body());
+    capture_.capture(ctx, state, body < inputs.wrenches.size() ? &inputs.wrenches[body] : nullptr);
   }
-  // attaches to a trial (nullptr: detaches); with the session's devices, the thrusters of the
-  // trial's body are captured too (their rotors' state now is the session's start)
-  void attach(Trial* trial, std::uint64_t first, const hal::DeviceBank* bank) {
-    trial_ = trial;
-    first_ = first;
-    bank_ = bank;
-    thrusters_.clear();
-    speed_end_.clear();
-    if (!trial || !bank) return;
-    trial->thrusters = runtime::body_thrusters(*bank, trial->body);
-    for (const TrialThruster& th : trial->thrusters) {
-      thrusters_.push_back(th.device);
-      speed_end_.push_back(bank->actuator_state(th.device).x[0]);
-    }
-  }
+  TrialCapture& capture() { return capture_; }
 
  private:
-  Trial* trial_ = nullptr;
-  std::uint64_t first_ = 0;
-  const hal::DeviceBank* bank_ = nullptr;
-  std::vector<std::size_t> thrusters_;  // their indices in the bank
-  std::vector<double> speed_end_;       // each rotor's speed at the end of the last step captured
+  TrialCapture capture_;
 };
 
 // the vehicle the replies measured: the first body any measurement names
@@ -198,7 +148,7 @@ bool load_trial(const std::string& path, const std::string& vehicle, Trial& out,
     return fail(std::string("cannot replay the recording: ") + e.what());
   }
   for (const auto& p : session->processors())
-    if (auto* c = dynamic_cast<CaptureProcessor*>(p.get())) c->attach(&out, first, &session->devices());
+    if (auto* c = dynamic_cast<CaptureProcessor*>(p.get())) c->capture().attach(&out, first, &session->devices());
   out.samples.reserve(static_cast<std::size_t>(*so.steps) + 2);
   out.twin.reserve(static_cast<std::size_t>(*so.steps) + 1);
   std::atomic<bool> stop{false};
@@ -209,27 +159,8 @@ bool load_trial(const std::string& path, const std::string& vehicle, Trial& out,
   if (outcome == runtime::Outcome::aborted || outcome == runtime::Outcome::failed)
     return fail("the replay stopped: " + session->abort_reason());
   for (auto& p : session->processors())
-    if (auto* c = dynamic_cast<CaptureProcessor*>(p.get())) c->attach(nullptr, first, nullptr);
-  if (!out.samples.empty() && out.samples.size() > out.twin.size()) out.samples.resize(out.twin.size() + 1);
-  // the twin's thrust over each step, again (the bank does not keep it): the same function on
-  // the same speed and command gives the same number, so a fit that re-runs the rotors
-  // unchanged adds exactly nothing to the recorded input
-  const std::size_t nth = out.thrusters.size();
-  if (nth) {
-    const std::size_t steps = std::min(out.thruster_command.size() / nth, out.twin.size());
-    out.thruster_command.resize(steps * nth);
-    out.thruster_speed.resize(steps * nth);
-    out.thruster_thrust.assign(steps * nth, 0.0);
-    for (std::size_t t = 0; t < steps; ++t)
-      for (std::size_t k = 0; k < nth; ++k) {
-        const hal::ThrusterParams& p = out.thrusters[k].params;
-        out.thruster_thrust[t * nth + k] =
-            hal::thruster_advance(p, out.thruster_speed[t * nth + k],
-                                  hal::thruster_command(p, out.thruster_command[t * nth + k]), out.dt_s)
-                .mean_thrust_n;
-      }
-  }
-  for (const TrialSample& s : out.samples) out.measured += s.measured ? 1 : 0;
+    if (auto* c = dynamic_cast<CaptureProcessor*>(p.get())) c->capture().attach(nullptr, first, nullptr);
+  finish_capture(out);
   if (out.measured == 0)
     return fail("vehicle \"" + v.name + "\" was never measured (no reply holds a measurement of its body \"" +
                 sc.model.bodies[static_cast<std::size_t>(out.body)].name + "\")");

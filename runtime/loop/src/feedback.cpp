@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "feedback_processors.hpp"
+#include "tether/loop/batch_refit.hpp"
 #include "tether/scenario/scenario.hpp"
 
 namespace tether::runtime {
@@ -60,5 +61,15 @@ bool register_feedback_processor(const std::string& type, FeedbackFactory factor
 }
 
 std::vector<std::string> feedback_processor_types() { return feedback_processors().names(); }
+
+namespace {
+BatchRefitFactory& refit_factory() {
+  static BatchRefitFactory f;
+  return f;
+}
+}  // namespace
+
+void set_batch_refit_factory(BatchRefitFactory factory) { refit_factory() = std::move(factory); }
+const BatchRefitFactory& batch_refit_factory() { return refit_factory(); }
 
 }  // namespace tether::runtime

@@ -37,12 +37,15 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 #include <nlohmann/json.hpp>
 
+#include "estimate_refit.hpp"
 #include "feedback_processors.hpp"
 #include "tether/hal/actuators.hpp"
 #include "tether/hal/device_bank.hpp"
@@ -110,7 +113,10 @@ class EstimateProcessor final : public FeedbackProcessor {
                      "misfit_noise_scale",
                      "model_structure",
                      "input_delay_steps",
-                     "thruster_lag_model"});
+                     "thruster_lag_model",
+                     "refit_every_s",
+                     "refit_latency_s",
+                     "refit_history_s"});
     body_ = part_body(node, model, vehicle);
     const BodyModel& b = model.bodies[static_cast<std::size_t>(body_)];
     if (!model.water.present || model.gravity_m_s2.norm() <= 0)
@@ -159,6 +165,11 @@ class EstimateProcessor final : public FeedbackProcessor {
     // docs/feedback.md, "The thruster lag: a filter or the rotors"
     rotor_lag_ = node.choice_or("thruster_lag_model", "filter", {"filter", "rotors"}) == "rotors";
 
+    // the batch refit (docs/feedback.md, "The refit"): the fit told what the windows are
+    RefitOptions refit;
+    refit.body = body_, refit.input_delay_steps = delay_, refit.active = active_, refit.added_mass_stddev = added_sd;
+    refit.position_stddev_m = sigma_p_, refit.velocity_stddev_m_s = sigma_v_, refit.orientation_stddev_rad = sigma_yaw_;
+    refit_.configure(node, model, refit);
     set_bounds_and_prior(
         model, {thrust_range[0], thrust_range[1], drag_factor, max_buoy, max_current, max_lag, added_sd, sd_scale});
     p_ = p0_;
@@ -221,6 +232,7 @@ class EstimateProcessor final : public FeedbackProcessor {
       if (active_[u]) p0_(i, i) = prior.sd[u] * prior.sd[u];
       step_max_[i] = step_fraction_ * (hi_[i] - lo_[i]);
     }
+    if (refit_.on()) lo_[i_added] = -0.5, hi_[i_added] = 2;  // a refit moves it: the fit's bounds
   }
 
  public:
@@ -240,6 +252,7 @@ class EstimateProcessor final : public FeedbackProcessor {
     if (now.time_index != k) now = fresh_entry(k);
     now.input = inputs.wrenches[static_cast<std::size_t>(body_)];  // as commanded, before the gain
     now.has_input = true;
+    if (RefitResult r; refit_.on() && refit_.step(ctx, state, now.input, r)) take_refit(r);
     if (!thrusters_.empty()) record_rotors(*ctx.devices, k);
 
     // the measurement of S_{k+1} goes to the next entry
@@ -296,6 +309,7 @@ class EstimateProcessor final : public FeedbackProcessor {
                                   : rotor_lag_        ? "filter (no thrusters on the body)"
                                                       : "filter";
     out["mean_noise_scale"] = slow_noise_scale_;
+    refit_.summarize(out);
     out["condition"] = condition_;
     auto& est = out["estimates"] = nlohmann::json::object();
     auto& sd = out["stddev"] = nlohmann::json::object();
@@ -416,12 +430,15 @@ class EstimateProcessor final : public FeedbackProcessor {
     put_bytes(out, last_rows_);
     put_bytes(out, last_nu_);
     put_wrench(out, live_lag_);
+    // the refit's history is not kept (the trial so far): only an empty one restores
+    put_bytes(out, static_cast<std::uint64_t>(refit_.captured()));
     for (const Entry& e : ring_) put_entry(out, e);
     // the rotors' history (empty without thrusters on the body or a thruster lag)
     put_bytes(out, static_cast<std::uint32_t>(speed_end_.size()));
     for (const auto* v : {&speed_end_, &live_speed_, &rotor_cmd_, &rotor_speed_})
       for (double x : *v) put_bytes(out, x);
   }
+  bool restores_after_start() const override { return !refit_.on(); }
   bool restore(std::string_view b) override {
     if (!get_bytes(b, theta_) || !get_bytes(b, p_) || !get_bytes(b, updates_) || !get_bytes(b, rejected_) ||
         !get_bytes(b, nis_) || !get_bytes(b, info_) || !get_bytes(b, alpha_) || !get_bytes(b, rho_num_) ||
@@ -439,6 +456,9 @@ class EstimateProcessor final : public FeedbackProcessor {
         !get_bytes(b, last_nu_) || !get_wrench(b, live_lag_))
       return false;
     misfit_ = misfit != 0;
+    std::uint64_t refit_captured = 0;
+    if (!get_bytes(b, refit_captured) || refit_captured != 0) return false;
+    refit_.reset();  // made again on the next step: the schedule counts from there
     for (Entry& e : ring_)
       if (!get_entry(b, e)) return false;
     std::uint32_t n = 0;
@@ -812,6 +832,12 @@ class EstimateProcessor final : public FeedbackProcessor {
     // the gain trusts the data as much as their size and correlation say: n correlated
     // windows are worth fewer independent ones
     const MatR r_eff = structure_exact_ ? r : MatR(noise_scale_ * r);
+    // once a refit is taken its values hold: the windows still measure the residuals but move
+    // nothing (moved, they drift toward what fits 0.5 s, not 10 s: docs/feedback.md, "The refit")
+    if (refit_.taken() > 0) {
+      ++updates_;
+      return;
+    }
 
     // the information this window carried (at the noise the residuals show: their size and
     // correlation), forgotten like the covariance: what identifiability is judged on
@@ -874,6 +900,39 @@ class EstimateProcessor final : public FeedbackProcessor {
     }
   }
 
+  // the fit's values and covariance become the estimate's; what the fit learned becomes the
+  // information the identifiability is judged on (the fit saw every window this processor saw)
+  void take_refit(const RefitResult& r) {
+    MatP p = MatP::Zero();
+    for (int i = 0; i < n_params; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      if (!active_[u]) continue;
+      theta_[i] = std::clamp(r.theta[u], lo_[i], hi_[i]);
+      for (int j = 0; j < n_params; ++j)
+        if (active_[static_cast<std::size_t>(j)]) p(i, j) = r.covariance[u][static_cast<std::size_t>(j)];
+    }
+    // never beyond the prior (the estimate's bounds on its covariance)
+    for (int i = 0; i < n_params; ++i) {
+      if (p(i, i) <= p0_(i, i)) continue;
+      const double f = std::sqrt(p0_(i, i) / p(i, i));
+      p.row(i) *= f;
+      p.col(i) *= f;
+    }
+    p_ = 0.5 * (p + p.transpose());
+    Eigen::MatrixXd c(n_active_, n_active_);
+    Eigen::VectorXd prior(n_active_);
+    const auto at = [this](int a) { return index_[static_cast<std::size_t>(a)]; };
+    for (int a = 0; a < n_active_; ++a) {
+      prior[a] = p0_(at(a), at(a));
+      for (int b = 0; b < n_active_; ++b) c(a, b) = p_(at(a), at(b));
+    }
+    const Eigen::MatrixXd info = refit_information(c, prior);
+    info_.setZero();
+    for (int a = 0; a < n_active_; ++a)
+      for (int b = 0; b < n_active_; ++b) info_(at(a), at(b)) = info(a, b);
+    classify();
+  }
+
   void fault(WorldModel& model) {
     ++rejected_;
     apply(model);
@@ -930,6 +989,7 @@ class EstimateProcessor final : public FeedbackProcessor {
   Vec15 rbar_ = Vec15::Zero();
   int last_rows_ = 0;  // the previous window's whitened residual, for the correlation
   Vec15 last_nu_ = Vec15::Zero();
+  RefitSchedule refit_;  // the batch refit (refit_every_s > 0)
 };
 
 }  // namespace

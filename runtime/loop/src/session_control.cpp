@@ -486,6 +486,10 @@ void Session::seek(std::uint64_t target, ControlRequest& r) {
   if (it == options_.keyframes->begin())
     return answer(false, "no keyframe at or before step " + std::to_string(target));
   --it;
+  // a processor whose state is the whole run so far (the estimate's refit) restores only the
+  // start: step from there
+  for (const auto& p : processors_)
+    if (!p->restores_after_start()) it = options_.keyframes->begin();
   std::string why;
   if (!restore(it->second, &why))
     return answer(false, "cannot restore the keyframe at step " + std::to_string(it->first) + ": " + why);

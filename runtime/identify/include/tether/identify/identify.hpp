@@ -83,6 +83,8 @@ struct FitOptions {
   bool estimate_angular_drag = true;  // a scale of the body's angular damping (offline only)
   int threads = 2;
   int max_iterations = 50;
+  int delay_steps = -1;  // >= 0: the delay is this, not profiled (the online refit: the estimate's)
+  std::array<bool, runtime::vp::count> held{};  // parameters kept at the model's values
   bool robust = true;  // a Huber loss: a window with a collision the model missed weighs little
 };
 
@@ -169,6 +171,11 @@ Prediction predict(const Trial& trial, const FitResult& fit, std::size_t from, s
 
 /// The first sample of a trial's held-out part (the fit's windows end before it).
 std::size_t holdout_start(const Trial& trial, double holdout);
+
+/// Makes the batch fit the online `estimate` processor's refit (its `refit_every_s` key;
+/// tether/loop/batch_refit.hpp). The `tether` program calls it at start; a program of its own
+/// that runs scenarios with a refit calls it before loading them.
+void register_online_refit();
 
 /// The fit as YAML: `set:` (the PATH=VALUE overrides that put it into the scenario, for
 /// `tether run --set` or `--set-file`), then the estimates, combinations and diagnostics.

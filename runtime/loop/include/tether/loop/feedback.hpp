@@ -82,6 +82,9 @@ class FeedbackProcessor {
   virtual void snapshot(std::string& out) const { (void)out; }
   /// Restores what snapshot() wrote; false if `bytes` is not a snapshot of this processor.
   virtual bool restore(std::string_view bytes) { return bytes.empty(); }
+  /// False when only the session's first keyframe restores it (its state is the whole run so
+  /// far, which keyframes do not hold): a seek then steps from the start.
+  virtual bool restores_after_start() const { return true; }
 
   /// Gains a live client may tune while the session runs (docs/live.md). A change is an
   /// operator command: applied in phase 4 of a step and recorded, so replay repeats it.
