@@ -17,6 +17,7 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "tether/live/client.hpp"
 #include "tether/live/protocol.hpp"
@@ -94,6 +95,54 @@ TEST_CASE(
   // and back again from the end
   s = call(c, "/tether/seek", {{"step", 599}});
   CHECK(s["step"] == 599);
+  call(c, "/tether/shutdown");
+  CHECK(replay.wait() == 0);
+  const std::string out = read_file(dir + "/stdout.txt");
+  CHECK_MESSAGE(out.find("bit-identical") != std::string::npos, out);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("replay live: a seek in a session whose estimate refits steps from the start, every state checked") {
+  // tank_identify.yaml with the in-process stand-in for its rig, 6 s, a refit every 2 s taken
+  // 1 s later: the estimate's state is the trial so far, which no keyframe after the start holds
+  const std::string dir = temp_dir("refit_seek");
+  YAML::Node root = YAML::Load(read_file(TETHER_SOURCE_DIR + "/config/scenarios/tank_identify.yaml"));
+  for (YAML::Node e : root["endpoints"])
+    if (e["type"].as<std::string>() == "mqtt") {
+      YAML::Node n(YAML::NodeType::Map);
+      n["name"] = e["name"];
+      n["type"] = "stand_in";
+      n["vehicle"] = e["vehicle"];
+      n["seed"] = 5;
+      e = n;
+    }
+  root["loop"]["duration_s"] = 6;
+  YAML::Node est = root["vehicles"][0]["feedback"][0];
+  REQUIRE(est["type"].as<std::string>() == "estimate");
+  est["refit_every_s"] = 2;
+  est["refit_latency_s"] = 1;
+  root["recording"]["keyframe_every_steps"] = 100;
+  YAML::Emitter emitted;
+  emitted << root;
+  std::ofstream(dir + "/refit.yaml") << emitted.c_str();
+  const Result recorded = run(tether_exe + " run " + dir + "/refit.yaml --rtf 0 -q --out " + dir + "/rec");
+  REQUIRE_MESSAGE(recorded.exit_code == 0, recorded.out);
+  Process replay("replay " + dir + "/rec/recording.mcap --live 0 --paused --verify -q", dir);
+  live::Client c;
+  std::string error;
+  REQUIRE_MESSAGE(c.connect(live_url(replay), "", &error), error);
+  // past two refits (taken at 3 and 5 s), back before the first, forward again
+  for (const int step : {550, 150, 420}) {
+    const json s = call(c, "/tether/seek", {{"step", step}});
+    CHECK_MESSAGE(s["ok"] == true, s.dump());
+    CHECK(s["step"] == step);
+  }
+  json s = call(c, "/tether/resume");
+  for (int i = 0; i < 1200 && !(s["paused"] == true && s["step"] == 600); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = call(c, "/tether/status");
+  }
+  CHECK(s["step"] == 600);
   call(c, "/tether/shutdown");
   CHECK(replay.wait() == 0);
   const std::string out = read_file(dir + "/stdout.txt");

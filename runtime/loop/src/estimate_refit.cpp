@@ -67,6 +67,9 @@ bool RefitSchedule::step(const FeedbackContext& ctx, const WorldState& state, co
 void RefitSchedule::reset() {
   refit_.reset();  // waits for a fit running
   take_at_ = -1;
+  taken_ = failures_ = 0;
+  windows_ = 0;
+  error_.clear();
 }
 
 void RefitSchedule::summarize(nlohmann::json& out) const {

@@ -736,10 +736,17 @@ bool Session::restore(const Keyframe& k, std::string* error) {
                 std::to_string(model_.bodies.size()));
   if (k.last_replies.size() != slots_.size() || k.processor_state.size() != processors_.size())
     return fail("keyframe does not match the scenario's endpoints and feedback processors");
+  // the scenario's model first: what a keyframe does not hold (derived fields such as the
+  // inertia an estimate's refit scaled by its added mass) is as a run from the start has it
+  model_ = scenario_.model;
   if (!restore_model_params(k.model_params, model_, error)) return false;
   for (std::size_t i = 0; i < processors_.size(); ++i)
     if (!processors_[i]->restore(k.processor_state[i]))
-      return fail("feedback processor \"" + processors_[i]->name() + "\" cannot restore its keyframe state");
+      return fail("feedback processor \"" + processors_[i]->name() + "\" cannot restore its keyframe state" +
+                  (processors_[i]->restores_after_start()
+                       ? std::string()
+                       : std::string(" (its state is the whole run so far, as with the estimate's refit_every_s: "
+                                     "only the session's start restores it; replay from there)")));
   if (!devices_.bank.restore(k.devices, error)) return false;
   // the faults injected before the keyframe join the list first: its snapshot counts them
   if (options_.scripted_commands) {
