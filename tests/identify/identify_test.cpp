@@ -439,7 +439,7 @@ TEST_CASE("identify: the online estimate's batch refit takes the fit of the tria
   CHECK(trial.samples.size() == 1401);
 }
 
-TEST_CASE("identify: the batch refit's keys are checked") {
+TEST_CASE("identify: the batch refit's keys are checked, and a fit that cannot be made changes nothing") {
   examples::register_example_controllers();
   identify::register_online_refit();
   const auto with = [](const std::string& keys) {
@@ -473,6 +473,25 @@ TEST_CASE("identify: the batch refit's keys are checked") {
   // off (the default) needs nothing
   const Scenario sc = parse_scenario(with("{refit_every_s: 0}"), "refit_off.yaml");
   CHECK_NOTHROW(Session(sc, adapters::make_endpoints(sc), SessionOptions{}));
+
+  // a fit that cannot be made changes nothing and says why: a history of 1 s holds two
+  // windows of 0.5 s, a fit needs four (the oldest half of the history dropped as it fills)
+  std::string text = with("{refit_every_s: 0.5, refit_latency_s: 0, refit_history_s: 1}");
+  YAML::Node root = YAML::Load(text);
+  root["loop"]["duration_s"] = 3;
+  YAML::Emitter out;
+  out << root;
+  const Scenario short_sc = parse_scenario(out.c_str(), "refit_short.yaml");
+  Session session(short_sc, adapters::make_endpoints(short_sc), SessionOptions{});
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  nlohmann::json summary;
+  for (const auto& p : session.processors())
+    if (p->type() == "estimate") p->summarize(summary);
+  INFO(summary.dump());
+  CHECK(summary["refits"].get<int>() == 0);
+  CHECK(summary["refit_failures"].get<int>() == 5);  // at 0.5, 1, ..., 2.5 s
+  CHECK(summary["refit_error"].get<std::string>().find("usable windows") != std::string::npos);
 }
 
 TEST_CASE("identify: bad input gets a clear error") {

@@ -127,11 +127,13 @@ TEST_CASE("replay live: a seek in a session whose estimate refits steps from the
   std::ofstream(dir + "/refit.yaml") << emitted.c_str();
   const Result recorded = run(tether_exe + " run " + dir + "/refit.yaml --rtf 0 -q --out " + dir + "/rec");
   REQUIRE_MESSAGE(recorded.exit_code == 0, recorded.out);
+  // the summary says the refits (started at 2 and 4 s, taken at 3 and 5 s)
+  CHECK_MESSAGE(recorded.out.find("batch refits taken: 2 (the last over ") != std::string::npos, recorded.out);
   Process replay("replay " + dir + "/rec/recording.mcap --live 0 --paused --verify -q", dir);
   live::Client c;
   std::string error;
   REQUIRE_MESSAGE(c.connect(live_url(replay), "", &error), error);
-  // past two refits (taken at 3 and 5 s), back before the first, forward again
+  // past both refits, back before the first, forward again
   for (const int step : {550, 150, 420}) {
     const json s = call(c, "/tether/seek", {{"step", step}});
     CHECK_MESSAGE(s["ok"] == true, s.dump());

@@ -196,6 +196,10 @@ std::string write_synthetic(const std::string& name, std::uint64_t steps, bool w
          {"type", "estimate"},
          {"phase", "post"},
          {"vehicle", "auv"},
+         {"refits", 11},
+         {"refit_failures", 1},
+         {"refit_windows", 110},
+         {"refit_error", "the trial has 2 usable windows <of 50 steps>"},
          {"combinations",
           {{"thrust_per_effective_mass", {{"value", 0.80216}, {"stddev", 0.00823}}},
            {"linear_drag_x_per_effective_mass", {{"value", 10.032}, {"stddev", 0.813}}}}},
@@ -314,6 +318,13 @@ TEST_CASE("the report shows every section, the summary's figures and nothing ext
   CHECK(html.find("<td>thrust_per_effective_mass</td><td class=\"n\">0.8022</td><td class=\"n\">0.00823</td>",
                   combos) != std::string::npos);
   CHECK(html.find("<td>linear_drag_x_per_effective_mass</td>", combos) != std::string::npos);
+  // its batch refits, above the combinations (the error escaped)
+  const auto refits = html.find("Batch refits of the trial so far");
+  REQUIRE(refits != std::string::npos);
+  CHECK(refits < combos);
+  CHECK(html.find("11 taken (the last over 110 windows), 1 failed (the last: the trial has 2 usable windows "
+                  "&lt;of 50 steps&gt;).",
+                  refits) != std::string::npos);
   // and the directions it left weak, with the manoeuvre for each
   CHECK(html.find("<li>&sigma; shrunk 1.4&times;: +0.98 quadratic_drag_y &mdash; sideways motion: turns at several "
                   "speeds (sway)</li>",

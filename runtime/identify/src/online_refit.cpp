@@ -107,25 +107,6 @@ class OnlineRefit final : public runtime::BatchRefit {
     return true;
   }
 
-  bool busy() const override {
-    const std::lock_guard lock(mutex_);
-    return pending_;
-  }
-
-  void reset() override {
-    {
-      std::unique_lock lock(mutex_);
-      done_wake_.wait(lock, [this] { return !pending_ || done_; });
-      pending_ = false;
-    }
-    capture_.attach(nullptr, 0, nullptr);
-    attached_ = false;
-    live_.samples.clear();
-    live_.twin.clear();
-    live_.thruster_command.clear();
-    live_.thruster_speed.clear();
-  }
-
  private:
   template <class T>
   static void copy(const std::vector<T>& from, std::vector<T>& to) {
@@ -165,7 +146,7 @@ class OnlineRefit final : public runtime::BatchRefit {
   Trial live_, job_;  // what the session captures; the copy a fit works on
   TrialCapture capture_;
   bool attached_ = false;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable wake_, done_wake_;
   bool pending_ = false, done_ = false, quit_ = false;
   runtime::RefitResult result_;

@@ -450,6 +450,21 @@ void combinations_table(Page& p, const Collected& c, const std::string& proc) {
   }
 }
 
+// the batch refit of an `estimate` processor (refit_every_s): how many fits of the trial so
+// far it took, and why the last that failed could not be made
+void refit_note(Page& p, const Collected& c, const std::string& proc) {
+  if (!c.summary || !c.summary->contains("feedback") || !(*c.summary)["feedback"].is_array()) return;
+  for (const json& f : (*c.summary)["feedback"]) {
+    if (!f.is_object() || f.value("name", "") != proc || !f.contains("refits")) continue;
+    std::string text = "<p>Batch refits of the trial so far (docs/feedback.md, &ldquo;The refit&rdquo;): " +
+                       esc(cell(f["refits"])) + " taken (the last over " + esc(cell(f.value("refit_windows", json()))) +
+                       " windows), " + esc(cell(f.value("refit_failures", json()))) + " failed";
+    if (f.contains("refit_error") && f["refit_error"].is_string())
+      text += " (the last: " + esc(f["refit_error"].get<std::string>()) + ")";
+    p.add(text + ".</p>");
+  }
+}
+
 // the directions the trial left weak (an `estimate` processor's summary), each with the
 // manoeuvre that would strengthen it
 void weak_directions_list(Page& p, const Collected& c, const std::string& proc) {
@@ -532,6 +547,7 @@ void feedback_section(Page& p, const Collected& c, const ReportOptions& o) {
       p.plot(plot, note);
     }
     p.add("</div>");
+    refit_note(p, c, proc);
     combinations_table(p, c, proc);
     weak_directions_list(p, c, proc);
   }

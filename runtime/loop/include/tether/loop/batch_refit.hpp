@@ -52,11 +52,7 @@ class BatchRefit {
   /// Waits for the fit started last; false with the reason when it had no result (too few
   /// windows: nothing is changed). The result depends only on what was captured when it started.
   virtual bool finish(RefitResult& out, std::string* why) = 0;
-  /// Whether a fit is started and not yet finished.
-  virtual bool busy() const = 0;
-  /// Forgets the history (a fit running is waited for and its result dropped): the session
-  /// restored its start.
-  virtual void reset() = 0;
+  // (a restored session makes a new one: destroying it waits for a fit running)
 };
 
 using BatchRefitFactory = std::function<std::unique_ptr<BatchRefit>(const WorldModel& model, const RefitOptions&)>;
