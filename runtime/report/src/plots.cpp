@@ -456,9 +456,10 @@ void refit_note(Page& p, const Collected& c, const std::string& proc) {
   if (!c.summary || !c.summary->contains("feedback") || !(*c.summary)["feedback"].is_array()) return;
   for (const json& f : (*c.summary)["feedback"]) {
     if (!f.is_object() || f.value("name", "") != proc || !f.contains("refits")) continue;
-    std::string text = "<p>Batch refits of the trial so far (docs/feedback.md, &ldquo;The refit&rdquo;): " +
-                       esc(cell(f["refits"])) + " taken (the last over " + esc(cell(f.value("refit_windows", json()))) +
-                       " windows), " + esc(cell(f.value("refit_failures", json()))) + " failed";
+    std::string text =
+        "<p>Batch refits of the trial so far (docs/feedback.md, &ldquo;The refit&rdquo;): " + esc(cell(f["refits"])) +
+        " taken (the last over " + esc(cell(f.value("refit_windows", json()))) + " windows), " +
+        esc(cell(f.value("refit_failures", json()))) + " failed";
     if (f.contains("refit_error") && f["refit_error"].is_string())
       text += " (the last: " + esc(f["refit_error"].get<std::string>()) + ")";
     p.add(text + ".</p>");
