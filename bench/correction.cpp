@@ -35,6 +35,7 @@
 
 #include "bench_util.hpp"
 #include "../tests/adapters/mosquitto_util.hpp"
+#include "../tests/stand_in_endpoint.hpp"
 #include "example_controllers.hpp"
 #include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
@@ -418,16 +419,7 @@ std::string& hidden_override() {
 Scenario stand_in_scenario(const std::string& text, const std::string& path, const std::vector<std::string>& types,
                            std::uint64_t seed, double seconds, bool keep_loop_seed = false) {
   YAML::Node root = YAML::Load(text);
-  for (YAML::Node e : root["endpoints"])
-    if (e["type"].as<std::string>() == "mqtt") {
-      YAML::Node n(YAML::NodeType::Map);
-      n["name"] = e["name"];
-      n["type"] = "stand_in";
-      n["vehicle"] = e["vehicle"];
-      n["seed"] = seed;
-      if (!hidden_override().empty()) n["hidden"] = YAML::Load(hidden_override());
-      e = n;
-    }
+  tether::test::stand_in_for_mqtt(root, seed, hidden_override());
   if (!keep_loop_seed) root["loop"]["seed"] = seed;
   root["loop"].remove("steps");
   root["loop"]["duration_s"] = seconds;

@@ -23,6 +23,7 @@
 #include "tether/live/protocol.hpp"
 
 #include "live_test_util.hpp"
+#include "stand_in_endpoint.hpp"
 
 using nlohmann::json;
 using namespace tether;
@@ -107,15 +108,7 @@ TEST_CASE("replay live: a seek in a session whose estimate refits steps from the
   // 1 s later: the estimate's state is the trial so far, which no keyframe after the start holds
   const std::string dir = temp_dir("refit_seek");
   YAML::Node root = YAML::Load(read_file(TETHER_SOURCE_DIR + "/config/scenarios/tank_identify.yaml"));
-  for (YAML::Node e : root["endpoints"])
-    if (e["type"].as<std::string>() == "mqtt") {
-      YAML::Node n(YAML::NodeType::Map);
-      n["name"] = e["name"];
-      n["type"] = "stand_in";
-      n["vehicle"] = e["vehicle"];
-      n["seed"] = 5;
-      e = n;
-    }
+  test::stand_in_for_mqtt(root, 5);
   root["loop"]["duration_s"] = 6;
   YAML::Node est = root["vehicles"][0]["feedback"][0];
   REQUIRE(est["type"].as<std::string>() == "estimate");
