@@ -18,6 +18,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "example_controllers.hpp"
+#include "stand_in_endpoint.hpp"
 #include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/identify/identify.hpp"
@@ -56,22 +57,14 @@ std::string trial_scenario(double seconds, const std::string& hidden, bool onlin
   YAML::Node root = YAML::Load(source("config/scenarios/tank_identify.yaml"));
   if (!refit)
     for (const char* key : {"refit_every_s", "refit_latency_s"}) root["vehicles"][0]["feedback"][0].remove(key);
-  YAML::Node eps(YAML::NodeType::Sequence);
-  for (YAML::Node e : root["endpoints"]) {
-    if (e["type"].as<std::string>() != "mqtt") {
-      eps.push_back(e);
-      continue;
-    }
-    if (!stand_in) continue;
-    YAML::Node n(YAML::NodeType::Map);
-    n["name"] = "tank";
-    n["type"] = "stand_in";
-    n["vehicle"] = "auv";
-    n["seed"] = 3;
-    if (!hidden.empty()) n["hidden"] = YAML::Load(hidden);
-    eps.push_back(n);
+  if (stand_in) {
+    test::stand_in_for_mqtt(root, 3, hidden);
+  } else {  // no vehicle at all
+    YAML::Node eps(YAML::NodeType::Sequence);
+    for (YAML::Node e : root["endpoints"])
+      if (e["type"].as<std::string>() != "mqtt") eps.push_back(e);
+    root["endpoints"] = eps;
   }
-  root["endpoints"] = eps;
   if (!online_estimate) root["vehicles"][0].remove("feedback");
   root["loop"]["duration_s"] = seconds;
   root["loop"]["real_time_factor"] = 0;
@@ -466,6 +459,13 @@ TEST_CASE("identify: the batch refit's keys are checked, and a fit that cannot b
   refused(with("{refit_every_s: -1}"), "refit_every_s");
   refused(with("{refit_history_s: 0.5}"), "refit_history_s");
   refused(with("{refit_every_s: nan}"), "refit_every_s");
+  refused(with("{refit_every_s: 1e308}"), "refit_every_s");
+  refused(with("{refit_every_s: often}"), "refit_every_s");
+  refused(with("{refit_every_s: 5, refit_latency_s: 1e308}"), "refit_latency_s");
+  refused(with("{refit_every_s: 5, refit_latency_s: .nan}"), "refit_latency_s");
+  refused(with("{refit_every_s: 5, refit_history_s: 1e308}"), "refit_history_s");
+  refused(with("{refit_every_s: 5, refit_history_s: [1, 2]}"), "refit_history_s");
+  refused(with("{refit_evry_s: 5}"), "refit_evry_s");  // misspelled: an unknown key
   // a program that did not make the refit known is told how
   set_batch_refit_factory(nullptr);
   refused(with("{refit_every_s: 5}"), "register_online_refit");

@@ -30,7 +30,28 @@ using namespace tether;
 
 using namespace tether::live_test;
 
-namespace {}  // namespace
+namespace {
+
+// plays on until the replay holds, paused, at its end (`end`: one past the last step)
+json play_to_end(live::Client& c, int end) {
+  json s = call(c, "/tether/status");
+  for (int i = 0; i < 1200 && !(s["paused"] == true && s["step"] == end); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = call(c, "/tether/status");
+  }
+  return s;
+}
+
+// shuts the replay down: it exits cleanly, having found every state bit-identical
+void shut_down_verified(live::Client& c, Process& replay, const std::string& dir) {
+  call(c, "/tether/shutdown");
+  CHECK(replay.wait() == 0);
+  const std::string out = read_file(dir + "/stdout.txt");
+  CHECK_MESSAGE(out.find("bit-identical") != std::string::npos, out);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
 
 TEST_CASE(
     "replay live: pause, step, seek back and forth from keyframes, speed up, hold at the end, every state checked") {
@@ -85,10 +106,7 @@ TEST_CASE(
   CHECK(s["real_time_factor"] == 10);
   s = call(c, "/tether/resume");
   CHECK(s["paused"] == false);
-  for (int i = 0; i < 1200 && !(s["paused"] == true && s["step"] == 600); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    s = call(c, "/tether/status");
-  }
+  s = play_to_end(c, 600);
   CHECK(s["step"] == 600);
   CHECK(s["paused"] == true);
   s = call(c, "/tether/step", {{"steps", 1}});
@@ -96,11 +114,7 @@ TEST_CASE(
   // and back again from the end
   s = call(c, "/tether/seek", {{"step", 599}});
   CHECK(s["step"] == 599);
-  call(c, "/tether/shutdown");
-  CHECK(replay.wait() == 0);
-  const std::string out = read_file(dir + "/stdout.txt");
-  CHECK_MESSAGE(out.find("bit-identical") != std::string::npos, out);
-  std::filesystem::remove_all(dir);
+  shut_down_verified(c, replay, dir);
 }
 
 TEST_CASE("replay live: a seek in a session whose estimate refits steps from the start, every state checked") {
@@ -132,17 +146,9 @@ TEST_CASE("replay live: a seek in a session whose estimate refits steps from the
     CHECK_MESSAGE(s["ok"] == true, s.dump());
     CHECK(s["step"] == step);
   }
-  json s = call(c, "/tether/resume");
-  for (int i = 0; i < 1200 && !(s["paused"] == true && s["step"] == 600); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    s = call(c, "/tether/status");
-  }
-  CHECK(s["step"] == 600);
-  call(c, "/tether/shutdown");
-  CHECK(replay.wait() == 0);
-  const std::string out = read_file(dir + "/stdout.txt");
-  CHECK_MESSAGE(out.find("bit-identical") != std::string::npos, out);
-  std::filesystem::remove_all(dir);
+  call(c, "/tether/resume");
+  CHECK(play_to_end(c, 600)["step"] == 600);
+  shut_down_verified(c, replay, dir);
 }
 
 TEST_CASE("replay live: --live does not go with --firmware") {

@@ -79,9 +79,9 @@ class OnlineRefit final : public runtime::BatchRefit {
     const std::lock_guard lock(mutex_);
     if (pending_) return false;
     // the copy the fit sees (into the room taken at construction)
-    copy(live_.samples, job_.samples);
-    copy(live_.thruster_command, job_.thruster_command);
-    copy(live_.thruster_speed, job_.thruster_speed);
+    job_.samples.assign(live_.samples.begin(), live_.samples.end());
+    job_.thruster_command.assign(live_.thruster_command.begin(), live_.thruster_command.end());
+    job_.thruster_speed.assign(live_.thruster_speed.begin(), live_.thruster_speed.end());
     job_.twin.resize(live_.twin.size());
     for (std::size_t t = 0; t < live_.twin.size(); ++t) job_.twin[t].assign(live_.twin[t].begin(), live_.twin[t].end());
     job_.scenario.model = live_.scenario.model;  // the same model: its storage is reused
@@ -109,11 +109,6 @@ class OnlineRefit final : public runtime::BatchRefit {
   }
 
  private:
-  template <class T>
-  static void copy(const std::vector<T>& from, std::vector<T>& to) {
-    to.assign(from.begin(), from.end());
-  }
-
   void work() {
     for (;;) {
       std::unique_lock lock(mutex_);
