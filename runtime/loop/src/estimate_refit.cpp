@@ -30,8 +30,7 @@ void RefitSchedule::configure(const ConfigNode& node, const WorldModel& model, c
   options_ = options;
 }
 
-bool RefitSchedule::step(const FeedbackContext& ctx, const WorldState& state, const BodyWrench& input,
-                         RefitResult& out) {
+const RefitResult* RefitSchedule::step(const FeedbackContext& ctx, const WorldState& state, const BodyWrench& input) {
   const auto k = static_cast<std::int64_t>(ctx.step);
   if (!refit_) {
     options_.dt_s = ctx.dt_s;
@@ -46,13 +45,13 @@ bool RefitSchedule::step(const FeedbackContext& ctx, const WorldState& state, co
   const auto take = [&] {
     take_at_ = -1;
     std::string why;
-    if (!refit_->finish(out, &why)) {
+    if (!refit_->finish(result_, &why)) {
       ++failures_;
       error_ = why;
       return;
     }
     ++taken_;
-    windows_ = out.windows;
+    windows_ = result_.windows;
     error_.clear();
     took = true;
   };
@@ -61,7 +60,7 @@ bool RefitSchedule::step(const FeedbackContext& ctx, const WorldState& state, co
     take_at_ = k + latency_steps_;
     if (latency_steps_ == 0) take();
   }
-  return took;
+  return took ? &result_ : nullptr;
 }
 
 void RefitSchedule::reset() {

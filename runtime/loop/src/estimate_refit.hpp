@@ -22,9 +22,9 @@ class RefitSchedule {
   /// (the dt and the history's length are filled in on the first step).
   void configure(const ConfigNode& node, const WorldModel& model, const RefitOptions& options);
   bool on() const { return every_s_ > 0; }
-  /// Step k: captures it; true when a fit was taken this step (its result in `out`). The
-  /// refit is made on the first step.
-  bool step(const FeedbackContext& ctx, const WorldState& state, const BodyWrench& input, RefitResult& out);
+  /// Step k: captures it; the fit taken this step, if one was (else nullptr). The refit is
+  /// made on the first step.
+  const RefitResult* step(const FeedbackContext& ctx, const WorldState& state, const BodyWrench& input);
   /// The steps captured so far (0 before the first step and after reset()).
   std::size_t captured() const { return refit_ ? refit_->captured() : 0; }
   /// The session restored its start: the refit is made again on the next step.
@@ -41,6 +41,7 @@ class RefitSchedule {
   std::uint64_t taken_ = 0, failures_ = 0;
   int windows_ = 0;
   std::string error_;
+  RefitResult result_;  // the last one taken
 };
 
 /// What a fit learned beyond the prior, as information: its covariance's inverse less the

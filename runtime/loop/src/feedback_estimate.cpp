@@ -252,7 +252,8 @@ class EstimateProcessor final : public FeedbackProcessor {
     if (now.time_index != k) now = fresh_entry(k);
     now.input = inputs.wrenches[static_cast<std::size_t>(body_)];  // as commanded, before the gain
     now.has_input = true;
-    if (RefitResult r; refit_.on() && refit_.step(ctx, state, now.input, r)) take_refit(r);
+    if (refit_.on())
+      if (const RefitResult* r = refit_.step(ctx, state, now.input)) take_refit(*r);
     if (!thrusters_.empty()) record_rotors(*ctx.devices, k);
 
     // the measurement of S_{k+1} goes to the next entry
