@@ -106,6 +106,8 @@ class IoThread {
 };
 
 constexpr std::size_t max_backlog_bytes = 256 * 1024;
+// while the session runs, how often the I/O thread reads what came between steps
+constexpr milliseconds idle_read_period{10};
 constexpr std::size_t output_tail_lines = 20;
 constexpr std::size_t max_output_line = 2000;
 
@@ -162,6 +164,11 @@ struct Link : std::enable_shared_from_this<Link> {
   bool write_armed = false;
   int wake_fd = -1;             // eventfd: the I/O thread wakes a waiting gather()
   bool gather_waiting = false;  // gather() is in ppoll() on the line and wake_fd
+  // Once the session runs, the loop thread reads the line itself from publish() to the end
+  // of gather(), and the I/O thread no longer watches it: a reply wakes one thread, not
+  // two (docs/serial.md, "Who reads the line"). Between steps a timer reads what came.
+  std::optional<asio::steady_timer> idle_read;
+  bool loop_reads = false;  // publish() .. the end of gather(): the loop thread reads
   bool line_closed = false;
   std::string line_error;
   std::string hangup_hint;  // what a hang-up means on this line ("the program closed its end of /dev/pts/7")
@@ -209,7 +216,7 @@ struct Link : std::enable_shared_from_this<Link> {
       ++backlog_events;
       if (backlog.size() > max_backlog_bytes)
         set_line_closed("the other side does not read: " + std::to_string(backlog.size()) + " bytes queued");
-      else if (!write_armed) {
+      else if (!write_armed && line) {
         write_armed = true;
         asio::post(io, [self = shared_from_this()] { self->arm_write(); });
       }
@@ -267,7 +274,7 @@ struct Link : std::enable_shared_from_this<Link> {
       backlog.erase(backlog.begin(), backlog.begin() + n);
       proto.counters().bytes_tx += static_cast<std::uint64_t>(n);
     }
-    if (!backlog.empty() && !write_armed) {
+    if (!backlog.empty() && !write_armed && line) {  // without `line`: gather() and the idle reads
       write_armed = true;
       asio::post(io, [self = shared_from_this()] { self->arm_write(); });
     }
@@ -289,6 +296,32 @@ struct Link : std::enable_shared_from_this<Link> {
                        if (!self->line_closed) self->read_line();
                        self->drain();
                      });
+  }
+
+  // the session runs: the I/O thread stops watching the line (its descriptor leaves the
+  // I/O thread's epoll set) and reads it only between steps (I/O thread, m held)
+  void hand_reads_to_loop() {
+    if (closed || !line) return;
+    boost::system::error_code ignored;
+    line->cancel(ignored);
+    ::close(line->release());
+    line.reset();
+    idle_read.emplace(io);
+    arm_idle_read();
+  }
+
+  void arm_idle_read() {
+    idle_read->expires_after(idle_read_period);
+    idle_read->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec) return;
+      std::lock_guard<std::mutex> lock(self->m);
+      if (self->closed || !self->idle_read) return;
+      if (!self->loop_reads) {
+        self->drain();
+        self->drain_backlog();
+      }
+      if (!self->line_closed) self->arm_idle_read();
+    });
   }
 
   // reads everything the line holds and decodes it (m held)
@@ -421,8 +454,13 @@ struct Link : std::enable_shared_from_this<Link> {
       }
       end_output(is_err);
     }
+    drain();  // what the program wrote last, before its line goes
     closed = true;
     boost::system::error_code ignored;
+    if (idle_read) {
+      idle_read->cancel();
+      idle_read.reset();
+    }
     for (auto* d : {&line, &exit_watch, &out_pipe, &err_pipe})
       if (*d) {
         (*d)->close(ignored);
@@ -659,6 +697,10 @@ void SerialEndpoint::start(const runtime::WorldModel& model, const runtime::Worl
     });
 
     s.handshake(config_, name(), handshake);
+    s.io->run_sync([&] {
+      std::lock_guard<std::mutex> lock(link.m);
+      link.hand_reads_to_loop();
+    });
   } catch (...) {
     stop();
     throw;
@@ -706,6 +748,7 @@ bool SerialEndpoint::publish(const runtime::StepContext& ctx, const runtime::Wor
     fault_message_ = fault_reason(link, at());
     return false;
   }
+  link.loop_reads = true;  // until gather() returns
   return true;
 }
 
@@ -718,6 +761,10 @@ runtime::GatherStatus SerialEndpoint::gather(const runtime::StepContext& ctx, ru
   }
   Link& link = *s.link;
   std::unique_lock<std::mutex> lock(link.m);
+  struct ReadsBack {  // between steps the I/O thread's idle reads take the line again (m held)
+    Link& link;
+    ~ReadsBack() { link.loop_reads = false; }
+  } reads_back{link};
   for (;;) {
     if (link.proto.reply_ready()) {
       reply.clear();
@@ -756,12 +803,15 @@ runtime::GatherStatus SerialEndpoint::gather(const runtime::StepContext& ctx, ru
     const auto wake_at = config_.resend_ms > 0 ? std::min(deadline, s.next_resend) : deadline;
     const auto wait_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake_at - now).count();
     const timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
-    pollfd fds[2] = {{link.fd, POLLIN, 0}, {link.wake_fd, POLLIN, 0}};
+    // bytes the line did not take yet (a slow line) go out as it takes them
+    const short line_events = static_cast<short>(POLLIN | (link.backlog.empty() ? 0 : POLLOUT));
+    pollfd fds[2] = {{link.fd, line_events, 0}, {link.wake_fd, POLLIN, 0}};
     link.gather_waiting = true;
     lock.unlock();
     ppoll(fds, 2, &timeout, nullptr);
     lock.lock();
     link.gather_waiting = false;
+    if (!link.backlog.empty()) link.drain_backlog();
     if (fds[1].revents & POLLIN) {
       std::uint64_t count = 0;
       ssize_t ignored = ::read(link.wake_fd, &count, sizeof count);

@@ -16,6 +16,8 @@ make it misbehave at a chosen step:
   --drop-at N       ignore the first SENSORS(N) (the runtime must send it again)
   --error-at N      answer SENSORS(N) with ERROR(FIRMWARE)
   --log-every N     a LOG line every N steps
+  --late-log-at N   0.1 s after ACTUATE(N): a LOG line "late log after step N" (it
+                    arrives between steps, while no gather waits for it)
   --flood-at N      before ACTUATE(N): --flood-count LOG lines (default 4000) at level
                     --flood-level (0 info, 1 warning, 2 error), "flood I"
   --log-before-ready TEXT  a LOG line at level --flood-level before READY (the handshake)
@@ -61,6 +63,7 @@ def main():
     ap.add_argument("--drop-at", type=int, default=-1)
     ap.add_argument("--error-at", type=int, default=-1)
     ap.add_argument("--log-every", type=int, default=0)
+    ap.add_argument("--late-log-at", type=int, default=-1)
     ap.add_argument("--log-readings", action="store_true")
     ap.add_argument("--hello-repeats", type=int, default=0)
     ap.add_argument("--flood-at", type=int, default=-1)
@@ -181,6 +184,9 @@ def main():
         send(w.ACTUATE, step, w.actuate(commands))
         if step == args.stale_at:
             send(w.ACTUATE, step, w.actuate(commands))
+        if step == args.late_log_at and answered != step:
+            time.sleep(0.1)
+            send(w.LOG, step, w.log(0, "late log after step %d" % step))
         answered = step
 
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -123,4 +124,34 @@ TEST_CASE("serial: a LOG line of the handshake is logged at its level - warning 
     REQUIRE(lines.size() == 1);
     CHECK(lines[0].first == k.expected);
   }
+}
+
+TEST_CASE("serial: a LOG line that comes between steps is read while the loop waits elsewhere, and kept") {
+  // The fake firmware sends a LOG line 0.1 s after ACTUATE(5). The loop is then in its
+  // after-step hook, not in gather(): only the I/O thread's reads between steps can take it
+  // in (the loop thread reads the line itself only from publish() to the end of gather()).
+  LogCapture log;
+  SerialEndpoint* ep = nullptr;
+  bool waited = false;
+  std::uint64_t logs_before = 0, logs_after = 0;
+  runtime::SessionOptions options;
+  options.after_step = [&](const runtime::WorldState& s) {
+    if (s.step != 6) return true;  // S_6: step 5 (SENSORS(5), ACTUATE(5)) is done
+    waited = true;
+    logs_before = ep->serial_counters().logs;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (ep->serial_counters().logs == logs_before && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    logs_after = ep->serial_counters().logs;
+    return true;
+  };
+  SessionRun run(auv_scenario(fake_endpoint("--late-log-at 5", "block", 30000), 10), options);
+  ep = &run.endpoint();
+  REQUIRE(run.run() == Outcome::completed);
+  REQUIRE(waited);
+  CHECK(logs_before == 0);
+  CHECK(logs_after == 1);  // read while no gather() ran
+  CHECK(run.endpoint().serial_counters().logs == 1);
+  CHECK(run.endpoint().counters.replies == 10);
+  CHECK(log.containing("[fw] late log after step 5").size() == 1);  // nothing lost
 }

@@ -4,8 +4,9 @@
 // itself: a host build on a pty pair the runtime creates, or an emulator (QEMU) that
 // announces its own pty. It speaks the shim's wire protocol (docs/protocol.md): HELLO ->
 // DEVICES -> READY at start(), then one SENSORS(k) / ACTUATE(k) exchange per step, STOP at
-// stop(). Reads run on a Boost.Asio I/O thread shared by every serial endpoint, so several
-// firmware endpoints make progress while the loop gathers them one after another.
+// stop(). A Boost.Asio I/O thread shared by every serial endpoint reads the lines during the
+// handshake and between steps; from publish() to the end of gather() the loop thread reads
+// its line itself, so a reply wakes one thread (docs/serial.md, "Threads").
 #pragma once
 
 #include <cstdint>
