@@ -139,9 +139,10 @@ struct Recorded {
   std::vector<std::uint64_t> hashes;  // hash of S_{k+1} per step, seen live
 };
 
-// runs the scenario with scripted endpoints and records it to `name`
+// runs the scenario with scripted endpoints and records it to `name`; `planned`, when not
+// 0, is the run's length the recorder is told (its reserved ring slots)
 Recorded record(const Scenario& sc, const std::string& name, std::uint64_t steps,
-                const std::function<void(ScriptedEndpoint&, ScriptedEndpoint&)>& setup) {
+                const std::function<void(ScriptedEndpoint&, ScriptedEndpoint&)>& setup, std::uint64_t planned = 0) {
   Recorded out;
   out.path = temp_path(name);
   std::vector<std::unique_ptr<Endpoint>> eps;
@@ -157,7 +158,10 @@ Recorded record(const Scenario& sc, const std::string& name, std::uint64_t steps
     return true;
   };
   Session session(sc, std::move(eps), options);
-  Recorder recorder(sc, recorder_inputs(session));
+  RecorderInputs inputs = recorder_inputs(session);
+  CHECK(inputs.steps == steps);
+  if (planned != 0) inputs.steps = planned;
+  Recorder recorder(sc, std::move(inputs));
   std::string error;
   REQUIRE(recorder.open(out.path, &error));
   session.set_recorder(&recorder);
@@ -256,6 +260,28 @@ TEST_CASE("a recorded session replays bit-identically, misses and faults include
   // the summary writes it as 16 hex digits
   CHECK(p.final_hash == std::stoull(r.summary["state_hash"].get<std::string>(), nullptr, 16));
   CHECK(r.summary["state_hash"].get<std::string>().size() == 16);
+}
+
+TEST_CASE("a run longer than its recorder planned for records every step, and replays bit for bit") {
+  // The recorder reserves ring slots for the steps it is told of (a seek in a live replay
+  // runs on past them); told of 1 step, 500 steps fill slots it grows on their first use.
+  const Scenario sc = parse_scenario(scenario_text, "replay.yaml");
+  const Recorded r = record(
+      sc, "past_plan.mcap", 500,
+      [](ScriptedEndpoint& ctl, ScriptedEndpoint& rig) {
+        ctl.silent = [](std::uint64_t k) { return k % 11 == 0; };
+        rig.silent = [](std::uint64_t k) { return k % 13 == 5; };
+      },
+      1);
+  const Recording rec = load(r.path);
+  CHECK_FALSE(rec.truncated);
+  REQUIRE(rec.steps.size() == 500);
+  CHECK(rec.keyframes.size() == 10);  // steps 0, 50, ..., 450
+  for (std::size_t i = 0; i < rec.steps.size(); ++i) CHECK(rec.steps[i].state_hash == r.hashes[i]);
+  const Replayed p = replay(rec);
+  CHECK_MESSAGE(!p.divergence, (p.divergence ? p.divergence->describe() : ""));
+  CHECK(p.verified == 500);
+  CHECK(p.hashes == r.hashes);
 }
 
 TEST_CASE("the recorder waits when full only while the session is unpaced, live changes of the factor included") {

@@ -11,6 +11,7 @@ RecorderInputs recorder_inputs(const Session& session) {
   in.safe_replies.resize(session.endpoints().size());
   for (std::size_t i = 0; i < in.safe_replies.size(); ++i) session.endpoints()[i]->safe_reply(in.safe_replies[i]);
   for (const auto& e : session.endpoints()) in.wire_topics.push_back(e->wire_topics());
+  in.steps = session.steps_total();
   return in;
 }
 

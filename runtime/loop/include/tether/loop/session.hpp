@@ -126,6 +126,8 @@ class Session {
   /// The inputs the last completed step applied (after phase pre).
   const StepInputs& last_inputs() const { return buffers_.held_inputs; }
   std::uint64_t steps_done() const { return steps_done_; }
+  /// The steps this run is to take (loop.steps, or the override).
+  std::uint64_t steps_total() const { return steps_total_; }
   /// The operator forces acting now (applied by a live client, not yet expired or removed).
   struct OperatorForce {
     ApplyForce command;

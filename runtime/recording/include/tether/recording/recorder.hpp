@@ -67,6 +67,9 @@ struct RecorderInputs {
   /// Per endpoint, the Foxglove views of its wire frames (Endpoint::wire_topics); may be
   /// shorter than endpoint_names (the rest have none).
   std::vector<std::vector<WireTopic>> wire_topics;
+  /// The steps the session is to take; 0: not known. A short run reserves buffers for the
+  /// ring slots it can use, not for all of `recording.queue_slots`.
+  std::uint64_t steps = 0;
 };
 
 class Recorder {
