@@ -26,6 +26,7 @@ case "$what" in
     packages=(
       "${build[@]}" git doctest-dev
       mosquitto socat nodejs npm clang
+      lld  # links the sanitizer build (docs/testing.md, "Fixed-address executables")
       parallel  # a campaign's shards through GNU parallel (docs/campaigns.md)
       chromium  # the live dashboard in headless Chromium (docs/live.md)
       qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi
