@@ -38,7 +38,7 @@ Recorder::Recorder(const Scenario& scenario, RecorderInputs inputs)
   // the buffers the loop fills are grown here, not in the loop's first lap through the ring;
   // a run of N steps fills at most its steps, keyframes and a few events, so it reserves
   // those slots only (the ring is used in order from slot 0). Reserving all 4,096 cost a
-  // 200-step run a quarter of its CPU time in page faults (docs/recording.md, "The ring").
+  // 200-step run about a sixth of its CPU time in page faults (docs/recording.md, "The ring").
   reserve(step_staging_);
   const std::size_t used =
       inputs.steps == 0
