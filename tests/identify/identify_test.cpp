@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "alloc_count.hpp"
 #include "example_controllers.hpp"
 #include "stand_in_endpoint.hpp"
 #include "test_paths.hpp"
@@ -598,4 +599,39 @@ TEST_CASE("identify: the command fits, validates and writes a file tether run ap
     CHECK(said.size() < 200);
     CHECK(code == 2);
   }
+}
+
+TEST_CASE("identify: the batch refit's capture allocates nothing per step once its history is full") {
+  // The history keeps the last 20 steps: full at step 20, it drops its oldest 10 then and
+  // every 10 steps after; the dropped steps' storage holds the steps captured next.
+  identify::register_online_refit();
+  const Scenario sc = parse_scenario(trial_scenario(1, representable, false, false), "identify.yaml");
+  RefitOptions o;
+  o.dt_s = 0.01;
+  o.history_steps = 20;
+  o.active.fill(true);
+  const std::unique_ptr<BatchRefit> refit = batch_refit_factory()(sc.model, o);
+  Measurement m;
+  m.body = 0;
+  m.has_pose = true;
+  FeedbackContext ctx;
+  ctx.dt_s = o.dt_s;
+  ctx.vehicle = 0;
+  ctx.measurements = std::span<const Measurement>(&m, 1);
+  const BodyWrench input{};
+  WorldState state = sc.initial;
+  const auto capture_steps = [&](std::uint64_t from, std::uint64_t to) {
+    for (ctx.step = from; ctx.step < to; ++ctx.step) {
+      state.bodies[0].position_m.x() = 0.001 * static_cast<double>(ctx.step);
+      refit->capture(ctx, state, input);
+    }
+  };
+  capture_steps(0, 40);  // filled once, dropped twice
+  test::AllocCount count;
+  test::arm(count);
+  capture_steps(40, 140);
+  test::disarm();
+  CHECK_MESSAGE(count.total == 0, count.describe());
+  CHECK(refit->captured() >= 10);
+  CHECK(refit->captured() <= 20);
 }

@@ -25,8 +25,8 @@ class OnlineRefit final : public runtime::BatchRefit {
     live_.vehicle = model.bodies[static_cast<std::size_t>(o.body)].vehicle;
     live_.dt_s = o.dt_s;
     live_.path = "(this session)";
-    // the history's room, taken now (each step's copy of the twin's bodies is still a small
-    // allocation of its own: a step with a refit allocates, tether/loop/batch_refit.hpp)
+    // the history's room, taken now (each step's copy of the twin's bodies allocates until the
+    // history is first full; then dropped steps lend theirs: tether/loop/batch_refit.hpp)
     const std::size_t room = o.history_steps + 2;
     live_.samples.reserve(room);
     live_.twin.reserve(room);

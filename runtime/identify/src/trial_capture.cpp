@@ -28,7 +28,14 @@ void TrialCapture::capture(const runtime::FeedbackContext& ctx, const runtime::W
   const auto t = static_cast<std::size_t>(ctx.step - first_);
   auto& s = trial_->samples;
   if (s.size() < t + 2) s.resize(t + 2);
-  if (trial_->twin.size() < t + 1) trial_->twin.resize(t + 1);
+  while (trial_->twin.size() < t + 1) {
+    if (spare_.empty()) {
+      trial_->twin.emplace_back();
+    } else {
+      trial_->twin.push_back(std::move(spare_.back()));
+      spare_.pop_back();
+    }
+  }
   trial_->twin[t].assign(state.bodies.begin(), state.bodies.end());
   const auto body = static_cast<std::size_t>(trial_->body);
   if (input) {
@@ -68,6 +75,9 @@ void TrialCapture::drop_front(std::size_t n) {
     v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
   };
   drop(trial_->samples, 1);
+  const std::size_t twins = std::min(trial_->twin.size(), n);
+  spare_.reserve(spare_.size() + twins);  // once: later drops find the room
+  for (std::size_t i = 0; i < twins; ++i) spare_.push_back(std::move(trial_->twin[i]));
   drop(trial_->twin, 1);
   drop(trial_->thruster_command, thrusters_.size());
   drop(trial_->thruster_speed, thrusters_.size());

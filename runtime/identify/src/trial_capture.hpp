@@ -25,7 +25,8 @@ class TrialCapture {
   /// Step k = ctx.step: the twin's S_k, the body's input as gathered (nullptr: none), and this
   /// step's reply, which measures S_{k+1} (as the `estimate` processor takes it).
   void capture(const runtime::FeedbackContext& ctx, const runtime::WorldState& state, const runtime::BodyWrench* input);
-  /// Forgets the oldest `n` steps (the trial then starts n steps later); no allocation.
+  /// Forgets the oldest `n` steps (the trial then starts n steps later). Their twin states'
+  /// storage is kept for the next steps: a capture whose history is full allocates nothing.
   void drop_front(std::size_t n);
   int body() const { return trial_ ? trial_->body : -1; }
   std::uint64_t first() const { return first_; }
@@ -36,6 +37,8 @@ class TrialCapture {
   const hal::DeviceBank* bank_ = nullptr;
   std::vector<std::size_t> thrusters_;  // their indices in the bank
   std::vector<double> speed_end_;       // each rotor's speed at the end of the last step captured
+  // the twin's dropped steps, their storage kept for the steps captured next
+  std::vector<std::vector<runtime::BodyState>> spare_;
 };
 
 /// After the capture: the samples trimmed to the twin's steps (+ the last measurement), the

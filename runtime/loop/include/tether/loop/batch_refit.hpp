@@ -41,8 +41,9 @@ class BatchRefit {
  public:
   virtual ~BatchRefit() = default;
   /// Step k's S_k (the twin), the body's input as gathered (before any gain or lag of the
-  /// estimate), this step's measurements and devices. Allocates as the history grows (a step of
-  /// it at a time); the `estimate` processor without a refit never allocates in the step.
+  /// estimate), this step's measurements and devices. Allocates while the history first fills
+  /// (a step of it at a time), then nothing; the `estimate` processor without a refit never
+  /// allocates in the step.
   virtual void capture(const FeedbackContext& ctx, const WorldState& state, const BodyWrench& input) = 0;
   /// Steps captured and kept (at most history_steps).
   virtual std::size_t captured() const = 0;
