@@ -142,8 +142,9 @@ const identify::Combination& combination(const identify::FitResult& f, const std
   return f.combinations.front();
 }
 
-std::string run_cli(const std::string& args, int& code) {
-  const std::string cmd = TETHER_BINARY_DIR + "/tether " + args + " 2>&1";
+// `env`: VAR=value assignments for the program, or empty
+std::string run_cli(const std::string& args, int& code, const std::string& env = "") {
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + TETHER_BINARY_DIR + "/tether " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;
@@ -523,6 +524,43 @@ TEST_CASE("identify: bad input gets a clear error") {
   CHECK(identify::same_vehicle(short_trial, short_trial, &error));
   CHECK_THROWS_WITH_AS(identify::fit({short_trial, other}, identify::FitOptions{}),
                        doctest::Contains("one fit is for one vehicle"), std::runtime_error);
+}
+
+// the shared objects this process has mapped whose file names hold `part`
+int mapped(const std::string& part) {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);) n += line.find(part) != std::string::npos;
+  return n;
+}
+
+TEST_CASE("identify: Ceres and its libraries are loaded by the first fit, not at start, and a missing module is said") {
+  // this test's process links the fit (as the tether program does): nothing of Ceres' yet
+  CHECK(mapped("libtether_fit_ceres") == 0);
+  for (const char* lib : {"libglog", "libcholmod", "liblapack", "libgfortran"}) {
+    INFO(lib);
+    CHECK(mapped(lib) == 0);
+  }
+  identify::Trial trial;
+  std::string error;
+  REQUIRE_MESSAGE(identify::load_trial(record(trial_scenario(4, representable, false), "module"), "", trial, &error),
+                  error);
+  identify::FitOptions o;
+  o.max_delay_steps = 0;
+  o.max_iterations = 3;
+  const identify::FitResult f = identify::fit({trial}, o);
+  CHECK(f.iterations > 0);
+  CHECK(f.windows > 0);
+  CHECK(mapped("libtether_fit_ceres") > 0);
+  CHECK(mapped("libglog") > 0);
+  // a module that is not there: the command says which and where it looked, and fails
+  int code = 0;
+  const std::string out = run_cli("identify " + representable_trial() + " --max-delay-steps 0", code,
+                                  "TETHER_FIT_MODULE=/nonexistent/m.so");
+  INFO(out);
+  CHECK(code != 0);
+  CHECK(out.find("cannot open the fit's solver module /nonexistent/m.so") != std::string::npos);
+  CHECK(out.find("TETHER_FIT_MODULE") != std::string::npos);
 }
 
 TEST_CASE("identify: the command fits, validates and writes a file tether run applies") {

@@ -24,12 +24,13 @@
 #include <stdexcept>
 
 #include <Eigen/Eigenvalues>
-#include <ceres/ceres.h>
 
 #include "tether/hal/actuators.hpp"
 #include "tether/identify/identify.hpp"
 #include "tether/physics/physics.hpp"
 #include "tether/physics/world_state.hpp"
+
+#include "least_squares.hpp"
 
 namespace tether::identify {
 
@@ -172,13 +173,10 @@ bool simulate(const TrialModel& tm, runtime::WorldModel& model, runtime::WorldSt
 }
 
 // one window: residuals at five checkpoints (position, and velocity where measured)
-class WindowCost final : public ceres::CostFunction {
+class WindowCost final : public lsq::Cost {
  public:
   WindowCost(const TrialModel& tm, std::size_t t0, int steps)
       : tm_(tm), t0_(t0), steps_(steps), model_(tm.trial->scenario.model) {
-    set_num_residuals(residuals_per_window);
-    mutable_parameter_block_sizes()->push_back(vp::count);
-    mutable_parameter_block_sizes()->push_back(start_size);
     in_.resize(model_.bodies.size());
   }
 
@@ -203,7 +201,7 @@ class WindowCost final : public ceres::CostFunction {
     c.ok = evaluate_now(theta, start, c.residuals.data(), with_jacobians ? jac : nullptr);
   }
 
-  bool Evaluate(double const* const* p, double* residuals, double** jacobians) const override {
+  bool evaluate(double const* const* p, double* residuals, double** jacobians) const override {
     const Cache& c = cache_;
     const bool same = c.valid && std::equal(c.theta.begin(), c.theta.end(), p[0]) &&
                       std::equal(c.start.begin(), c.start.end(), p[1]) && (c.with_jacobians || !jacobians);
@@ -315,11 +313,11 @@ class WindowCost final : public ceres::CostFunction {
 
 // before Ceres evaluates the windows at a new point, every window is computed at once on
 // `threads` threads (each window has its own model copy and scratch)
-class ParallelWindows final : public ceres::EvaluationCallback {
+class ParallelWindows {
  public:
   ParallelWindows(int threads, const double* theta) : threads_(std::max(1, threads)), theta_(theta) {}
   void add(const WindowCost* cost, const double* start) { windows_.emplace_back(cost, start); }
-  void PrepareForEvaluation(bool jacobians, bool new_point) override {
+  void prepare(bool jacobians, bool new_point) {
     if (!new_point && !jacobians) return;
     std::atomic<std::size_t> next{0};
     const auto work = [&] {
@@ -339,13 +337,10 @@ class ParallelWindows final : public ceres::EvaluationCallback {
 };
 
 // a parameter block tied to a value by a stddev per component: (x - mean) / sd
-class PriorCost final : public ceres::CostFunction {
+class PriorCost final : public lsq::Cost {
  public:
-  PriorCost(std::vector<double> mean, std::vector<double> sd) : mean_(std::move(mean)), sd_(std::move(sd)) {
-    set_num_residuals(static_cast<int>(mean_.size()));
-    mutable_parameter_block_sizes()->push_back(static_cast<int>(mean_.size()));
-  }
-  bool Evaluate(double const* const* p, double* r, double** j) const override {
+  PriorCost(std::vector<double> mean, std::vector<double> sd) : mean_(std::move(mean)), sd_(std::move(sd)) {}
+  bool evaluate(double const* const* p, double* r, double** j) const override {
     const std::size_t n = mean_.size();
     for (std::size_t i = 0; i < n; ++i) r[i] = sd_[i] > 0 ? (p[0][i] - mean_[i]) / sd_[i] : 0;
     if (j && j[0])
@@ -424,71 +419,69 @@ class FitProblem {
   std::size_t windows() const { return windows_.size(); }
 
   Solved solve(const ParamArray& start, int max_iterations, double huber, bool covariance) {
-    ceres::Problem::Options po;
-    po.cost_function_ownership = ceres::TAKE_OWNERSHIP;
-    po.loss_function_ownership = ceres::TAKE_OWNERSHIP;
-    po.manifold_ownership = ceres::TAKE_OWNERSHIP;
     ParamArray theta = start;
     ParallelWindows parallel(o_.threads, theta.data());
-    po.evaluation_callback = &parallel;
-    ceres::Problem problem(po);
+    lsq::Problem problem;
+    problem.before_evaluation = [&parallel](bool jacobians, bool new_point) { parallel.prepare(jacobians, new_point); };
+    problem.blocks.push_back({theta.data(), vp::count, {}, {}, {}});
     starts_.assign(windows_.size(), {});
-    std::vector<const WindowCost*> costs;
-    std::vector<ceres::ResidualBlockId> blocks;
+    std::vector<std::unique_ptr<WindowCost>> costs;
+    std::vector<std::unique_ptr<PriorCost>> priors;
     for (std::size_t i = 0; i < windows_.size(); ++i) {
       const Window& w = windows_[i];
       const Trial& tr = trials_[w.trial];
       const TrialSample& s = tr.samples[w.t0];
       auto& st = starts_[i];
       st = start_of(tr, w.t0);
-      auto* cost = new WindowCost(models_[w.trial], w.t0, o_.window_steps);
-      costs.push_back(cost);
-      parallel.add(cost, st.data());
-      blocks.push_back(
-          problem.AddResidualBlock(cost, huber > 0 ? new ceres::HuberLoss(huber) : nullptr, theta.data(), st.data()));
+      const int block = static_cast<int>(problem.blocks.size());
+      const double sq = o_.orientation_stddev_rad;
+      // orientations not compared: the start's turn is held at 0 (its prior's sd 0 adds nothing)
+      problem.blocks.push_back(
+          {st.data(), start_size, sq > 0 ? std::vector<int>{} : std::vector<int>{6, 7, 8}, {}, {}});
+      costs.push_back(std::make_unique<WindowCost>(models_[w.trial], w.t0, o_.window_steps));
+      parallel.add(costs.back().get(), st.data());
+      problem.terms.push_back({costs.back().get(), residuals_per_window, {0, block}, huber});
       std::vector<double> mean(st.begin(), st.end());
       const double sv = s.has_velocity ? o_.velocity_stddev_m_s : 10.0;  // unmeasured: the checkpoints decide
-      const double sq = o_.orientation_stddev_rad;
-      problem.AddResidualBlock(new PriorCost(mean, {o_.position_stddev_m, o_.position_stddev_m, o_.position_stddev_m,
-                                                    sv, sv, sv, sq, sq, sq}),
-                               nullptr, st.data());
-      // orientations not compared: the start's turn is held at 0 (its prior's sd 0 adds nothing)
-      if (!(sq > 0)) problem.SetManifold(st.data(), new ceres::SubsetManifold(start_size, {6, 7, 8}));
+      priors.push_back(
+          std::make_unique<PriorCost>(mean, std::vector<double>{o_.position_stddev_m, o_.position_stddev_m,
+                                                                o_.position_stddev_m, sv, sv, sv, sq, sq, sq}));
+      problem.terms.push_back({priors.back().get(), start_size, {block}, 0});
     }
     std::vector<double> pm(prior_mean_.begin(), prior_mean_.end()), ps(vp::count, 0.0);
-    std::vector<int> fixed;
+    lsq::Block& th = problem.blocks.front();
     for (int i = 0; i < vp::count; ++i) {
       const auto u = static_cast<std::size_t>(i);
-      if (active_[u])
-        ps[u] = prior_sd_[u];
-      else
-        fixed.push_back(i);
-    }
-    problem.AddResidualBlock(new PriorCost(pm, ps), nullptr, theta.data());
-    if (!fixed.empty()) problem.SetManifold(theta.data(), new ceres::SubsetManifold(vp::count, fixed));
-    for (int i = 0; i < vp::count; ++i) {
-      const auto u = static_cast<std::size_t>(i);
-      if (!active_[u]) continue;
+      if (!active_[u]) {
+        th.held.push_back(i);
+        continue;
+      }
+      ps[u] = prior_sd_[u];
       theta[u] = std::clamp(theta[u], lo_[u], hi_[u]);
-      problem.SetParameterLowerBound(theta.data(), i, lo_[u]);
-      problem.SetParameterUpperBound(theta.data(), i, hi_[u]);
+      th.lower.emplace_back(i, lo_[u]);
+      th.upper.emplace_back(i, hi_[u]);
     }
-    ceres::Solver::Options so;
-    so.linear_solver_type = ceres::DENSE_SCHUR;  // the start blocks are eliminated first
-    so.max_num_iterations = max_iterations;
-    so.num_threads = 1;  // the windows are computed in parallel by the evaluation callback
-    so.function_tolerance = 1e-6;
-    so.parameter_tolerance = 1e-8;
-    so.logging_type = ceres::SILENT;
-    ceres::Solver::Summary summary;
-    ceres::Solve(so, &problem, &summary);
+    priors.push_back(std::make_unique<PriorCost>(pm, ps));
+    problem.terms.push_back({priors.back().get(), vp::count, {0}, 0});
+    problem.max_iterations = max_iterations;
+    problem.function_tolerance = 1e-6;
+    problem.parameter_tolerance = 1e-8;
+    problem.full_report = std::getenv("TETHER_IDENTIFY_REPORT") != nullptr;
+    if (covariance) {
+      problem.covariance_block = 0;
+      problem.covariance_threads = std::max(1, o_.threads);
+    }
+    // the covariance, where asked for, comes with the solution: the solver's problem lives
+    // only for the call
+    lsq::Result summary;
+    lsq::solve(problem, summary);
 
     Solved out;
     out.theta = theta;
-    out.iterations = static_cast<int>(summary.iterations.size());
-    out.converged = summary.termination_type == ceres::CONVERGENCE;
-    out.report = summary.BriefReport();
-    if (std::getenv("TETHER_IDENTIFY_REPORT")) std::fprintf(stderr, "%s\n", summary.FullReport().c_str());
+    out.iterations = summary.iterations;
+    out.converged = summary.converged;
+    out.report = summary.brief_report;
+    if (problem.full_report) std::fprintf(stderr, "%s\n", summary.full_report.c_str());
     out.initial_cost = summary.initial_cost;
     // the data's cost at the solution (no loss, no priors), and the residuals
     out.residuals.resize(windows_.size());
@@ -499,18 +492,9 @@ class FitProblem {
     }
     if (covariance) {
       out.block_scores = block_scores(parallel, costs, theta, huber);
-      ceres::Covariance::Options co;
-      // sparse QR: the priors make the problem full rank; the start blocks keep it sparse
-      co.algorithm_type = ceres::SPARSE_QR;
-      co.num_threads = std::max(1, o_.threads);
-      ceres::Covariance cov(co);
-      const std::vector<std::pair<const double*, const double*>> pairs = {{theta.data(), theta.data()}};
-      if (cov.Compute(pairs, &problem)) {
-        out.covariance.resize(vp::count, vp::count);
-        Eigen::Matrix<double, vp::count, vp::count, Eigen::RowMajor> c;
-        cov.GetCovarianceBlock(theta.data(), theta.data(), c.data());
-        out.covariance = c;
-      }
+      if (summary.covariance.size() == static_cast<std::size_t>(vp::count * vp::count))
+        out.covariance =
+            Eigen::Map<const Eigen::Matrix<double, vp::count, vp::count, Eigen::RowMajor>>(summary.covariance.data());
     }
     return out;
   }
@@ -519,9 +503,9 @@ class FitProblem {
   // The gradient of the data's cost on theta, summed over each block of consecutive windows
   // of a trial, at the solution. With every start at its best for this theta, a window's pull
   // on theta is J_theta^T r (the starts' own terms vanish); under a robust loss, as weighted.
-  Eigen::MatrixXd block_scores(ParallelWindows& parallel, const std::vector<const WindowCost*>& costs,
+  Eigen::MatrixXd block_scores(ParallelWindows& parallel, const std::vector<std::unique_ptr<WindowCost>>& costs,
                                const ParamArray& theta, double huber) const {
-    parallel.PrepareForEvaluation(true, true);
+    parallel.prepare(true, true);
     std::vector<Eigen::VectorXd> blocks;
     std::size_t trial = SIZE_MAX, first_t0 = 0;
     std::array<double, residuals_per_window> r{};
@@ -535,7 +519,7 @@ class FitProblem {
       }
       const double* params[] = {theta.data(), starts_[i].data()};
       double* jac[] = {jt.data(), nullptr};
-      if (!costs[i]->Evaluate(params, r.data(), jac)) continue;
+      if (!costs[i]->evaluate(params, r.data(), jac)) continue;
       double norm = 0;
       for (double v : r) norm += v * v;
       norm = std::sqrt(norm);
