@@ -11,7 +11,8 @@
 //   4  real time    1 ms period for --duration s with the host firmware: overruns and
 //                   deadline misses, against a bare clock_nanosleep 1 kHz loop (the Pacer
 //                   with no work) measured just before it; then again with loop.realtime
-//                   (mlockall, SCHED_FIFO 50, the last CPU; refusals are printed)
+//                   (mlockall, SCHED_FIFO 50, the last CPU; refusals are printed), and
+//                   spinning (loop.realtime.spin_us 200, the endpoint's busy_poll_us 500)
 //
 // Usage: serial_lockstep [--quick] [--duration S] [--steps N] [--qemu-steps N]
 //                        [--firmware PATH] [--elf PATH]
@@ -182,11 +183,12 @@ loop: {period_ms: )" +
          "}\nrecording: {enabled: false}\nendpoints:\n" + endpoint;
 }
 
-std::string launch_entry(const std::string& launch, const std::string& policy, double deadline_ms) {
+std::string launch_entry(const std::string& launch, const std::string& policy, double deadline_ms,
+                         const std::string& extra = "") {
   char deadline[32];
   std::snprintf(deadline, sizeof deadline, "%g", deadline_ms);
   return "  - {name: fw, type: serial, vehicle: auv, launch: " + launch + ", deadline_ms: " + deadline +
-         ", timeout_policy: " + policy + "}\n";
+         ", timeout_policy: " + policy + extra + "}\n";
 }
 
 // 1b: the host firmware, driven by the protocol code from this thread only
@@ -472,21 +474,27 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(bare.overruns()), static_cast<unsigned long long>(bare.reanchors()),
       static_cast<double>(late.percentile(0.5)) / 1e3, static_cast<double>(late.percentile(0.99)) / 1e3,
       static_cast<double>(late.max()) / 1e3);
-  // the session twice: as it is, then with loop.realtime (locked memory, SCHED_FIFO 50, the
-  // last CPU); a refused option is said and the run goes on without it
+  // the session three times: as it is, with loop.realtime (locked memory, SCHED_FIFO 50, the
+  // last CPU; a refused option is said and the run goes on without it), and spinning instead
+  // of sleeping (the pacer's last 200 us, the line polled for 500 us after each SENSORS)
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  const std::string realtime = "{lock_memory: true, priority: 50, cpu: " + std::to_string(std::max(0L, cpus - 1)) + "}";
+  const std::string realtime[3] = {
+      "", "{lock_memory: true, priority: 50, cpu: " + std::to_string(std::max(0L, cpus - 1)) + "}", "{spin_us: 200}"};
+  const std::string endpoint_extra[3] = {"", "", ", busy_poll_us: 500"};
   struct RtRun {
     const char* name;
     runtime::Histogram h;
     SessionRound round;
   };
-  RtRun runs[2] = {{"session with host firmware:", {}, {}}, {"  the same, loop.realtime:", {}, {}}};
-  for (int r = 0; r < 2; ++r) {
+  RtRun runs[3] = {{"session with host firmware:", {}, {}},
+                   {"  the same, loop.realtime:", {}, {}},
+                   {"  the same, spinning:", {}, {}}};
+  for (int r = 0; r < 3; ++r) {
     double w_rt = 0;
-    runs[r].round = run_session(scenario_text(launch_entry("{command: ['" + firmware + "']}", "hold", 0.9), rt_steps, 1,
-                                              1, r == 0 ? "" : realtime),
-                                runs[r].h, w_rt);
+    runs[r].round =
+        run_session(scenario_text(launch_entry("{command: ['" + firmware + "']}", "hold", 0.9, endpoint_extra[r]),
+                                  rt_steps, 1, 1, realtime[r]),
+                    runs[r].h, w_rt);
     const nlohmann::json& summary = runs[r].round.summary;
     const nlohmann::json& e = summary["endpoints"][0];
     const nlohmann::json& rtt = e["round_trip_ns"];
@@ -503,6 +511,11 @@ int main(int argc, char** argv) {
     if (summary.contains("realtime"))
       for (const auto& [option, status] : summary["realtime"].items())
         std::printf("    realtime %s: %s\n", option.c_str(), status.get<std::string>().c_str());
+    if (e["serial"].contains("busy_poll"))
+      std::printf("    busy_poll_us %lld: %llu of %ld replies taken while polling\n",
+                  static_cast<long long>(e["serial"]["busy_poll"]["us"].get<std::int64_t>()),
+                  static_cast<unsigned long long>(e["serial"]["busy_poll"]["replies_polled"].get<std::uint64_t>()),
+                  rt_steps);
   }
   // the same yardstick for both: the interval between consecutive cycles (1 ms when on time);
   // an interval over 2 ms means at least one cycle's deadline was missed
@@ -514,9 +527,9 @@ int main(int argc, char** argv) {
   };
   interval_row("bare loop:", h_bare, bare_over_2ms);
   for (const RtRun& r : runs) interval_row(r.name, r.h, r.round.intervals_over_2ms);
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < 3; ++r) {
     const nlohmann::json& summary = runs[r].round.summary;
-    const std::string which = r == 0 ? "1 kHz" : "1 kHz, loop.realtime";
+    const std::string which = r == 0 ? "1 kHz" : r == 1 ? "1 kHz, loop.realtime" : "1 kHz, spinning";
     bench::figure(
         which + ": overruns, session vs bare loop",
         bench::format("%llu vs %llu", static_cast<unsigned long long>(summary["overruns"].get<std::uint64_t>()),

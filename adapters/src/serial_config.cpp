@@ -204,9 +204,26 @@ std::vector<runtime::DeviceCommand> safe_commands(const runtime::ConfigNode& n, 
 SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
   const runtime::ConfigNode& n = config.node;
   SerialEndpointConfig out;
-  n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "port", "baud", "data_bits", "parity",
-                "stop_bits", "flow_control", "launch", "safe", "devices", "handshake_timeout_ms", "resend_ms",
-                "log_lines_per_s", "log_burst", "goal"});
+  n.expect_map({"name",
+                "type",
+                "vehicle",
+                "deadline_ms",
+                "timeout_policy",
+                "port",
+                "baud",
+                "data_bits",
+                "parity",
+                "stop_bits",
+                "flow_control",
+                "launch",
+                "safe",
+                "devices",
+                "handshake_timeout_ms",
+                "resend_ms",
+                "busy_poll_us",
+                "log_lines_per_s",
+                "log_burst",
+                "goal"});
   const std::string base = scenario_dir(scenario);
 
   // where the firmware is: a port, or a program to launch
@@ -230,6 +247,7 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
                                                  : FlowControl::none;
   out.handshake_timeout_ms = n.integer_or("handshake_timeout_ms", 5000, 1, 3'600'000);
   out.resend_ms = n.integer_or("resend_ms", 20, 0, 3'600'000);
+  out.busy_poll_us = n.integer_or("busy_poll_us", 0, 0, 100'000);
   out.log_lines_per_s = static_cast<std::uint32_t>(
       n.integer_or("log_lines_per_s", SerialProtocol::default_log_lines_per_s, 0, 1'000'000));
   out.log_burst =

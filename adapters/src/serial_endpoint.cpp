@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -44,6 +45,7 @@ namespace tether::adapters {
 
 namespace asio = boost::asio;
 using runtime::SteadyClock;
+using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
 namespace {
@@ -494,6 +496,8 @@ struct SerialEndpoint::Impl {
   std::uint64_t last_step = 0;
   bool published = false;
   SteadyClock::time_point next_resend{};
+  SteadyClock::time_point busy_until{};  // busy_poll_us after SENSORS(k) went out
+  std::uint64_t replies_polled = 0;      // replies that came while gather() polled without sleeping
   bool stopped = false;
   std::string exit_description;  // how the program ended, once it has
 
@@ -742,7 +746,9 @@ bool SerialEndpoint::publish(const runtime::StepContext& ctx, const runtime::Wor
   link.flush_outbox();
   s.last_step = ctx.step;
   s.published = true;
-  s.next_resend = SteadyClock::now() + milliseconds(config_.resend_ms);
+  const auto sent = SteadyClock::now();
+  s.next_resend = sent + milliseconds(config_.resend_ms);
+  s.busy_until = sent + microseconds(config_.busy_poll_us);
   if (link.proto.failed() || link.line_closed) {
     link.await_exit_after_hangup(lock);
     fault_message_ = fault_reason(link, at());
@@ -765,6 +771,7 @@ runtime::GatherStatus SerialEndpoint::gather(const runtime::StepContext& ctx, ru
     Link& link;
     ~ReadsBack() { link.loop_reads = false; }
   } reads_back{link};
+  bool polling = false;  // the last pass read the line without sleeping (busy_poll_us)
   for (;;) {
     if (link.proto.reply_ready()) {
       reply.clear();
@@ -774,6 +781,7 @@ runtime::GatherStatus SerialEndpoint::gather(const runtime::StepContext& ctx, ru
       link.proto.logs().clear();
       link.proto.mark_taken();
       sync_counters(link.proto.counters(), counters);
+      if (polling) ++s.replies_polled;
       return runtime::GatherStatus::ready;
     }
     link.await_exit_after_hangup(lock);
@@ -800,6 +808,17 @@ runtime::GatherStatus SerialEndpoint::gather(const runtime::StepContext& ctx, ru
     // wait on the line itself (and on the I/O thread's wake-ups) until the next thing to do
     link.drain();
     if (link.proto.reply_ready() || link.line_closed) continue;
+    if (now < s.busy_until) {
+      // busy_poll_us: read the line again at once instead of sleeping on it (a reply is
+      // taken without a wake-up's latency); the lock is let go between reads
+      if (!link.backlog.empty()) link.drain_backlog();
+      polling = true;
+      lock.unlock();
+      sched_yield();
+      lock.lock();
+      continue;
+    }
+    polling = false;
     const auto wake_at = config_.resend_ms > 0 ? std::min(deadline, s.next_resend) : deadline;
     const auto wait_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake_at - now).count();
     const timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
@@ -919,6 +938,7 @@ void SerialEndpoint::summarize(nlohmann::json& out) const {
       for (const auto& d : config_.table)
         if (d.index == idx) opened.push_back(d.name);
     j["devices_opened"] = opened;
+    if (config_.busy_poll_us > 0) j["busy_poll"] = {{"us", config_.busy_poll_us}, {"replies_polled", s.replies_polled}};
     if (auto lf = runtime::link_fault_summary(s.link->shape_out, s.link->shape_in); !lf.is_null())
       j["link_faults"] = std::move(lf);
     const SerialCounters& c = p.counters();

@@ -67,6 +67,36 @@ TEST_CASE("serial: the host firmware on a pty holds 2 m depth through 10,000 loc
   CHECK(s["serial"]["program_exit"] == "exited with status 0");  // it got STOP and returned
 }
 
+TEST_CASE("serial: busy_poll_us takes the replies without sleeping on the line, the lock-step unchanged") {
+  auto run_with = [](const std::string& extra) {
+    SessionRun run(auv_scenario(host_endpoint("block", 2000) + extra, 500));
+    REQUIRE(run.run() == Outcome::completed);
+    CHECK(run.endpoint().counters.replies == 500);
+    CHECK(run.endpoint().counters.misses == 0);
+    return run.session->summary();
+  };
+  const nlohmann::json plain = run_with("");
+  // 50 ms of polling after each SENSORS: a reply comes well within it (unless this process
+  // is not run for that long on a loaded machine), so most are taken by a read that did not
+  // sleep; a few may be on the line already at the first look
+  const nlohmann::json polled = run_with("    busy_poll_us: 50000\n");
+  const nlohmann::json& busy = polled["endpoints"][0]["serial"]["busy_poll"];
+  CAPTURE(busy.dump());
+  CHECK(busy["us"] == 50000);
+  CHECK(busy["replies_polled"].get<std::uint64_t>() >= 250);
+  CHECK_FALSE(plain["endpoints"][0]["serial"].contains("busy_poll"));
+  CHECK(polled["state_hash"] == plain["state_hash"]);
+  for (const char* bad : {"-1", "100001", "fast"}) {
+    INFO(bad);
+    try {
+      (void)SessionRun(auv_scenario(host_endpoint("block", 2000) + "    busy_poll_us: " + bad + "\n", 5));
+      FAIL("accepted");
+    } catch (const runtime::ConfigError& e) {
+      CHECK(std::string(e.what()).find("busy_poll_us") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("serial: readings reach the firmware and its commands come back by bank index") {
   const runtime::Scenario sc = runtime::parse_scenario(
       auv_scenario(fake_endpoint("--log-readings --log-every 3", "block", 2000), 10), source_dir + "/x.yaml");

@@ -50,6 +50,10 @@ TEST_CASE("loop.realtime: mistakes are positioned") {
   CHECK(error_of("{cpu: -2}").find("cpu") != std::string::npos);
   CHECK(error_of("{lock_memory: maybe}").find("lock_memory") != std::string::npos);
   CHECK(error_of("{nice: 3}").find("nice: unknown key") != std::string::npos);
+  CHECK(error_of("{spin_us: -1}").find("spin_us") != std::string::npos);
+  CHECK(error_of("{spin_us: 200000}").find("spin_us") != std::string::npos);
+  CHECK(error_of("{spin_us: 0.5}").find("spin_us") != std::string::npos);
+  CHECK(parse_scenario(scenario_with("{spin_us: 150}"), "rt.yaml").loop.realtime.spin_us == 150);
   const Scenario sc = parse_scenario(scenario_with("{lock_memory: true, priority: 20, cpu: 1}"), "rt.yaml");
   CHECK(sc.loop.realtime.lock_memory);
   CHECK(sc.loop.realtime.priority == 20);
@@ -90,4 +94,34 @@ TEST_CASE("loop.realtime: each option applied or refused with what to grant, the
   cpu_set_t cpus_after;
   pthread_getaffinity_np(pthread_self(), sizeof cpus_after, &cpus_after);
   CHECK(CPU_EQUAL(&cpus_before, &cpus_after));
+}
+
+TEST_CASE(
+    "loop.realtime.spin_us: a paced loop spins the end of its waits, the same steps, and unpaced it says it is "
+    "unused") {
+  auto run = [](const std::string& realtime, double rtf) {
+    std::string text = scenario_with(realtime);
+    text.replace(text.find("steps: 5"), 8, "steps: 20");
+    const Scenario sc = parse_scenario(text, "rt.yaml");
+    SessionOptions o;
+    o.real_time_factor = rtf;
+    Session s(sc, {}, o);
+    std::atomic<bool> stop{false};
+    CHECK(s.run(stop) == Outcome::completed);
+    return s.summary();
+  };
+  const nlohmann::json plain = run("{}", 1);
+  // 5 ms of every 10 ms wait spun: a wait whose sleep overshot by 5 ms does not spin, so
+  // not every one need have, but a loop that never spins fails
+  const nlohmann::json spun = run("{spin_us: 5000}", 1);
+  const std::string status = spun["realtime"]["spin_us"];
+  CAPTURE(status);
+  CHECK(status.rfind("applied: ", 0) == 0);
+  CHECK(status.find(" of 20 waits ended spinning") != std::string::npos);
+  CHECK(std::stoi(status.substr(9)) >= 1);
+  CHECK_FALSE(plain.contains("realtime"));
+  // pacing decides when, never what: the same state at the end
+  CHECK(spun["state_hash"] == plain["state_hash"]);
+  const nlohmann::json unpaced = run("{spin_us: 5000}", 0);
+  CHECK(unpaced["realtime"]["spin_us"].get<std::string>().rfind("not used: real_time_factor 0", 0) == 0);
 }

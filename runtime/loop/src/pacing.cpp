@@ -20,8 +20,9 @@ void sleep_until(Pacer::Clock::time_point deadline) {
 
 void Pacer::reduce_timer_slack() { prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); }
 
-void Pacer::start(Clock::time_point now, std::int64_t wall_period_ns) {
+void Pacer::start(Clock::time_point now, std::int64_t wall_period_ns, std::int64_t spin_ns) {
   wall_period_ns_ = wall_period_ns;
+  spin_ns_ = spin_ns > 0 ? spin_ns : 0;
   next_ = now + std::chrono::nanoseconds(wall_period_ns);
 }
 
@@ -48,11 +49,23 @@ void Pacer::woke(Clock::time_point deadline, Clock::time_point now) {
   wake_lateness_ns_.record(static_cast<std::uint64_t>(late > 0 ? late : 0));
 }
 
-void Pacer::wait_next() {
-  if (const auto deadline = after_step(Clock::now())) {
-    sleep_until(*deadline);
-    woke(*deadline, Clock::now());
+void Pacer::wait_until(Clock::time_point deadline) {
+  if (spin_ns_ > 0) {
+    sleep_until(deadline - std::chrono::nanoseconds(spin_ns_));
+    Clock::time_point now = Clock::now();
+    if (now < deadline) {
+      ++spun_;
+      while (now < deadline) now = Clock::now();
+    }
+    woke(deadline, now);
+    return;
   }
+  sleep_until(deadline);
+  woke(deadline, Clock::now());
+}
+
+void Pacer::wait_next() {
+  if (const auto deadline = after_step(Clock::now())) wait_until(*deadline);
 }
 
 }  // namespace tether::runtime

@@ -135,10 +135,13 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
     realtime.emplace(scenario_.loop.realtime);
     timing_.realtime_status = realtime->status();
   }
+  if (scenario_.loop.realtime.spin_us > 0)
+    timing_.realtime_status.emplace_back(
+        "spin_us", rtf_ > 0 ? "applied" : "not used: real_time_factor 0 does not pace the loop, nothing waits");
   const auto t0 = SteadyClock::now();
   const std::int64_t wall_period_ns =
       rtf_ > 0 ? static_cast<std::int64_t>(static_cast<double>(scenario_.loop.period_ns) / rtf_) : 0;
-  pacer_.start(t0, wall_period_ns);
+  pacer_.start(t0, wall_period_ns, scenario_.loop.realtime.spin_us * 1000);
   auto next_status = t0;
 
   op_->end_step = state_.step + (steps_total_ - steps_done_);
@@ -191,10 +194,7 @@ void Session::start_endpoints() {
 // the pacer's absolute deadline (nothing to wait for as fast as possible)
 void Session::pace() {
   enter(Phase::pace);
-  if (const auto deadline = pacer_.after_step(SteadyClock::now())) {
-    sleep_until(*deadline);
-    pacer_.woke(*deadline, SteadyClock::now());
-  }
+  if (const auto deadline = pacer_.after_step(SteadyClock::now())) pacer_.wait_until(*deadline);
 }
 
 // the live status line, at most every options_.status_interval_s
@@ -839,6 +839,10 @@ nlohmann::json Session::summary() const {
   if (!timing_.realtime_status.empty()) {
     auto& rt = out["realtime"] = json::object();
     for (const auto& [option, status] : timing_.realtime_status) rt[option] = status;
+    // the spin's share: a wait whose sleep overshot the spin's start did not spin
+    if (scenario_.loop.realtime.spin_us > 0 && rtf_ > 0)
+      rt["spin_us"] = "applied: " + std::to_string(pacer_.spun()) + " of " +
+                      std::to_string(pacer_.wake_lateness_ns().count()) + " waits ended spinning";
   }
   out["endpoints"] = json::array();
   for (const auto& e : endpoints_) out["endpoints"].push_back(endpoint_summary(*e));

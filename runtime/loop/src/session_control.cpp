@@ -93,7 +93,7 @@ const std::vector<Session::OperatorForce>& Session::operator_forces() const { re
 void Session::reanchor_pacer() {
   const std::int64_t wall_period_ns =
       rtf_ > 0 ? static_cast<std::int64_t>(static_cast<double>(scenario_.loop.period_ns) / rtf_) : 0;
-  pacer_.start(SteadyClock::now(), wall_period_ns);
+  pacer_.start(SteadyClock::now(), wall_period_ns, scenario_.loop.realtime.spin_us * 1000);
 }
 
 std::string Session::control_status() const {

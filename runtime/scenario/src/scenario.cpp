@@ -285,11 +285,12 @@ void parse_loop(const ConfigNode& l, LoopConfig& loop) {
     g.max_angular_speed_rad_s = p.number_or("max_angular_speed_rad_s", g.max_angular_speed_rad_s, Range::positive());
   }
   const ConfigNode rt = l["realtime"];
-  if (rt.yaml().IsDefined() && rt.expect_map({"lock_memory", "priority", "cpu"})) {
+  if (rt.yaml().IsDefined() && rt.expect_map({"lock_memory", "priority", "cpu", "spin_us"})) {
     RealtimeConfig& r = loop.realtime;
     r.lock_memory = rt.boolean_or("lock_memory", r.lock_memory);
     r.priority = static_cast<int>(rt.integer_or("priority", r.priority, 0, 99));
     r.cpu = static_cast<int>(rt.integer_or("cpu", r.cpu, -1, 1023));
+    r.spin_us = rt.integer_or("spin_us", r.spin_us, 0, 100'000);
   }
 }
 

@@ -41,6 +41,7 @@ struct SerialEndpointConfig {
   std::optional<SerialLaunchConfig> launch;
   std::int64_t handshake_timeout_ms = 5000;
   std::int64_t resend_ms = 20;  // re-send SENSORS(k) after this long without ACTUATE(k); 0: never
+  std::int64_t busy_poll_us = 0;  // gather() polls the line without sleeping this long after SENSORS(k)
   std::uint32_t log_lines_per_s = SerialProtocol::default_log_lines_per_s;  // firmware LOG rate limit; 0: none
   std::uint32_t log_burst = SerialProtocol::default_log_burst;              // lines let through at once
   std::vector<SerialDevice> table;                                          // devices offered in DEVICES

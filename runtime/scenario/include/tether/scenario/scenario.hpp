@@ -41,7 +41,8 @@ struct RealtimeConfig {
   bool lock_memory = false;  // mlockall: no page faults on the loop's memory
   int priority = 0;          // SCHED_FIFO at this priority (1..99); 0: the normal scheduler
   int cpu = -1;              // pin the loop thread to this CPU; -1: anywhere
-  bool any() const { return lock_memory || priority > 0 || cpu >= 0; }
+  std::int64_t spin_us = 0;  // the pacer spins the last spin_us of each wait instead of sleeping
+  bool any() const { return lock_memory || priority > 0 || cpu >= 0; }  // what RealtimeGuard applies
 };
 
 struct LoopConfig {
