@@ -535,12 +535,20 @@ int mapped(const std::string& part) {
 }
 
 TEST_CASE("identify: Ceres and its libraries are loaded by the first fit, not at start, and a missing module is said") {
-  // this test's process links the fit (as the tether program does): nothing of Ceres' yet
-  CHECK(mapped("libtether_fit_ceres") == 0);
-  for (const char* lib : {"libglog", "libcholmod", "liblapack", "libgfortran"}) {
+  // the tether program starts without them: none among the libraries it loads
+  int code = 0;
+  FILE* p = popen(("ldd " + TETHER_BINARY_DIR + "/tether 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string libs;
+  char buf[4096];
+  while (const std::size_t n = fread(buf, 1, sizeof buf, p)) libs.append(buf, n);
+  REQUIRE(pclose(p) == 0);
+  CHECK(libs.find("libstdc++") != std::string::npos);
+  for (const char* lib : {"libceres", "libtether_fit_ceres", "libglog", "libcholmod", "liblapack", "libgfortran"}) {
     INFO(lib);
-    CHECK(mapped(lib) == 0);
+    CHECK(libs.find(lib) == std::string::npos);
   }
+  // a fit opens the module (and with it Ceres' libraries)
   identify::Trial trial;
   std::string error;
   REQUIRE_MESSAGE(identify::load_trial(record(trial_scenario(4, representable, false), "module"), "", trial, &error),
@@ -553,14 +561,20 @@ TEST_CASE("identify: Ceres and its libraries are loaded by the first fit, not at
   CHECK(f.windows > 0);
   CHECK(mapped("libtether_fit_ceres") > 0);
   CHECK(mapped("libglog") > 0);
-  // a module that is not there: the command says which and where it looked, and fails
-  int code = 0;
-  const std::string out = run_cli("identify " + representable_trial() + " --max-delay-steps 0", code,
-                                  "TETHER_FIT_MODULE=/nonexistent/m.so");
+  // a module that is not there: the fit fails saying which and how to name another
+  const std::string missing = "TETHER_FIT_MODULE=/nonexistent/m.so";
+  const std::string out = run_cli("identify " + representable_trial() + " --max-delay-steps 0", code, missing);
   INFO(out);
-  CHECK(code != 0);
+  CHECK(code == 2);
   CHECK(out.find("cannot open the fit's solver module /nonexistent/m.so") != std::string::npos);
   CHECK(out.find("TETHER_FIT_MODULE") != std::string::npos);
+  // and a scenario whose estimate refits is refused when it is loaded, not at its first refit
+  const std::string check =
+      run_cli("check " + TETHER_SOURCE_DIR + "/config/scenarios/tank_identify.yaml", code, missing);
+  INFO(check);
+  CHECK(code == 2);
+  CHECK(check.find("refit_every_s: the batch refit cannot run here: cannot open the fit's solver module "
+                   "/nonexistent/m.so") != std::string::npos);
 }
 
 TEST_CASE("identify: the command fits, validates and writes a file tether run applies") {

@@ -64,13 +64,20 @@ Module open_module() {
   return m;
 }
 
+const Module& module() {
+  static const Module m = open_module();
+  return m;
+}
+
 }  // namespace
 
+std::string module_problem() { return module().solve ? std::string() : module().error; }
+
 void solve(const Problem& problem, Result& result) {
-  static const Module module = open_module();
-  if (!module.solve) throw std::runtime_error(module.error);
+  const Module& m = module();
+  if (!m.solve) throw std::runtime_error(m.error);
   std::string error;
-  if (!module.solve(problem, result, error)) throw std::runtime_error("the fit's solver failed: " + error);
+  if (!m.solve(problem, result, error)) throw std::runtime_error("the fit's solver failed: " + error);
 }
 
 }  // namespace tether::identify::lsq

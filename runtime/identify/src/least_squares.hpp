@@ -65,6 +65,10 @@ struct Result {
 /// thread); throws std::runtime_error where it cannot be opened or the solver failed.
 void solve(const Problem& problem, Result& result);
 
+/// Why solve() could not run here (the module cannot be opened, or is another build's);
+/// empty when it can. Opens the module as solve() would.
+std::string module_problem();
+
 /// The module's entry points (extern "C"): `tether_fit_abi` returns abi_version;
 /// `tether_fit_solve` solves and returns false with the reason in `error`, never throws.
 inline constexpr int abi_version = 1;

@@ -11,6 +11,7 @@
 
 #include "tether/identify/identify.hpp"
 #include "tether/loop/batch_refit.hpp"
+#include "least_squares.hpp"
 #include "trial_capture.hpp"
 
 namespace tether::identify {
@@ -153,9 +154,13 @@ class OnlineRefit final : public runtime::BatchRefit {
 }  // namespace
 
 void register_online_refit() {
-  runtime::set_batch_refit_factory([](const runtime::WorldModel& model, const runtime::RefitOptions& o) {
-    return std::make_unique<OnlineRefit>(model, o);
-  });
+  runtime::set_batch_refit_factory(
+      [](const runtime::WorldModel& model, const runtime::RefitOptions& o) {
+        return std::make_unique<OnlineRefit>(model, o);
+      },
+      // a scenario with a refit opens the solver's module when it is loaded: a module that is
+      // not there is said then, not at the first refit minutes into the trial
+      [] { return lsq::module_problem(); });
 }
 
 }  // namespace tether::identify

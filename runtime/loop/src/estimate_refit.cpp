@@ -26,6 +26,8 @@ void RefitSchedule::configure(const ConfigNode& node, const WorldModel& model, c
     node["refit_every_s"].error(
         "the batch refit is not available in this program (`tether` provides it; a program of its own "
         "calls tether::identify::register_online_refit() before loading the scenario)");
+  else if (const std::string why = batch_refit_problem(); !why.empty())
+    node["refit_every_s"].error("the batch refit cannot run here: " + why);
   model_ = model;
   options_ = options;
 }

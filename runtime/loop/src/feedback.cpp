@@ -67,9 +67,17 @@ BatchRefitFactory& refit_factory() {
   static BatchRefitFactory f;
   return f;
 }
+BatchRefitProbe& refit_probe() {
+  static BatchRefitProbe p;
+  return p;
+}
 }  // namespace
 
-void set_batch_refit_factory(BatchRefitFactory factory) { refit_factory() = std::move(factory); }
+void set_batch_refit_factory(BatchRefitFactory factory, BatchRefitProbe probe) {
+  refit_factory() = std::move(factory);
+  refit_probe() = std::move(probe);
+}
 const BatchRefitFactory& batch_refit_factory() { return refit_factory(); }
+std::string batch_refit_problem() { return refit_probe() ? refit_probe()() : std::string(); }
 
 }  // namespace tether::runtime

@@ -58,9 +58,15 @@ class BatchRefit {
 
 using BatchRefitFactory = std::function<std::unique_ptr<BatchRefit>(const WorldModel& model, const RefitOptions&)>;
 
+/// Whether a refit can run in this process: empty if so, else why not (checked when a
+/// scenario asking for a refit is loaded, so that it is refused then, not minutes into a trial).
+using BatchRefitProbe = std::function<std::string()>;
+
 /// Installs the refit (the identify library's register_online_refit() calls it); not thread-safe.
-void set_batch_refit_factory(BatchRefitFactory factory);
+void set_batch_refit_factory(BatchRefitFactory factory, BatchRefitProbe probe = {});
 /// The installed one; empty until then (a scenario asking for a refit is then refused).
 const BatchRefitFactory& batch_refit_factory();
+/// Why the installed refit cannot run here (its probe's answer); empty when it can.
+std::string batch_refit_problem();
 
 }  // namespace tether::runtime
