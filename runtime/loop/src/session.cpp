@@ -135,9 +135,6 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
     realtime.emplace(scenario_.loop.realtime);
     timing_.realtime_status = realtime->status();
   }
-  if (scenario_.loop.realtime.spin_us > 0)
-    timing_.realtime_status.emplace_back(
-        "spin_us", rtf_ > 0 ? "applied" : "not used: real_time_factor 0 does not pace the loop, nothing waits");
   const auto t0 = SteadyClock::now();
   const std::int64_t wall_period_ns =
       rtf_ > 0 ? static_cast<std::int64_t>(static_cast<double>(scenario_.loop.period_ns) / rtf_) : 0;
@@ -836,13 +833,17 @@ nlohmann::json Session::summary() const {
                       {"invalid_commands", devices_.invalid_commands + bank.counters().invalid_commands},
                       {"nonfinite_commands", devices_.nonfinite_commands}};
   if (recorder_) out["recording"] = {{"path", recorder_->path()}, {"dropped_items", recorder_->dropped()}};
-  if (!timing_.realtime_status.empty()) {
+  if (!timing_.realtime_status.empty() || scenario_.loop.realtime.spin_us > 0) {
     auto& rt = out["realtime"] = json::object();
     for (const auto& [option, status] : timing_.realtime_status) rt[option] = status;
-    // the spin's share: a wait whose sleep overshot the spin's start did not spin
-    if (scenario_.loop.realtime.spin_us > 0 && rtf_ > 0)
-      rt["spin_us"] = "applied: " + std::to_string(pacer_.spun()) + " of " +
-                      std::to_string(pacer_.wake_lateness_ns().count()) + " waits ended spinning";
+    // the spin's share (a wait whose sleep overshot the spin's start did not spin), told from
+    // the waits there were: an operator may change the factor of a live session either way
+    if (scenario_.loop.realtime.spin_us > 0) {
+      const std::uint64_t waits = pacer_.wake_lateness_ns().count();
+      rt["spin_us"] = waits > 0 ? "applied: " + std::to_string(pacer_.spun()) + " of " + std::to_string(waits) +
+                                      " waits ended spinning"
+                                : std::string("not used: nothing waited (real_time_factor 0 does not pace the loop)");
+    }
   }
   out["endpoints"] = json::array();
   for (const auto& e : endpoints_) out["endpoints"].push_back(endpoint_summary(*e));
