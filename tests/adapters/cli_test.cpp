@@ -573,6 +573,49 @@ TEST_CASE("--set: run and check take overrides, the session records them and rep
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("spin_us and busy_poll_us: bad values refused by name, a paced run with both steps and replays bit for bit") {
+  const std::string file = TETHER_SOURCE_DIR + "/config/scenarios/default.yaml";
+  struct Bad {
+    const char* set;
+    const char* said;
+  };
+  for (const Bad& b : {Bad{"loop.realtime.spin_us=abc", "loop.realtime.spin_us"},
+                       Bad{"loop.realtime.spin_us=1e308", "loop.realtime.spin_us"},
+                       Bad{"loop.realtime.spin_us=.nan", "loop.realtime.spin_us"},
+                       Bad{"loop.realtime.spin_us=-1", "loop.realtime.spin_us"},
+                       Bad{"loop.realtime.spin_us=100001", "loop.realtime.spin_us"},
+                       Bad{"loop.realtime.spin_ms=200", "spin_ms: unknown key"},
+                       Bad{"endpoints.firmware.busy_poll_us=fast", "busy_poll_us"},
+                       Bad{"endpoints.firmware.busy_poll_us=1e308", "busy_poll_us"},
+                       Bad{"endpoints.firmware.busy_poll_us=.nan", "busy_poll_us"},
+                       Bad{"endpoints.firmware.busy_poll_us=-5", "busy_poll_us"},
+                       Bad{"endpoints.firmware.busy_pol_us=500", "busy_pol_us: unknown key"}}) {
+    INFO(b.set);
+    const auto r = run(tether_fw + " check " + file + " --set " + b.set);
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(r.out.find(b.said) != std::string::npos, r.out);
+  }
+  // both on, paced (5x real time): every step runs, the summary says what they did, and the
+  // recording replays bit for bit
+  const std::string dir = temp_dir("spin");
+  const auto r = run(tether_fw + " run " + file +
+                     " --rtf 5 --steps 100 --quiet --set loop.realtime.spin_us=500 --set "
+                     "endpoints.firmware.busy_poll_us=2000 --out " +
+                     dir);
+  CHECK_MESSAGE(r.exit_code == 0, r.out);
+  std::ifstream f(dir + "/summary.json");
+  REQUIRE(f.good());
+  const auto summary = nlohmann::json::parse(f);
+  CHECK(summary["steps"] == 100);
+  CHECK(summary["endpoints"][0]["misses"] == 0);
+  CHECK(summary["realtime"]["spin_us"].get<std::string>().rfind("applied: ", 0) == 0);
+  CHECK(summary["endpoints"][0]["serial"]["busy_poll"]["us"] == 2000);
+  const auto replay = run(tether_exe + " replay " + dir + "/recording.mcap --verify --quiet");
+  CHECK_MESSAGE(replay.exit_code == 0, replay.out);
+  CHECK(replay.out.find("bit-identical") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("the same scenario at 1, 2 and 4 physics threads ends in the same state, and replays bit for bit") {
   // 200 balls and bricks poured into a tank: enough bodies that the step splits its work
   const std::string dir = temp_dir("physics-threads");
