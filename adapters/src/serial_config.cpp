@@ -204,26 +204,11 @@ std::vector<runtime::DeviceCommand> safe_commands(const runtime::ConfigNode& n, 
 SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
   const runtime::ConfigNode& n = config.node;
   SerialEndpointConfig out;
-  n.expect_map({"name",
-                "type",
-                "vehicle",
-                "deadline_ms",
-                "timeout_policy",
-                "port",
-                "baud",
-                "data_bits",
-                "parity",
-                "stop_bits",
-                "flow_control",
-                "launch",
-                "safe",
-                "devices",
-                "handshake_timeout_ms",
-                "resend_ms",
-                "busy_poll_us",
-                "log_lines_per_s",
-                "log_burst",
-                "goal"});
+  // clang-format off
+  n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "port", "baud", "data_bits", "parity",
+                "stop_bits", "flow_control", "launch", "safe", "devices", "handshake_timeout_ms", "resend_ms",
+                "busy_poll_us", "log_lines_per_s", "log_burst", "goal"});
+  // clang-format on
   const std::string base = scenario_dir(scenario);
 
   // where the firmware is: a port, or a program to launch

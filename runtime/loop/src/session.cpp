@@ -191,7 +191,7 @@ void Session::start_endpoints() {
 // the pacer's absolute deadline (nothing to wait for as fast as possible)
 void Session::pace() {
   enter(Phase::pace);
-  if (const auto deadline = pacer_.after_step(SteadyClock::now())) pacer_.wait_until(*deadline);
+  pacer_.wait_next();
 }
 
 // the live status line, at most every options_.status_interval_s

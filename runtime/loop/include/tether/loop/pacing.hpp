@@ -26,9 +26,8 @@ class Pacer {
   [[nodiscard]] std::optional<Clock::time_point> after_step(Clock::time_point now);
   /// The sleep until `deadline` (from after_step) ended at `now`: records how late it woke.
   void woke(Clock::time_point deadline, Clock::time_point now);
-  /// Waits until `deadline` (from after_step) as start() was told, and records how late it woke.
-  void wait_until(Clock::time_point deadline);
-  /// after_step and wait_until with the steady clock: what the session does.
+  /// after_step, then the wait (sleeping, and spinning its end where start() was told to)
+  /// with the steady clock, recording how late it woke: what the session does.
   void wait_next();
   /// Lowers this thread's timer slack so sleeps end closer to the deadline (Linux).
   static void reduce_timer_slack();
@@ -41,6 +40,8 @@ class Pacer {
   const Histogram& wake_lateness_ns() const { return wake_lateness_ns_; }
 
  private:
+  void wait_until(Clock::time_point deadline);
+
   Clock::time_point next_{};
   std::int64_t wall_period_ns_ = 0;
   std::int64_t spin_ns_ = 0;
