@@ -2,11 +2,16 @@
 // Small helpers shared by the benchmarks: timing and figure printing.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <set>
 #include <string>
+#include <thread>
+#include <utility>
 
 namespace tether::bench {
 
@@ -45,6 +50,23 @@ inline std::string format(const char* fmt, ...) {
   std::vsnprintf(buffer, sizeof buffer, fmt, args);
   va_end(args);
   return buffer;
+}
+
+/// The machine's physical cores: distinct (package, core) pairs of the CPUs Linux lists in
+/// /sys; where two hardware threads share a core (SMT) there are half as many as CPUs. Falls
+/// back to the CPU count where /sys does not say.
+inline unsigned physical_cores() {
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  std::set<std::pair<int, int>> cores;
+  for (unsigned c = 0; c < cpus; ++c) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    int package = -1, core = -1;
+    std::ifstream(dir + "physical_package_id") >> package;
+    std::ifstream(dir + "core_id") >> core;
+    if (package < 0 || core < 0) return cpus;
+    cores.emplace(package, core);
+  }
+  return cores.empty() ? cpus : static_cast<unsigned>(cores.size());
 }
 
 /// One headline figure, in the line bench/run_all.sh collects into its table:

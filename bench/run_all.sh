@@ -10,7 +10,7 @@
 #   --out DIR    where the outputs and table.md go (default bench/results/<date>-<host>)
 #   --quick      short runs (checks the script and the benchmarks, figures mean little)
 #   --only       a comma-separated subset: vehicle_step world_step collisions collisions_10k joints
-#                loop_overhead record_replay serial_lockstep mqtt_lockstep ardupilot_lockstep
+#                loop_overhead record_replay serial_lockstep mqtt_lockstep ardupilot_lockstep campaign
 # Environment: RUN_ALL_NO_BUILD=1 neither configures nor builds (a build copied to another
 #   machine with the libraries it loads has the programs but no CMake: docs/performance.md)
 set -euo pipefail
@@ -34,7 +34,7 @@ done
 out="${out:-bench/results/$(date +%Y%m%d-%H%M%S)-$(hostname -s)}"
 
 # the lock-step and recording figures first, the long physics scenes last
-all=(vehicle_step loop_overhead record_replay mqtt_lockstep ardupilot_lockstep serial_lockstep joints world_step collisions collisions_10k)
+all=(vehicle_step loop_overhead record_replay mqtt_lockstep ardupilot_lockstep serial_lockstep campaign joints world_step collisions collisions_10k)
 selected=()
 for b in "${all[@]}"; do
   if [[ -z "$only" || ",$only," == *",$b,"* ]]; then selected+=("$b"); fi
@@ -57,7 +57,9 @@ fi
 
 mkdir -p "$out"
 {
-  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(free -g | awk '/Mem:/{print $2}') GiB"
+  # physical cores: distinct (package, core) pairs; fewer than CPUs where two threads share a core
+  cores=$(for c in /sys/devices/system/cpu/cpu[0-9]*/topology; do echo "$(cat "$c/physical_package_id") $(cat "$c/core_id")"; done 2>/dev/null | sort -u | wc -l)
+  echo "machine: $(nproc) CPUs on ${cores} physical cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(free -g | awk '/Mem:/{print $2}') GiB"
   echo "system:  $(uname -sr); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"

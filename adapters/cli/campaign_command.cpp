@@ -81,6 +81,17 @@ int merge(const TestOptions& options) {
   return report(merged, out, false);
 }
 
+// a finished run's line: "[ 3/20] PASS  (1.2 s) name", and why it failed
+void print_finished(const campaign::RunResult& r, std::size_t finished, std::size_t total) {
+  char line[128];
+  std::snprintf(line, sizeof line, "[%*zu/%zu] %s  ", static_cast<int>(std::to_string(total).size()), finished, total,
+                r.verdict == campaign::RunVerdict::pass ? "PASS" : "FAIL");
+  std::string why = r.reason;
+  if (r.exit_code && *r.exit_code == 6 && !r.failures.empty()) why = r.failures.front().message();
+  std::snprintf(line + std::strlen(line), sizeof line - std::strlen(line), "(%.1f s) ", r.duration_s);
+  std::cerr << line << r.plan.name << (why.empty() ? "" : ": " + runtime::printable(why)) << '\n';
+}
+
 }  // namespace
 
 int test_command(const TestOptions& options) {
@@ -162,24 +173,22 @@ int test_command(const TestOptions& options) {
     std::cerr << "tether: " << assets_error << "; each report carries its own copy\n";
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t finished = 0;
-  // each finished run: a line, and the results so far on disk (a campaign killed outright
-  // still leaves them)
+  campaign::ResultsPacing pacing;
+  // each finished run: a line, and the results so far on disk, paced (a campaign killed
+  // outright still leaves them, a moment old)
   runner.on_finished = [&](const campaign::RunResult& r) {
     ++finished;
     result.runs.push_back(r);
-    std::sort(result.runs.begin(), result.runs.end(),
-              [](const auto& a, const auto& b) { return a.plan.index < b.plan.index; });
-    result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::string error;
-    if (!campaign::write_campaign_results(result, out_dir, &error)) std::cerr << "tether: " << error << '\n';
-    if (options.quiet) return;
-    char line[128];
-    std::snprintf(line, sizeof line, "[%*zu/%zu] %s  ", static_cast<int>(std::to_string(runs.size()).size()), finished,
-                  runs.size(), r.verdict == campaign::RunVerdict::pass ? "PASS" : "FAIL");
-    std::string why = r.reason;
-    if (r.exit_code && *r.exit_code == 6 && !r.failures.empty()) why = r.failures.front().message();
-    std::snprintf(line + std::strlen(line), sizeof line - std::strlen(line), "(%.1f s) ", r.duration_s);
-    std::cerr << line << r.plan.name << (why.empty() ? "" : ": " + runtime::printable(why)) << '\n';
+    const auto now = std::chrono::steady_clock::now();
+    if (pacing.due(now)) {
+      std::sort(result.runs.begin(), result.runs.end(),
+                [](const auto& a, const auto& b) { return a.plan.index < b.plan.index; });
+      result.wall_s = std::chrono::duration<double>(now - t0).count();
+      std::string error;
+      if (!campaign::write_campaign_results(result, out_dir, &error)) std::cerr << "tether: " << error << '\n';
+      pacing.wrote(now, std::chrono::steady_clock::now());
+    }
+    if (!options.quiet) print_finished(r, finished, runs.size());
   };
 
   std::cerr << "campaign \"" << campaign.name << "\": " << runs.size() << " runs";

@@ -344,6 +344,29 @@ TEST_CASE("tether test: Ctrl-C stops the workers and still writes the results so
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("tether test: killed outright, the campaign leaves the results of the runs it had finished") {
+  const std::string dir = temp_dir("campaign_sigkill");
+  const std::string file = dir + "/campaign.yaml";
+  std::ofstream(file) << "name: killed\nscenarios:\n  - {path: " + in_process_file +
+                             ", name: quick, set: {loop.real_time_factor: 0, loop.steps: 50}}\n  - {path: " +
+                             in_process_file + ", name: slow, set: {loop.real_time_factor: 1, loop.steps: 100000}}\n";
+  const std::string out = dir + "/out";
+  // once the quick run's line is out (the results are written before it): the campaign
+  // stopped (so it cannot notice), its worker killed, then the campaign itself, both SIGKILL
+  const auto r = run("sh -c '" + tether_exe + " test " + file + " -j 1 --out " + out + " >" + dir +
+                     "/log.txt 2>&1 & pid=$!; i=0; while ! grep -q \"quick\" " + dir +
+                     "/log.txt && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; kill -STOP $pid; "
+                     "pkill -KILL -P $pid; kill -KILL $pid; wait $pid; echo exit=$?'");
+  CAPTURE(slurp(dir + "/log.txt"));
+  CHECK(r.out.find("exit=137") != std::string::npos);
+  const auto j = campaign_json(out);
+  REQUIRE(j["runs"].size() >= 1);
+  CHECK(j["runs"][0]["verdict"] == "pass");
+  CHECK(j["runs"][0]["report"] == "000-quick/report.html");
+  CHECK(junit(out)["testcases"][0]["report"] == "000-quick/report.html");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("tether test: a malformed campaign file is a positioned config error, exit 2, nothing run") {
   const std::string dir = temp_dir("campaign_bad");
   const std::string file = dir + "/bad.yaml";

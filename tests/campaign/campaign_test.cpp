@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tether/campaign/campaign.hpp"
 #include "tether/scenario/config.hpp"
@@ -369,6 +372,48 @@ TEST_CASE("junit.xml and index.html: one testcase per run, a <failure> per faile
   CHECK(back.runs[5].verdict == RunVerdict::not_run);
   CHECK(back.runs[2].report == dir + "/002-a-fw-new-faults-stuck-compass-seed-7/report.html");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the results' links: relative to the folder they are written into, through a link or from outside it") {
+  const std::string real = temp_dir("links_real");
+  const std::string other = temp_dir("links_other");
+  const std::string link = temp_dir("links_link");
+  std::filesystem::remove_all(link);
+  std::filesystem::create_directory_symlink(real, link);
+  const auto all = expand_campaign(parse_campaign(campaign_text, "c.yaml"), {});
+  // the campaign writes into the link (the name a user gave); its runs' files lie under it
+  CampaignResult result = fake_result(all, all, link);
+  result.runs[3].report = other + "/elsewhere/report.html";                      // a file outside the folder
+  result.runs[4].report = link + "/./sub/../" + all[4].folder + "/report.html";  // ".." in the name
+  for (const std::string& dir : {link, link + "/"}) {
+    std::string error;
+    REQUIRE_MESSAGE(write_campaign_results(result, dir, &error), error);
+    const auto j = nlohmann::json::parse(slurp(real + "/campaign.json"));
+    CHECK(j["runs"][0]["report"] == all[0].folder + "/report.html");
+    CHECK(j["runs"][0]["folder"] == all[0].folder);
+    const std::string outside = std::filesystem::path(other).filename().string();
+    CHECK(j["runs"][3]["report"] == "../" + outside + "/elsewhere/report.html");
+    CHECK(j["runs"][4]["report"] == all[4].folder + "/report.html");
+  }
+  std::filesystem::remove(link);
+  std::filesystem::remove_all(real);
+  std::filesystem::remove_all(other);
+}
+
+TEST_CASE("the results are rewritten as runs finish, paced: at most a twentieth of the campaign's time") {
+  using namespace std::chrono_literals;
+  ResultsPacing pacing;  // factor 20
+  const ResultsPacing::Clock::time_point t0{};
+  CHECK(pacing.due(t0));       // the first finished run is written at once
+  pacing.wrote(t0, t0 + 2ms);  // a rewrite of 2 ms
+  CHECK_FALSE(pacing.due(t0 + 3ms));
+  CHECK_FALSE(pacing.due(t0 + 41ms));
+  CHECK(pacing.due(t0 + 42ms));                // 2 ms + 20 x 2 ms
+  pacing.wrote(t0 + 42ms, t0 + 42ms + 100us);  // cheap rewrites: after (almost) every run
+  CHECK(pacing.due(t0 + 44ms + 100us));
+  ResultsPacing every(0);  // factor 0: after every run
+  every.wrote(t0, t0 + 1s);
+  CHECK(every.due(t0 + 1s));
 }
 
 TEST_CASE("index.html's matrix: fault set x expectation, runs passed and the least margin, linking to that run") {

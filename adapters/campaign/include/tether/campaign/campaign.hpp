@@ -8,6 +8,7 @@
 // junit.xml, index.html: src/pages.cpp). Running the runs is runner.hpp's.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -189,6 +190,29 @@ std::string verdict_table(const CampaignResult& result);
 
 /// Writes campaign.json, junit.xml and index.html into `dir`; false with a message.
 bool write_campaign_results(const CampaignResult& result, const std::string& dir, std::string* error);
+
+/// When `tether test` rewrites its three result files as runs finish: after a finished run,
+/// unless the last rewrite ended less than `factor` times its own duration ago. A rewrite grows
+/// with the runs so far, so one after every run made a campaign's rewriting grow with the
+/// square of its runs and, with many workers, the campaign's one process the bottleneck; paced,
+/// rewriting takes at most 1 / (factor + 1) of that process's time however fast runs finish,
+/// and a campaign killed outright leaves results at most `factor` rewrites' time old. The
+/// results are written again at the end whatever this says.
+class ResultsPacing {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit ResultsPacing(double factor = 20) : factor_(factor) {}
+  /// true when a rewrite may start at `now`
+  bool due(Clock::time_point now) const { return now >= next_; }
+  /// a rewrite ran from `started` to `ended`
+  void wrote(Clock::time_point started, Clock::time_point ended) {
+    next_ = ended + std::chrono::duration_cast<Clock::duration>((ended - started) * factor_);
+  }
+
+ private:
+  double factor_;
+  Clock::time_point next_{};
+};
 
 /// `--merge`: the slices' results as one; their runs must come from the same campaign
 /// (fingerprint) and not overlap; runs no slice has are failed ("not run by any slice").
