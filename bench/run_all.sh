@@ -4,9 +4,13 @@
 # description. Full outputs go to the results folder. Figures are ratios against a baseline
 # measured in the same run wherever one exists (docs/performance.md, "Method").
 #
-# Usage: bench/run_all.sh [--quick] [--build DIR] [--out DIR] [--only NAME[,NAME...]]
+# Usage: bench/run_all.sh [--quick] [--build DIR] [--before DIR] [--out DIR] [--only NAME[,NAME...]]
 #   --build DIR  a Release build with the benchmarks (default build/rel; configured and
 #                built there when missing)
+#   --before DIR another Release build (an earlier commit's, same flags; never built here):
+#                every benchmark runs from both builds in turn, before then after, then
+#                after then before, and the table has a row per build and round: a before
+#                and after in one sitting
 #   --out DIR    where the outputs and table.md go (default bench/results/<date>-<host>)
 #   --quick      short runs (checks the script and the benchmarks, figures mean little)
 #   --only       a comma-separated subset: vehicle_step world_step collisions collisions_10k joints
@@ -17,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build/rel
+before=""
 out=""
 quick=0
 only=""
@@ -26,11 +31,16 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift ;;
     --out) out="$2"; shift ;;
     --only) only="$2"; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --before) before="$2"; shift ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_all: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
+if [[ -n "$before" && ! -d "$before/bench" ]]; then
+  echo "run_all: --before $before has no bench/ folder (a Release build with -DTETHER_BUILD_BENCH=ON)" >&2
+  exit 2
+fi
 out="${out:-bench/results/$(date +%Y%m%d-%H%M%S)-$(hostname -s)}"
 
 # the lock-step and recording figures first, the long physics scenes last
@@ -77,29 +87,65 @@ args_for() {
   esac
 }
 
+# the benchmarks find their scenarios and firmware through the build they belong to
+build_abs=$(cd "$build" && pwd)
+before_abs=""
+if [[ -n "$before" ]]; then
+  before_abs=$(cd "$before" && pwd)
+  echo "before:  $before_abs ($(git -C "$before_abs" rev-parse --short HEAD 2>/dev/null || echo 'commit unknown'))" |
+    tee -a "$out/machine.txt"
+fi
+
 status=0
-for b in "${selected[@]}"; do
-  echo "== $b $(args_for "$b")"
+# run_one NAME BUILD OUTPUT: one benchmark of one build, its output kept
+run_one() {
+  local b="$1" dir="$2" file="$3" rc=0 only_n="" start
   start=$(date +%s)
-  # shellcheck disable=SC2046
-  rc=0
-  only_n=""
+  if [[ ! -x "$dir/bench/${b%_10k}" ]]; then
+    echo "figure | (not in $dir) | - | -" >"$file"
+    echo "   not in $dir"
+    return
+  fi
   if [[ "$b" == collisions_10k ]] && ((!quick)); then only_n=10000; fi
-  env ${only_n:+ONLY=$only_n} TETHER_BUILD_DIR="$PWD/$build" "$build/bench/${b%_10k}" $(args_for "$b") \
-    >"$out/$b.txt" 2>&1 || rc=$?
+  # shellcheck disable=SC2046
+  env ${only_n:+ONLY=$only_n} TETHER_BUILD_DIR="$dir" "$dir/bench/${b%_10k}" $(args_for "$b") >"$file" 2>&1 || rc=$?
   if ((rc != 0)); then
-    echo "run_all: $b failed (exit $rc); its output is in $out/$b.txt" >&2
+    echo "run_all: $b failed (exit $rc); its output is in $file" >&2
     status=1
   fi
-  echo "   $(($(date +%s) - start)) s, $(grep -c '^figure |' "$out/$b.txt" || true) figures"
+  echo "   $(($(date +%s) - start)) s, $(grep -c '^figure |' "$file" || true) figures"
+}
+
+runs=()  # "NAME LABEL FILE" of every run, in the table's order
+for b in "${selected[@]}"; do
+  echo "== $b $(args_for "$b")"
+  if [[ -z "$before_abs" ]]; then
+    run_one "$b" "$build_abs" "$out/$b.txt"
+    runs+=("$b - $out/$b.txt")
+    continue
+  fi
+  for turn in before1 after1 after2 before2; do
+    dir=$build_abs
+    [[ "$turn" == before* ]] && dir=$before_abs
+    echo "   $turn"
+    run_one "$b" "$dir" "$out/$turn-$b.txt"
+    runs+=("$b $turn $out/$turn-$b.txt")
+  done
 done
 
 {
   echo
-  echo "| benchmark | figure | value | goal |"
-  echo "| --- | --- | --- | --- |"
-  for b in "${selected[@]}"; do
-    grep '^figure |' "$out/$b.txt" | sed "s/^figure |/| $b |/; s/\$/ |/" || true
+  if [[ -z "$before_abs" ]]; then
+    echo "| benchmark | figure | value | goal |"
+    echo "| --- | --- | --- | --- |"
+  else
+    echo "| benchmark | build, round | figure | value | goal |"
+    echo "| --- | --- | --- | --- | --- |"
+  fi
+  for r in "${runs[@]}"; do
+    read -r b label file <<<"$r"
+    if [[ "$label" == - ]]; then prefix="| $b |"; else prefix="| $b | $label |"; fi
+    grep '^figure |' "$file" | sed "s#^figure |#$prefix#; s/\$/ |/" || true
   done
   echo
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
