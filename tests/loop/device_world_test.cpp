@@ -74,6 +74,30 @@ TEST_CASE("device world: kinematics, water and gravity from the model and state"
   CHECK(view.gravity_m_s2.isApprox(Vec3(0, 0, -9.81)));
 }
 
+TEST_CASE("device world: update_kinematics refreshes what actuators read, to the bit, and keeps the accelerations") {
+  Tank t;
+  set_velocity(t.model, t.state, 0, Vec3(1, 2, 3), Vec3(0, 0, 0.5));
+  t.state.bodies[0].orientation = quat_from_rpy(0.1, -0.2, 0.3);
+  t.state.bodies[0].position_m = Vec3(1.5, -2, -4);
+  DeviceWorld whole(t.model), kinematics(t.model);
+  whole.update(t.state, nullptr, 0.01);
+  // earlier accelerations in the view stay as they were
+  kinematics.bodies[0].linear_acceleration_m_s2 = Vec3(7, 8, 9);
+  kinematics.bodies[0].angular_acceleration_rad_s2 = Vec3(-1, -2, -3);
+  kinematics.update_kinematics(t.state);
+  const hal::BodyKinematics& a = whole.bodies[0];
+  const hal::BodyKinematics& b = kinematics.bodies[0];
+  CHECK(a.position_m == b.position_m);
+  CHECK(a.orientation.coeffs() == b.orientation.coeffs());
+  CHECK(a.linear_velocity_m_s == b.linear_velocity_m_s);
+  CHECK(a.angular_velocity_rad_s == b.angular_velocity_rad_s);
+  CHECK(a.mass_kg == b.mass_kg);
+  CHECK(b.linear_acceleration_m_s2 == Vec3(7, 8, 9));
+  CHECK(b.angular_acceleration_rad_s2 == Vec3(-1, -2, -3));
+  // ray casts read the state it was given
+  CHECK(kinematics.ray_cast(Vec3(0, 0, -1), Vec3(0, 0, -1), 20, 0).hit);
+}
+
 TEST_CASE("device world: accelerations") {
   Tank t;
   DeviceWorld view(t.model);

@@ -188,8 +188,23 @@ DeviceWorld::DeviceWorld(const WorldModel& model, RayCastFn ray_cast_fn)
   water.current_m_s = model.water.current_m_s;
 }
 
-void DeviceWorld::update(const WorldState& state, const WorldState* previous, double dt_s, const StepInputs* inputs) {
+void DeviceWorld::update_kinematics(const WorldState& state) {
   state_ = &state;
+  const std::size_t n = std::min(bodies.size(), state.bodies.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const int id = static_cast<int>(i);
+    const BodyState& s = state.bodies[i];
+    hal::BodyKinematics& k = bodies[i];
+    k.position_m = s.position_m;
+    k.orientation = s.orientation;
+    k.linear_velocity_m_s = linear_velocity(model_, state, id);
+    k.angular_velocity_rad_s = angular_velocity(model_, state, id);
+    k.mass_kg = model_.bodies[i].mass_kg;
+  }
+}
+
+void DeviceWorld::update(const WorldState& state, const WorldState* previous, double dt_s, const StepInputs* inputs) {
+  update_kinematics(state);
   const std::size_t n = std::min(bodies.size(), state.bodies.size());
   const bool differences = previous && dt_s > 0 && previous->bodies.size() >= n;
   static const BodyWrench no_input{};
@@ -198,11 +213,6 @@ void DeviceWorld::update(const WorldState& state, const WorldState* previous, do
     const BodyModel& m = model_.bodies[i];
     const BodyState& s = state.bodies[i];
     hal::BodyKinematics& k = bodies[i];
-    k.position_m = s.position_m;
-    k.orientation = s.orientation;
-    k.linear_velocity_m_s = linear_velocity(model_, state, id);
-    k.angular_velocity_rad_s = angular_velocity(model_, state, id);
-    k.mass_kg = m.mass_kg;
     if (differences) {
       k.linear_acceleration_m_s2 = (k.linear_velocity_m_s - linear_velocity(model_, *previous, id)) / dt_s;
       k.angular_acceleration_rad_s2 = (k.angular_velocity_rad_s - angular_velocity(model_, *previous, id)) / dt_s;

@@ -555,7 +555,7 @@ void Session::command_devices(const StepContext& ctx) {
         if (st == hal::Status::invalid_value) nonfinite_command(slot, c.device, ctx);
       }
   const double dt = seconds(ctx.period_ns);
-  devices_.view.update(state_, nullptr, dt, &inputs_);
+  devices_.view.update_kinematics(state_);  // actuators read no accelerations
   bank.actuate(devices_.view, dt, devices_.wrenches);
   add_device_wrenches(devices_.wrenches, inputs_);
 }

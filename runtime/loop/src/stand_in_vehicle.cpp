@@ -246,7 +246,7 @@ StepStatus StandInVehicle::advance(const StepInputs& extra, double dt_s) {
   for (std::size_t i = 0; i < extra.wrenches.size() && i < s.inputs.wrenches.size(); ++i)
     s.inputs.wrenches[i] = extra.wrenches[i];
   if (s.bank.size() > 0) {
-    s.view.update(s.state, nullptr, dt_s, &s.inputs);
+    s.view.update_kinematics(s.state);  // actuators read no accelerations
     s.bank.actuate(s.view, dt_s, s.device_wrenches);
     for (hal::Wrench& w : s.device_wrenches) {
       w.force_body_n *= s.hidden.thrust_scale;

@@ -35,6 +35,12 @@ class DeviceWorld final : public hal::WorldView {
   /// come from body_forces() with `inputs` (nullptr: no external inputs), contacts excluded.
   /// Keeps the contact list (set it with set_contacts / clear it).
   void update(const WorldState& state, const WorldState* previous, double dt_s, const StepInputs* inputs = nullptr);
+  /// Refreshes only what actuators read (pose, velocities, mass) from `state`; the
+  /// accelerations keep their values. No actuator reads them (an IMU does, and sense()
+  /// refreshes the whole view first); without `previous`, update() computes them with
+  /// body_forces() for every body, the force model of a physics stage: before actuate() that
+  /// was most of the loop's `pre` phase.
+  void update_kinematics(const WorldState& state);
   /// Empties the contact list (call when the physics reports none, or before adding).
   void clear_contacts() { contacts.clear(); }
 
