@@ -7,6 +7,8 @@
 //                   thread: what this firmware and a pty allow
 //   2a endpoint     SerialEndpoint publish/gather by hand against the host firmware
 //   2  session      a Session at rtf 0 (physics, devices, endpoint) with the host firmware
+//   2p phases       one more session round with loop.profile_phases, out of the figures:
+//                   publish + gather against the loop's own work per step
 //   3  qemu         the same session with the Cortex-M3 build under qemu-system-arm
 //   4  real time    1 ms period for --duration s with the host firmware: overruns and
 //                   deadline misses, against a bare clock_nanosleep 1 kHz loop (the Pacer
@@ -156,7 +158,7 @@ class RawEcho {
 
 // the scenario: an AUV with the devices depth_heading_hold opens; `endpoint` is the YAML entry
 std::string scenario_text(const std::string& endpoint, long steps, double period_ms, double rtf,
-                          const std::string& realtime = "") {
+                          const std::string& realtime = "", const std::string& loop_extra = "") {
   return R"(name: serial_lockstep
 world:
   water: {density_kg_m3: 1025, surface_z_m: 0}
@@ -179,7 +181,7 @@ vehicles:
           - {name: thruster_vrear, kind: thruster, mount: {position_m: [-0.35, 0, 0], orientation_rpy_deg: [0, 90, 0]}}
 loop: {period_ms: )" +
          std::to_string(period_ms) + ", real_time_factor: " + std::to_string(rtf) +
-         ", steps: " + std::to_string(steps) + (realtime.empty() ? "" : ", realtime: " + realtime) +
+         ", steps: " + std::to_string(steps) + (realtime.empty() ? "" : ", realtime: " + realtime) + loop_extra +
          "}\nrecording: {enabled: false}\nendpoints:\n" + endpoint;
 }
 
@@ -450,6 +452,28 @@ int main(int argc, char** argv) {
                 bench::format("%.2f (%.0f vs %.0f /s; best rounds %.2f)", session.rate / ceiling.rate, session.rate,
                               ceiling.rate, best_raw > 0 ? best_session / best_raw : 0.0),
                 ">= 0.85");
+
+  // 2p: where the session's step goes: one more round with loop.profile_phases (two clock
+  // reads a phase, so it is kept out of the figures above): the round trip (publish + gather)
+  // against the loop's own work, which is what separates row 2 from row 2a
+  {
+    runtime::Histogram h_profiled;
+    double w_profiled = 0;
+    const SessionRound s = run_session(scenario_text(launch_entry("{command: ['" + firmware + "']}", "block", 1000),
+                                                     per_round, 10, 0, "", ", profile_phases: true"),
+                                       h_profiled, w_profiled);
+    const nlohmann::json& phases = s.summary["phase_profile"]["phases"];
+    double round_trip = 0, loop_work = 0;
+    std::string each;
+    for (const auto& [name, p] : phases.items()) {
+      const double ns = p.value("mean_ns_per_step", 0.0);
+      (name == "publish" || name == "gather" ? round_trip : loop_work) += ns;
+      if (ns >= 100) each += bench::format(" %s %.0f", name.c_str(), ns);
+    }
+    std::printf("  2p session phases, one more round with loop.profile_phases (ns per step):%s\n", each.c_str());
+    std::printf("     publish + gather %.1f us, the loop's own work %.1f us (%.0f %% of the step)\n", round_trip / 1e3,
+                loop_work / 1e3, round_trip + loop_work > 0 ? 100.0 * loop_work / (round_trip + loop_work) : 0.0);
+  }
 
   // 4: real time, 1 ms period: the bare Pacer first, then the session, each for duration_s
   const long rt_steps = static_cast<long>(duration_s * 1000);
