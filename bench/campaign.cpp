@@ -73,8 +73,17 @@ CampaignRun run_campaign(const std::string& file, const std::string& out, unsign
 int main(int argc, char** argv) {
   const bool quick = tether::bench::quick_mode(argc, argv);
   std::size_t runs = quick ? 4 : 64;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--runs") runs = static_cast<std::size_t>(std::max(1L, std::atol(argv[i + 1])));
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--runs") continue;
+    char* end = nullptr;
+    const long n = i + 1 < argc ? std::strtol(argv[i + 1], &end, 10) : 0;
+    if (end == nullptr || *end != '\0' || n < 1 || n > 100000) {
+      std::fprintf(stderr, "campaign: --runs takes a whole number from 1 to 100000, got %s\n",
+                   i + 1 < argc ? argv[i + 1] : "nothing");
+      return 2;
+    }
+    runs = static_cast<std::size_t>(n);
+  }
   const int steps = quick ? 50 : 200;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const unsigned physical = bench::physical_cores();

@@ -43,18 +43,18 @@ bool has_dot_dot(const fs::path& p) {
 std::string relative_to(const std::string& path, const std::string& dir) {
   if (path.empty()) return path;
   std::error_code ec;
-  const fs::path p = fs::absolute(path, ec).lexically_normal();
-  const fs::path d = fs::absolute(dir, ec).lexically_normal();
+  const fs::path p = fs::absolute(path, ec);
+  const fs::path d = fs::absolute(dir, ec);
   // the common case, a run's file inside the campaign's folder: the rest of its name, whatever
   // links the folder's own path goes through. fs::relative resolves every component of both
   // paths (a readlink each): for every path of every rewrite of the results, it was most of
   // what the campaign's process did (docs/campaigns.md, "The campaign's own work"). Names with
   // ".." in them take that way still (a link before ".." leads elsewhere than the text says).
   if (!ec && !has_dot_dot(path) && !has_dot_dot(dir)) {
-    const fs::path lexical = p.lexically_relative(d);
+    const fs::path lexical = p.lexically_normal().lexically_relative(d.lexically_normal());
     if (!lexical.empty() && *lexical.begin() != "..") return lexical.string();
   }
-  const fs::path rel = fs::relative(fs::absolute(path, ec), fs::absolute(dir, ec), ec);
+  const fs::path rel = fs::relative(p, d, ec);
   return ec || rel.empty() ? path : rel.string();
 }
 

@@ -136,9 +136,7 @@ Outcome Session::run(const std::atomic<bool>& stop_requested) {
     timing_.realtime_status = realtime->status();
   }
   const auto t0 = SteadyClock::now();
-  const std::int64_t wall_period_ns =
-      rtf_ > 0 ? static_cast<std::int64_t>(static_cast<double>(scenario_.loop.period_ns) / rtf_) : 0;
-  pacer_.start(t0, wall_period_ns, scenario_.loop.realtime.spin_us * 1000);
+  reanchor_pacer(t0);
   auto next_status = t0;
 
   op_->end_step = state_.step + (steps_total_ - steps_done_);

@@ -90,10 +90,10 @@ void Session::init_control() {
 
 const std::vector<Session::OperatorForce>& Session::operator_forces() const { return op_->forces; }
 
-void Session::reanchor_pacer() {
+void Session::reanchor_pacer(SteadyClock::time_point now) {
   const std::int64_t wall_period_ns =
       rtf_ > 0 ? static_cast<std::int64_t>(static_cast<double>(scenario_.loop.period_ns) / rtf_) : 0;
-  pacer_.start(SteadyClock::now(), wall_period_ns, scenario_.loop.realtime.spin_us * 1000);
+  pacer_.start(now, wall_period_ns, scenario_.loop.realtime.spin_us * 1000);
 }
 
 std::string Session::control_status() const {
@@ -422,7 +422,7 @@ void Session::handle_request(ControlRequest& r) {
                    if (!std::isfinite(s.rtf) || s.rtf < 0 || s.rtf > 1000)
                      return answer(false, "the real-time factor must be a number in 0..1000 (0: as fast as possible)");
                    rtf_ = s.rtf;
-                   reanchor_pacer();
+                   reanchor_pacer(SteadyClock::now());
                    if (recorder_) recorder_->set_wait_when_full(rtf_ == 0);
                    event("real-time factor set to " + std::to_string(rtf_) + " at step " + std::to_string(state_.step));
                    answer(true, control_status());
@@ -546,7 +546,7 @@ bool Session::service_control(const std::atomic<bool>& stop_requested) {
   if (held) {
     for (auto& e : endpoints_) e->paused(false);
     op.paused_wall_s += std::chrono::duration<double>(SteadyClock::now() - held_since).count();
-    reanchor_pacer();  // no burst of steps to make up the pause
+    reanchor_pacer(SteadyClock::now());  // no burst of steps to make up the pause
   }
   return true;
 }

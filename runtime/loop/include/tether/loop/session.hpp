@@ -196,7 +196,9 @@ class Session {
   bool live_fault(const std::string& text, std::uint64_t step, FaultConfig& out, std::string* why) const;
   void add_fault(const FaultConfig& fault);  // creates the injector on the first
   void apply_operator_inputs(const StepContext& ctx);
-  void reanchor_pacer();
+  /// (Re)starts the pacer's schedule at `now`: the wall period from the period and the real-time
+  /// factor, the spin from loop.realtime (run() at the start; a live pause or rate change)
+  void reanchor_pacer(SteadyClock::time_point now);
   void seek(std::uint64_t target, ControlRequest& request);
   std::int64_t run_until_target(double time_s, std::string* why) const;
   void hold_at_end();
