@@ -71,6 +71,7 @@ def main():
     ap.add_argument("--flood-level", type=int, default=0)
     ap.add_argument("--log-before-ready", default=None)
     ap.add_argument("--close-at", type=int, default=-1)
+    ap.add_argument("--reply-delay-ms", type=float, default=0.0)  # sleep before each ACTUATE
     args = ap.parse_args()
 
     fd = os.open(os.environ["TETHER_PORT"], os.O_RDWR | os.O_NOCTTY)
@@ -181,6 +182,8 @@ def main():
                 send(w.LOG, step, w.log(args.flood_level, "flood %d" % i))
         if args.log_every and step % args.log_every == 0:
             send(w.LOG, step, w.log(0, "step %d" % step))
+        if args.reply_delay_ms > 0:
+            time.sleep(args.reply_delay_ms / 1000.0)
         send(w.ACTUATE, step, w.actuate(commands))
         if step == args.stale_at:
             send(w.ACTUATE, step, w.actuate(commands))
