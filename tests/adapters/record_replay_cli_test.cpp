@@ -291,11 +291,18 @@ TEST_CASE("a session killed with SIGKILL leaves a truncated recording that loads
           "--quiet", "--out", dir.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  // once the file exists the session is running; the recorder flushes every second
+  // the recorder flushes every second: kill once the file on disk holds 50 steps (asked of
+  // `tether info` on the live file; a fixed 1.5 s wait was short for a loaded machine, whose
+  // paced loop re-anchors instead of catching up), or after 8 s
   const std::string rec = dir + "/recording.mcap";
-  for (int i = 0; i < 200 && !std::filesystem::exists(rec); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (int i = 0; i < 80; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!std::filesystem::exists(rec)) continue;
+    const auto live = sh(tether_bin + " info --json " + rec + " 2>/dev/null");
+    if (live.exit_code != 0) continue;
+    const auto j = nlohmann::json::parse(live.out, nullptr, false);
+    if (j.is_object() && j.contains("steps") && j["steps"].get<std::uint64_t>() >= 50) break;
+  }
   REQUIRE(kill(pid, SIGKILL) == 0);
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -148,7 +149,9 @@ TEST_CASE("serial: readings reach the firmware and its commands come back by ban
 }
 
 TEST_CASE("serial: firmware that goes silent at step 20, policy hold: the last reply stays applied") {
-  SessionRun run(auv_scenario(fake_endpoint("--silent-at 20", "hold", 30), 30));
+  // 100 ms: each silent step has room for several re-sends (every 20 ms); at 30 ms it had one
+  // chance, lost when the loop woke 10 ms late on a loaded machine
+  SessionRun run(auv_scenario(fake_endpoint("--silent-at 20", "hold", 100), 30));
   REQUIRE(run.run() == Outcome::completed);
   SerialEndpoint& ep = run.endpoint();
   CHECK(ep.counters.misses >= 10);
@@ -177,12 +180,28 @@ TEST_CASE("serial: firmware that goes silent at step 5, policy abort: the sessio
 }
 
 TEST_CASE("serial: firmware that goes silent at step 5, policy block: waits, re-sending SENSORS, until stopped") {
-  SessionRun run(auv_scenario(fake_endpoint("--silent-at 5", "block", 50), 30));
+  // the re-sends counted from step 5 on: a reply slower than resend_ms before the silence
+  // (a loaded machine) is re-sent too, and must not stop the session before step 5
+  runtime::SessionOptions options;
+  SessionRun* self = nullptr;
+  std::atomic<std::uint64_t> resent_at_silence{0};
+  std::atomic<bool> silent{false};
+  std::uint64_t steps = 0;
+  options.after_step = [&](const runtime::WorldState&) {
+    if (++steps == 5) {
+      resent_at_silence = dynamic_cast<SerialEndpoint&>(*self->session->endpoints()[0]).serial_counters().resent;
+      silent = true;
+    }
+    return true;
+  };
+  SessionRun run(auv_scenario(fake_endpoint("--silent-at 5", "block", 50), 30), options);
+  self = &run;
   std::thread stopper([&] {
-    // stop once the endpoint has asked again a few times (or after 20 s, so the test ends)
+    // stop once the endpoint has asked again a few times in the silence (or after 20 s, so
+    // the test ends)
     for (int i = 0; i < 4000; ++i) {
-      if (run.session->endpoints().size() == 1 && i > 0 &&
-          dynamic_cast<SerialEndpoint&>(*run.session->endpoints()[0]).serial_counters().resent >= 3)
+      if (silent &&
+          dynamic_cast<SerialEndpoint&>(*run.session->endpoints()[0]).serial_counters().resent >= resent_at_silence + 3)
         break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -199,7 +218,7 @@ TEST_CASE("serial: firmware that goes silent at step 5, policy block: waits, re-
   stopper.join();
   CHECK(outcome == Outcome::stopped);
   CHECK(run.session->steps_done() == 5);
-  CHECK(run.endpoint().serial_counters().resent >= 3);
+  CHECK(run.endpoint().serial_counters().resent >= resent_at_silence + 3);
 }
 
 TEST_CASE("serial: garbage on the line mid-stream is dropped, counted, and the stream resynchronizes") {

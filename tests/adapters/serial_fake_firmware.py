@@ -16,7 +16,7 @@ make it misbehave at a chosen step:
   --drop-at N       ignore the first SENSORS(N) (the runtime must send it again)
   --error-at N      answer SENSORS(N) with ERROR(FIRMWARE)
   --log-every N     a LOG line every N steps
-  --late-log-at N   0.1 s after ACTUATE(N): a LOG line "late log after step N" (it
+  --late-log-at N   0.5 s after ACTUATE(N): a LOG line "late log after step N" (it
                     arrives between steps, while no gather waits for it)
   --flood-at N      before ACTUATE(N): --flood-count LOG lines (default 4000) at level
                     --flood-level (0 info, 1 warning, 2 error), "flood I"
@@ -188,7 +188,7 @@ def main():
         if step == args.stale_at:
             send(w.ACTUATE, step, w.actuate(commands))
         if step == args.late_log_at and answered != step:
-            time.sleep(0.1)
+            time.sleep(0.5)
             send(w.LOG, step, w.log(0, "late log after step %d" % step))
         answered = step
 

@@ -127,7 +127,7 @@ TEST_CASE("serial: a LOG line of the handshake is logged at its level - warning 
 }
 
 TEST_CASE("serial: a LOG line that comes between steps is read while the loop waits elsewhere, and kept") {
-  // The fake firmware sends a LOG line 0.1 s after ACTUATE(5). The loop is then in its
+  // The fake firmware sends a LOG line 0.5 s after ACTUATE(5). The loop is then in its
   // after-step hook, not in gather(): only the I/O thread's reads between steps can take it
   // in (the loop thread reads the line itself only from publish() to the end of gather()).
   LogCapture log;
