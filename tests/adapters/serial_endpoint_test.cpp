@@ -186,9 +186,8 @@ TEST_CASE("serial: firmware that goes silent at step 5, policy block: waits, re-
   SessionRun* self = nullptr;
   std::atomic<std::uint64_t> resent_at_silence{0};
   std::atomic<bool> silent{false};
-  std::uint64_t steps = 0;
-  options.after_step = [&](const runtime::WorldState&) {
-    if (++steps == 5) {
+  options.after_step = [&](const runtime::WorldState& s) {
+    if (s.step == 5) {  // S_5: steps 0 to 4 answered, SENSORS(5) goes unanswered
       resent_at_silence = dynamic_cast<SerialEndpoint&>(*self->session->endpoints()[0]).serial_counters().resent;
       silent = true;
     }
@@ -217,6 +216,7 @@ TEST_CASE("serial: firmware that goes silent at step 5, policy block: waits, re-
   }
   stopper.join();
   CHECK(outcome == Outcome::stopped);
+  CHECK(silent);  // the hook saw step 5: the re-sends above were counted from the silence on
   CHECK(run.session->steps_done() == 5);
   CHECK(run.endpoint().serial_counters().resent >= resent_at_silence + 3);
 }
