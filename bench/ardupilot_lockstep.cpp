@@ -29,10 +29,10 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_util.hpp"
-#include "tether/adapters/ardupilot_endpoint.hpp"
-#include "tether/adapters/ardupilot_json.hpp"
-#include "tether/adapters/ardupilot_standin.hpp"
-#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/ardupilot/ardupilot_endpoint.hpp"
+#include "tether/ardupilot/ardupilot_json.hpp"
+#include "tether/ardupilot_standin/ardupilot_standin.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
 #include "tether/loop/session.hpp"
 
 using namespace tether;

@@ -38,7 +38,7 @@
 #include "../tests/stand_in_endpoint.hpp"
 #include "example_controllers.hpp"
 #include "test_paths.hpp"
-#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
 #include "tether/hal/device_bank.hpp"
 #include "tether/identify/identify.hpp"
 #include "tether/loop/recorder_inputs.hpp"
@@ -598,7 +598,7 @@ void mqtt_row(const std::string& path, const std::string& text, double trial_s) 
   for (const auto& proc : session.processors())
     if (proc->type() == "estimate") proc->summarize(mqtt.estimate);
   std::uint64_t misses = 0;
-  for (const auto& e : session.endpoints()) misses += e->counters.misses;
+  for (std::size_t i = 0; i < session.endpoints().size(); ++i) misses += session.endpoint_counters(i).misses;
   const StandInRun local =
       run_stand_in(text, path, "in-process", {"estimate", "kalman"}, 1, trial_s, 0, /*keep_loop_seed=*/true);
   double largest = 0;

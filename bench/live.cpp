@@ -24,7 +24,7 @@
 #include "bench_util.hpp"
 #include "example_controllers.hpp"
 #include "test_paths.hpp"
-#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
 #include "tether/live/client.hpp"
 #include "tether/live/server.hpp"
 #include "tether/loop/session.hpp"

@@ -27,11 +27,11 @@
 #include "bench_util.hpp"
 #include "example_controllers.hpp"
 #include "test_paths.hpp"
-#include "tether/adapters/child_process.hpp"
-#include "tether/adapters/endpoint_factory.hpp"
-#include "tether/adapters/mqtt_endpoint.hpp"
-#include "tether/adapters/mqtt_messages.hpp"
-#include "tether/adapters/mqtt_socket.hpp"
+#include "tether/process/child_process.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
+#include "tether/mqtt/mqtt_endpoint.hpp"
+#include "tether/mqtt/mqtt_messages.hpp"
+#include "tether/mqtt/mqtt_socket.hpp"
 #include "tether/hal/device_bank.hpp"
 #include "tether/loop/histogram.hpp"
 #include "tether/loop/session.hpp"
@@ -270,13 +270,14 @@ void lock_step(const std::string& broker, bool nodelay, long steps, const std::s
   const nlohmann::json s = session_run.summary();
   std::filesystem::remove_all(tmpl);
   const runtime::Endpoint& ep = *session_run.endpoints()[1];
+  const runtime::EndpointCounters& counters = session_run.endpoint_counters(1);
   f.add(session_run.steps_done(), s["wall_time_s"].get<double>());
   if (round_trip) {
     round_trip->count += session_run.steps_done();
-    round_trip->p50_us = static_cast<double>(ep.counters.round_trip_ns.percentile(0.5)) * 1e-3;
-    round_trip->p99_us = static_cast<double>(ep.counters.round_trip_ns.percentile(0.99)) * 1e-3;
+    round_trip->p50_us = static_cast<double>(counters.round_trip_ns.percentile(0.5)) * 1e-3;
+    round_trip->p99_us = static_cast<double>(counters.round_trip_ns.percentile(0.99)) * 1e-3;
   }
-  errors += ep.counters.misses + ep.counters.stale + ep.counters.corrupt;
+  errors += counters.misses + ep.link_counts().stale + ep.link_counts().corrupt;
 }
 
 }  // namespace

@@ -23,7 +23,7 @@
 #include "bench_util.hpp"
 #include "example_controllers.hpp"
 #include "test_paths.hpp"
-#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
 #include "tether/recording/recorder.hpp"
 #include "tether/loop/recorder_inputs.hpp"
 #include "tether/loop/replay_endpoint.hpp"

@@ -40,11 +40,11 @@
 
 #include "bench_util.hpp"
 #include "test_paths.hpp"
-#include "tether/adapters/child_process.hpp"
-#include "tether/adapters/endpoint_factory.hpp"
-#include "tether/adapters/serial_endpoint.hpp"
-#include "tether/adapters/serial_port.hpp"
-#include "tether/adapters/serial_protocol.hpp"
+#include "tether/process/child_process.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
+#include "tether/serial/serial_endpoint.hpp"
+#include "tether/serial/serial_port.hpp"
+#include "tether/serial/serial_protocol.hpp"
 #include "tether/hal/device_bank.hpp"
 #include "tether/loop/device_world.hpp"
 #include "tether/loop/histogram.hpp"
@@ -325,7 +325,7 @@ SessionRound run_session(const std::string& text, runtime::Histogram& h, double&
   SessionRound r;
   r.summary = session.summary();
   r.steps = session.steps_done();
-  r.misses = session.endpoints()[0]->counters.misses;
+  r.misses = session.endpoint_counters(0).misses;
   r.intervals_over_2ms = over_2ms;
   wall += r.summary["wall_time_s"].get<double>();
   return r;

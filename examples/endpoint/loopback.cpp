@@ -12,8 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
 #include "tether/loop/endpoint.hpp"
+#include "tether/scenario/endpoint_types.hpp"
 
 namespace tether::examples {
 
@@ -21,12 +22,15 @@ namespace {
 
 using namespace tether::runtime;
 
+// its own keys, beside the common ones; the registration carries the same list
+constexpr const char* loopback_keys[] = {"force_n"};
+
 class LoopbackEndpoint final : public Endpoint {
  public:
   // configure: read the keys (unknown ones are errors with their file position); may allocate
   LoopbackEndpoint(const EndpointConfig& config, const Scenario& scenario) : Endpoint(config) {
     const ConfigNode& n = config.node;
-    n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "force_n"});
+    expect_endpoint_keys(n, loopback_keys);
     force_world_n_ = n.vec3_or("force_n", Vec3(0, 0, 0));
     if (config.vehicle_index < 0) {
       if (!n.has("vehicle")) n.error("a loopback endpoint needs `vehicle`");
@@ -83,9 +87,10 @@ bool register_loopback_endpoint() {
   // the registry line
   adapters::endpoint_kinds().add(
       "loopback",
-      [](const EndpointConfig& config, const Scenario& scenario) -> std::unique_ptr<Endpoint> {
-        return std::make_unique<LoopbackEndpoint>(config, scenario);
-      },
+      {[](const EndpointConfig& config, const Scenario& scenario) -> std::unique_ptr<Endpoint> {
+         return std::make_unique<LoopbackEndpoint>(config, scenario);
+       },
+       loopback_keys, /*link_faults=*/false},
       "examples/endpoint: a vehicle that is its twin, pushed by a constant force");
   return adapters::endpoint_kinds().find("loopback") != nullptr;
 }

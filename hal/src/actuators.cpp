@@ -242,4 +242,17 @@ void actuate_device(const DeviceSpec& spec, const double* u, ActuatorState& stat
   }
 }
 
+void dc_motor_react(const DeviceSpec& spec, const double* x, const WorldView& view, Wrench* per_body,
+                    std::size_t bodies) {
+  const int driven = std::get<DcMotorParams>(spec.params).driven_body;
+  if (driven >= 0 && static_cast<std::size_t>(driven) < bodies && static_cast<std::size_t>(driven) < view.bodies.size() &&
+      static_cast<std::size_t>(spec.body) < view.bodies.size()) {
+    const Vec3 shaft_world =
+        view.bodies[static_cast<std::size_t>(spec.body)].orientation * (spec.mount.orientation * Vec3::UnitX());
+    const Vec3 torque_world = x[1] * shaft_world;
+    per_body[static_cast<std::size_t>(driven)].torque_body_nm +=
+        view.bodies[static_cast<std::size_t>(driven)].orientation.conjugate() * torque_world;
+  }
+}
+
 }  // namespace tether::hal

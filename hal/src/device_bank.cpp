@@ -385,19 +385,8 @@ void DeviceBank::actuate(const WorldView& view, double dt_s, std::vector<Wrench>
     if (d.held.valid)
       for (int i = 0; i < d.info->channels; ++i) u[i] = d.held.ch[static_cast<std::size_t>(i)];
     actuate_device(d.spec, u, d.actuator, view, dt_s, per_body[static_cast<std::size_t>(d.spec.body)]);
-    if (d.spec.kind == TETHER_KIND_DC_MOTOR) {
-      // a motor that turns another body: the armature torque about the shaft, on that body
-      const int driven = std::get<DcMotorParams>(d.spec.params).driven_body;
-      if (driven >= 0 && static_cast<std::size_t>(driven) < per_body.size() &&
-          static_cast<std::size_t>(driven) < view.bodies.size() &&
-          static_cast<std::size_t>(d.spec.body) < view.bodies.size()) {
-        const Vec3 shaft_world =
-            view.bodies[static_cast<std::size_t>(d.spec.body)].orientation * (d.spec.mount.orientation * Vec3::UnitX());
-        const Vec3 torque_world = d.actuator.x[1] * shaft_world;
-        per_body[static_cast<std::size_t>(driven)].torque_body_nm +=
-            view.bodies[static_cast<std::size_t>(driven)].orientation.conjugate() * torque_world;
-      }
-    }
+    // an actuator that also acts on another body (a motor turning a wheel or a joint's child)
+    if (d.info->react) d.info->react(d.spec, d.actuator.x.data(), view, per_body.data(), per_body.size());
   }
 }
 

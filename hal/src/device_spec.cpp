@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 
+#include "tether/hal/actuators.hpp"
 #include "tether/hal/overloaded.hpp"
+#include "tether/hal/sensors.hpp"
 
 namespace tether::hal {
 
@@ -54,9 +56,20 @@ constexpr KindInfo row(DeviceKind kind) {
 // every value the enum can hold (its range is 0..127: no enumerator above 68)
 constexpr int kind_slots = 128;
 
+// what generic code asks of a kind (KindInfo's properties and hooks), beside its row
+constexpr void properties(std::array<KindInfo, kind_slots>& t) {
+  for (DeviceKind k : {TETHER_KIND_THRUSTER, TETHER_KIND_DC_MOTOR, TETHER_KIND_FIN, TETHER_KIND_SERVO})
+    t[static_cast<std::size_t>(k)].one_command = true;
+  t[TETHER_KIND_TENSION].reads_joint_loads = true;
+  t[TETHER_KIND_ENCODER].reads_joint_coordinates = true;
+  t[TETHER_KIND_DEPTH].wire_form = depth_wire_form;
+  t[TETHER_KIND_DC_MOTOR].react = dc_motor_react;
+}
+
 constexpr std::array<KindInfo, kind_slots> make_table() {
   std::array<KindInfo, kind_slots> t{};
   for (int k = 0; k < kind_slots; ++k) t[static_cast<std::size_t>(k)] = row(static_cast<DeviceKind>(k));
+  properties(t);
   return t;
 }
 constexpr std::array<KindInfo, kind_slots> kinds = make_table();

@@ -393,4 +393,8 @@ void encode_sample(const DeviceSpec& spec, const Sample& s, std::uint8_t* out) {
   }
 }
 
+void depth_wire_form(const DeviceSpec& spec, double* ch) {
+  ch[1] = std::get<DepthParams>(spec.params).atmospheric_pa + ch[1] * ch[0];
+}
+
 }  // namespace tether::hal

@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tether/adapters/ardupilot_endpoint.hpp"
-#include "tether/adapters/ardupilot_standin.hpp"
-#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/ardupilot/ardupilot_endpoint.hpp"
+#include "tether/ardupilot_standin/ardupilot_standin.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
 #include "tether/loop/session.hpp"
 
 namespace tether::ardupilot_test {

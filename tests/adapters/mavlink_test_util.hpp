@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tether/adapters/mavlink_messages.hpp"
+#include "tether/mavlink/mavlink_messages.hpp"
 
 namespace tether::adapters::mavlink::test {
 

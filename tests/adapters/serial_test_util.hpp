@@ -22,8 +22,8 @@
 #include <spdlog/spdlog.h>
 
 #include "test_paths.hpp"
-#include "tether/adapters/endpoint_factory.hpp"
-#include "tether/adapters/serial_endpoint.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
+#include "tether/serial/serial_endpoint.hpp"
 #include "tether/firmware_shim/payloads.h"
 #include "tether/scenario/scenario.hpp"
 #include "tether/loop/session.hpp"
@@ -34,7 +34,7 @@ inline const std::string source_dir = TETHER_SOURCE_DIR;
 inline const std::string binary_dir = TETHER_BINARY_DIR;
 
 /// The Python firmware stand-in that misbehaves on request.
-inline std::string fake_firmware() { return source_dir + "/tests/adapters/serial_fake_firmware.py"; }
+inline std::string fake_firmware() { return source_dir + "/tests/adapters/serial/serial_fake_firmware.py"; }
 
 inline bool have_tool(const std::string& tool) {
   return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0;
@@ -130,6 +130,8 @@ struct SessionRun {
   }
   runtime::Outcome run() { return outcome = session->run(stop); }
   SerialEndpoint& endpoint(std::size_t i = 0) { return dynamic_cast<SerialEndpoint&>(*session->endpoints()[i]); }
+  /// What the session counted of endpoint i's steps (what its link saw: endpoint(i).link_counts()).
+  const runtime::EndpointCounters& counters(std::size_t i = 0) const { return session->endpoint_counters(i); }
   /// The float a device's last command (or reading) starts with.
   float device_f32(const std::string& name) const {
     const int idx = session->devices().find(name);

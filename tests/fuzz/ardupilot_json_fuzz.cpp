@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fuzz target for ArduPilot's JSON interface (adapters/src/ardupilot_json.cpp and the
-// stand-in's reply reader, adapters/src/ardupilot_standin.cpp). The input is used three ways:
+// Fuzz target for ArduPilot's JSON interface (adapters/ardupilot/src/ardupilot_json.cpp and the
+// stand-in's reply reader, adapters/ardupilot/standin/src/ardupilot_standin.cpp). The input is used three ways:
 //   - as one UDP datagram to parse_servo_packet: an accepted packet is 40 or 72 bytes, and
 //     encode_servo_packet writes exactly the input again; a rejection is the one the size
 //     and magic call for;
@@ -20,8 +20,8 @@
 #include <cstring>
 #include <vector>
 
-#include "tether/adapters/ardupilot_json.hpp"
-#include "tether/adapters/ardupilot_standin.hpp"
+#include "tether/ardupilot/ardupilot_json.hpp"
+#include "tether/ardupilot_standin/ardupilot_standin.hpp"
 
 namespace ap = tether::adapters::ardupilot;
 

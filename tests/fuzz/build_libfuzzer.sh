@@ -19,9 +19,12 @@ cxx=${CXX:-clang++}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 common="-g -O1 $san -fsanitize=fuzzer-no-link -Wall -Wextra"
 inc="-Ifirmware_shim/include -Ihal/include -Iruntime/physics/include -Iruntime/scenario/include
-     -Iruntime/recording/include -Iruntime/loop/include -Iadapters/include -I/usr/include/eigen3"
+     -Iruntime/recording/include -Iruntime/loop/include
+     -Iadapters/mqtt/include -Iadapters/mavlink/include -Iadapters/ardupilot/include
+     -Iadapters/ardupilot/standin/include -I/usr/include/eigen3"
 headers="firmware_shim/include hal/include runtime/physics/include runtime/scenario/include
-         runtime/recording/include runtime/loop/include adapters/include"
+         runtime/recording/include runtime/loop/include adapters/mqtt/include adapters/mavlink/include
+         adapters/ardupilot/include adapters/ardupilot/standin/include"
 mkdir -p "$out/obj"
 
 # the objects of SOURCE... in $out/obj
@@ -74,9 +77,9 @@ hal=$(ls hal/src/*.cpp)
 physics=$(ls runtime/physics/src/*.cpp)
 scenario=$(ls runtime/scenario/src/*.cpp)
 mcap="runtime/recording/src/mcap_reader.cpp runtime/recording/src/mcap_scan.cpp runtime/recording/src/mcap_format.cpp"
-mqtt="adapters/src/mqtt_messages.cpp adapters/src/mqtt_protobuf.cpp runtime/recording/src/protobuf.cpp"
-ardupilot="adapters/src/ardupilot_json.cpp adapters/src/ardupilot_standin.cpp"
-mavlink="adapters/src/mavlink.cpp adapters/src/mavlink_messages.cpp"
+mqtt="adapters/mqtt/src/mqtt_messages.cpp adapters/mqtt/src/mqtt_protobuf.cpp runtime/recording/src/protobuf.cpp"
+ardupilot="adapters/ardupilot/src/ardupilot_json.cpp adapters/ardupilot/standin/src/ardupilot_standin.cpp"
+mavlink="adapters/mavlink/src/mavlink.cpp adapters/mavlink/src/mavlink_messages.cpp"
 
 compile tests/fuzz/frame_decoder_fuzz.c $shim
 link frame_decoder_fuzz $(objects tests/fuzz/frame_decoder_fuzz.c $shim)

@@ -17,7 +17,7 @@ scenario_parser: config/scenarios/*.yaml without their comment lines, plus a few
 for corners the examples do not reach (terrain heights, anchors, flow style, goals).
 mavlink_decoder: MAVLink 2 byte streams (first byte: the chunk size the target feeds them in)
 of frames written here from the message layouts of common.xml (an encoder independent of
-adapters/src/mavlink.cpp): every message Tether knows, truncated and whole payloads, garbage
+adapters/mavlink/src/mavlink.cpp): every message Tether knows, truncated and whole payloads, garbage
 between frames, a bad checksum, an unknown message, a signed frame and a frame cut short.
 The MCAP seeds (mcap_reader/*.mcap) are files written by the recording tests
 (tests/recording/mcap_writer_test.cpp) and are kept as they are.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fuzz target for the MAVLink 2 streaming decoder and message decoders (adapters/src/
+// Fuzz target for the MAVLink 2 streaming decoder and message decoders (adapters/mavlink/src/
 // mavlink.cpp, mavlink_messages.cpp): the first input byte picks a chunk size, the rest is a
 // byte stream fed to a Decoder in chunks of that size and again all at once. Both must deliver
 // the same frames; the counters must account for every byte; every delivered frame is of a
@@ -16,8 +16,8 @@
 #include <span>
 #include <vector>
 
-#include "tether/adapters/mavlink.hpp"
-#include "tether/adapters/mavlink_messages.hpp"
+#include "tether/mavlink/mavlink.hpp"
+#include "tether/mavlink/mavlink_messages.hpp"
 
 namespace mav = tether::adapters::mavlink;
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fuzz target for the MQTT endpoint's payload decoders (adapters/src/mqtt_messages.cpp): the
+// Fuzz target for the MQTT endpoint's payload decoders (adapters/mqtt/src/mqtt_messages.cpp): the
 // input is one MQTT payload, given to parse_feedback (as vehicle "auv", as vehicle "other" and
 // with no vehicle filter), parse_projected and parse_status against a small world (two
 // vehicles, three bodies) built once. The decoders never throw (their header says so); a
@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "tether/adapters/mqtt_messages.hpp"
+#include "tether/mqtt/mqtt_messages.hpp"
 #include "tether/scenario/scenario.hpp"
 
 namespace mq = tether::adapters::mqtt;

@@ -28,8 +28,23 @@ TEST_CASE("kinds: names, channels and payload sizes agree with payloads.h") {
     CHECK((info.noise_b_key != nullptr) == (info.noisy_channels > info.group_a_channels));
     std::string why;
     CHECK_MESSAGE(validate_spec(make_spec(kind, "dev"), &why), why);
+    // the properties generic code asks instead of naming a kind fit the kind
+    if (info.one_command) CHECK((info.actuator && info.channels == 1));
+    if (info.reads_joint_loads || info.reads_joint_coordinates || info.wire_form) CHECK_FALSE(info.actuator);
+    if (info.react) CHECK(info.actuator);
   }
   CHECK(kind_from_name("laser") == TETHER_KIND_NONE);
+  // the kinds the session, the recorder, the device bank and the ArduPilot endpoint used to
+  // name, as properties now
+  CHECK(kind_info(TETHER_KIND_TENSION).reads_joint_loads);
+  CHECK(kind_info(TETHER_KIND_ENCODER).reads_joint_coordinates);
+  CHECK((kind_info(TETHER_KIND_DEPTH).wire_form != nullptr));
+  CHECK((kind_info(TETHER_KIND_DC_MOTOR).react != nullptr));
+  int one_command = 0;
+  for (DeviceKind k : {TETHER_KIND_THRUSTER, TETHER_KIND_DC_MOTOR, TETHER_KIND_FIN, TETHER_KIND_SERVO})
+    one_command += kind_info(k).one_command ? 1 : 0;
+  CHECK(one_command == 4);
+  CHECK_FALSE(kind_info(TETHER_KIND_WHEEL_DRIVE).one_command);
 }
 
 TEST_CASE("validate_spec: what it refuses") {

@@ -21,7 +21,7 @@
 #include "example_controllers.hpp"
 #include "stand_in_endpoint.hpp"
 #include "test_paths.hpp"
-#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
 #include "tether/identify/identify.hpp"
 #include "tether/loop/batch_refit.hpp"
 #include "tether/loop/recorder_inputs.hpp"

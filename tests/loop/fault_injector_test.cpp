@@ -14,6 +14,7 @@
 
 #include "tether/loop/fault_injector.hpp"
 #include "tether/loop/session.hpp"
+#include "tether/scenario/endpoint_types.hpp"
 
 using namespace tether::runtime;
 
@@ -101,10 +102,17 @@ TEST_CASE("faults: every key is checked and errors name the entry's position") {
   }
 }
 
-TEST_CASE("faults: a link fault needs a serial or MQTT endpoint") {
+TEST_CASE("faults: a link fault needs an endpoint type whose registration says its link takes them") {
   const std::string text = resting("  - {endpoint: ctl, kind: drop, at_s: 0.1}\n") +
                            "endpoints:\n  - {name: ctl, type: in_process, vehicle: auv}\n";
-  CHECK(config_error(text).find("link faults act on the bytes of a serial or MQTT link") != std::string::npos);
+  // the types that take link faults come from the registered types' facts, never a literal
+  auto& facts = endpoint_type_facts();
+  facts["fault_test_link"].link_faults = true;
+  const std::string e = config_error(text);
+  facts.erase("fault_test_link");
+  CHECK_MESSAGE(e.find("link faults act on the bytes of an endpoint's link; endpoint \"ctl\" is of type in_process, "
+                       "whose link takes none (endpoint types that take them: fault_test_link)") != std::string::npos,
+                e);
 }
 
 TEST_CASE("faults: at_s, at_step and duration give exactly the active steps") {

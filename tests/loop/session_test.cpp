@@ -114,8 +114,8 @@ TEST_CASE("every step's reply is applied in its own step") {
   CHECK(rig.session->run(rig.stop) == Outcome::completed);
   CHECK(rig.session->steps_done() == 10);
   CHECK(rig.applied_force() == 10.0);  // step 9's reply
-  CHECK(rig.ep->counters.replies == 10);
-  CHECK(rig.ep->counters.misses == 0);
+  CHECK(rig.session->endpoint_counters(0).replies == 10);
+  CHECK(rig.session->endpoint_counters(0).misses == 0);
   CHECK(rig.ep->stopped);
   // momentum is the sum of F dt over the steps: (1 + 2 + ... + 10) * 0.01
   CHECK(rig.session->state().bodies[0].linear_momentum.x() == doctest::Approx(0.55));
@@ -125,15 +125,15 @@ TEST_CASE("policy hold: a silent step reuses the last reply and counts a miss") 
   Rig rig(TimeoutPolicy::hold, 6, [](ScriptedEndpoint& e) { e.silent_at = 5; });
   CHECK(rig.session->run(rig.stop) == Outcome::completed);
   CHECK(rig.applied_force() == 5.0);  // step 4's reply, held
-  CHECK(rig.ep->counters.misses == 1);
-  CHECK(rig.ep->counters.replies == 5);
+  CHECK(rig.session->endpoint_counters(0).misses == 1);
+  CHECK(rig.session->endpoint_counters(0).replies == 5);
 }
 
 TEST_CASE("policy safe: a silent step applies the endpoint's safe command") {
   Rig rig(TimeoutPolicy::safe, 6, [](ScriptedEndpoint& e) { e.silent_at = 5; });
   CHECK(rig.session->run(rig.stop) == Outcome::completed);
   CHECK(rig.applied_force() == -1.0);
-  CHECK(rig.ep->counters.misses == 1);
+  CHECK(rig.session->endpoint_counters(0).misses == 1);
 }
 
 TEST_CASE("policy abort: a silent step stops the session before advancing it") {
@@ -152,9 +152,9 @@ TEST_CASE("policy abort: a silent step stops the session before advancing it") {
 TEST_CASE("policy block: a late reply is waited for, applied and counted late") {
   Rig rig(TimeoutPolicy::block, 8, [](ScriptedEndpoint& e) { e.late_at = 3; });
   CHECK(rig.session->run(rig.stop) == Outcome::completed);
-  CHECK(rig.ep->counters.late == 1);
-  CHECK(rig.ep->counters.misses == 0);
-  CHECK(rig.ep->counters.replies == 7);
+  CHECK(rig.session->endpoint_counters(0).late == 1);
+  CHECK(rig.session->endpoint_counters(0).misses == 0);
+  CHECK(rig.session->endpoint_counters(0).replies == 7);
   CHECK(rig.session->state().bodies[0].linear_momentum.x() == doctest::Approx(0.36));
 }
 
@@ -171,8 +171,8 @@ TEST_CASE("a faulted endpoint: hold keeps going and counts, block aborts") {
   SUBCASE("hold") {
     Rig rig(TimeoutPolicy::hold, 10, [](ScriptedEndpoint& e) { e.fault_from = 4; });
     CHECK(rig.session->run(rig.stop) == Outcome::faulted);  // all steps ran, not with every endpoint
-    CHECK(rig.ep->counters.misses == 6);
-    CHECK(rig.ep->counters.faults == 6);
+    CHECK(rig.session->endpoint_counters(0).misses == 6);
+    CHECK(rig.session->endpoint_counters(0).faults == 6);
     CHECK(rig.ep->publishes == 5);  // never published to again once broken
     CHECK(rig.applied_force() == 4.0);
     CHECK(rig.session->summary()["endpoints"][0]["fault"] == "peer went away");
@@ -302,7 +302,7 @@ TEST_CASE("an endpoint whose gather throws is faulted and policy hold carries on
   Rig rig(TimeoutPolicy::hold, 8, [](ScriptedEndpoint& e) { e.throw_gather_at = 3; });
   CHECK(rig.session->run(rig.stop) == Outcome::faulted);
   CHECK(rig.session->steps_done() == 8);
-  CHECK(rig.ep->counters.faults == 5);  // steps 3..7: a faulted endpoint stays faulted
+  CHECK(rig.session->endpoint_counters(0).faults == 5);  // steps 3..7: a faulted endpoint stays faulted
   CHECK(rig.ep->fault_message() == "gather threw at step 3: gather exploded");
   CHECK(rig.applied_force() == 3.0);  // step 2's reply, held
   const auto s = rig.session->summary();

@@ -4,7 +4,7 @@
 //
 //   node cross.mjs OURS.bin OURS.json OUT_DIR
 //
-// OURS.json (written by tests/adapters/mavlink_cross_test.cpp) holds Tether's message table,
+// OURS.json (written by tests/adapters/mavlink/mavlink_cross_test.cpp) holds Tether's message table,
 // its flight mode tables and, for each frame of OURS.bin, the header and field values Tether
 // encoded. This script checks that
 //   - every message's CRC_EXTRA, payload lengths and field list (wire order, extensions) are

@@ -21,7 +21,7 @@
 #include "../adapters/mosquitto_util.hpp"
 #include "../adapters/serial_test_util.hpp"
 #include "test_paths.hpp"
-#include "tether/adapters/endpoint_factory.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
 #include "tether/loop/recorder_inputs.hpp"

@@ -11,7 +11,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "tether/adapters/config_text.hpp"
+#include "tether/process/config_text.hpp"
 #include "tether/campaign/campaign.hpp"
 #include "tether/scenario/config.hpp"
 #include "text_util.hpp"

@@ -17,7 +17,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "tether/adapters/child_process.hpp"
+#include "tether/process/child_process.hpp"
 
 namespace tether::campaign {
 

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tether/adapters/child_process.hpp"
+#include "tether/process/child_process.hpp"
 #include "tether/campaign/campaign.hpp"
 #include "text_util.hpp"
 

@@ -235,13 +235,15 @@ double Expectations::value_of(Item& it, const ExpectationStep& s) {
       break;
     }
     case QuantityKind::endpoint: {
-      const EndpointCounters& k = (*s.endpoints)[static_cast<std::size_t>(c.endpoint)]->counters;
+      const auto index = static_cast<std::size_t>(c.endpoint);
+      const EndpointCounters& k = (*s.counters)[index];
+      const LinkCounts link = (*s.endpoints)[index]->link_counts();
       const std::string& n = c.counter;
       v = static_cast<double>(n == "replies"   ? k.replies
                               : n == "late"    ? k.late
                               : n == "misses"  ? k.misses
-                              : n == "stale"   ? k.stale
-                              : n == "corrupt" ? k.corrupt
+                              : n == "stale"   ? link.stale
+                              : n == "corrupt" ? link.corrupt
                               : n == "faults"  ? k.faults
                                                : k.implausible);
       break;

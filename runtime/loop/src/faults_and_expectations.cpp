@@ -13,9 +13,10 @@ namespace tether::runtime {
 FaultsAndExpectations::FaultsAndExpectations(const Scenario& scenario,
                                              const std::vector<std::unique_ptr<FeedbackProcessor>>& processors,
                                              const std::vector<std::unique_ptr<Endpoint>>& endpoints,
-                                             const WorldModel& model, const WorldState& state,
-                                             const hal::DeviceBank& devices, const StepReport& report)
-    : scenario_(scenario), endpoints_(endpoints), model_(model), state_(state), devices_(devices), report_(report) {
+                                             const std::vector<EndpointCounters>& counters, const WorldModel& model,
+                                             const WorldState& state, const hal::DeviceBank& devices,
+                                             const StepReport& report)
+    : scenario_(scenario), endpoints_(endpoints), counters_(counters), model_(model), state_(state), devices_(devices), report_(report) {
   if (!scenario_.expectations.empty()) {
     expectations_ = std::make_unique<Expectations>(scenario_.expectations, processors, scenario_);
     needs_contacts_ = expectations_->needs_contacts();
@@ -51,6 +52,7 @@ ExpectationStep FaultsAndExpectations::step_data(std::uint64_t step, std::int64_
   s.state = &state_;
   s.devices = &devices_;
   s.endpoints = &endpoints_;
+  s.counters = &counters_;
   s.report = &report_;
   return s;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tether/hal/device_bank.hpp"
+#include "tether/scenario/endpoint_types.hpp"
 
 namespace tether::runtime {
 
@@ -102,7 +103,7 @@ std::unique_ptr<Controller> make_controller(const std::string& name) {
 InProcessEndpoint::InProcessEndpoint(const EndpointConfig& config, const WorldModel& model)
     : Endpoint(config), model_(model) {
   const ConfigNode& n = config.node;
-  n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "controller", "params"});
+  expect_endpoint_keys(n, in_process_endpoint_keys);
   const std::string name = n.string("controller");
   controller_ = make_controller(name);
   if (!controller_) {

@@ -66,7 +66,7 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
       processors_(make_feedback_processors(scenario)),
       devices_(scenario, model_),
       options_(std::move(options)),
-      checks_(scenario, processors_, endpoints_, model_, state_, devices_.bank, buffers_.report),
+      checks_(scenario, processors_, endpoints_, counters_, model_, state_, devices_.bank, buffers_.report),
       identify_(scenario, endpoints_) {
   const std::size_t bodies = scenario_.model.bodies.size();
   devices_.wrenches.resize(model_.bodies.size());
@@ -91,10 +91,12 @@ Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>
   if (!scenario_.devices.empty()) buffers_.projection_report.reserve_contacts(8 * bodies + 16);
   // the joints' loads for load cells (only then: the physics skips the work otherwise)
   for (const auto& d : scenario_.devices) {
-    if (d.kind == TETHER_KIND_TENSION) buffers_.projection_report.reserve_joint_loads(model_.joints.size());
-    if (d.kind == TETHER_KIND_ENCODER) devices_.encoders = true;
+    const hal::KindInfo& info = hal::kind_info(d.kind);
+    if (info.reads_joint_loads) buffers_.projection_report.reserve_joint_loads(model_.joints.size());
+    if (info.reads_joint_coordinates) devices_.encoders = true;
   }
   slots_.resize(endpoints_.size());
+  counters_.resize(endpoints_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     // a firmware's log lines are moved in whole (their text is built off the loop thread)
     for (Reply* r : {&slots_[i].reply, &slots_[i].last, &slots_[i].safe}) {
@@ -207,7 +209,7 @@ void Session::report_status(SteadyClock::time_point started, SteadyClock::time_p
   const double wall = std::chrono::duration<double>(now - started).count();
   s.achieved_rtf = wall > 0 ? s.sim_time_s / wall : 0;
   s.step_p99_ns = timing_.step_time_ns.percentile(0.99);
-  for (const auto& e : endpoints_) s.misses += e->counters.misses;
+  for (const EndpointCounters& c : counters_) s.misses += c.misses;
   options_.on_status(s);
 }
 
@@ -227,11 +229,11 @@ void Session::end_run(const std::atomic<bool>& stop_requested, SteadyClock::time
 
 // every step ran, but not with every endpoint: say so (policy hold/safe carried it on)
 void Session::note_endpoint_faults() {
-  for (const auto& e : endpoints_)
-    if (e->counters.faults > 0) {
+  for (std::size_t i = 0; i < endpoints_.size(); ++i)
+    if (const Endpoint* e = endpoints_[i].get(); counters_[i].faults > 0) {
       outcome_ = Outcome::faulted;
       abort_reason_ = "endpoint \"" + e->name() + "\" faulted (" + e->fault_message() + "); its policy " +
-                      to_string(e->policy()) + " carried the session on for " + std::to_string(e->counters.faults) +
+                      to_string(e->policy()) + " carried the session on for " + std::to_string(counters_[i].faults) +
                       " steps";
       spdlog::warn("{}", abort_reason_);
       if (recorder_) recorder_->event(state_.step, state_.time_ns, 4, "session", abort_reason_);
@@ -418,7 +420,9 @@ GatherStatus Session::guarded_gather(Slot& slot, const StepContext& ctx, SteadyC
 
 // gathers one endpoint's reply for this step and decides, by policy, what is applied
 bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<bool>& stop_requested) {
-  Endpoint& ep = *endpoints_[static_cast<std::size_t>(&slot - slots_.data())];
+  const auto index = static_cast<std::size_t>(&slot - slots_.data());
+  Endpoint& ep = *endpoints_[index];
+  EndpointCounters& counters = counters_[index];
   const auto deadline = slot.published_at + std::chrono::nanoseconds(ep.deadline_ns());
   GatherStatus status = slot.faulted ? GatherStatus::fault : guarded_gather(slot, ctx, deadline);
   const bool late = status == GatherStatus::timeout && ep.policy() == TimeoutPolicy::block;
@@ -427,14 +431,14 @@ bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<b
     const auto slice = std::chrono::nanoseconds(std::max<std::int64_t>(ep.deadline_ns(), 1'000'000));
     while (status == GatherStatus::timeout && !stop_requested.load(std::memory_order_relaxed))
       status = guarded_gather(slot, ctx, SteadyClock::now() + slice);
-    if (status == GatherStatus::ready) ++ep.counters.late;
+    if (status == GatherStatus::ready) ++counters.late;
     if (status == GatherStatus::timeout) return false;  // stopped while waiting
   }
   if (status == GatherStatus::ready) {
-    if (!late) ++ep.counters.replies;
+    if (!late) ++counters.replies;
     slot.round_trip_ns = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - slot.published_at).count());
-    ep.counters.round_trip_ns.record(slot.round_trip_ns);
+    counters.round_trip_ns.record(slot.round_trip_ns);
     slot.outcome = SlotOutcome::fresh;
     std::swap(slot.last, slot.reply);
     slot.applied = &slot.last;
@@ -444,7 +448,7 @@ bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<b
   slot.outcome = status == GatherStatus::fault ? SlotOutcome::fault : SlotOutcome::timeout;
   slot.round_trip_ns = 0;
   if (status == GatherStatus::fault) {
-    ++ep.counters.faults;
+    ++counters.faults;
     if (!slot.faulted) {
       slot.faulted = true;
       spdlog::warn("endpoint \"{}\" faulted at step {}: {} (policy {})", ep.name(), ctx.step, ep.fault_message(),
@@ -454,10 +458,10 @@ bool Session::gather_one(Slot& slot, const StepContext& ctx, const std::atomic<b
                          "faulted: " + ep.fault_message() + " (policy " + to_string(ep.policy()) + ")");
     }
   }
-  if (ep.counters.misses == 0 && recorder_)
+  if (counters.misses == 0 && recorder_)
     recorder_->event(ctx.step, ctx.time_ns, 3, ep.name(),
                      std::string("first missed deadline (policy ") + to_string(ep.policy()) + ")");
-  ++ep.counters.misses;
+  ++counters.misses;
   switch (ep.policy()) {
     case TimeoutPolicy::hold: slot.applied = &slot.last; return true;
     case TimeoutPolicy::safe: slot.applied = &slot.safe; return true;
@@ -518,14 +522,15 @@ void Session::forward_logs(const Slot& slot, const StepContext& ctx) {
 // the gate: each measurement against the world and the same body's in the endpoint's
 // previous reply (after the swap in gather_one, slot.reply holds that one)
 void Session::gate_measurements(const Slot& slot, const StepContext& ctx) {
-  Endpoint& ep = *endpoints_[static_cast<std::size_t>(&slot - slots_.data())];
+  const auto index = static_cast<std::size_t>(&slot - slots_.data());
+  Endpoint& ep = *endpoints_[index];
   for (const Measurement& m : slot.applied->measurements) {
     if (m.body >= model_.bodies.size()) continue;
     const Measurement* previous = nullptr;
     for (const Measurement& p : slot.reply.measurements)
       if (p.body == m.body) previous = &p;
     if (const char* why = implausible(m, previous, scenario_.loop.period_ns, gate_.box, scenario_.loop.plausibility)) {
-      if (ep.counters.implausible++ == 0) {
+      if (counters_[index].implausible++ == 0) {
         const std::string text = "measurement of " + model_.bodies[m.body].name + " at step " +
                                  std::to_string(ctx.step) + " rejected: " + why +
                                  " (loop.plausibility; further ones are counted)";
@@ -759,112 +764,6 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   // the operator commands before the keyframe: the forces acting and the gains set then
   reapply_commands(state_.step, false);
   return true;
-}
-
-namespace {
-
-nlohmann::json figures(const Histogram& h) {
-  return {{"p50", h.percentile(0.5)},
-          {"p99", h.percentile(0.99)},
-          {"max", h.max()},
-          {"mean", h.mean()},
-          {"count", h.count()}};
-}
-
-nlohmann::json endpoint_summary(const Endpoint& e) {
-  nlohmann::json j{{"name", e.name()},
-                   {"type", e.type()},
-                   {"policy", to_string(e.policy())},
-                   {"deadline_ms", static_cast<double>(e.deadline_ns()) * 1e-6},
-                   {"replies", e.counters.replies},
-                   {"late", e.counters.late},
-                   {"misses", e.counters.misses},
-                   {"stale", e.counters.stale},
-                   {"corrupt", e.counters.corrupt},
-                   {"implausible", e.counters.implausible},
-                   {"faults", e.counters.faults},
-                   {"round_trip_ns", figures(e.counters.round_trip_ns)}};
-  if (!e.fault_message().empty()) j["fault"] = e.fault_message();
-  e.summarize(j);
-  return j;
-}
-
-nlohmann::json vehicle_summary(const WorldModel& m, const VehicleModel& v, const WorldState& state) {
-  const int b = v.bodies.front();
-  const BodyState& s = state.bodies[static_cast<std::size_t>(b)];
-  nlohmann::json j{{"name", v.name}, {"position_m", {s.position_m.x(), s.position_m.y(), s.position_m.z()}}};
-  if (m.water.present) j["depth_m"] = m.water.surface_z_m - s.position_m.z();
-  // heading as a compass reads it (clockwise from north), as in goals and expectations;
-  // yaw as the world measures it (counter-clockwise from east)
-  j["heading_deg"] = compass_heading_deg(s.orientation);
-  j["yaw_deg"] = rpy_from_quat(s.orientation).z() * 180.0 / 3.14159265358979323846;
-  return j;
-}
-
-}  // namespace
-
-nlohmann::json Session::summary() const {
-  using nlohmann::json;
-  const double sim_s = seconds(state_.time_ns - timing_.start_time_ns);
-  const double wall_s = timing_.wall_time_s;
-  json out;
-  out["scenario"] = scenario_.name;
-  if (!scenario_.overrides.empty()) out["overrides"] = scenario_.overrides;
-  out["outcome"] = to_string(outcome_);
-  if (!abort_reason_.empty()) out["reason"] = abort_reason_;
-  out["steps"] = steps_done_;
-  out["steps_planned"] = steps_total_;
-  out["sim_time_s"] = sim_s;
-  out["wall_time_s"] = wall_s;
-  out["real_time_factor"] = rtf_;
-  out["achieved_real_time_factor"] = wall_s > 0 ? sim_s / wall_s : 0.0;
-  out["step_time_ns"] = figures(timing_.step_time_ns);
-  out["overruns"] = pacer_.overruns();
-  out["reanchors"] = pacer_.reanchors();
-  out["physics_substeps"] = timing_.substeps_total;
-  out["physics_threads"] = model_.threads;
-  const hal::DeviceBank& bank = devices_.bank;
-  if (bank.size())
-    out["devices"] = {{"count", bank.size()},
-                      {"samples", bank.counters().samples},
-                      {"dropped", bank.counters().dropped},
-                      {"invalid_commands", devices_.invalid_commands + bank.counters().invalid_commands},
-                      {"nonfinite_commands", devices_.nonfinite_commands}};
-  if (recorder_) out["recording"] = {{"path", recorder_->path()}, {"dropped_items", recorder_->dropped()}};
-  if (!timing_.realtime_status.empty() || scenario_.loop.realtime.spin_us > 0) {
-    auto& rt = out["realtime"] = json::object();
-    for (const auto& [option, status] : timing_.realtime_status) rt[option] = status;
-    // the spin's share (a wait whose sleep overshot the spin's start did not spin), told from
-    // the waits there were: an operator may change the factor of a live session either way
-    if (scenario_.loop.realtime.spin_us > 0) {
-      const std::uint64_t waits = pacer_.wake_lateness_ns().count();
-      rt["spin_us"] = waits > 0 ? "applied: " + std::to_string(pacer_.spun()) + " of " + std::to_string(waits) +
-                                      " waits ended spinning"
-                                : std::string("not used: nothing waited (real_time_factor 0 does not pace the loop)");
-    }
-  }
-  out["endpoints"] = json::array();
-  for (const auto& e : endpoints_) out["endpoints"].push_back(endpoint_summary(*e));
-  out["feedback"] = json::array();
-  for (std::size_t i = 0; i < processors_.size(); ++i) {
-    json j{{"name", processors_[i]->name()},
-           {"type", processors_[i]->type()},
-           {"phase", to_string(processors_[i]->phase())},
-           {"vehicle", model_.vehicles[static_cast<std::size_t>(scenario_.feedback[i].vehicle)].name}};
-    processors_[i]->summarize(j);
-    out["feedback"].push_back(std::move(j));
-  }
-  out["vehicles"] = json::array();
-  for (const auto& v : model_.vehicles) out["vehicles"].push_back(vehicle_summary(model_, v, state_));
-  if (!scenario_.goals.empty()) out["goals"] = summarize_goals(scenario_.goals, model_, state_);
-  checks_.summarize(out);
-  control_summary(out);
-  // 16 hex digits: a JSON number this large is rounded by JavaScript and jq 1.6
-  char hash[24];
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(hash_state(state_)));
-  out["state_hash"] = hash;
-  if (timing_.profile.enabled()) out["phase_profile"] = timing_.profile.summary(steps_done_);
-  return out;
 }
 
 }  // namespace tether::runtime

@@ -113,14 +113,17 @@ std::string Session::control_status() const {
            {"until_step", f.until_step == forever ? nlohmann::json() : nlohmann::json(f.until_step)}});
   // the session's own counters, as its summary will give them (a page counts only what it saw)
   j["endpoints"] = nlohmann::json::array();
-  for (const auto& e : endpoints_)
-    j["endpoints"].push_back({{"name", e->name()},
-                              {"replies", e->counters.replies},
-                              {"late", e->counters.late},
-                              {"misses", e->counters.misses},
-                              {"stale", e->counters.stale},
-                              {"corrupt", e->counters.corrupt},
-                              {"faults", e->counters.faults}});
+  for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+    const EndpointCounters& c = counters_[i];
+    const LinkCounts link = endpoints_[i]->link_counts();
+    j["endpoints"].push_back({{"name", endpoints_[i]->name()},
+                              {"replies", c.replies},
+                              {"late", c.late},
+                              {"misses", c.misses},
+                              {"stale", link.stale},
+                              {"corrupt", link.corrupt},
+                              {"faults", c.faults}});
+  }
   // the expectations so far: FAIL from the first failing step on; PASS until then (the end
   // judges `at end` and `eventually`)
   if (checks_.has_expectations()) {

@@ -15,6 +15,7 @@
 #include "tether/hal/noise.hpp"
 #include "tether/loop/device_world.hpp"
 #include "tether/scenario/scenario.hpp"
+#include "tether/scenario/endpoint_types.hpp"
 
 namespace tether::runtime {
 
@@ -330,7 +331,7 @@ namespace {
 
 HiddenParams stand_in_hidden(const EndpointConfig& c) {
   const ConfigNode& n = c.node;
-  n.expect_map({"name", "type", "vehicle", "deadline_ms", "timeout_policy", "exact", "seed", "hidden"});
+  expect_endpoint_keys(n, stand_in_endpoint_keys);
   if (c.vehicle_index < 0) n.error("a stand_in endpoint needs the `vehicle` it stands in for");
   const bool exact = n.boolean_or("exact", false);
   if (exact && n.has("hidden")) n["hidden"].error("`exact` and `hidden` do not go together");

@@ -125,9 +125,8 @@ void Recorder::StepItem::take_sensors(const hal::DeviceBank& bank) {
     r.valid = s.valid;
     r.channels = static_cast<std::uint8_t>(info.channels);
     r.ch = s.ch;
-    // the depth sensor carries density * |g| and the wire the absolute pressure from it
-    if (bank.spec(d).kind == TETHER_KIND_DEPTH)
-      r.ch[1] = std::get<hal::DepthParams>(bank.spec(d).params).atmospheric_pa + s.ch[1] * s.ch[0];
+    // what the wire carries (the depth sensor: absolute pressure from density * |g|)
+    if (info.wire_form) info.wire_form(bank.spec(d), r.ch.data());
   }
 }
 

@@ -23,6 +23,10 @@ struct ChannelGroup {
   bool angle_wraps = false;  // a heading in [0, 2π): the line breaks where it wraps
 };
 
+// No default case: a kind added to payloads.h without a line here stops the build, with or
+// without TETHER_WERROR (as hal's kind table does)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
 // what a sensor kind's reading channels are (docs/devices.md, docs/recording.md)
 std::vector<ChannelGroup> channel_groups(hal::DeviceKind kind) {
   switch (kind) {
@@ -57,6 +61,7 @@ std::vector<ChannelGroup> channel_groups(hal::DeviceKind kind) {
   }
   return {};
 }
+#pragma GCC diagnostic pop
 
 // at most this many samples in a run: drawn as dots
 constexpr std::size_t sparse_samples = 60;

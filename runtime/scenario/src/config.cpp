@@ -391,6 +391,11 @@ void ConfigNode::expected(const char* key, const std::string& what) const {
 }
 
 bool ConfigNode::expect_map(std::initializer_list<const char*> allowed) const {
+  return expect_map(std::span<const char* const>(allowed.begin(), allowed.size()));
+}
+
+bool ConfigNode::expect_map(std::span<const char* const> allowed,
+                            const std::function<std::string(std::string_view key)>& note) const {
   if (!node_.IsMap()) {
     error("expected a map, got " + describe_value(node_));
     return false;
@@ -404,8 +409,9 @@ bool ConfigNode::expect_map(std::initializer_list<const char*> allowed) const {
     } else if (!known) {
       std::string list;
       for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+      const std::string more = note ? note(key) : std::string();
       ConfigNode(context_, kv.first, child_path(path_, key.c_str()), mark_)
-          .error("unknown key (allowed here: " + list + ")");
+          .error("unknown key (allowed here: " + list + ")" + (more.empty() ? "" : "; " + more));
     }
   }
   return true;

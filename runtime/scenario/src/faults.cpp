@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/scenario/faults.hpp"
 
+
 #include <cmath>
 #include <cstring>
 #include <set>
 #include <sstream>
 
 #include "tether/hal/sensors.hpp"
+#include "tether/scenario/endpoint_types.hpp"
 #include "tether/scenario/scenario.hpp"
 
 namespace tether::runtime {
@@ -95,9 +97,11 @@ bool parse_fault_target(const ConfigNode& x, const Scenario& sc, FaultConfig& f,
       return false;
     }
     const std::string& type = sc.endpoints[static_cast<std::size_t>(f.endpoint)].type;
-    if (!link_fault_types().contains(type)) {
-      x["endpoint"].error("link faults act on the bytes of a serial or MQTT link; endpoint \"" + target +
-                          "\" is of type " + type);
+    const auto facts = endpoint_type_facts().find(type);
+    if (facts == endpoint_type_facts().end() || !facts->second.link_faults) {
+      x["endpoint"].error("link faults act on the bytes of an endpoint's link; endpoint \"" + target +
+                          "\" is of type " + type + ", whose link takes none (endpoint types that take them: " +
+                          link_fault_types_text() + ")");
       return false;
     }
     return true;
@@ -213,11 +217,6 @@ bool parse_fault_when(const ConfigNode& x, const Scenario& sc, FaultConfig& f) {
 }
 
 }  // namespace
-
-std::set<std::string>& link_fault_types() {
-  static std::set<std::string> types{"serial", "mqtt", "ardupilot_json"};
-  return types;
-}
 
 std::vector<FaultConfig> parse_faults(const ConfigNode& node, const Scenario& sc) {
   std::vector<FaultConfig> out;

@@ -59,4 +59,9 @@ double rate_limited(double angle, double target, double rate, double dt_s);
 void actuate_device(const DeviceSpec& spec, const double* u, ActuatorState& state, const WorldView& view, double dt_s,
                     Wrench& out);
 
+/// A DC motor that turns another body (DcMotorParams::driven_body) puts its armature torque
+/// about the shaft on that body (KindInfo::react); `x` is its ActuatorState::x.
+void dc_motor_react(const DeviceSpec& spec, const double* x, const WorldView& view, Wrench* per_body,
+                    std::size_t bodies);
+
 }  // namespace tether::hal

@@ -4,6 +4,7 @@
 // (runtime/scenario_devices.hpp parses it from YAML) and handed to a DeviceBank.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -170,6 +171,8 @@ struct DeviceSpec {
 };
 
 /// Static facts about a kind: its channels, noise groups, units.
+struct Wrench;
+
 struct KindInfo {
   const char* name = "unknown";
   bool actuator = false;
@@ -179,6 +182,18 @@ struct KindInfo {
   const char* units = "";
   const char* noise_b_key = nullptr;  // scenario key of noise_b, if the kind has one
   const char* description = nullptr;  // one line, for `tether kinds` (null: not a kind)
+  // what generic code asks of a kind instead of naming it (set in the kind table,
+  // hal/src/device_spec.cpp)
+  bool one_command = false;              // an actuator of one f32 command (an autopilot output drives it)
+  bool reads_joint_loads = false;        // reads the joints' loads (the physics computes them only then)
+  bool reads_joint_coordinates = false;  // reads the joints' coordinates
+  /// Turns a reading's channels into what the wire and the recording carry, in place (null:
+  /// as sampled).
+  void (*wire_form)(const DeviceSpec& spec, double* ch) = nullptr;
+  /// Adds an actuator's reaction on a body other than its own to `per_body` (null: none).
+  /// `x` is its state (ActuatorState::x), `view` the bodies' poses.
+  void (*react)(const DeviceSpec& spec, const double* x, const WorldView& view, Wrench* per_body,
+                std::size_t bodies) = nullptr;
 };
 
 /// Facts about `kind` (a KindInfo named "unknown" with zero channels for an unknown kind).

@@ -66,4 +66,8 @@ std::int64_t gps_utc_cs(const GpsParams& p, std::int64_t time_ns);
 /// The GPS sample's position as latitude, longitude and altitude.
 GeoPoint gps_point(const GpsParams& p, const Sample& s);
 
+/// The depth sensor's wire form (KindInfo::wire_form): it samples depth and density * |g|;
+/// the wire and the recording carry depth and the absolute pressure from them.
+void depth_wire_form(const DeviceSpec& spec, double* ch);
+
 }  // namespace tether::hal

@@ -35,16 +35,22 @@ enum class GatherStatus : std::uint8_t {
   fault,    // the endpoint is broken (peer died, port gone); see fault_message()
 };
 
-/// Everything that goes wrong, counted; ends up in the summary and the recording.
+/// What an endpoint's link saw that the session cannot: counted by the endpoint alone and
+/// reported by Endpoint::link_counts(); in the summary beside the session's counters.
+struct LinkCounts {
+  std::uint64_t stale = 0;    // replies for another step, not applied
+  std::uint64_t corrupt = 0;  // undecodable input
+};
+
+/// What the session sees of an endpoint's steps, counted by the session alone
+/// (Session::endpoint_counters()); in the summary and the recording.
 struct EndpointCounters {
   std::uint64_t replies = 0;      // replies applied on time
   std::uint64_t late = 0;         // replies that came after the deadline (policy block)
   std::uint64_t misses = 0;       // steps without a reply (policy hold/safe/abort applied)
-  std::uint64_t stale = 0;        // replies for another step, not applied
-  std::uint64_t corrupt = 0;      // undecodable input
   std::uint64_t implausible = 0;  // measurements the plausibility gate rejected (loop.plausibility)
-  std::uint64_t faults = 0;
-  Histogram round_trip_ns;  // publish -> reply
+  std::uint64_t faults = 0;       // steps the endpoint was faulted
+  Histogram round_trip_ns;        // publish -> reply
 };
 
 class Endpoint {
@@ -116,6 +122,8 @@ class Endpoint {
   /// How the recording shows the frames this endpoint puts in Reply::wire (Foxglove topics
   /// under `/endpoints/NAME/`). Default: none (its frames, if any, are only in the steps).
   virtual std::vector<WireTopic> wire_topics() const { return {}; }
+  /// What its link saw (stale replies, undecodable input), for the summary. Default: nothing.
+  virtual LinkCounts link_counts() const { return {}; }
   /// Adds endpoint-specific figures to the summary (a JSON object).
   virtual void summarize(nlohmann::json& out) const { (void)out; }
   /// Why the endpoint faulted, for the summary and the log.
@@ -123,7 +131,6 @@ class Endpoint {
   /// The loop records why the endpoint faulted when one of its calls threw.
   void set_fault_message(std::string message) { fault_message_ = std::move(message); }
 
-  EndpointCounters counters;
 
  protected:
   std::string fault_message_;

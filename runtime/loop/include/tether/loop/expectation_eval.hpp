@@ -27,6 +27,7 @@ struct ExpectationStep {
   const WorldState* state = nullptr;
   const hal::DeviceBank* devices = nullptr;
   const std::vector<std::unique_ptr<Endpoint>>* endpoints = nullptr;
+  const std::vector<EndpointCounters>* counters = nullptr;  // the session's, per endpoint
   const StepReport* report = nullptr;
   /// Per endpoint: the LOG lines of its reply this step (empty when it did not answer).
   std::span<const std::span<const LogLine>> logs;

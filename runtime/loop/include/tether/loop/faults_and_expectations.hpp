@@ -25,9 +25,11 @@ class FaultsAndExpectations {
  public:
   /// Builds the injector and the expectations (throws ConfigError for an expectation or a
   /// fault's condition that reads what the session lacks). The step data is read from
-  /// `model`, `state`, `devices`, `endpoints` and `report`, which must outlive this.
+  /// `model`, `state`, `devices`, `endpoints` (with the session's `counters` of each) and
+  /// `report`, which must outlive this.
   FaultsAndExpectations(const Scenario& scenario, const std::vector<std::unique_ptr<FeedbackProcessor>>& processors,
-                        const std::vector<std::unique_ptr<Endpoint>>& endpoints, const WorldModel& model,
+                        const std::vector<std::unique_ptr<Endpoint>>& endpoints,
+                        const std::vector<EndpointCounters>& counters, const WorldModel& model,
                         const WorldState& state, const hal::DeviceBank& devices, const StepReport& report);
   ~FaultsAndExpectations();
 
@@ -67,6 +69,7 @@ class FaultsAndExpectations {
 
   const Scenario& scenario_;
   const std::vector<std::unique_ptr<Endpoint>>& endpoints_;
+  const std::vector<EndpointCounters>& counters_;
   const WorldModel& model_;
   const WorldState& state_;
   const hal::DeviceBank& devices_;

@@ -60,6 +60,9 @@ ControllerRegistry& controllers();
 /// The controller of that name, or nullptr.
 std::unique_ptr<Controller> make_controller(const std::string& name);
 
+/// An in_process endpoint entry's own keys, beside endpoint_common_keys.
+inline constexpr const char* in_process_endpoint_keys[] = {"controller", "params"};
+
 class InProcessEndpoint final : public Endpoint {
  public:
   /// Parses `controller` and `params` from the endpoint's config node.

@@ -99,6 +99,8 @@ class Session {
   /// Continues from a keyframe instead of the scenario's initial state (before run()).
   bool restore(const Keyframe& keyframe, std::string* error);
 
+  /// What the session counted of endpoint `index`'s steps (replies, misses, ...).
+  const EndpointCounters& endpoint_counters(std::size_t index) const { return counters_[index]; }
   /// The session summary (counters, timing, per-endpoint figures, vehicles).
   nlohmann::json summary() const;
   /// False if an expectation of the scenario's `expect:` failed (known after run()).
@@ -241,6 +243,7 @@ class Session {
   };
   Gate gate_;
   std::vector<Slot> slots_;
+  std::vector<EndpointCounters> counters_;  // per endpoint, what the session saw of its steps
   SessionOptions options_;
   double rtf_ = 1;
   std::uint64_t steps_total_ = 0;

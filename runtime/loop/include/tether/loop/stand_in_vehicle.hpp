@@ -129,6 +129,9 @@ class StandInVehicle {
 /// [x, y, z]) on top of `base`; positioned errors on the node.
 HiddenParams parse_hidden_params(const ConfigNode& node, HiddenParams base);
 
+/// A stand_in endpoint entry's own keys, beside endpoint_common_keys.
+inline constexpr const char* stand_in_endpoint_keys[] = {"exact", "seed", "hidden"};
+
 /// The stand-in as an endpoint of type `stand_in` (docs/feedback.md): what `tether-vehicle`
 /// does over MQTT, in-process and without a broker. Each step it takes the vehicle's
 /// actuator commands as they stand in the session's device bank (as the MQTT endpoint

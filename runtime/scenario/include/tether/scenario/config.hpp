@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -93,6 +95,10 @@ class ConfigNode {
 
   /// Reports keys other than `allowed` as errors; false if the node is not a map.
   bool expect_map(std::initializer_list<const char*> allowed) const;
+  /// The same for a list built elsewhere (an endpoint type's keys); `note`, when given, adds
+  /// to an unknown key's error what it says of that key ("" for nothing).
+  bool expect_map(std::span<const char* const> allowed,
+                  const std::function<std::string(std::string_view key)>& note = {}) const;
   /// Reports an error unless the node is a sequence; an absent node is an empty list.
   bool expect_sequence() const;
 

@@ -73,9 +73,4 @@ struct FaultConfig {
 /// loop's period turns `duration_s` into steps.
 std::vector<FaultConfig> parse_faults(const ConfigNode& node, const Scenario& scenario);
 
-/// The endpoint types whose links take link faults (their endpoint shapes its bytes with a
-/// runtime::LinkShaper): serial, mqtt and ardupilot_json built in; an endpoint type registered later adds its
-/// name here when it registers (before any scenario is loaded, like every registry).
-std::set<std::string>& link_fault_types();
-
 }  // namespace tether::runtime
