@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Campaign files, their expansion into runs, judging a finished run, and the results
 // (campaign.json, junit.xml, index.html, merging slices) without running anything: the
-// command line and its worker processes are tests/tests/adapters/cli/campaign_cli_test.cpp's.
+// command line and its worker processes are tests/adapters/cli/campaign_cli_test.cpp's.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>

@@ -36,7 +36,7 @@ std::string slurp(const std::string& path) {
 
 nlohmann::json campaign_json(const std::string& dir) { return nlohmann::json::parse(slurp(dir + "/campaign.json")); }
 
-// junit.xml read by Python's XML parser (tests/tests/adapters/cli/junit_summary.py): what it holds
+// junit.xml read by Python's XML parser (tests/adapters/cli/junit_summary.py): what it holds
 nlohmann::json junit(const std::string& dir) {
   const auto r = run("python3 " + TETHER_SOURCE_DIR + "/tests/adapters/cli/junit_summary.py " + dir + "/junit.xml");
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);
