@@ -10,7 +10,7 @@
 #include "helpers.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/adapters/launch_check.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/loop/identify_flight.hpp"
 #include "tether/scenario/scenario.hpp"
 

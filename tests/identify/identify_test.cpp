@@ -23,7 +23,7 @@
 #include "test_paths.hpp"
 #include "tether/adapters/endpoint_factory.hpp"
 #include "tether/identify/identify.hpp"
-#include "tether/loop/batch_refit.hpp"
+#include "tether/feedback/batch_refit.hpp"
 #include "tether/loop/recorder_inputs.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"

@@ -7,7 +7,7 @@
 // lengthened by the thruster lag (a first-order lag of the input where the body has none),
 // scaled by the thrust gain — and is compared with the measured positions, velocities and
 // orientations at five checkpoints. The parameters
-// (tether/loop/vehicle_parameters.hpp, the online `estimate` processor's) carry the same
+// (tether/feedback/vehicle_parameters.hpp, the online `estimate` processor's) carry the same
 // weak prior as online; the added mass is estimated against its prior (no motion alone tells
 // it from the thrust gain: every force is divided by the effective mass), so the combinations
 // over the effective mass are what the data pin down. Ceres Solver minimises; its covariance,

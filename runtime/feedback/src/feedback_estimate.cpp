@@ -49,7 +49,7 @@
 #include "feedback_processors.hpp"
 #include "tether/hal/actuators.hpp"
 #include "tether/hal/device_bank.hpp"
-#include "tether/loop/vehicle_parameters.hpp"
+#include "tether/feedback/vehicle_parameters.hpp"
 
 namespace tether::runtime::feedback_detail {
 
