@@ -169,6 +169,15 @@ struct Prediction {
 };
 Prediction predict(const Trial& trial, const FitResult& fit, std::size_t from, std::size_t to, double horizon_s);
 
+/// The fit's replay of one window of `trial`: `steps` steps from the measured state of sample
+/// t0 (its position, velocity, orientation and angular velocity), the inputs from sample
+/// t0 - delay on, with parameters `theta` (vehicle_parameters.hpp's order; the added mass
+/// applied). The body's state after each step in `states` (states[j - 1] after step j);
+/// false on a numerical fault or a window outside the trial. The online `estimate` replays
+/// its windows with the same code (tether/feedback/window_replay.hpp).
+bool replay_trial_window(const Trial& trial, const std::array<double, runtime::vp::count>& theta, std::size_t t0,
+                         int steps, int delay, std::vector<runtime::BodyState>& states);
+
 /// The first sample of a trial's held-out part (the fit's windows end before it).
 std::size_t holdout_start(const Trial& trial, double holdout);
 
