@@ -4,7 +4,7 @@
 // `depth_snap` (phase post) trusts the vehicle's depth measurement completely and nothing
 // else: it sets the twin's z to the measured one and leaves x, y and the orientation to the
 // model. Adding it is this class plus one registration line (here in main(); a built-in
-// processor gets a line in the registry of runtime/loop/src/feedback.cpp instead).
+// processor gets a line in the registry of runtime/feedback/src/feedback.cpp instead).
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/loop/session.hpp"
 
 using namespace tether::runtime;

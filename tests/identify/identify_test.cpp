@@ -23,7 +23,8 @@
 #include "test_paths.hpp"
 #include "tether/endpoints/endpoint_factory.hpp"
 #include "tether/identify/identify.hpp"
-#include "tether/loop/batch_refit.hpp"
+#include "tether/feedback/batch_refit.hpp"
+#include "tether/feedback/estimate_windows.hpp"
 #include "tether/loop/recorder_inputs.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
@@ -295,6 +296,82 @@ TEST_CASE("identify: thrusters that spin up slower than the model's are fitted b
   CHECK(ang.identified);
   CHECK(std::abs(ang.value - 1.2) <= 2 * ang.stddev);
   CHECK(std::abs(ang.value - 1.2) <= 0.1 * 1.2);
+}
+
+TEST_CASE("identify: the estimate's window replay and the fit's agree bit for bit on a recorded trial") {
+  // one window of a recorded trial (thrusters on the body: their rotors run again slower by
+  // the lag), replayed by the online `estimate`'s windows — filled from the trial as the
+  // processor fills them step by step — and by `tether identify`'s fit: the same states
+  const identify::Trial trial = representable_with("thruster_time_constant_scale", "1", 4, "replay_agree");
+  REQUIRE(!trial.thrusters.empty());
+  const WorldModel& m0 = trial.scenario.model;
+  std::array<double, vp::count> theta = nominal_vehicle_parameters(m0, trial.body);
+  theta[vp::thrust] *= 1.1;
+  theta[vp::linear_drag] *= 1.3;
+  theta[vp::buoyancy] += 1.5;
+  theta[vp::thruster_lag] = 0.05;
+  theta[vp::added_mass] = 0.1;
+  theta[vp::angular_drag] = 1.2;
+  const int horizon = 50, delay = 1, warmup = 100;
+  const std::size_t n = trial.thrusters.size();
+  // a window whose rotors' warm-up lies inside both histories: measured start, inputs throughout
+  std::size_t t0 = 200;
+  const auto usable = [&](std::size_t t) {
+    if (!trial.samples[t].measured || !trial.samples[t].has_velocity || t >= trial.twin.size()) return false;
+    for (std::size_t u = t - delay - 80; u < t + horizon - delay; ++u)
+      if (!trial.samples[u].has_input) return false;
+    return t + horizon + 1 < trial.samples.size() && (t + horizon + 1) * n <= trial.thruster_speed.size();
+  };
+  while (t0 + horizon + 2 < trial.samples.size() && !usable(t0)) ++t0;
+  REQUIRE(usable(t0));
+  const auto t1 = static_cast<std::int64_t>(t0) + horizon;
+
+  EstimateWindows windows;
+  windows.configure(trial.body, horizon, warmup, delay, m0.bodies.size());
+  windows.set_thrusters(trial.thrusters);
+  for (std::int64_t t = 0; t <= t1; ++t) {
+    const identify::TrialSample& s = trial.samples[static_cast<std::size_t>(t)];
+    EstimateWindows::Entry& e = windows.entry(t);
+    e = EstimateWindows::fresh_entry(t);
+    e.valid = s.measured, e.has_velocity = s.has_velocity, e.has_input = s.has_input;
+    e.state.position_m = s.position;
+    e.state.orientation = s.orientation;
+    e.velocity = s.velocity;
+    e.angular_velocity = s.angular_velocity;
+    e.input = s.input;
+    // the command held over step t and the twin rotor's speed at its end (the next's start)
+    for (std::size_t j = 0; j < n; ++j)
+      windows.record_rotor(t, j, trial.thruster_command[static_cast<std::size_t>(t) * n + j],
+                           trial.thruster_speed[static_cast<std::size_t>(t + 1) * n + j]);
+  }
+  WorldModel model = m0;
+  const VehicleParameterBase base = vehicle_parameter_base(m0, trial.body);
+  WorldState twin;
+  twin.bodies = trial.twin[t0];
+  EstimateWindows::Landing landing;
+  EstimateWindows::Track track;
+  REQUIRE(windows.replay(model, {&base, true, true}, theta.data(), twin, static_cast<std::int64_t>(t0), t1, trial.dt_s,
+                         landing, Vec3::Zero(), &track));
+
+  std::vector<BodyState> states;
+  REQUIRE(identify::replay_trial_window(trial, theta, t0, horizon, delay, states));
+  REQUIRE(states.size() == static_cast<std::size_t>(horizon));
+  const auto body = static_cast<std::size_t>(trial.body);
+  for (int j = 0; j < EstimateWindows::checkpoints; ++j) {
+    const auto at = EstimateWindows::checkpoint(static_cast<std::int64_t>(t0), t1, j) - static_cast<std::int64_t>(t0);
+    CHECK(track.segment<3>(3 * j) == states[static_cast<std::size_t>(at - 1)].position_m);
+  }
+  const BodyState& last = states.back();
+  const Mat3 r = last.orientation.toRotationMatrix();
+  CHECK(landing.head<3>() == last.position_m);
+  CHECK(landing.segment<3>(3) == Vec3(last.linear_momentum * model.bodies[body].inv_mass));
+  CHECK(landing[6] == std::atan2(r(1, 0), r(0, 0)));
+
+  // the lag made a difference: the rotors' path was taken, not a no-op
+  theta[vp::thruster_lag] = 0;
+  std::vector<BodyState> unlagged;
+  REQUIRE(identify::replay_trial_window(trial, theta, t0, horizon, delay, unlagged));
+  CHECK(unlagged.back().position_m != last.position_m);
 }
 
 TEST_CASE("identify: a measurement delay is found (the thrusters' lag known)") {

@@ -9,8 +9,8 @@
 #include "commands.hpp"
 #include "helpers.hpp"
 #include "tether/endpoints/endpoint_factory.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/process/launch_check.hpp"
-#include "tether/loop/feedback.hpp"
 #include "tether/loop/identify_flight.hpp"
 #include "tether/scenario/scenario.hpp"
 

@@ -13,7 +13,7 @@
 #include "tether/hal/device_spec.hpp"
 #include "tether/identify/identify.hpp"
 #include "tether/live/services.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/loop/in_process.hpp"
 
 namespace tether::cli {

@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "commands.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 
 namespace tether::cli {
 

@@ -7,7 +7,7 @@
 // lengthened by the thruster lag (a first-order lag of the input where the body has none),
 // scaled by the thrust gain — and is compared with the measured positions, velocities and
 // orientations at five checkpoints. The parameters
-// (tether/loop/vehicle_parameters.hpp, the online `estimate` processor's) carry the same
+// (tether/feedback/vehicle_parameters.hpp, the online `estimate` processor's) carry the same
 // weak prior as online; the added mass is estimated against its prior (no motion alone tells
 // it from the thrust gain: every force is divided by the effective mass), so the combinations
 // over the effective mass are what the data pin down. Ceres Solver minimises; its covariance,
@@ -25,39 +25,26 @@
 
 #include <Eigen/Eigenvalues>
 
-#include "tether/hal/actuators.hpp"
 #include "tether/identify/identify.hpp"
 #include "tether/physics/physics.hpp"
 #include "tether/physics/world_state.hpp"
 
 #include "least_squares.hpp"
+#include "trial_window.hpp"
 
 namespace tether::identify {
 
-namespace vp = runtime::vp;
+using namespace detail;
 using ParamArray = std::array<double, vp::count>;
 
 namespace {
 
 constexpr int checkpoints = 5;
 constexpr int per_checkpoint = 9;  // position, velocity, orientation
-// a window's start: position, velocity and a turn of the measured orientation (body frame,
-// a rotation vector): fitted, tied to the measured start by its noise
-constexpr int start_size = 9;
 constexpr int residuals_per_window = checkpoints * per_checkpoint;
-constexpr int lag_warmup_steps = 100;
 // the length of a block of the sandwich covariance: long enough to hold a misfit that
 // persists through a manoeuvre, short enough for a dozen in a minute's trial
 constexpr double block_s = 5.0;
-
-// what every window of one trial shares
-struct TrialModel {
-  const Trial* trial = nullptr;
-  runtime::VehicleParameterBase base;
-  std::array<bool, vp::count> active{};
-  double sigma_p = 0.005, sigma_v = 0.01, sigma_q = 0;  // sigma_q 0: orientation not compared
-  int delay = 0;
-};
 
 // the forward-difference step of parameter i at value v
 double probe_step(int i, double v) {
@@ -68,116 +55,12 @@ double probe_step(int i, double v) {
                                                                                  : 1e-5;
 }
 
-// the lag filter's state at input index u0: settled on the earliest input of the warm-up,
-// then run over the inputs up to u0
-BodyWrench lag_before(const Trial& trial, std::int64_t u0, double tau, double dt) {
-  const std::int64_t from = std::max<std::int64_t>(u0 - lag_warmup_steps, 0);
-  BodyWrench y = trial.samples[static_cast<std::size_t>(from)].input;
-  for (std::int64_t u = from; u < u0; ++u)
-    (void)runtime::lag_wrench_step(y, trial.samples[static_cast<std::size_t>(u)].input, tau, dt);
-  return y;
-}
-
-// the thrusters' rotors re-run with time constants longer by `dtau` (the offline thruster
-// lag: the vehicle's rotors spin up slower than the model's), from the recorded commands: the
-// change of the body's wrench at each input index of [u0, u0 + steps) against the twin's
-// rotors. The rotors start a warm-up of five time constants earlier at the twin's recorded
-// speeds. Two entries: a Jacobian's probe of the lag and the point it probes from.
-struct RotorDelta {
-  double dtau = -1;
-  std::int64_t u0 = -1;
-  int steps = 0;
-  std::vector<BodyWrench> delta;
-};
-using RotorCache = std::array<RotorDelta, 2>;
-
-const std::vector<BodyWrench>& rotor_delta(const Trial& tr, std::int64_t u0, int steps, double dtau,
-                                           RotorCache& cache) {
-  // the most recently used first
-  if (cache[1].dtau == dtau && cache[1].u0 == u0 && cache[1].steps == steps) std::swap(cache[0], cache[1]);
-  if (cache[0].dtau == dtau && cache[0].u0 == u0 && cache[0].steps == steps) return cache[0].delta;
-  std::swap(cache[0], cache[1]);  // the least recently used is overwritten
-  RotorDelta& out = cache[0];
-  out.dtau = dtau, out.u0 = u0, out.steps = steps;
-  out.delta.assign(static_cast<std::size_t>(steps), BodyWrench{});
-  const std::size_t n = tr.thrusters.size();
-  const auto available = static_cast<std::int64_t>(tr.thruster_command.size() / n);
-  double tau = 0;
-  for (const TrialThruster& t : tr.thrusters) tau = std::max(tau, t.params.time_constant_s + dtau);
-  const auto warm = static_cast<std::int64_t>(std::ceil(5 * tau / tr.dt_s));
-  const std::int64_t from = std::max<std::int64_t>(u0 - warm, 0);
-  for (std::size_t k = 0; k < n && from < available; ++k) {
-    const hal::ThrusterParams p = runtime::slower_rotor(tr.thrusters[k].params, dtau);
-    double speed = tr.thruster_speed[static_cast<std::size_t>(from) * n + k];
-    for (std::int64_t u = from; u < u0 + steps && u < available; ++u) {
-      const auto i = static_cast<std::size_t>(u) * n + k;
-      const hal::RotorStep r =
-          hal::thruster_advance(p, speed, hal::thruster_command(p, tr.thruster_command[i]), tr.dt_s);
-      speed = r.speed_rad_s;
-      if (u < u0) continue;
-      tr.thrusters[k].add_thrust(out.delta[static_cast<std::size_t>(u - u0)], r.mean_thrust_n - tr.thruster_thrust[i]);
-    }
-  }
-  return out.delta;
-}
-
-// replays `steps` steps from a start state (position, velocity; orientation and angular
-// velocity of sample `t0`) with the inputs from index u0; calls at(j, body state) after each
-// step j = 1..steps; false on a numerical fault
-template <class At>
-bool simulate(const TrialModel& tm, runtime::WorldModel& model, runtime::WorldState& world, runtime::StepInputs& in,
-              runtime::PhysicsScratch& scratch, RotorCache& rotors, const double* theta, const double* start,
-              std::size_t t0, std::int64_t u0, int steps, At&& at) {
-  const Trial& tr = *tm.trial;
-  runtime::apply_vehicle_parameters(tm.base, theta, tm.active[vp::added_mass], model);
-  runtime::apply_angular_drag(tm.base, theta[vp::angular_drag], model);
-  const auto body = static_cast<std::size_t>(tm.base.body);
-  const auto& twin = tr.twin[std::min(t0, tr.twin.size() - 1)];
-  world.bodies.assign(twin.begin(), twin.end());
-  const TrialSample& s0 = tr.samples[t0];
-  runtime::BodyState& b = world.bodies[body];
-  const runtime::BodyModel& bm = model.bodies[body];
-  b.position_m = Vec3(start[0], start[1], start[2]);
-  const Vec3 turn(start[6], start[7], start[8]);
-  const double angle = turn.norm();
-  b.orientation =
-      angle > 0 ? (s0.orientation * Quat(Eigen::AngleAxisd(angle, turn / angle))).normalized() : s0.orientation;
-  b.linear_momentum = bm.mass_kg * Vec3(start[3], start[4], start[5]);
-  const runtime::Mat3 r0 = b.orientation.toRotationMatrix();
-  const Vec3 w0 = s0.has_velocity ? s0.angular_velocity : runtime::Vec3::Zero();
-  b.angular_momentum = r0 * bm.inertia_body * r0.transpose() * w0;
-  for (auto& w : in.wrenches) w = BodyWrench{};
-  const double dt = tr.dt_s;
-  // with thrusters on the body, their rotors run again with the lag added to their time
-  // constants; without, the lag is a first-order filter on the whole input (as online)
-  const bool rotor_lag = !tr.thrusters.empty();
-  const std::vector<BodyWrench>* delta =
-      rotor_lag ? &rotor_delta(tr, u0, steps, theta[vp::thruster_lag], rotors) : nullptr;
-  BodyWrench lag = rotor_lag ? BodyWrench{} : lag_before(tr, u0, theta[vp::thruster_lag], dt);
-  for (int j = 1; j <= steps; ++j) {
-    BodyWrench& w = in.wrenches[body];
-    const BodyWrench& input = tr.samples[static_cast<std::size_t>(u0 + j - 1)].input;
-    if (rotor_lag) {
-      const BodyWrench& d = (*delta)[static_cast<std::size_t>(j - 1)];
-      w = input;
-      w.force_body_n += d.force_body_n;
-      w.torque_body_nm += d.torque_body_nm;
-    } else {
-      w = runtime::lag_wrench_step(lag, input, theta[vp::thruster_lag], dt);
-    }
-    runtime::scale_wrench(w, theta[vp::thrust]);
-    if (runtime::step(model, world, in, dt, nullptr, scratch) != runtime::StepStatus::ok) return false;
-    at(j, world.bodies[body], model.bodies[body]);
-  }
-  return true;
-}
-
 // one window: residuals at five checkpoints (position, and velocity where measured)
 class WindowCost final : public lsq::Cost {
  public:
   WindowCost(const TrialModel& tm, std::size_t t0, int steps)
       : tm_(tm), t0_(t0), steps_(steps), model_(tm.trial->scenario.model) {
-    in_.resize(model_.bodies.size());
+    work_.inputs.resize(model_.bodies.size());
   }
 
   // what compute() found at the point it was given (the evaluation callback fills it for every
@@ -281,7 +164,7 @@ class WindowCost final : public lsq::Cost {
     const Trial& tr = *tm_.trial;
     int next = 0;
     const auto u0 = static_cast<std::int64_t>(t0_) - tm_.delay;
-    return simulate(tm_, model_, world_, in_, scratch_, rotors_, theta, start, t0_, u0, steps_,
+    return simulate(tm_, model_, work_, TrialWindow{theta, start, t0_, u0, steps_},
                     [&](int j, const runtime::BodyState& s, const runtime::BodyModel& bm) {
                       if (next >= checkpoints || j != checkpoint(steps_, next)) return;
                       const TrialSample& m = tr.samples[t0_ + static_cast<std::size_t>(j)];
@@ -304,10 +187,7 @@ class WindowCost final : public lsq::Cost {
   std::size_t t0_;
   int steps_;
   mutable runtime::WorldModel model_;
-  mutable runtime::WorldState world_;
-  mutable runtime::StepInputs in_;
-  mutable runtime::PhysicsScratch scratch_;
-  mutable RotorCache rotors_;
+  mutable runtime::ReplayWork work_;
   mutable Cache cache_;
 };
 
@@ -872,100 +752,6 @@ FitResult fit(const std::vector<Trial>& trials, const FitOptions& options) {
   if (have_cov) weak_directions(f, cov, out);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return out;
-}
-
-Prediction predict(const Trial& trial, const FitResult& fit, std::size_t from, std::size_t to, double horizon_s) {
-  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  Prediction out;
-  out.horizon_s = horizon_s;
-  const int steps = std::max(1, static_cast<int>(std::lround(horizon_s / trial.dt_s)));
-  const runtime::WorldModel& m0 = trial.scenario.model;
-  TrialModel tm;
-  tm.trial = &trial;
-  tm.base = runtime::vehicle_parameter_base(m0, trial.body);
-  tm.active.fill(true);
-  const ParamArray nominal = runtime::nominal_vehicle_parameters(m0, trial.body);
-  runtime::WorldModel model = m0;
-  runtime::WorldState world;
-  runtime::StepInputs in;
-  in.resize(m0.bodies.size());
-  runtime::PhysicsScratch scratch;
-  RotorCache rotors;
-  double sum_fit = 0, sum_nom = 0, sq_fit = 0, sq_nom = 0;
-  std::size_t n_sq = 0;
-  const auto delay = static_cast<std::size_t>(std::max(fit.delay_steps, 0));
-  to = std::min(to, trial.samples.size());
-  // segments one after the other, each from the next sample with a measured state and inputs
-  for (std::size_t t0 = std::max(from, delay), next = t0; t0 + static_cast<std::size_t>(steps) < to; t0 = next) {
-    next = t0 + 1;
-    const TrialSample& s0 = trial.samples[t0];
-    if (!s0.measured || !s0.has_velocity || t0 >= trial.twin.size()) continue;
-    bool inputs = true;
-    for (std::size_t t = t0 - delay; t < t0 - delay + static_cast<std::size_t>(steps); ++t)
-      inputs = inputs && trial.samples[t].has_input;
-    if (!inputs) continue;
-    next = t0 + static_cast<std::size_t>(steps);
-    const double start[start_size] = {s0.position.x(), s0.position.y(), s0.position.z(),
-                                      s0.velocity.x(), s0.velocity.y(), s0.velocity.z()};
-    double end_fit = -1, end_nom = -1, seg_fit = 0, seg_nom = 0;
-    std::size_t seg_n = 0;
-    std::vector<runtime::Vec3> track_fit, track_nom;  // this segment's predictions, step by step
-    const auto run = [&](const ParamArray& th, bool with_added, std::size_t u_delay, double& end, double& sq,
-                         std::vector<runtime::Vec3>& track) {
-      tm.active[vp::added_mass] = with_added;
-      return simulate(tm, model, world, in, scratch, rotors, th.data(), start, t0,
-                      static_cast<std::int64_t>(t0) - static_cast<std::int64_t>(u_delay), steps,
-                      [&](int j, const runtime::BodyState& s, const runtime::BodyModel&) {
-                        track.resize(static_cast<std::size_t>(j) + 1, runtime::Vec3::Constant(nan));
-                        track[static_cast<std::size_t>(j)] = s.position_m;
-                        const TrialSample& m = trial.samples[t0 + static_cast<std::size_t>(j)];
-                        if (!m.measured) return;
-                        const double e = (s.position_m - m.position).norm();
-                        sq += e * e;
-                        if (&sq == &seg_fit) ++seg_n;
-                        end = e;
-                      });
-    };
-    model = m0;
-    const bool ok_fit = run(fit.theta, true, delay, end_fit, seg_fit, track_fit);
-    model = m0;
-    const bool ok_nom = run(nominal, false, 0, end_nom, seg_nom, track_nom);
-    if (!ok_fit || !ok_nom || end_fit < 0 || end_nom < 0) continue;
-    ++out.segments;
-    for (std::size_t j = 0; j < track_fit.size() && j < track_nom.size(); ++j) {
-      const TrialSample& m = trial.samples[t0 + j];
-      out.t.push_back(static_cast<double>(t0 + j) * trial.dt_s);
-      out.measured.push_back(m.measured ? m.position : runtime::Vec3::Constant(nan));
-      out.fitted.push_back(track_fit[j]);
-      out.uncorrected.push_back(track_nom[j]);
-    }
-    out.t.push_back(nan);  // a break between segments
-    out.measured.push_back(runtime::Vec3::Constant(nan));
-    out.fitted.push_back(runtime::Vec3::Constant(nan));
-    out.uncorrected.push_back(runtime::Vec3::Constant(nan));
-    sum_fit += end_fit, sum_nom += end_nom;
-    sq_fit += seg_fit, sq_nom += seg_nom, n_sq += seg_n;
-  }
-  if (out.segments) {
-    out.fitted_m = sum_fit / out.segments;
-    out.uncorrected_m = sum_nom / out.segments;
-    out.fitted_rms_m = std::sqrt(sq_fit / static_cast<double>(std::max<std::size_t>(n_sq, 1)));
-    out.uncorrected_rms_m = std::sqrt(sq_nom / static_cast<double>(std::max<std::size_t>(n_sq, 1)));
-  }
-  return out;
-}
-
-std::optional<double> combination_truth(const Trial& trial, const Combination& c) {
-  const auto truth = [&](int i) -> std::optional<double> {
-    for (const auto& [n, v] : trial.truth)
-      if (n == runtime::vehicle_parameter_names[static_cast<std::size_t>(i)]) return v;
-    return std::nullopt;
-  };
-  if (c.parameter < 0 || c.parameter >= vp::count) return std::nullopt;
-  const std::optional<double> v = truth(c.parameter);
-  if (!v) return v;
-  if (!c.per_effective_mass) return *v + c.offset;
-  return (*v + c.offset) / (1 + truth(vp::added_mass).value_or(0));
 }
 
 }  // namespace tether::identify

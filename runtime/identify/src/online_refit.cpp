@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The online `estimate` processor's batch refit (tether/loop/batch_refit.hpp): the trial so far,
+// The online `estimate` processor's batch refit (tether/feedback/batch_refit.hpp): the trial so far,
 // captured step by step as load_trial captures a recording, fitted by fit() on a worker thread
 // of its own. Deterministic: a fit sees only the copy made when it started, runs on one thread,
 // and the processor takes its result at a fixed step, waiting for it if it is late; a replay
@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "tether/identify/identify.hpp"
-#include "tether/loop/batch_refit.hpp"
+#include "tether/feedback/batch_refit.hpp"
 #include "least_squares.hpp"
 #include "trial_capture.hpp"
 
@@ -27,7 +27,7 @@ class OnlineRefit final : public runtime::BatchRefit {
     live_.dt_s = o.dt_s;
     live_.path = "(this session)";
     // the history's room, taken now (each step's copy of the twin's bodies allocates until the
-    // history is first full; then dropped steps lend theirs: tether/loop/batch_refit.hpp)
+    // history is first full; then dropped steps lend theirs: tether/feedback/batch_refit.hpp)
     const std::size_t room = o.history_steps + 2;
     live_.samples.reserve(room);
     live_.twin.reserve(room);

@@ -14,7 +14,7 @@
 #include "tether/hal/actuators.hpp"
 #include "tether/hal/device_bank.hpp"
 #include "tether/identify/identify.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/loop/replay_endpoint.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/replay.hpp"

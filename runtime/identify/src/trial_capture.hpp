@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tether/identify/identify.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 
 namespace tether::hal {
 class DeviceBank;

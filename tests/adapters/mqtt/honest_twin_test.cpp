@@ -19,7 +19,7 @@
 #include "example_controllers.hpp"
 #include "test_paths.hpp"
 #include "tether/endpoints/endpoint_factory.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/loop/stand_in_vehicle.hpp"
 

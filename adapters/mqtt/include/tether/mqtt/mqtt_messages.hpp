@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tether/loop/endpoint.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 
 namespace tether::hal {
 class DeviceBank;

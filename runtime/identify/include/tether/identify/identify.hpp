@@ -4,7 +4,7 @@
 // through the session, exactly as it ran, so that every step's inputs are what the twin's
 // body received (the firmware's and the operator's, through the same actuators) and every
 // measurement is what passed the plausibility gate. The fit replays windows of the trial with
-// the model's own step() — the parameters of tether/loop/vehicle_parameters.hpp, the online
+// the model's own step() — the parameters of tether/feedback/vehicle_parameters.hpp, the online
 // `estimate` processor's — and solves the nonlinear least-squares problem with Ceres Solver.
 #pragma once
 
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "tether/hal/device_spec.hpp"
-#include "tether/loop/vehicle_parameters.hpp"
+#include "tether/feedback/vehicle_parameters.hpp"
 #include "tether/scenario/scenario.hpp"
 
 namespace tether::identify {
@@ -169,11 +169,20 @@ struct Prediction {
 };
 Prediction predict(const Trial& trial, const FitResult& fit, std::size_t from, std::size_t to, double horizon_s);
 
+/// The fit's replay of one window of `trial`: `steps` steps from the measured state of sample
+/// t0 (its position, velocity, orientation and angular velocity), the inputs from sample
+/// t0 - delay on, with parameters `theta` (vehicle_parameters.hpp's order; the added mass
+/// applied). The body's state after each step in `states` (states[j - 1] after step j);
+/// false on a numerical fault or a window outside the trial. The online `estimate` replays
+/// its windows with the same code (tether/feedback/window_replay.hpp).
+bool replay_trial_window(const Trial& trial, const std::array<double, runtime::vp::count>& theta, std::size_t t0,
+                         int steps, int delay, std::vector<runtime::BodyState>& states);
+
 /// The first sample of a trial's held-out part (the fit's windows end before it).
 std::size_t holdout_start(const Trial& trial, double holdout);
 
 /// Makes the batch fit the online `estimate` processor's refit (its `refit_every_s` key;
-/// tether/loop/batch_refit.hpp). The `tether` program calls it at start; a program of its own
+/// tether/feedback/batch_refit.hpp). The `tether` program calls it at start; a program of its own
 /// that runs scenarios with a refit calls it before loading them.
 void register_online_refit();
 

@@ -15,7 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "tether/loop/fault_injector.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/scenario/step_data.hpp"
 #include "tether/loop/histogram.hpp"
 #include "tether/physics/physics.hpp"

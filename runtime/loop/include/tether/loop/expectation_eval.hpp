@@ -13,7 +13,7 @@
 
 #include "tether/hal/device_bank.hpp"
 #include "tether/loop/endpoint.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/physics/physics.hpp"
 #include "tether/scenario/scenario.hpp"
 

@@ -20,7 +20,7 @@
 #include "tether/loop/device_world.hpp"
 #include "tether/loop/endpoint.hpp"
 #include "tether/loop/faults_and_expectations.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/loop/identify_flight.hpp"
 #include "tether/loop/pacing.hpp"
 #include "tether/loop/phase_profile.hpp"

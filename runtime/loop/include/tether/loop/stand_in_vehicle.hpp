@@ -16,7 +16,7 @@
 
 #include "tether/hal/device_spec.hpp"
 #include "tether/loop/endpoint.hpp"
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/physics/physics.hpp"
 #include "tether/physics/world_model.hpp"
 #include "tether/physics/world_state.hpp"

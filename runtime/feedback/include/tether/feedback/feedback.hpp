@@ -133,7 +133,7 @@ using FeedbackRegistry = hal::Registry<FeedbackFactory>;
 FeedbackRegistry& feedback_processors();
 
 /// The processor of that type, or nullptr. Adding one: a class and one line in
-/// feedback_processors() in runtime/loop/src/feedback.cpp (built in), or
+/// feedback_processors() in runtime/feedback/src/feedback.cpp (built in), or
 /// register_feedback_processor() from outside the library.
 std::unique_ptr<FeedbackProcessor> make_feedback_processor(const std::string& type);
 

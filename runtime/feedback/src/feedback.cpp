@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 
 #include <utility>
 
 #include "feedback_processors.hpp"
-#include "tether/loop/batch_refit.hpp"
+#include "tether/feedback/batch_refit.hpp"
 #include "tether/scenario/scenario.hpp"
 
 namespace tether::runtime {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `estimate` processor's batch refit schedule (docs/feedback.md, "The refit";
-// tether/loop/batch_refit.hpp): its keys, the capture every step, a fit started every
+// tether/feedback/batch_refit.hpp): its keys, the capture every step, a fit started every
 // `refit_every_s` and taken `refit_latency_s` later, and what the processor makes of the fit.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <Eigen/Core>
 #include <nlohmann/json_fwd.hpp>
 
-#include "tether/loop/batch_refit.hpp"
+#include "tether/feedback/batch_refit.hpp"
 
 namespace tether::runtime::feedback_detail {
 

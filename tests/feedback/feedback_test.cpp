@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 #include "tether/scenario/scenario.hpp"
 #include "tether/recording/recorder.hpp"
 #include "tether/loop/recorder_inputs.hpp"

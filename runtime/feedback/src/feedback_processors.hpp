@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "tether/loop/feedback.hpp"
+#include "tether/feedback/feedback.hpp"
 
 namespace tether::runtime::feedback_detail {
 

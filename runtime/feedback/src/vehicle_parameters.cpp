@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tether/loop/vehicle_parameters.hpp"
+#include "tether/feedback/vehicle_parameters.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "tether/loop/feedback.hpp"
-#include "tether/loop/vehicle_parameters.hpp"
+#include "tether/feedback/feedback.hpp"
+#include "tether/feedback/vehicle_parameters.hpp"
 
 namespace tether::runtime {
 
