@@ -108,7 +108,7 @@ struct ContactSet {
 Vec3 full_support(const ShapePose& s, const Vec3& d) {
   const Vec3 dl = s.rotation.transpose() * d;
   const Shape& sh = *s.shape;
-  Vec3 p;
+  Vec3 p = Vec3::Zero();  // every case sets it; GCC 12 cannot tell once this file is on its own
   switch (sh.kind) {
     case ShapeKind::sphere: {
       const double len = dl.norm();

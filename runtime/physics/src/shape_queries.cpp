@@ -101,7 +101,7 @@ double core_margin(const Shape& s) {
 Vec3 core_support(const ShapePose& s, const Vec3& d, double margin) {
   const Vec3 dl = s.rotation.transpose() * d;
   const Shape& sh = *s.shape;
-  Vec3 p;
+  Vec3 p = Vec3::Zero();  // every case sets it; GCC 12 cannot tell once this file is on its own
   switch (sh.kind) {
     case ShapeKind::box:
       p = Vec3(sign_of(dl.x()) * sh.half_extents_m.x(), sign_of(dl.y()) * sh.half_extents_m.y(),
