@@ -97,8 +97,11 @@ bool parse_fault_target(const ConfigNode& x, const Scenario& sc, FaultConfig& f,
       return false;
     }
     const std::string& type = sc.endpoints[static_cast<std::size_t>(f.endpoint)].type;
+    // judged by the type's registered facts; a type this program has not registered is the
+    // endpoint table's to refuse (make_endpoints), and a program that makes no endpoints
+    // (tether-vehicle reads the scenario for its vehicle) has none registered
     const auto facts = endpoint_type_facts().find(type);
-    if (facts == endpoint_type_facts().end() || !facts->second.link_faults) {
+    if (facts != endpoint_type_facts().end() && !facts->second.link_faults) {
       x["endpoint"].error("link faults act on the bytes of an endpoint's link; endpoint \"" + target +
                           "\" is of type " + type + ", whose link takes none (endpoint types that take them: " +
                           link_fault_types_text() + ")");

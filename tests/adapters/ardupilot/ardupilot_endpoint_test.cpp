@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #define TETHER_ALLOC_COUNT_NO_OPERATORS
-#include "../alloc_count.hpp"
+#include "alloc_count.hpp"
 #include "tether/ardupilot/ardupilot_endpoint.hpp"
 #include "tether/ardupilot_standin/ardupilot_standin.hpp"
 #include "tether/endpoints/endpoint_factory.hpp"

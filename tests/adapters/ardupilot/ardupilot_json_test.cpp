@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #define TETHER_ALLOC_COUNT_NO_OPERATORS
-#include "../alloc_count.hpp"
+#include "alloc_count.hpp"
 #include "tether/ardupilot/ardupilot_json.hpp"
 #include "tether/ardupilot_standin/ardupilot_standin.hpp"
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../../examples/firmware/depth_heading_law.h"
+#include "../../../examples/firmware/depth_heading_law.h"
 #include "example_controllers.hpp"
 #include "test_paths.hpp"
 #include "tether/endpoints/endpoint_factory.hpp"

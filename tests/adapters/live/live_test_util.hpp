@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../adapters/cli_test_util.hpp"
-#include "../adapters/mosquitto_util.hpp"  // free_loopback_port
+#include "cli_test_util.hpp"
+#include "mosquitto_util.hpp"  // free_loopback_port
 #include "test_paths.hpp"
 #include "tether/live/client.hpp"
 

@@ -4,7 +4,7 @@
 // the loop thread (the endpoint's reader thread is not the step). And the MAVLink codec's
 // promise (docs/mavlink.md): encoding and decoding frames allocates nothing. (One file of a
 // test program may replace operator new: the adapters' allocation tests live here.)
-#include "../alloc_count.hpp"
+#include "alloc_count.hpp"
 
 #include <doctest/doctest.h>
 

@@ -37,7 +37,7 @@ import termios
 import time
 import tty
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "firmware_shim"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "firmware_shim"))
 import tether_wire as w  # noqa: E402
 
 
