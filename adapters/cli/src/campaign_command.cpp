@@ -92,6 +92,22 @@ void print_finished(const campaign::RunResult& r, std::size_t finished, std::siz
   std::cerr << line << r.plan.name << (why.empty() ? "" : ": " + runtime::printable(why)) << '\n';
 }
 
+// `tether test --list`: each run's index and name, and how many of how many
+void list_runs(const std::vector<campaign::PlannedRun>& all, const std::vector<campaign::PlannedRun>& runs,
+               const std::optional<std::pair<std::size_t, std::size_t>>& shard) {
+  const std::size_t width = std::to_string(all.empty() ? 0 : all.size() - 1).size() + 2;
+  for (const auto& r : runs) {
+    std::string index = std::to_string(r.index);
+    index.resize(width, ' ');
+    std::cout << index << runtime::printable(r.name) << '\n';
+  }
+  std::cout << runs.size();
+  if (shard)
+    std::cout << " of " << all.size() << " runs (shard " << shard->first << "/" << shard->second << ")\n";
+  else
+    std::cout << " runs\n";
+}
+
 }  // namespace
 
 int test_command(const TestOptions& options) {
@@ -122,18 +138,7 @@ int test_command(const TestOptions& options) {
     result.shard = std::make_pair(k, n);
   }
   if (options.list) {
-    const std::size_t width = std::to_string(all.empty() ? 0 : all.size() - 1).size() + 2;
-    for (const auto& r : runs) {
-      std::string index = std::to_string(r.index);
-      index.resize(width, ' ');
-      std::cout << index << runtime::printable(r.name) << '\n';
-    }
-    std::cout << runs.size();
-    if (result.shard)
-      std::cout << " of " << all.size() << " runs (shard " << result.shard->first << "/" << result.shard->second
-                << ")\n";
-    else
-      std::cout << " runs\n";
+    list_runs(all, runs, result.shard);
     return exit_ok;
   }
   const std::string out_dir =

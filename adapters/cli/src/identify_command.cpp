@@ -62,25 +62,24 @@ void print_fit(const identify::FitResult& fit, const identify::Trial& trial) {
       fit.block_s, fit.misfit_widening, fit.iterations, fit.converged ? "" : " (not converged)", fit.seconds);
 }
 
-}  // namespace
-
-int identify_command(const IdentifyOptions& options) {
+// the options a fit cannot use, said before the fit: its numbers, and where its files go
+bool options_usable(const IdentifyOptions& options) {
   // written so that NaN fails too (CLI11's range checks let it through)
   if (!(options.holdout >= 0 && options.holdout < 0.9)) {
     std::cerr << "tether: --holdout " << options.holdout << ": a fraction from 0 to 0.9 of each trial\n";
-    return exit_usage;
+    return false;
   }
   for (const auto& [name, v] :
        {std::pair{"--horizon", options.horizon_s}, std::pair{"--position-stddev", options.position_stddev_m},
         std::pair{"--velocity-stddev", options.velocity_stddev_m_s}})
     if (!(v > 0 && v < 1e6)) {
       std::cerr << "tether: " << name << " " << v << ": a number above 0 and below 1e6\n";
-      return exit_usage;
+      return false;
     }
   if (!(options.orientation_stddev_rad >= 0 && options.orientation_stddev_rad < 4)) {
     std::cerr << "tether: --orientation-stddev " << options.orientation_stddev_rad
               << ": radians from 0 (not compared) to below 4\n";
-    return exit_usage;
+    return false;
   }
   // where the fit and its page go: a folder that is not there is said before the fit, not
   // after it
@@ -90,13 +89,20 @@ int identify_command(const IdentifyOptions& options) {
     std::error_code ec;
     if (!std::filesystem::is_directory(parent, ec)) {
       std::cerr << "tether: " << option << " " << path << ": there is no folder " << parent.string() << '\n';
-      return exit_usage;
+      return false;
     }
     if (std::filesystem::is_directory(path, ec)) {
       std::cerr << "tether: " << option << " " << path << ": a folder; expected a file name\n";
-      return exit_usage;
+      return false;
     }
   }
+  return true;
+}
+
+}  // namespace
+
+int identify_command(const IdentifyOptions& options) {
+  if (!options_usable(options)) return exit_usage;
   const auto load = [&](const std::string& path, identify::Trial& t) {
     std::string error;
     if (identify::load_trial(recording_path(path), options.vehicle, t, &error)) return true;

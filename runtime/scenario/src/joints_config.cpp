@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <optional>
 #include <sstream>
 
 #include "tether/hal/device_name.hpp"
@@ -154,6 +155,39 @@ std::uint8_t parse_locks(const ConfigNode& list) {
   return mask;
 }
 
+namespace {
+
+// the corner of the V a slack cable is laid out as, hanging below the straight line p0-p1:
+// two straight legs whose lengths add up to `length`; none when the V would start inside a
+// plane (the tank's floor or walls), which is said on length_m
+std::optional<Vec3> slack_corner(const ConfigNode& c, const WorldModel& model, const Vec3& p0, const Vec3& p1,
+                                 double length, double radius) {
+  const double span = (p1 - p0).norm();
+  const Vec3 mid = 0.5 * (p0 + p1);
+  Vec3 down = -model.gravity_m_s2;
+  down = down.norm() > 0 ? Vec3(-down.normalized()) : Vec3(0, 0, -1);
+  const Vec3 along = span > 0 ? Vec3((p1 - p0) / span) : Vec3::Zero();
+  Vec3 sag_dir = down - down.dot(along) * along;
+  if (sag_dir.norm() < 1e-9) sag_dir = along.cross(std::abs(along.x()) < 0.57 ? Vec3::UnitX() : Vec3::UnitY());
+  sag_dir.normalize();
+  const double half = 0.5 * length, half_span = 0.5 * span;
+  const Vec3 corner = mid + std::sqrt(std::max(0.0, half * half - half_span * half_span)) * sag_dir;
+  for (const StaticBody& st : model.statics) {
+    if (st.shape.kind != ShapeKind::plane) continue;
+    const Vec3 n = st.orientation * st.shape.normal;
+    const double offset = n.dot(st.position_m) + st.shape.offset_m;
+    if (n.dot(corner) >= offset + radius) continue;  // clear of the solid n·p <= offset
+    std::ostringstream m;
+    m << "laid out slack, the cable hangs in a V whose corner (" << corner.x() << ", " << corner.y() << ", "
+      << corner.z() << ") lies inside \"" << st.name << "\": bring the ends further apart or shorten the cable";
+    c["length_m"].error(m.str());
+    return std::nullopt;
+  }
+  return corner;
+}
+
+}  // namespace
+
 void parse_cables(const ConfigNode& list, WorldModel& model, WorldState& initial,
                   std::vector<hal::DeviceSpec>& devices) {
   if (!list.expect_sequence()) return;
@@ -191,30 +225,9 @@ void parse_cables(const ConfigNode& list, WorldModel& model, WorldState& initial
     }
     // the slack cable is laid out as a V hanging below the straight line: two straight legs
     // whose lengths add up to length_m; the joints sit on the V, one segment apart
-    const Vec3 mid = 0.5 * (p0 + p1);
-    Vec3 down = -model.gravity_m_s2;
-    down = down.norm() > 0 ? Vec3(-down.normalized()) : Vec3(0, 0, -1);
-    const Vec3 along = span > 0 ? Vec3((p1 - p0) / span) : Vec3::Zero();
-    Vec3 sag_dir = down - down.dot(along) * along;
-    if (sag_dir.norm() < 1e-9) sag_dir = along.cross(std::abs(along.x()) < 0.57 ? Vec3::UnitX() : Vec3::UnitY());
-    sag_dir.normalize();
-    const double half = 0.5 * length, half_span = 0.5 * span;
-    const Vec3 corner = mid + std::sqrt(std::max(0.0, half * half - half_span * half_span)) * sag_dir;
-    // the V must start inside the world: not through a plane (the tank's floor and walls)
-    bool outside = false;
-    for (const StaticBody& st : model.statics) {
-      if (st.shape.kind != ShapeKind::plane) continue;
-      const Vec3 n = st.orientation * st.shape.normal;
-      const double offset = n.dot(st.position_m) + st.shape.offset_m;
-      if (n.dot(corner) >= offset + radius) continue;  // clear of the solid n·p <= offset
-      std::ostringstream m;
-      m << "laid out slack, the cable hangs in a V whose corner (" << corner.x() << ", " << corner.y() << ", "
-        << corner.z() << ") lies inside \"" << st.name << "\": bring the ends further apart or shorten the cable";
-      c["length_m"].error(m.str());
-      outside = true;
-      break;
-    }
-    if (outside) continue;
+    const std::optional<Vec3> v_corner = slack_corner(c, model, p0, p1, length, radius);
+    if (!v_corner) continue;
+    const Vec3 corner = *v_corner;
     auto on_v = [&](double s) {  // the point at arc length s along p0 -> corner -> p1
       const double leg0 = (corner - p0).norm();
       if (s <= leg0) return Vec3(leg0 > 0 ? Vec3(p0 + (corner - p0) * (s / leg0)) : p0);
