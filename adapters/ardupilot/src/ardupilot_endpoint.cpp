@@ -190,7 +190,12 @@ struct ArduPilotJsonEndpoint::Impl {
   const runtime::WorldModel* model = nullptr;
   Vec3 prev_velocity{0, 0, 0};  // S_k's, for the mean acceleration over the step
   std::int64_t prev_time_ns = 0;
-  ap::ReplyBuffer reply;  // the latest reply, sent again on a repeated frame
+  ap::ReplyBuffer reply;     // the latest reply made (publish), sent only to a frame that asks
+  ap::ReplyBuffer answered;  // the reply that answered last_frame: a repeat of it gets these bytes again
+  // a frame taken (or ArduPilot's first) not answered yet: the next publish answers it. One
+  // reply per frame: ArduPilot reads one datagram per frame, and an unasked one would stay
+  // queued and put it a frame behind for good
+  bool owed = false;
   std::array<std::uint8_t, 512> datagram{};
   std::unique_ptr<LaunchedProgram> program;  // with `launch:`
   // link faults (docs/faults.md): replies out, servo packets in
@@ -365,6 +370,7 @@ void ArduPilotJsonEndpoint::await_first_packet() {
     s.peer = from;
     s.have_peer = true;
     s.last_frame = p.frame_count;
+    s.owed = true;
     link_.frame_rate_hz = p.frame_rate_hz;
     return;
   }
@@ -397,10 +403,20 @@ void ArduPilotJsonEndpoint::send_bytes(std::string_view bytes) {
     ++link_.send_errors;  // ArduPilot sends its frame again after a second without a reply
 }
 
-void ArduPilotJsonEndpoint::send_reply() {
+// answers the frame owed with the latest reply, which is kept as that frame's answer
+void ArduPilotJsonEndpoint::answer() {
   Impl& s = *impl_;
-  if (s.reply.size == 0) return;
-  const std::string_view bytes(reinterpret_cast<const char*>(s.reply.bytes.data()), s.reply.size);
+  if (!s.owed || s.reply.size == 0) return;
+  s.owed = false;
+  s.answered.size = s.reply.size;
+  std::memcpy(s.answered.bytes.data(), s.reply.bytes.data(), s.reply.size);
+  send_reply(s.answered);
+}
+
+void ArduPilotJsonEndpoint::send_reply(const ardupilot::ReplyBuffer& reply) {
+  Impl& s = *impl_;
+  if (reply.size == 0) return;
+  const std::string_view bytes(reinterpret_cast<const char*>(reply.bytes.data()), reply.size);
   if (!s.shaping_out && s.shape_out.holding() == 0)
     send_bytes(bytes);
   else
@@ -428,7 +444,7 @@ bool ArduPilotJsonEndpoint::publish(const runtime::StepContext& ctx, const runti
     return false;
   }
   if (mavlink_) mavlink_->step(ctx.time_ns);  // heartbeat and due commands before the frame advances
-  send_reply();
+  answer();  // nothing when the frame was answered already (a missed step): no unasked reply
   return true;
 }
 
@@ -490,10 +506,11 @@ bool ArduPilotJsonEndpoint::take_datagram(std::string_view bytes, const sockaddr
   const bool same_peer = s.have_peer && same_address(from, s.peer);
   const auto stale = [&] { link_counts_.stale = link_.repeats + link_.off_sequence + link_.foreign_packets; };
   if (same_peer && ahead == 0) {
-    // our reply was lost or late: ArduPilot asks again; answer again, do not step
+    // our reply was lost or late: ArduPilot asks again; the same bytes again, no step (if it
+    // is not answered yet, the next publish answers it)
     ++link_.repeats;
     stale();
-    send_reply();
+    if (!s.owed) send_reply(s.answered);
     return false;
   }
   if (p.frame_count == 0 && !(same_peer && ahead == 1)) {
@@ -503,7 +520,8 @@ bool ArduPilotJsonEndpoint::take_datagram(std::string_view bytes, const sockaddr
     s.have_peer = true;
     s.last_frame = 0;
     s.have_candidate = false;
-    send_reply();
+    s.owed = true;
+    answer();
     return false;
   }
   if (!same_peer) {
@@ -526,12 +544,13 @@ bool ArduPilotJsonEndpoint::take_datagram(std::string_view bytes, const sockaddr
   s.have_candidate = false;
   ++link_.frames;
   s.last_frame = p.frame_count;
+  s.owed = true;
   reply.clear();
   reply.step = ctx.step;
   fill_commands(p, reply);
   // the frame and the reply ArduPilot read before it (the state it flew this frame on)
   reply.add_wire(false, bytes);
-  reply.add_wire(true, std::string_view(reinterpret_cast<const char*>(s.reply.bytes.data()), s.reply.size));
+  reply.add_wire(true, std::string_view(reinterpret_cast<const char*>(s.answered.bytes.data()), s.answered.size));
   if (mavlink_) mavlink_->receive(reply.logs);
   return true;
 }

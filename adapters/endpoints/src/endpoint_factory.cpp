@@ -15,6 +15,7 @@ bool EndpointRegistry::add(std::string name, EndpointType type, std::string desc
   runtime::EndpointTypeFacts& facts = runtime::endpoint_type_facts()[name];
   facts.keys.assign(type.keys.begin(), type.keys.end());
   facts.link_faults = type.link_faults;
+  facts.default_policy = type.default_policy;
   return hal::Registry<EndpointType>::add(std::move(name), std::move(type), std::move(description));
 }
 
@@ -22,11 +23,11 @@ namespace {
 
 // a backend's registration: its class, constructed from (config, scenario)
 template <class T>
-EndpointType backend(std::span<const char* const> keys, bool link_faults) {
+EndpointType backend(std::span<const char* const> keys, bool link_faults, const char* default_policy = "hold") {
   return {[](const runtime::EndpointConfig& c, const runtime::Scenario& s) -> std::unique_ptr<runtime::Endpoint> {
             return std::make_unique<T>(c, s);
           },
-          keys, link_faults};
+          keys, link_faults, default_policy};
 }
 
 }  // namespace
@@ -47,7 +48,7 @@ EndpointRegistry& endpoint_kinds() {
             "a physical vehicle over an MQTT broker (lock-step by topic)");
     reg.add("stand_in", backend<runtime::StandInEndpoint>(runtime::stand_in_endpoint_keys, false),
             "the stand-in vehicle in-process: tether-vehicle's hidden physics without a broker");
-    reg.add("ardupilot_json", backend<ArduPilotJsonEndpoint>(ardupilot_endpoint_keys, true),
+    reg.add("ardupilot_json", backend<ArduPilotJsonEndpoint>(ardupilot_endpoint_keys, true, "block"),
             "ArduPilot (SITL or a board) through its JSON physics interface over UDP, lock-step on frame_count");
     return reg;
   }();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/scenario/scenario.hpp"
 #include "tether/scenario/goals.hpp"
+#include "tether/scenario/endpoint_types.hpp"
 
 #include "tether/physics/joints.hpp"
 #include "tether/scenario/joints_config.hpp"
@@ -347,7 +348,9 @@ void parse_endpoints(const ConfigNode& es, Scenario& sc) {
     }
     ep.deadline_ns = std::llround(
         e.number_or("deadline_ms", static_cast<double>(sc.loop.period_ns) / 1e6, Range::between(0, 3.6e6)) * 1e6);
-    const std::string policy = e.choice_or("timeout_policy", "hold", {"block", "hold", "safe", "abort"});
+    const auto facts = endpoint_type_facts().find(ep.type);
+    const char* fallback = facts != endpoint_type_facts().end() ? facts->second.default_policy : "hold";
+    const std::string policy = e.choice_or("timeout_policy", fallback, {"block", "hold", "safe", "abort"});
     ep.policy = policy == "block"   ? TimeoutPolicy::block
                 : policy == "safe"  ? TimeoutPolicy::safe
                 : policy == "abort" ? TimeoutPolicy::abort

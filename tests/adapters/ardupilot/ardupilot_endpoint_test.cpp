@@ -236,6 +236,67 @@ TEST_CASE("ardupilot endpoint: repeats answered again, a restart followed, a jum
   ep.stop();
 }
 
+TEST_CASE("ardupilot endpoint: one reply per frame: none after a missed step, a repeat gets the bytes it lost") {
+  const std::uint16_t port = free_udp_port();
+  const Scenario sc = parse_scenario(scenario_text(port), "ap.yaml");
+  // without timeout_policy the type's default: block, so the world does not run ahead
+  CHECK(sc.endpoints[0].policy == TimeoutPolicy::block);
+  adapters::ArduPilotJsonEndpoint ep(sc.endpoints[0], sc);
+  FakeArduPilot apm(port);
+  auto started = std::async(std::launch::async, [&] { ep.start(sc.model, sc.initial); });
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (started.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready && Clock::now() < give_up)
+    apm.send(0);
+  REQUIRE(started.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
+  started.get();
+  Reply reply;
+  // frame 0 asked many times before the first publish: answered once, by it
+  CHECK(ep.gather({0, 0, 10'000'000}, Clock::now() + std::chrono::milliseconds(20), reply) == GatherStatus::timeout);
+  CHECK(apm.nothing_waiting());
+  WorldState s = sc.initial;
+  REQUIRE(ep.publish({0, 0, 10'000'000}, s));
+  CHECK(!apm.receive().empty());
+  CHECK(apm.nothing_waiting());
+  apm.send(1);
+  REQUIRE(ep.gather({0, 0, 10'000'000}, Clock::now() + std::chrono::seconds(5), reply) == GatherStatus::ready);
+
+  // step 1 answers frame 1; ArduPilot stays silent: a missed step, and step 2's publish sends
+  // nothing (frame 1 has its answer; an unasked one would put ArduPilot a frame behind)
+  s.time_ns = 20'000'000;
+  REQUIRE(ep.publish({1, 10'000'000, 10'000'000}, s));
+  const std::string answer1 = apm.receive();
+  REQUIRE(answer1.find("\"timestamp\":0.02,") != std::string::npos);
+  CHECK(ep.gather({1, 10'000'000, 10'000'000}, Clock::now() + std::chrono::milliseconds(20), reply) ==
+        GatherStatus::timeout);
+  for (std::uint64_t k = 2; k < 6; ++k) {
+    s.time_ns = static_cast<std::int64_t>(k + 1) * 10'000'000;
+    REQUIRE(ep.publish({k, s.time_ns - 10'000'000, 10'000'000}, s));
+    CHECK(apm.nothing_waiting());
+    CHECK(ep.gather({k, s.time_ns - 10'000'000, 10'000'000}, Clock::now() + std::chrono::milliseconds(5), reply) ==
+          GatherStatus::timeout);
+  }
+  // the answer was lost on the way: ArduPilot sends frame 1 again after its second of silence
+  // and gets the very bytes it lost (not the world as it is now), and no step is taken
+  apm.send(1);
+  CHECK(ep.gather({6, 60'000'000, 10'000'000}, Clock::now() + std::chrono::milliseconds(200), reply) ==
+        GatherStatus::timeout);
+  CHECK(apm.receive() == answer1);
+  CHECK(apm.nothing_waiting());
+  CHECK(ep.link_counters().repeats == 1);
+  // frame 2 is the next step; the next publish answers it with the state as it is now
+  apm.send(2, 1900);
+  REQUIRE(ep.gather({6, 60'000'000, 10'000'000}, Clock::now() + std::chrono::seconds(5), reply) ==
+          GatherStatus::ready);
+  CHECK(command_value(reply.commands[0]) == 1.0f);
+  s.time_ns = 70'000'000;
+  REQUIRE(ep.publish({7, 70'000'000, 10'000'000}, s));
+  CHECK(apm.receive().find("\"timestamp\":0.07,") != std::string::npos);
+  CHECK(apm.nothing_waiting());
+  CHECK(ep.link_counters().replies_sent == 4);  // frames 0, 1, 1 again, 2
+  CHECK(ep.link_counters().frames == 2);
+  ep.stop();
+}
+
 TEST_CASE("ardupilot endpoint: an old frame is ignored, frame 0 again is a restart, a stranger is ignored") {
   const std::uint16_t port = free_udp_port();
   const Scenario sc = parse_scenario(scenario_text(port), "ap.yaml");

@@ -6,10 +6,12 @@
 //
 //   start()    bind; launch the autopilot (`launch:`); wait for ArduPilot's first servo
 //              packet (connect_timeout_ms)
-//   publish    the reply for S'_{k+1} (the projected state) to ArduPilot's latest frame
+//   publish    the reply for S'_{k+1} (the projected state), sent only if ArduPilot's latest
+//              frame is not answered yet: one reply per frame, none unasked (after a
+//              missed step the frame was answered already)
 //   gather     wait for the next frame (frame_count + 1): its servo outputs, through the
 //              channel map, are this step's actuator commands. The same frame again is
-//              answered with the same reply (no step); frame 0 again is ArduPilot
+//              answered with the bytes that answered it before (no step); frame 0 again is ArduPilot
 //              restarted (followed to its new port); any other count is ignored unless
 //              it comes twice in a row (then believed); other senders are ignored
 //   emit       keeps S_{k+1}'s velocity: the next reply's accelerometer is the mean
@@ -156,7 +158,8 @@ class ArduPilotJsonEndpoint final : public runtime::Endpoint {
   void bind_socket();
   void launch_program();
   void await_first_packet();
-  void send_reply();
+  void answer();
+  void send_reply(const ardupilot::ReplyBuffer& reply);
   void send_bytes(std::string_view bytes);
   bool take_datagram(std::string_view bytes, const sockaddr_in& from, const runtime::StepContext& ctx,
                      runtime::Reply& reply);

@@ -31,6 +31,8 @@ struct EndpointType {
   std::span<const char* const> keys;
   /// Its link's bytes take link faults (its endpoint shapes them with a runtime::LinkShaper).
   bool link_faults = false;
+  /// `timeout_policy` when an entry gives none ("hold", "block", "safe" or "abort").
+  const char* default_policy = "hold";
 };
 
 /// hal::Registry of endpoint types whose add() also tells the scenario the type's facts

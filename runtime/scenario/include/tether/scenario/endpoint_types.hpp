@@ -21,6 +21,10 @@ namespace tether::runtime {
 struct EndpointTypeFacts {
   std::vector<std::string> keys;  // its own keys, beside endpoint_common_keys
   bool link_faults = false;       // its link's bytes take link faults (docs/faults.md)
+  // `timeout_policy` when an entry gives none: hold for firmware and vehicles; block where
+  // the other side keeps its own clock in step with the replies (ArduPilot's JSON
+  // interface), so that the world never runs ahead of it
+  const char* default_policy = "hold";
 };
 
 /// Every registered endpoint type's facts, by type name. Filled at set-up (before scenarios
