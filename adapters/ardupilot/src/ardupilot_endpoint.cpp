@@ -293,6 +293,9 @@ void ArduPilotJsonEndpoint::start(const runtime::WorldModel& model, const runtim
   if (config_.launch) launch_program();
   // SITL started directly sends no servo packet until a MAVLink client is connected
   if (mavlink_) {
+    // ArduSub's depth zero is the pressure when it starts (it calibrates its barometer at
+    // boot): the vehicle's depth below home now is what its zero means
+    mavlink_->set_depth_datum(config_.home_m.z() - initial.bodies[static_cast<std::size_t>(config_.body)].position_m.z());
     try {
       mavlink_->connect("endpoint " + name());
     } catch (const std::runtime_error&) {
@@ -569,6 +572,10 @@ runtime::GatherStatus ArduPilotJsonEndpoint::gather(const runtime::StepContext& 
     return true;
   };
   if (program_ended()) return runtime::GatherStatus::fault;
+  if (mavlink_ && !mavlink_->failure().empty()) {
+    fault_message_ = "the ground station gave up at step " + std::to_string(ctx.step) + ": " + mavlink_->failure();
+    return runtime::GatherStatus::fault;
+  }
   // what the link faults let through late (delayed, or behind a frame already taken) first
   while (!s.inbox.empty()) {
     Impl::Inbound m = std::move(s.inbox.front());

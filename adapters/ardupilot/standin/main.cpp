@@ -34,6 +34,7 @@ struct Options {
   int rate_hz = 1200;
   bool wait_for_gcs = true;
   std::optional<double> duration_s;
+  double startup_s = ap::default_startup_s;
 };
 
 // what the signal handler may touch: lock-free atomics only
@@ -65,6 +66,10 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
   app.add_flag("!--no-wait-for-gcs", o.wait_for_gcs, "send servo packets without waiting for a ground station");
+  app.add_option("--startup-s", o.startup_s,
+                 "simulated seconds before arming is allowed (ArduSub: until its estimator is healthy)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--duration-s", o.duration_s, "exit after this much simulated time (default: run until a signal)")
       ->check(tether::adapters::positive_number());
 }
@@ -132,6 +137,7 @@ int main(int argc, char** argv) {
 
   install_signals();
   ap::Autopilot autopilot(o.frame == "rover" ? ap::Airframe::rover : ap::Airframe::vectored);
+  autopilot.set_startup_s(o.startup_s);
   std::unique_ptr<ap::ControlLaw> law;
   if (autopilot.airframe() == ap::Airframe::rover)
     law = std::make_unique<ap::RoverLaw>(autopilot);

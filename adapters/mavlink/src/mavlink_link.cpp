@@ -37,8 +37,11 @@ constexpr std::uint8_t mav_result_in_progress = 5;
 // SET_POSITION_TARGET_GLOBAL_INT: every dimension ignored but the altitude (z)
 // (POSITION_TARGET_TYPEMASK bits 0..11 set but Z_IGNORE, 4, and FORCE_SET, 512)
 constexpr std::uint16_t position_only_alt = 0x0DFB;
-// SET_ATTITUDE_TARGET: the three body rates ignored
+// SET_ATTITUDE_TARGET: the three body rates ignored; ArduSub's ALT_HOLD keeps a target only
+// with throttle ignored as well (bit 6: GCS_MAVLink_Sub.cpp, mode_althold.cpp), GUIDED only without
 constexpr std::uint8_t attitude_rates_ignored = 1 | 2 | 4;
+constexpr std::uint8_t attitude_throttle_ignored = 64;
+constexpr std::uint32_t sub_mode_guided = 4;
 
 const char* const ack_names[8] = {"accepted", "temporarily_rejected", "denied",    "unsupported",
                                   "failed",   "in_progress",          "cancelled", "other"};
@@ -77,8 +80,13 @@ std::string printable_text(std::string_view s) {
 
 }  // namespace
 
+static_assert(sizeof(sockaddr_in) == 16, "MavlinkLink::peer_ holds a sockaddr_in");
+
 MavlinkLink::MavlinkLink(MavlinkLinkConfig config) : config_(std::move(config)), decoder_(mav::known_messages()) {
   queued_.reserve(max_queued);
+  notes_.reserve(64);
+  // the sticks centred: ArduSub's throttle (z) is 0..1000 with 500 neutral, ArduRover's -1000..1000
+  if (config_.vehicle == mav::Vehicle::sub) sticks_[2] = 500;
 }
 
 MavlinkLink::~MavlinkLink() { close(); }
@@ -110,6 +118,26 @@ void MavlinkLink::open_socket() {
 
 void MavlinkLink::connect(const std::string& who) {
   active_ = true;
+  if (config_.transport == MavlinkLinkConfig::Transport::udp_in) {
+    // MAVProxy's --out: bind the address; the autopilot's frames arrive from MAVProxy, and
+    // ours go back to whoever sent last
+    const sockaddr_in at = socket_address(config_);
+    try {
+      open_socket();
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(who + ": MAVLink " + e.what());
+    }
+    const int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd_, reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0) {
+      const std::string why = std::strerror(errno);
+      close();
+      throw std::runtime_error(who + ": MAVLink " + config_.address() + ": cannot bind: " + why);
+    }
+    state_ = State::connected;
+    ever_connected_ = true;
+    return;
+  }
   if (config_.transport == MavlinkLinkConfig::Transport::udp) {
     // a board: our datagrams go to it, and the connected socket reads only its replies
     const sockaddr_in to = socket_address(config_);
@@ -199,7 +227,17 @@ void MavlinkLink::lose() {
 
 void MavlinkLink::flush() {
   if (state_ != State::connected || out_size_ == 0) return;
-  const ssize_t n = ::send(fd_, out_.data(), out_size_, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (config_.transport == MavlinkLinkConfig::Transport::udp_in && !have_peer_) {
+    counters_.bytes_dropped += out_size_;  // nobody has spoken yet: nobody to answer
+    out_size_ = 0;
+    return;
+  }
+  sockaddr_in peer{};
+  std::memcpy(&peer, peer_.data(), sizeof peer);
+  const ssize_t n = config_.transport == MavlinkLinkConfig::Transport::udp_in
+                        ? ::sendto(fd_, out_.data(), out_size_, MSG_DONTWAIT | MSG_NOSIGNAL,
+                                   reinterpret_cast<const sockaddr*>(&peer), sizeof peer)
+                        : ::send(fd_, out_.data(), out_size_, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n > 0) {
     counters_.bytes_sent += static_cast<std::uint64_t>(n);
     std::memmove(out_.data(), out_.data() + n, out_size_ - static_cast<std::size_t>(n));
@@ -207,7 +245,7 @@ void MavlinkLink::flush() {
     return;
   }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  if (config_.transport == MavlinkLinkConfig::Transport::udp) {
+  if (config_.transport != MavlinkLinkConfig::Transport::tcp) {
     // nobody at the address (yet): the datagram is gone, the socket stays
     ++counters_.send_errors;
     counters_.bytes_dropped += out_size_;
@@ -229,7 +267,7 @@ void MavlinkLink::send(const M& message) {
     return;
   }
   // UDP: one frame per datagram; TCP: a byte stream, whole frames queued behind what waits
-  if (config_.transport == MavlinkLinkConfig::Transport::udp) flush();
+  if (config_.transport != MavlinkLinkConfig::Transport::tcp) flush();
   if (out_size_ + n > out_.size()) {
     counters_.bytes_dropped += n;
     return;
@@ -253,7 +291,7 @@ void MavlinkLink::send_action(const MavlinkAction& a) {
       m.target_component = comp;
       m.coordinate_frame = mav_frame_global_relative_alt_int;
       m.type_mask = position_only_alt;
-      m.alt = static_cast<float>(-a.depth_m);
+      m.alt = static_cast<float>(-(a.depth_m - depth_datum_m_));
       send(m);
       break;
     }
@@ -264,7 +302,9 @@ void MavlinkLink::send_action(const MavlinkAction& a) {
       m.time_boot_ms = static_cast<std::uint32_t>(last_time_ns_ / 1'000'000);
       m.target_system = sys;
       m.target_component = comp;
-      m.type_mask = attitude_rates_ignored;
+      m.type_mask = config_.vehicle == mav::Vehicle::sub && mode_ == sub_mode_guided
+                        ? attitude_rates_ignored
+                        : static_cast<std::uint8_t>(attitude_rates_ignored | attitude_throttle_ignored);
       m.q = {static_cast<float>(std::cos(half)), 0.0F, 0.0F, static_cast<float>(std::sin(half))};
       m.thrust = 0.5F;  // ArduSub: neutral climb rate
       send(m);
@@ -312,9 +352,110 @@ void MavlinkLink::step(std::int64_t time_ns) {
     next_heartbeat_ns_ = time_ns - time_ns % second_ns + second_ns;
   }
   while (next_script_ < config_.script.size() && config_.script[next_script_].at_ns <= time_ns && connected())
-    send_action(config_.script[next_script_++]);
-  for (const MavlinkAction& a : queued_) send_action(a);
+    take(config_.script[next_script_++], time_ns);
+  for (const MavlinkAction& a : queued_) take(a, time_ns);
   queued_.clear();
+  keep_up(time_ns);
+}
+
+void MavlinkLink::note(std::uint8_t level, std::string text) {
+  if (notes_.size() < 64) notes_.push_back({level, std::move(text)});
+}
+
+// a command becomes what the ground station keeps asking for; a parameter is sent once
+void MavlinkLink::take(const MavlinkAction& a, std::int64_t time_ns) {
+  switch (a.kind) {
+    case MavlinkAction::Kind::arm:
+      want_arm_ = a;
+      arm_asked_ns_ = time_ns;
+      next_arm_ns_ = time_ns;
+      arm_tries_ = 0;
+      failure_.clear();
+      break;
+    case MavlinkAction::Kind::mode:
+      want_mode_ = a.custom_mode;
+      next_mode_ns_ = time_ns;
+      break;
+    case MavlinkAction::Kind::depth:
+      depth_target_m_ = a.depth_m;
+      next_target_ns_ = time_ns;
+      if (depth_datum_m_ != 0 && config_.vehicle == mav::Vehicle::sub) {
+        char text[160];
+        std::snprintf(text, sizeof text,
+                      "ground station: depth %.3g m sent as %.3g m below ArduSub's depth zero (the %.3g m it was at "
+                      "when it started)",
+                      a.depth_m, a.depth_m - depth_datum_m_, depth_datum_m_);
+        note(0, text);
+      }
+      break;
+    case MavlinkAction::Kind::heading:
+      heading_target_deg_ = a.heading_deg;
+      next_heading_ns_ = time_ns;
+      break;
+    case MavlinkAction::Kind::manual:
+      sticks_ = a.manual;
+      buttons_ = a.buttons;
+      next_pilot_ns_ = time_ns;
+      if (config_.pilot_rate_hz <= 0) send_action(a);  // not streamed: sent as given
+      break;
+    case MavlinkAction::Kind::param: send_action(a); break;
+  }
+}
+
+// what a ground station keeps up, once the autopilot has been heard (its HEARTBEAT)
+void MavlinkLink::keep_up(std::int64_t time_ns) {
+  if (!have_heartbeat_) return;
+  if (want_mode_) {
+    if (mode_ == *want_mode_) {
+      want_mode_.reset();
+    } else if (time_ns >= next_mode_ns_) {
+      MavlinkAction m;
+      m.kind = MavlinkAction::Kind::mode;
+      m.custom_mode = *want_mode_;
+      send_action(m);
+      next_mode_ns_ = time_ns + second_ns;
+    }
+  }
+  if (want_arm_) {
+    if (armed_ == want_arm_->arm) {
+      if (want_arm_->arm)
+        note(0, "ground station: armed after " + std::to_string(arm_tries_) +
+                    (arm_tries_ == 1 ? " request" : " requests"));
+      want_arm_.reset();
+    } else if (time_ns - arm_asked_ns_ > config_.arm_timeout_ms * 1'000'000) {
+      if (failure_.empty())
+        failure_ = std::string("ArduPilot did not ") + (want_arm_->arm ? "arm" : "disarm") + " within " +
+                   std::to_string(config_.arm_timeout_ms / 1000) + " s (" + std::to_string(arm_tries_) +
+                   " requests); it said: " + (last_prearm_.empty() ? "nothing" : "\"" + last_prearm_ + "\"");
+    } else if (time_ns >= next_arm_ns_) {
+      ++arm_tries_;
+      send_action(*want_arm_);
+      next_arm_ns_ = time_ns + second_ns;
+    }
+  }
+  if (depth_target_m_ && time_ns >= next_target_ns_) {
+    MavlinkAction d;
+    d.kind = MavlinkAction::Kind::depth;
+    d.depth_m = *depth_target_m_;
+    send_action(d);
+    next_target_ns_ = time_ns + second_ns;
+  }
+  if (heading_target_deg_ && time_ns >= next_heading_ns_) {
+    MavlinkAction h;
+    h.kind = MavlinkAction::Kind::heading;
+    h.heading_deg = *heading_target_deg_;
+    send_action(h);
+    next_heading_ns_ = time_ns + (config_.vehicle == mav::Vehicle::sub && mode_ == sub_mode_guided ? second_ns / 4
+                                                                                                  : second_ns);
+  }
+  if (config_.pilot_rate_hz > 0 && time_ns >= next_pilot_ns_) {
+    MavlinkAction m;
+    m.kind = MavlinkAction::Kind::manual;
+    m.manual = sticks_;
+    m.buttons = buttons_;
+    send_action(m);
+    next_pilot_ns_ = time_ns + static_cast<std::int64_t>(1e9 / config_.pilot_rate_hz);
+  }
 }
 
 bool MavlinkLink::queue(const MavlinkAction& action, std::string* why) {
@@ -330,10 +471,19 @@ void MavlinkLink::receive(std::vector<runtime::LogLine>& logs) {
   if (pending_ == Pending::lost) logs.push_back({1, "autopilot: MAVLink link lost"});
   if (pending_ == Pending::restored) logs.push_back({0, "autopilot: MAVLink link restored"});
   pending_ = Pending::none;
+  for (runtime::LogLine& l : notes_) logs.push_back(std::move(l));
+  notes_.clear();
   if (state_ != State::connected) return;
   // what has arrived, bounded so that a flood cannot hold the step
   for (int reads = 0; reads < 32; ++reads) {
-    const ssize_t n = ::recv(fd_, in_.data(), in_.size(), MSG_DONTWAIT);
+    sockaddr_in from{};
+    socklen_t from_len = sizeof from;
+    const ssize_t n =
+        ::recvfrom(fd_, in_.data(), in_.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &from_len);
+    if (n > 0 && config_.transport == MavlinkLinkConfig::Transport::udp_in) {
+      std::memcpy(peer_.data(), &from, sizeof from);
+      have_peer_ = true;
+    }
     if (n > 0) {
       counters_.bytes_received += static_cast<std::uint64_t>(n);
       decoder_.feed(std::span<const std::uint8_t>(in_.data(), static_cast<std::size_t>(n)),
@@ -341,7 +491,7 @@ void MavlinkLink::receive(std::vector<runtime::LogLine>& logs) {
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    if (config_.transport == MavlinkLinkConfig::Transport::udp) {
+    if (config_.transport != MavlinkLinkConfig::Transport::tcp) {
       ++counters_.send_errors;  // an earlier datagram refused (ICMP): nobody there yet
       return;
     }
@@ -374,7 +524,9 @@ void MavlinkLink::on_frame(const mav::Frame& f, std::vector<runtime::LogLine>& l
     mode_ = hb->custom_mode;
   } else if (auto st = mav::decode<mav::StatusText>(f)) {
     ++counters_.statustexts;
-    logs.push_back({level_of(st->severity), "autopilot: " + printable_text(mav::text(st->text))});
+    std::string text = printable_text(mav::text(st->text));
+    if (text.rfind("PreArm:", 0) == 0 || text.rfind("Arm:", 0) == 0) last_prearm_ = text;
+    logs.push_back({level_of(st->severity), "autopilot: " + std::move(text)});
   } else if (auto ack = mav::decode<mav::CommandAck>(f)) {
     ++counters_.acks[std::min<std::size_t>(ack->result, 7)];
     if (ack->result != mav::mav_result_accepted && ack->result != mav_result_in_progress)
@@ -420,6 +572,8 @@ void MavlinkLink::summarize(nlohmann::json& out) const {
       {"send_errors", counters_.send_errors},
       {"links_lost", counters_.links_lost},
       {"reconnects", counters_.reconnects},
+      {"arm_requests", arm_tries_},
+      {"failure", failure_},
       {"decoder",
        {{"frames", d.frames},
         {"bad_crc", d.bad_crc},

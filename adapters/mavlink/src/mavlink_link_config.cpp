@@ -33,16 +33,21 @@ std::string mode_list(mav::Vehicle v) {
 // "tcp:127.0.0.1:5760": false when it is not that shape with an IPv4 host and a port 1..65535
 // (tcp also 0: a free port chosen at start, for a launched autopilot)
 bool parse_address(const std::string& text, MavlinkLinkConfig& out) {
-  const std::string_view t(text);
-  if (t.substr(0, 4) == "tcp:")
+  std::string_view t(text);
+  std::size_t prefix = 4;
+  if (t.substr(0, 4) == "tcp:") {
     out.transport = MavlinkLinkConfig::Transport::tcp;
-  else if (t.substr(0, 4) == "udp:")
+  } else if (t.substr(0, 6) == "udpin:") {
+    out.transport = MavlinkLinkConfig::Transport::udp_in;
+    prefix = 6;
+  } else if (t.substr(0, 4) == "udp:") {
     out.transport = MavlinkLinkConfig::Transport::udp;
-  else
+  } else {
     return false;
+  }
   const std::size_t colon = t.rfind(':');
-  if (colon <= 4) return false;
-  const std::string host(t.substr(4, colon - 4));
+  if (colon <= prefix) return false;
+  const std::string host(t.substr(prefix, colon - prefix));
   const std::string_view port = t.substr(colon + 1);
   in_addr addr{};
   if (::inet_pton(AF_INET, host.c_str(), &addr) != 1) return false;
@@ -58,6 +63,12 @@ bool parse_address(const std::string& text, MavlinkLinkConfig& out) {
 
 void parse_manual(const runtime::ConfigNode& m, mav::Vehicle vehicle, MavlinkAction& out) {
   if (!m.expect_map({"x", "y", "z", "r", "buttons"})) return;
+  // ArduRover steers by y and drives by z (GCS_MAVLink_Rover.cpp, handle_manual_control_axes)
+  if (vehicle == mav::Vehicle::rover)
+    for (const char* axis : {"x", "r"})
+      if (m.has(axis) && m.integer_or(axis, 0, -1000, 1000) != 0)
+        m[axis].error(std::string("ArduRover reads MANUAL_CONTROL's y (steering) and z (throttle) only; ") + axis +
+                      " does nothing");
   // ArduSub's throttle (z) is 0..1000 with 500 neutral: leaving it out must not dive
   const std::int64_t z_neutral = vehicle == mav::Vehicle::sub ? 500 : 0;
   out.manual[0] = static_cast<std::int16_t>(m.integer_or("x", 0, -1000, 1000));
@@ -145,6 +156,8 @@ bool operator_actions(std::string_view verb, const nlohmann::json& arguments, ma
         !a.whole("z", -1000, 1000, axes[2]) || !a.whole("r", -1000, 1000, axes[3]) ||
         !a.whole("buttons", 0, 65535, buttons))
       return false;
+    if (vehicle == mav::Vehicle::rover && (axes[0] != 0 || axes[3] != 0))
+      return a.fail("ArduRover reads MANUAL_CONTROL's y (steering) and z (throttle) only; x and r do nothing");
     action.kind = MavlinkAction::Kind::manual;
     for (std::size_t i = 0; i < 4; ++i) action.manual[i] = static_cast<std::int16_t>(axes[i]);
     action.buttons = static_cast<std::uint16_t>(buttons);
@@ -169,7 +182,8 @@ bool operator_actions(std::string_view verb, const nlohmann::json& arguments, ma
 }
 
 std::string MavlinkLinkConfig::address() const {
-  return std::string(transport == Transport::tcp ? "tcp:" : "udp:") + host + ":" + std::to_string(port);
+  return std::string(transport == Transport::tcp ? "tcp:" : transport == Transport::udp_in ? "udpin:" : "udp:") + host +
+         ":" + std::to_string(port);
 }
 
 std::optional<MavlinkAction> parse_mavlink_action(const runtime::ConfigNode& e, mav::Vehicle vehicle, bool with_time) {
@@ -231,18 +245,21 @@ std::optional<MavlinkAction> parse_mavlink_action(const runtime::ConfigNode& e, 
 MavlinkLinkConfig parse_mavlink_config(const runtime::ConfigNode& n, std::int64_t instance) {
   MavlinkLinkConfig out;
   out.port = static_cast<std::uint16_t>(std::clamp<std::int64_t>(5760 + 10 * instance, 1, 65535));
-  if (!n.expect_map({"address", "vehicle", "connect_timeout_ms", "script"})) return out;
+  if (!n.expect_map({"address", "vehicle", "connect_timeout_ms", "arm_timeout_s", "pilot_input_hz", "script"}))
+    return out;
   if (n.has("address")) {
     const std::string text = n.string("address");
     if (!text.empty() && !parse_address(text, out))
       n["address"].error(
-          "expected tcp:HOST:PORT or udp:HOST:PORT (an IPv4 host, a port 1..65535; tcp port 0: a free one for "
-          "`launch:`), got \"" +
+          "expected tcp:HOST:PORT (connect), udp:HOST:PORT (send to a board) or udpin:HOST:PORT (listen, as for "
+          "MAVProxy's --out) with an IPv4 host and a port 1..65535 (tcp port 0: a free one for `launch:`), got \"" +
           text + "\"");
   }
   const std::string vehicle = n.choice_or("vehicle", "sub", {"sub", "rover"});
   out.vehicle = vehicle == "rover" ? mav::Vehicle::rover : mav::Vehicle::sub;
   out.connect_timeout_ms = n.integer_or("connect_timeout_ms", 30'000, 1, 3'600'000);
+  out.arm_timeout_ms = std::llround(n.number_or("arm_timeout_s", 90, runtime::Range::between(1, 86'400)) * 1000);
+  out.pilot_rate_hz = n.number_or("pilot_input_hz", 10, runtime::Range::between(0, 100));
   const runtime::ConfigNode script = n["script"];
   if (n.has("script") && script.expect_sequence()) {
     for (std::size_t i = 0; i < script.size(); ++i)

@@ -90,8 +90,10 @@ TEST_CASE("ardupilot autopilot: the vectored frame's table gives each motor Ardu
   CHECK(pwm_of({.throttle = 1}) == P{1500, 1500, 1500, 1500, 1100, 1100});  // up: 5 and 6 pull up
   CHECK(pwm_of({.throttle = -0.5}) == P{1500, 1500, 1500, 1500, 1700, 1700});
   CHECK(pwm_of({.roll = 1}) == P{1500, 1500, 1500, 1500, 1900, 1100});
-  // a group over full command is scaled as a whole: forward and yaw together keep their ratio
+  // over full command each motor is clipped on its own (ArduSub's vectored frame), not the
+  // group scaled: forward 1 and lateral 0.5 give motors -0.5, -1.5 -> -1, 1.5 -> 1, 0.5
   CHECK(pwm_of({.forward = 1, .yaw = 1}) == P{1500, 1100, 1500, 1900, 1500, 1500});
+  CHECK(pwm_of({.forward = 1, .lateral = 0.5}) == P{1300, 1100, 1900, 1700, 1500, 1500});
   CHECK(output_to_pwm(2.0) == 1900);
   CHECK(output_to_pwm(-7.0) == 1100);
   CHECK(output_to_pwm(std::nan("")) == 1500);
@@ -136,16 +138,40 @@ TEST_CASE("ardupilot autopilot: MANUAL mixes the pilot's sticks directly") {
   SubHoldLaw law(ap);
   ap.set_armed(true);
   const SensorReading r = reading(1.0, 1.0, 45);
-  ap.set_pilot({500, 0, 500, 0}, Clock::now());  // half forward
-  CHECK(run_law(law, &r) == std::vector<std::uint16_t>{1300, 1300, 1700, 1700, 1500, 1500, 1500, 1500, 1500, 1500, 1500,
+  // half forward at ArduSub's default joystick gain (JS_GAIN 0.5): a quarter of the channel
+  ap.set_pilot({500, 0, 500, 0}, Clock::now());
+  CHECK(run_law(law, &r) == std::vector<std::uint16_t>{1400, 1400, 1600, 1600, 1500, 1500, 1500, 1500, 1500, 1500, 1500,
                                                        1500, 1500, 1500, 1500, 1500});
-  ap.set_pilot({0, 0, 1000, 0}, Clock::now());  // full up
+  ap.set_pilot({0, 0, 1000, 0}, Clock::now());  // full up: half the channel
   auto pwm = run_law(law, &r);
+  CHECK(pwm[4] == 1300);
+  CHECK(pwm[5] == 1300);
+  REQUIRE(ap.set_param("JS_GAIN", 1.0));
+  pwm = run_law(law, &r);
   CHECK(pwm[4] == 1100);
   CHECK(pwm[5] == 1100);
-  // sticks older than the pilot timeout (in simulated time, the readings') count as centred
-  ap.set_pilot({1000, 0, 1000, 1000}, sim_clock(r.timestamp_s) - pilot_timeout - std::chrono::seconds(1));
-  CHECK(run_law(law, &r) == std::vector<std::uint16_t>(16, 1500));
+  // sticks older than RC_OVERRIDE_TIME (3 s of simulated time, the readings') lapse, and
+  // SITL's receiver is read: forward 0.75, full left, full down (SITL_State::init's RC values)
+  ap.set_pilot({0, 0, 500, 0}, sim_clock(r.timestamp_s) - pilot_timeout - std::chrono::seconds(1));
+  pwm = run_law(law, &r);
+  CHECK(law.last_demand().forward == doctest::Approx(0.75));
+  CHECK(law.last_demand().lateral == doctest::Approx(-1.0));
+  CHECK(law.last_demand().throttle == doctest::Approx(-1.0));
+  CHECK(pwm[4] == 1900);  // down
+  // RC_OVERRIDE_TIME -1: the overrides never lapse
+  REQUIRE(ap.set_param("RC_OVERRIDE_TIME", -1));
+  run_law(law, &r);
+  CHECK(law.last_demand().throttle == doctest::Approx(0.0));
+  // and with none ever given, ArduSub's neutral overrides of its boot lapse 3 s in
+  Autopilot fresh(Airframe::vectored);
+  SubHoldLaw fresh_law(fresh);
+  fresh.set_armed(true);
+  SensorReading early = reading(2.9, 0, 0);
+  run_law(fresh_law, &early);
+  CHECK(fresh_law.last_demand().throttle == doctest::Approx(0.0));
+  early.timestamp_s = 3.1;
+  run_law(fresh_law, &early);
+  CHECK(fresh_law.last_demand().throttle == doctest::Approx(-1.0));
 }
 
 TEST_CASE("ardupilot autopilot: ALT_HOLD takes a BlueROV2-like hull to 2 m and holds it") {
@@ -153,7 +179,8 @@ TEST_CASE("ardupilot autopilot: ALT_HOLD takes a BlueROV2-like hull to 2 m and h
   SubHoldLaw law(ap);
   REQUIRE(ap.set_mode(sub_mode_alt_hold) == Autopilot::ModeChange::changed);
   REQUIRE(ap.set_armed(true));
-  ap.set_depth_target(2.0);  // after arming: commands given before are replaced by the depth then
+  REQUIRE(ap.set_param("RC_OVERRIDE_TIME", -1));  // no ground station streams sticks here
+  CHECK(ap.set_depth_target(2.0));  // after arming: commands given before are replaced by the depth then
   const std::vector<double> depths = dive(law, 40.0);
   CHECK(law.depth_target_m() == doctest::Approx(2.0));
   const double peak = *std::max_element(depths.begin(), depths.end());
@@ -181,8 +208,11 @@ TEST_CASE("ardupilot autopilot: ALT_HOLD takes a BlueROV2-like hull to 2 m and h
 
   // the throttle stick off centre moves the depth; released, the new depth is held
   SubHoldLaw again(ap);
+  SensorReading r = reading(99.0, 0.0);  // its boot: the depth zero
+  run_law(again, &r);
+  ap.set_depth_target(2.0);
   ap.set_pilot({0, 0, 1000, 0}, Clock::now());
-  SensorReading r = reading(100.0, 2.0);
+  r = reading(100.0, 2.0);
   auto pwm = run_law(again, &r);
   CHECK(pwm[4] < 1500);  // climbing
   CHECK(again.depth_target_m() == doctest::Approx(2.0));
@@ -192,9 +222,11 @@ TEST_CASE("ardupilot autopilot: a depth target given before the hold mode is rep
   Autopilot ap(Airframe::vectored);
   SubHoldLaw law(ap);
   ap.set_armed(true);
-  ap.set_depth_target(3.0);  // in MANUAL
+  SensorReading r = reading(0.5, 0.0, 0);  // the first reading: the depth zero
+  run_law(law, &r);
+  CHECK_FALSE(ap.set_depth_target(3.0));  // in MANUAL: ignored, as ArduSub does
   REQUIRE(ap.set_mode(sub_mode_guided) == Autopilot::ModeChange::changed);
-  SensorReading r = reading(1.0, 0.7, 0);
+  r = reading(1.0, 0.7, 0);
   run_law(law, &r);
   CHECK(law.depth_target_m() == doctest::Approx(0.7));
   ap.set_depth_target(1.5);
@@ -253,19 +285,26 @@ TEST_CASE("ardupilot autopilot: the rover law skid-steers on channels 1 and 3 in
   RoverLaw law(ap);
   ap.set_armed(true);
   const SensorReading r = reading(1.0);
-  ap.set_pilot({500, 0, 500, 0}, Clock::now());
+  // ArduRover: z the throttle, y the steering (x and r do nothing)
+  ap.set_pilot({1000, 0, 500, 1000}, Clock::now());
   auto pwm = run_law(law, &r);
   CHECK(pwm[0] == 1700);
   CHECK(pwm[2] == 1700);
   CHECK(pwm[1] == 1500);
-  ap.set_pilot({0, 0, 500, 500}, Clock::now());  // turn right on the spot
+  ap.set_pilot({0, 500, 0, 0}, Clock::now());  // turn right on the spot
   pwm = run_law(law, &r);
   CHECK(pwm[0] == 1700);
   CHECK(pwm[2] == 1300);
-  ap.set_pilot({1000, 0, 500, 1000}, Clock::now());  // over full: scaled, the right side stops
+  ap.set_pilot({0, 1000, 1000, 0}, Clock::now());  // over full: scaled, the right side stops
   pwm = run_law(law, &r);
   CHECK(pwm[0] == 1900);
   CHECK(pwm[2] == 1500);
+  // no pilot input for RC_OVERRIDE_TIME: SITL's receiver, whose throttle sits at 1000 µs,
+  // full reverse on a rover (SITL_State::init)
+  ap.set_pilot({0, 0, 0, 0}, sim_clock(r.timestamp_s) - pilot_timeout - std::chrono::seconds(1));
+  pwm = run_law(law, &r);
+  CHECK(pwm[0] == 1100);
+  CHECK(pwm[2] == 1100);
   REQUIRE(ap.set_mode(rover_mode_hold) == Autopilot::ModeChange::changed);
   CHECK(run_law(law, &r) == std::vector<std::uint16_t>(16, 1500));
 }

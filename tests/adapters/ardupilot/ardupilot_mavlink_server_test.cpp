@@ -136,6 +136,30 @@ TEST_CASE("ardupilot mavlink server: heartbeat, arm and ALT_HOLD answered as Ard
   CHECK(gcs.wait_for<mav::SysStatus>().has_value());
 
   gcs.send(mav::gcs_heartbeat());
+  // during its start-up (5 s of simulated time: no reading yet) arming is refused as ArduSub
+  // refuses it before its estimator is healthy: the reason as a PreArm text, FAILED; the
+  // AHRS is reported present but not healthy
+  gcs.send(mav::arm_disarm(1, 1, true));
+  const auto prearm = gcs.wait_for<mav::StatusText>();
+  REQUIRE(prearm.has_value());
+  CHECK(mav::text(prearm->text) == "PreArm: AHRS not healthy");
+  CHECK(prearm->severity == 2);
+  const auto refused_arm = gcs.wait_for<mav::CommandAck>();
+  REQUIRE(refused_arm.has_value());
+  CHECK(refused_arm->command == 400);
+  CHECK(refused_arm->result == 4);  // MAV_RESULT_FAILED
+  CHECK_FALSE(ap.armed());
+  const auto starting = gcs.wait_for<mav::SysStatus>();
+  REQUIRE(starting.has_value());
+  CHECK((starting->onboard_control_sensors_present & (1u << 21)) != 0);
+  CHECK((starting->onboard_control_sensors_health & (1u << 21)) == 0);
+  // a reading past the start-up: healthy, and arming is granted
+  SensorReading later;
+  later.timestamp_s = 5.0;
+  ap.publish(&later, 0, 0);
+  const auto healthy =
+      gcs.wait_for<mav::SysStatus>([](const auto& st) { return (st.onboard_control_sensors_health & (1u << 21)) != 0; });
+  CHECK(healthy.has_value());
   gcs.send(mav::arm_disarm(1, 1, true));
   const auto text = gcs.wait_for<mav::StatusText>();
   REQUIRE(text.has_value());
@@ -193,6 +217,17 @@ TEST_CASE("ardupilot mavlink server: targets, pilot input and parameters reach t
   Gcs gcs(server.port());
   REQUIRE(gcs.wait_for<mav::Heartbeat>().has_value());
 
+  // in MANUAL, ArduSub takes no depth target; in ALT_HOLD it does
+  mav::SetPositionTargetGlobalInt ignored;
+  ignored.target_system = 1;
+  ignored.coordinate_frame = 6;
+  ignored.type_mask = 0xFF8;
+  ignored.alt = -7.0F;
+  gcs.send(ignored);
+  CHECK(eventually([&] { return server.counters().ignored >= 1; }));
+  CHECK(ap.snapshot(Clock::now()).depth_seq == 0);
+  REQUIRE(ap.set_mode(sub_mode_alt_hold) == Autopilot::ModeChange::changed);
+
   mav::SetPositionTargetGlobalInt depth;
   depth.target_system = 1;
   depth.coordinate_frame = 6;  // MAV_FRAME_GLOBAL_RELATIVE_ALT_INT
@@ -202,14 +237,27 @@ TEST_CASE("ardupilot mavlink server: targets, pilot input and parameters reach t
   CHECK(eventually([&] { return ap.snapshot(Clock::now()).depth_seq == 1; }));
   CHECK(ap.snapshot(Clock::now()).depth_target_m == doctest::Approx(2.5));
 
+  // an attitude target with only the body rates ignored goes to GUIDED's angle control:
+  // ALT_HOLD does not take it; with throttle ignored as well (0x47) ALT_HOLD does
   mav::SetAttitudeTarget heading;
   heading.target_system = 1;
   heading.type_mask = 7;  // body rates ignored
   const double half = 100.0 * std::numbers::pi / 360.0;
   heading.q = {static_cast<float>(std::cos(half)), 0, 0, static_cast<float>(std::sin(half))};
   gcs.send(heading);
+  CHECK(eventually([&] { return server.counters().ignored >= 2; }));
+  CHECK(ap.snapshot(Clock::now()).heading_seq == 0);
+  heading.type_mask = 0x47;
+  gcs.send(heading);
   CHECK(eventually([&] { return ap.snapshot(Clock::now()).heading_seq == 1; }));
   CHECK(ap.snapshot(Clock::now()).heading_target_deg == doctest::Approx(100.0).epsilon(1e-4));
+  // in GUIDED the first angle target holds the depth of then (the law takes it: NaN here)
+  REQUIRE(ap.set_mode(sub_mode_guided) == Autopilot::ModeChange::changed);
+  heading.type_mask = 7;
+  gcs.send(heading);
+  CHECK(eventually([&] { return ap.snapshot(Clock::now()).heading_seq == 2; }));
+  CHECK(std::isnan(ap.snapshot(Clock::now()).depth_target_m));
+  CHECK(ap.snapshot(Clock::now()).guided_angle);
 
   mav::ManualControl sticks;
   sticks.target = 1;
@@ -253,6 +301,7 @@ TEST_CASE("ardupilot mavlink server: targets, pilot input and parameters reach t
 
 TEST_CASE("ardupilot mavlink server: garbage on the stream is passed over, later frames still work") {
   Autopilot ap(Airframe::vectored);
+  ap.set_startup_s(0);  // armable at once
   MavlinkServer server(ap, fast_options());
   server.start();
   Gcs gcs(server.port());

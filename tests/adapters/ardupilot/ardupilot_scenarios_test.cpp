@@ -76,8 +76,8 @@ TEST_CASE(
   const auto& e = summary["endpoints"][0];
   CHECK(e["type"] == "ardupilot_json");
   CHECK(e["misses"] == 0);
-  CHECK(e["ardupilot"]["frames"] == 16000);
-  CHECK(e["ardupilot"]["frame_rate_hz"] == 400);
+  CHECK(e["ardupilot"]["frames"] == 32000);
+  CHECK(e["ardupilot"]["frame_rate_hz"] == 800);
   CHECK(e["mavlink"]["armed"] == true);
   CHECK(e["mavlink"]["mode"] == "ALT_HOLD");
   CHECK(contains(e["ardupilot"]["program"]["command"].get<std::string>(), "tether-ardupilot"));
@@ -87,7 +87,7 @@ TEST_CASE(
   tether::runtime::Recording rec;
   std::string error;
   REQUIRE_MESSAGE(tether::runtime::load_recording(dir + "/recording.mcap", rec, &error), error);
-  REQUIRE(rec.steps.size() == 16000);
+  REQUIRE(rec.steps.size() == 32000);
   const tether::runtime::StepRecord& late = rec.steps[12000];
   REQUIRE(late.slots.size() == 1);
   REQUIRE(late.slots[0].reply.wire.size() == 2);
@@ -99,20 +99,20 @@ TEST_CASE(
   CHECK(static_cast<unsigned char>(packet[1]) == (18458 >> 8));
   CHECK(late.slots[0].reply.wire[1].to_peer);
   const nlohmann::json sent = nlohmann::json::parse(wired.wire_frame(wired.wire[1]));
-  // step k's reply is the projected state at t_{k+1} (2.5 ms steps)
-  CHECK(sent.at("timestamp").get<double>() == doctest::Approx(12001 * 0.0025));
+  // step k's reply is the projected state at t_{k+1} (1.25 ms steps)
+  CHECK(sent.at("timestamp").get<double>() == doctest::Approx(12001 * 0.00125));
 
   const auto topics = wire_messages(dir + "/recording.mcap", "/endpoints/ardusub");
   for (const char* t :
        {"servo", "servo/ch1", "servo/ch2", "servo/ch3", "servo/ch4", "servo/ch5", "servo/ch6", "reply"}) {
     INFO(t);
     REQUIRE(topics.count(std::string("/endpoints/ardusub/") + t) == 1);
-    CHECK(topics.at(std::string("/endpoints/ardusub/") + t).size() == 16000);
+    CHECK(topics.at(std::string("/endpoints/ardusub/") + t).size() == 32000);
   }
   CHECK(topics.count("/endpoints/ardusub/servo/ch7") == 0);  // not mapped
   const nlohmann::json& servo = topics.at("/endpoints/ardusub/servo").at(12000);
   CHECK(servo["channels"] == 16);
-  CHECK(servo["frame_rate_hz"] == 400);
+  CHECK(servo["frame_rate_hz"] == 800);
   // channel c's pulse is at byte 8 + 2 (c - 1), little-endian: channel 5's
   CHECK(servo["pwm_us"][4] == (static_cast<unsigned char>(packet[16]) | static_cast<unsigned char>(packet[17]) << 8));
   for (int c = 1; c <= 6; ++c) {
@@ -129,7 +129,7 @@ TEST_CASE(
   const Result v = run(tether_exe + " replay " + dir + "/recording.mcap --verify --quiet");
   INFO(v.out);
   CHECK(v.exit_code == 0);
-  CHECK(contains(v.out, "verify: all 16000 replayed states are bit-identical to the recording"));
+  CHECK(contains(v.out, "verify: all 32000 replayed states are bit-identical to the recording"));
 }
 
 TEST_CASE("ardupilot scenarios: hostile datagrams all through a run are ignored and the run replays bit for bit") {
@@ -197,7 +197,7 @@ TEST_CASE("ardupilot scenarios: hostile datagrams all through a run are ignored 
   CHECK(summary["verdict"] == "pass");
   const auto& ap = summary["endpoints"][0]["ardupilot"];
   INFO(ap.dump());
-  CHECK(ap["frames"] == 16000);
+  CHECK(ap["frames"] == 32000);
   CHECK(ap["restarts"].get<int>() <= 1);
   CHECK(sent.load() > 100);
   // whatever of it arrived during the run (the endpoint is bound once the run starts)
@@ -208,7 +208,7 @@ TEST_CASE("ardupilot scenarios: hostile datagrams all through a run are ignored 
   const Result v = run(tether_exe + " replay " + dir + "/recording.mcap --verify --quiet");
   INFO(v.out);
   CHECK(v.exit_code == 0);
-  CHECK(contains(v.out, "verify: all 16000 replayed states are bit-identical to the recording"));
+  CHECK(contains(v.out, "verify: all 32000 replayed states are bit-identical to the recording"));
 }
 
 TEST_CASE("ardupilot scenarios: ardurover_skid is armed, put in MANUAL and driven by pilot input") {

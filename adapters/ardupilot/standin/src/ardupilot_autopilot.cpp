@@ -28,6 +28,8 @@ constexpr ParamInfo params_table[] = {
     {"ATC_RAT_YAW_P", &HoldGains::yaw_rate_p, 1, 0, 10},
     {"ATC_ANG_RLL_P", &HoldGains::roll_p, 1, 0, 10},
     {"ATC_RAT_RLL_P", &HoldGains::roll_rate_d, 1, 0, 10},
+    {"RC_OVERRIDE_TIME", &HoldGains::override_time_s, 1, -1, 120},
+    {"JS_GAIN", &HoldGains::js_gain, 1, 0.25, 1},
 };
 
 double stick(std::int16_t v) { return std::clamp(static_cast<double>(v) / 1000.0, -1.0, 1.0); }
@@ -47,6 +49,11 @@ std::span<const ParamInfo> hold_params() { return params_table; }
 
 Autopilot::Autopilot(Airframe airframe) : airframe_(airframe) {
   state_.mode = airframe == Airframe::rover ? rover_mode_manual : sub_mode_manual;
+  // ArduSub sets neutral overrides at boot (radio.cpp, Sub::init_rc_in); they lapse like any
+  if (airframe == Airframe::vectored) {
+    have_pilot_ = true;
+    pilot_at_ = sim_clock(0);
+  }
 }
 
 mavlink::Vehicle Autopilot::vehicle() const {
@@ -78,6 +85,7 @@ Autopilot::ModeChange Autopilot::set_mode(std::uint32_t custom_mode) {
   // as ArduPilot: asking for the mode it is in changes nothing (the targets stay)
   if (state_.mode == custom_mode) return ModeChange::unchanged;
   state_.mode = custom_mode;
+  state_.guided_angle = false;
   ++state_.epoch;
   return ModeChange::changed;
 }
@@ -94,12 +102,44 @@ void Autopilot::set_pilot(const PilotInput& pilot, std::chrono::steady_clock::ti
   have_pilot_ = true;
 }
 
-void Autopilot::set_depth_target(double depth_m) {
-  if (!std::isfinite(depth_m)) return;
+bool Autopilot::set_depth_target(double depth_m) {
+  if (!std::isfinite(depth_m)) return false;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (airframe_ == Airframe::vectored && state_.mode != sub_mode_alt_hold && state_.mode != sub_mode_guided)
+    return false;
   state_.depth_target_m = depth_m;
   state_.depth_epoch = state_.epoch;
   ++state_.depth_seq;
+  return true;
+}
+
+bool Autopilot::attitude_target(double heading, bool throttle_ignored) {
+  if (!std::isfinite(heading)) return false;
+  const double now_s = telemetry_now_s();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!throttle_ignored) {
+      // GUIDED's angle control: only in GUIDED; its first target holds the depth of then
+      if (state_.mode != sub_mode_guided) return false;
+      if (!state_.guided_angle) {
+        state_.guided_angle = true;
+        state_.depth_target_m = std::nan("");  // the law takes the depth it is at
+        state_.depth_epoch = state_.epoch;
+        ++state_.depth_seq;
+      }
+    }
+    attitude_at_s_ = now_s;
+    attitude_althold_ = throttle_ignored;
+    // ALT_HOLD reads a kept target whatever the mode was when it came; the others never do
+    if (throttle_ignored && state_.mode != sub_mode_alt_hold) return false;
+  }
+  set_heading_target(heading);
+  return true;
+}
+
+double Autopilot::telemetry_now_s() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return telemetry_.have_reading ? telemetry_.reading.timestamp_s : 0.0;
 }
 
 void Autopilot::set_heading_target(double heading) {
@@ -138,7 +178,18 @@ HoldGains Autopilot::gains() const {
 AutopilotSnapshot Autopilot::snapshot(std::chrono::steady_clock::time_point now) const {
   std::lock_guard<std::mutex> lock(mutex_);
   AutopilotSnapshot s = state_;
-  if (!have_pilot_ || now - pilot_at_ > pilot_timeout) s.pilot = PilotInput{};
+  // MANUAL_CONTROL as RC overrides, until RC_OVERRIDE_TIME lapses (-1: never; 0: overrides
+  // off); then SITL's receiver
+  const double lapse_s = state_.gains.override_time_s;
+  const bool fresh = have_pilot_ && lapse_s != 0 &&
+                     (lapse_s < 0 || std::chrono::duration<double>(now - pilot_at_).count() <= lapse_s);
+  if (fresh) {
+    s.stick_gain = airframe_ == Airframe::vectored ? state_.gains.js_gain : 1.0;
+  } else {
+    s.pilot = airframe_ == Airframe::vectored ? sub_receiver : rover_receiver;
+    s.stick_gain = 1.0;
+  }
+  s.heading_target_age_s = std::chrono::duration<double>(now - sim_clock(attitude_at_s_)).count();
   return s;
 }
 
@@ -168,14 +219,9 @@ std::array<double, vectored_motors> mix_vectored(const Demand& d) {
     const auto& f = vectored_factors[i];
     out[i] = d.roll * f[0] + d.yaw * f[2] + d.throttle * f[3] + d.forward * f[4] + d.lateral * f[5];
   }
-  // scale each group as a whole when it asks for more than full command
-  auto limit = [&](std::size_t begin, std::size_t end) {
-    double peak = 1.0;
-    for (std::size_t i = begin; i < end; ++i) peak = std::max(peak, std::abs(out[i]));
-    for (std::size_t i = begin; i < end; ++i) out[i] /= peak;
-  };
-  limit(0, 4);
-  limit(4, 6);
+  // each motor clipped on its own, as ArduSub's vectored frame does (no normalisation:
+  // AP_Motors6DOF::output_armed_stabilizing_vectored)
+  for (double& o : out) o = std::clamp(o, -1.0, 1.0);
   return out;
 }
 
@@ -214,7 +260,7 @@ void SubHoldLaw::take_commands(const AutopilotSnapshot& s, double depth_m, doubl
   }
   if (s.depth_seq != depth_seq_) {
     depth_seq_ = s.depth_seq;
-    if (s.depth_epoch == s.epoch) depth_target_m_ = s.depth_target_m;
+    if (s.depth_epoch == s.epoch) depth_target_m_ = std::isnan(s.depth_target_m) ? depth_m : s.depth_target_m;
   }
   if (s.heading_seq != heading_seq_) {
     heading_seq_ = s.heading_seq;
@@ -230,7 +276,7 @@ double SubHoldLaw::hold_depth(const AutopilotSnapshot& s, const SensorReading& r
   const double down_speed_m_s = r.velocity_m_s.z();
   double target_speed = 0;
   if (!centred(static_cast<std::int16_t>(s.pilot.z - 500))) {
-    target_speed = -throttle_stick(s.pilot.z) * g.vertical_speed_max_m_s;
+    target_speed = -throttle_stick(s.pilot.z) * s.stick_gain * g.vertical_speed_max_m_s;
     depth_target_m_ = depth_m;
   } else {
     target_speed =
@@ -249,7 +295,7 @@ double SubHoldLaw::hold_heading(const AutopilotSnapshot& s, const SensorReading&
   const HoldGains& g = s.gains;
   if (!centred(s.pilot.r)) {
     heading_target_deg_ = heading;
-    return stick(s.pilot.r);
+    return stick(s.pilot.r) * s.stick_gain;
   }
   const double error_rad = heading_error_deg(heading_target_deg_, heading) / deg_per_rad;
   const double target_rate = std::clamp(g.heading_p_per_s * error_rad, -g.yaw_rate_max_rad_s, g.yaw_rate_max_rad_s);
@@ -265,7 +311,14 @@ void SubHoldLaw::outputs(const SensorReading* last, std::uint32_t frame_count, s
     autopilot_.publish(nullptr, depth_target_m_, heading_target_deg_);
     return;
   }
-  const SensorReading& r = *last;
+  // ArduSub's depth is its barometer's, zeroed at boot (system.cpp, barometer.calibrate):
+  // depth counts from where the vehicle was at the first reading
+  if (!have_boot_depth_) {
+    have_boot_depth_ = true;
+    boot_depth_m_ = last->position_m.z();
+  }
+  SensorReading r = *last;
+  r.position_m.z() -= boot_depth_m_;
   double dt_s = 0;
   if (have_time_ && r.timestamp_s > last_time_s_) dt_s = std::min(r.timestamp_s - last_time_s_, max_dt_s);
   have_time_ = true;
@@ -274,11 +327,11 @@ void SubHoldLaw::outputs(const SensorReading* last, std::uint32_t frame_count, s
   const double heading = heading_deg(r.quaternion);
   take_commands(s, r.position_m.z(), heading);
   if (s.armed) {
-    demand_.forward = stick(s.pilot.x);
-    demand_.lateral = stick(s.pilot.y);
+    demand_.forward = stick(s.pilot.x) * s.stick_gain;
+    demand_.lateral = stick(s.pilot.y) * s.stick_gain;
     if (s.mode == sub_mode_manual) {
-      demand_.throttle = throttle_stick(s.pilot.z);
-      demand_.yaw = stick(s.pilot.r);
+      demand_.throttle = throttle_stick(s.pilot.z) * s.stick_gain;
+      demand_.yaw = stick(s.pilot.r) * s.stick_gain;
     } else {
       demand_.yaw = hold_heading(s, r, heading);
       demand_.roll = std::clamp(-s.gains.roll_p * roll_rad(r.quaternion) - s.gains.roll_rate_d * r.gyro_rad_s.x(),
@@ -286,7 +339,7 @@ void SubHoldLaw::outputs(const SensorReading* last, std::uint32_t frame_count, s
       if (s.mode == sub_mode_alt_hold || s.mode == sub_mode_guided)
         demand_.throttle = hold_depth(s, r, dt_s);
       else
-        demand_.throttle = throttle_stick(s.pilot.z);
+        demand_.throttle = throttle_stick(s.pilot.z) * s.stick_gain;
     }
     const auto motors = mix_vectored(demand_);
     for (std::size_t i = 0; i < motors.size() && i < pwm_us.size(); ++i) pwm_us[i] = output_to_pwm(motors[i]);
@@ -300,8 +353,10 @@ void RoverLaw::outputs(const SensorReading* last, std::uint32_t frame_count, std
   const AutopilotSnapshot s = autopilot_.snapshot(last != nullptr ? sim_clock(last->timestamp_s) : autopilot_.now());
   autopilot_.publish(last, 0, 0);
   if (!s.armed || s.mode != rover_mode_manual || pwm_us.size() < 3) return;
-  const double throttle = stick(s.pilot.x);
-  const double steering = stick(s.pilot.r);
+  // ArduRover: MANUAL_CONTROL y steers and z drives, both -1000..1000 with 0 centred
+  // (GCS_MAVLink_Rover.cpp, handle_manual_control_axes)
+  const double throttle = stick(s.pilot.z);
+  const double steering = stick(s.pilot.y);
   double left = throttle + steering;
   double right = throttle - steering;
   const double peak = std::max({1.0, std::abs(left), std::abs(right)});

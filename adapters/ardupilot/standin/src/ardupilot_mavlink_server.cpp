@@ -25,7 +25,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+constexpr std::uint8_t severity_critical = 2;
 constexpr std::uint8_t severity_warning = 4;
+constexpr float arm_force_magic = 21196.0F;  // param2 of an arm that skips the checks
+constexpr std::uint8_t attitude_target_ignore_throttle = 64;  // ATTITUDE_TARGET_TYPEMASK_THROTTLE_IGNORE
 constexpr std::uint8_t severity_info = 6;
 constexpr std::uint8_t mav_result_unsupported = 3;
 constexpr std::uint8_t mav_result_failed = 4;
@@ -35,6 +38,7 @@ constexpr std::uint16_t position_target_ignore_z = 4;          // POSITION_TARGE
 // MAV_SYS_STATUS_SENSOR bits it reports present, enabled and healthy: 3D gyro, 3D accel,
 // absolute pressure (the depth sensor), AHRS, motor outputs
 constexpr std::uint32_t sensors = 1u | 2u | 8u | (1u << 21) | (1u << 15);
+constexpr std::uint32_t sensor_ahrs = 1u << 21;
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -219,7 +223,10 @@ void MavlinkServer::send_sys_status() {
   mav::SysStatus s;
   s.onboard_control_sensors_present = sensors;
   s.onboard_control_sensors_enabled = sensors;
-  s.onboard_control_sensors_health = sensors;
+  // the AHRS is unhealthy until the start-up has passed (as ArduSub's EKF at boot)
+  const AutopilotTelemetry t = autopilot_.telemetry();
+  const bool ready = autopilot_.ready(t.have_reading ? t.reading.timestamp_s : 0.0);
+  s.onboard_control_sensors_health = ready ? sensors : sensors & ~sensor_ahrs;
   s.voltage_battery = 0xFFFF;  // no battery
   s.current_battery = -1;
   s.battery_remaining = -1;
@@ -309,6 +316,15 @@ void MavlinkServer::handle_command(const mav::CommandLong& c) {
       return;
     }
     const bool arm = c.param1 == 1.0F;
+    // as ArduSub before its estimator is healthy: refused, the reason as a PreArm text
+    // (AP_Arming_Sub::ins_checks), unless forced
+    const AutopilotTelemetry t = autopilot_.telemetry();
+    if (arm && !autopilot_.armed() && c.param2 != arm_force_magic &&
+        !autopilot_.ready(t.have_reading ? t.reading.timestamp_s : 0.0)) {
+      send_text(severity_critical, text_prearm_ahrs);
+      send_ack(c.command, mav_result_failed);
+      return;
+    }
     // the text comes before the answer, as ArduPilot's arming prints it while it arms
     const bool changed = autopilot_.set_armed(arm);
     if (changed) send_text(severity_info, arm ? text_arming : text_disarming);
@@ -343,14 +359,14 @@ void MavlinkServer::handle(const mav::Frame& frame) {
     autopilot_.set_pilot(PilotInput{mc->x, mc->y, mc->z, mc->r}, autopilot_.now());
     handled = true;
   } else if (auto g = mav::decode<mav::SetPositionTargetGlobalInt>(frame); g && for_us(g->target_system)) {
-    if ((g->type_mask & position_target_ignore_z) == 0) autopilot_.set_depth_target(-static_cast<double>(g->alt));
-    handled = true;
+    // ArduSub takes the altitude (metres up from its depth zero) in ALT_HOLD and GUIDED only
+    handled = (g->type_mask & position_target_ignore_z) == 0 && autopilot_.set_depth_target(-static_cast<double>(g->alt));
   } else if (auto at = mav::decode<mav::SetAttitudeTarget>(frame); at && for_us(at->target_system)) {
     const auto& q = at->q;
     const double norm = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
     if ((at->type_mask & attitude_target_ignore_attitude) == 0 && norm > 0.5)
-      autopilot_.set_heading_target(heading_deg({q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm}));
-    handled = true;
+      handled = autopilot_.attitude_target(heading_deg({q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm}),
+                                           (at->type_mask & attitude_target_ignore_throttle) != 0);
   } else if (auto ps = mav::decode<mav::ParamSet>(frame); ps && for_us(ps->target_system)) {
     // an unknown name or a value out of range is not answered (as ArduPilot)
     const std::string name(mav::text(ps->param_id));

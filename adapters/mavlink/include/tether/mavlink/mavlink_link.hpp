@@ -6,12 +6,20 @@
 // the first servo packet, and drives it from its per-step calls:
 //
 //   connect()  TCP: connect, retrying until connect_timeout_ms; UDP (a board): open a socket
-//              that sends to the address and reads the replies
+//              that sends to the address and reads the replies; UDP in (MAVProxy's --out):
+//              bind the address and answer whoever sent last
 //   step(t)    publish: a GCS HEARTBEAT every second of *simulation* time (SITL's clock is
-//              the simulation's), the script's commands due at t, queued operator commands;
-//              a lost TCP link is reconnected without blocking. Sends never block: what
-//              does not fit the socket waits in a fixed buffer, what does not fit that is
-//              dropped and counted
+//              the simulation's), then what the script and the operator asked for, as a
+//              ground station keeps it up (docs/ardupilot.md, "The ground station"): a mode
+//              and arming are asked for once a second until the autopilot's HEARTBEAT
+//              shows them (arming gives up after arm_timeout_ms: failure() then holds the
+//              autopilot's last PreArm text); depth and heading targets are sent again
+//              every second (ArduSub's ALT_HOLD drops an attitude target after 5 s, GUIDED
+//              after 1 s: there every 250 ms); the pilot's sticks (neutral unless set) go
+//              out pilot_rate_hz times a second, so ArduPilot's RC overrides never lapse to
+//              SITL's receiver. A lost TCP link is reconnected without blocking. Sends never
+//              block: what does not fit the socket waits in a fixed buffer, what does not
+//              fit that is dropped and counted
 //   receive()  gather, after the servo frame: what has arrived, decoded into this step's
 //              log lines (armed, mode, STATUSTEXT, refused commands). The lines are part of
 //              the recorded reply, so replay reproduces them without ArduPilot
@@ -54,13 +62,15 @@ struct MavlinkAction {
 
 /// The `mavlink:` section of an ardupilot_json endpoint.
 struct MavlinkLinkConfig {
-  enum class Transport : std::uint8_t { tcp, udp };
+  enum class Transport : std::uint8_t { tcp, udp, udp_in };
   Transport transport = Transport::tcp;
   std::string host = "127.0.0.1";
   std::uint16_t port = 5760;  // default 5760 + 10 * the endpoint's instance
   mavlink::Vehicle vehicle = mavlink::Vehicle::sub;
   std::int64_t connect_timeout_ms = 30'000;
-  std::vector<MavlinkAction> script;  // sorted by time (list order among equal times)
+  std::int64_t arm_timeout_ms = 90'000;  // simulated time from the first arm request to giving up
+  double pilot_rate_hz = 10;             // MANUAL_CONTROL a second; 0: none (ArduPilot's overrides lapse)
+  std::vector<MavlinkAction> script;     // sorted by time (list order among equal times)
 
   /// "tcp:127.0.0.1:5760"
   std::string address() const;
@@ -118,6 +128,12 @@ class MavlinkLink {
   void step(std::int64_t time_ns);
   /// Reads what has arrived without waiting and appends this step's lines to `logs`.
   void receive(std::vector<runtime::LogLine>& logs);
+  /// The vehicle's depth (m) when ArduPilot started: ArduSub's depth zero is its pressure at
+  /// boot, so depth targets are sent relative to it.
+  void set_depth_datum(double depth_m) { depth_datum_m_ = depth_m; }
+  /// Why the ground station gave up (arming not granted in time, with the autopilot's own
+  /// words), or empty.
+  const std::string& failure() const { return failure_; }
   /// Queues a command for the next step(); false with the reason when the queue is full.
   bool queue(const MavlinkAction& action, std::string* why);
   /// Closes the socket; safe to call twice.
@@ -146,6 +162,9 @@ class MavlinkLink {
   void finish_connect(std::int64_t time_ns);
   void lose();
   void send_action(const MavlinkAction& action);
+  void take(const MavlinkAction& action, std::int64_t time_ns);
+  void keep_up(std::int64_t time_ns);
+  void note(std::uint8_t level, std::string text);
   template <class M>
   void send(const M& message);
   void flush();
@@ -171,6 +190,22 @@ class MavlinkLink {
   bool armed_ = false;
   std::uint32_t mode_ = 0;
   mavlink::SysStatus sys_status_{};
+  // what the ground station keeps asking for (take(): the script's and the operator's)
+  std::optional<MavlinkAction> want_arm_;   // until the HEARTBEAT shows it
+  std::optional<std::uint32_t> want_mode_;  // until the HEARTBEAT shows it
+  std::optional<double> depth_target_m_;
+  std::optional<double> heading_target_deg_;
+  std::array<std::int16_t, 4> sticks_{};
+  std::uint16_t buttons_ = 0;
+  std::int64_t arm_asked_ns_ = 0, next_arm_ns_ = 0, next_mode_ns_ = 0, next_target_ns_ = 0, next_heading_ns_ = 0,
+               next_pilot_ns_ = 0;
+  int arm_tries_ = 0;
+  double depth_datum_m_ = 0;
+  std::string last_prearm_;  // the autopilot's latest "PreArm: ..." / "Arm: ..." text
+  std::string failure_;
+  std::vector<runtime::LogLine> notes_;  // the ground station's own lines, given out by receive()
+  std::array<std::uint8_t, 16> peer_{};  // udp_in: whoever sent last (a sockaddr_in)
+  bool have_peer_ = false;
   std::array<std::uint8_t, send_buffer_size> out_{};
   std::size_t out_size_ = 0;
   std::array<std::uint8_t, 2048> in_{};

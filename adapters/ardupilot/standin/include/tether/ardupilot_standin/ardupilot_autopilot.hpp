@@ -44,9 +44,24 @@ struct PilotInput {
   std::int16_t z = 500;
   std::int16_t r = 0;
 };
-/// Without a MANUAL_CONTROL for this long the pilot's sticks count as centred (ArduSub's
-/// pilot-input failsafe, FS_PILOT_TIMEOUT, defaults to 3 s and also centres them).
+/// Without a MANUAL_CONTROL for this long (RC_OVERRIDE_TIME, default 3 s: RC_Channels_VarInfo.h)
+/// ArduPilot's RC overrides lapse and it reads SITL's simulated receiver, whose channels sit at
+/// SITL_State::init's values: RC3 (throttle) 1000, RC5 (forward) 1800, RC6 (lateral) 1000.
+/// ArduSub's own pilot-input failsafe is compiled out in SITL (failsafe.cpp).
 inline constexpr std::chrono::milliseconds pilot_timeout{3000};
+/// SITL's receiver in MANUAL_CONTROL's terms at full gain: ArduSub forward 0.75, lateral full
+/// left, throttle full down; ArduRover steering centred, throttle full reverse.
+inline constexpr PilotInput sub_receiver{750, -1000, 0, 0};
+inline constexpr PilotInput rover_receiver{0, 0, -1000, 0};
+/// Simulated seconds after the first reply before the stand-in's "estimator" is healthy and
+/// arming is allowed (ArduSub refuses with "PreArm: AHRS not healthy" until its EKF is:
+/// AP_Arming_Sub::ins_checks); `--startup-s` changes it.
+inline constexpr double default_startup_s = 5.0;
+inline constexpr const char* text_prearm_ahrs = "PreArm: AHRS not healthy";
+/// How long ArduSub's ALT_HOLD keeps an attitude target sent with throttle ignored
+/// (mode_althold.cpp), and GUIDED one without (mode_guided.cpp, GUIDED_ATTITUDE_TIMEOUT_MS).
+inline constexpr double althold_attitude_timeout_s = 5.0;
+inline constexpr double guided_attitude_timeout_s = 1.0;
 
 /// The autopilot's clock as SITL's is: simulated time, the replies' timestamps, as a
 /// time_point (so that the pilot timeout holds in simulated seconds, at any speed).
@@ -72,6 +87,8 @@ struct HoldGains {
   double yaw_rate_p = 0.15;             // ATC_RAT_YAW_P: yaw rate error (rad/s) -> yaw (-1..1)
   double roll_p = 0.5;                  // ATC_ANG_RLL_P: roll (rad) -> roll demand, levelling
   double roll_rate_d = 0.1;             // ATC_RAT_RLL_P: roll rate (rad/s) -> roll demand, damping
+  double override_time_s = 3.0;         // RC_OVERRIDE_TIME: MANUAL_CONTROL lapses after this (-1 never, 0 ignored)
+  double js_gain = 0.5;                 // JS_GAIN: ArduSub's joystick gain, full stick = this share of a channel
 };
 
 /// One named parameter: its name on the wire, the member it sets, the factor from the wire's
@@ -90,7 +107,10 @@ std::span<const ParamInfo> hold_params();
 struct AutopilotSnapshot {
   bool armed = false;
   std::uint32_t mode = 0;
-  PilotInput pilot;  // centred when older than pilot_timeout
+  PilotInput pilot;          // the receiver's (sub_receiver, rover_receiver) once the overrides lapsed
+  double stick_gain = 1.0;   // what a full stick of `pilot` is of a channel: JS_GAIN for overrides
+  double heading_target_age_s = 1e9;  // since the last attitude target that the current mode keeps
+  bool guided_angle = false;          // GUIDED flying an attitude target (depth then by climb rate 0)
   // bumps on every mode change, arming and disarming: the law then takes the current depth and
   // heading as its targets (as ArduSub does on entering a hold mode)
   std::uint32_t epoch = 0;
@@ -135,10 +155,21 @@ class Autopilot {
 
   /// A MANUAL_CONTROL's sticks, received at `now` (steady clock).
   void set_pilot(const PilotInput& pilot, std::chrono::steady_clock::time_point now);
-  /// The depth to hold (m, positive down), from now on in the current mode.
-  void set_depth_target(double depth_m);
+  /// The depth to hold (m below the depth zero, positive down), from now on in the current
+  /// mode. As ArduSub's SET_POSITION_TARGET_GLOBAL_INT: taken in ALT_HOLD and GUIDED only;
+  /// false (ignored) in any other mode.
+  bool set_depth_target(double depth_m);
   /// The heading to hold (deg, 0 north, clockwise), from now on in the current mode.
   void set_heading_target(double heading_deg);
+  /// A SET_ATTITUDE_TARGET's heading, as ArduSub takes it (GCS_MAVLink_Sub.cpp): with
+  /// throttle ignored (`throttle_ignored`, type_mask bit 6) a target for ALT_HOLD, kept 5 s;
+  /// otherwise GUIDED's angle control, acted on only in GUIDED, kept 1 s, whose first target
+  /// resets the depth target to the depth then. false when the current mode ignores it.
+  bool attitude_target(double heading_deg, bool throttle_ignored);
+  /// Whether arming is allowed at simulated time `time_s` (the start-up has passed).
+  bool ready(double time_s) const { return time_s >= startup_s_; }
+  void set_startup_s(double s) { startup_s_ = s; }
+  double startup_s() const { return startup_s_; }
 
   /// Sets the parameter `name` (a value in its wire unit). Returns its index in hold_params()
   /// and stores the value it now has, or nothing for an unknown name or a value out of range
@@ -164,6 +195,10 @@ class Autopilot {
   AutopilotSnapshot state_;
   std::chrono::steady_clock::time_point pilot_at_{};
   bool have_pilot_ = false;
+  double startup_s_ = default_startup_s;
+  double telemetry_now_s() const;
+  double attitude_at_s_ = -1e9;   // simulated time of the last attitude target kept
+  bool attitude_althold_ = false;  // it was an ALT_HOLD one (throttle ignored)
   AutopilotTelemetry telemetry_;
 };
 
@@ -204,9 +239,10 @@ inline constexpr std::array<std::array<double, 6>, vectored_motors> vectored_fac
     {-1, 0, 0, -1, 0, 0},
 }};
 
-/// Each motor's output in -1..1: the demands through the table; when a group (the four
-/// horizontal, the two vertical) would exceed 1 the whole group is scaled down together, so the
-/// direction of the push is kept and only its size is cut.
+/// Each motor's output in -1..1: the demands through the table, each motor clipped to -1..1
+/// on its own, as ArduSub's vectored frame does (AP_Motors6DOF::output_armed_stabilizing_vectored:
+/// no normalisation; only the vectored_6dof frame normalises). A saturated demand so bends the
+/// push, as it does in ArduSub.
 std::array<double, vectored_motors> mix_vectored(const Demand& demand);
 
 /// A motor output in -1..1 as a pulse: 1500 ± 400 µs (1100..1900), clamped, rounded.
@@ -248,6 +284,8 @@ class SubHoldLaw final : public ControlLaw {
   double speed_integral_ = 0;  // the integral's share of throttle
   bool have_time_ = false;
   double last_time_s_ = 0;
+  bool have_boot_depth_ = false;
+  double boot_depth_m_ = 0;  // the first reading's depth: the depth zero
   Demand demand_;
 };
 
