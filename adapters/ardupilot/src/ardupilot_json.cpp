@@ -2,6 +2,7 @@
 #include "tether/ardupilot/ardupilot_json.hpp"
 
 #include <charconv>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string_view>
@@ -181,7 +182,7 @@ EncodeError encode_reply(const ReplyState& s, ReplyBuffer& out) {
   Writer w(out.bytes.data(), out.bytes.data() + out.bytes.size());
   // ArduPilot finds each key as the first occurrence of its name after the section's:
   // `velocity` must come before `velocity_wind`, and no other key contains "timestamp",
-  // "imu", "gyro", "accel_body", "position", "quaternion" or "rng_N"
+  // "imu", "gyro", "accel_body", "position", "quaternion", "attitude" or "rng_N"
   w.text("\n{\"timestamp\":");
   w.seconds(s.time_ns);
   w.text(",\"imu\":{\"gyro\":");
@@ -200,6 +201,19 @@ EncodeError encode_reply(const ReplyState& s, ReplyBuffer& out) {
   w.number(s.quaternion.y());
   w.text(",");
   w.number(s.quaternion.z());
+  // the same attitude as Euler angles (roll, pitch, yaw; rad, FRD -> NED): ArduPilot takes
+  // the quaternion when both come, and master between PR #31543 and PR #33342 copies
+  // rng_N only from a reply that has `attitude` (SIM_JSON.cpp, recv_fdm)
+  const double qn = s.quaternion.norm();
+  const double scale = qn > 0 && std::isfinite(qn) ? 1.0 / qn : 1.0;
+  const double qw = s.quaternion.w() * scale, qx = s.quaternion.x() * scale, qy = s.quaternion.y() * scale,
+               qz = s.quaternion.z() * scale;
+  w.text("],\"attitude\":[");
+  w.number(std::atan2(2.0 * (qw * qx + qy * qz), 1.0 - 2.0 * (qx * qx + qy * qy)));
+  w.text(",");
+  w.number(std::asin(std::clamp(2.0 * (qw * qy - qz * qx), -1.0, 1.0)));
+  w.text(",");
+  w.number(std::atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz)));
   w.text("]");
   static constexpr const char* rng_keys[6] = {",\"rng_1\":", ",\"rng_2\":", ",\"rng_3\":",
                                               ",\"rng_4\":", ",\"rng_5\":", ",\"rng_6\":"};

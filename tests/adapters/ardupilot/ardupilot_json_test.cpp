@@ -144,6 +144,13 @@ void check_reply_reads_back(const ReplyState& s) {
   CHECK(std::vector<double>(r.quaternion.begin(), r.quaternion.end()) == q);
   const double sent_q[4] = {s.quaternion.w(), s.quaternion.x(), s.quaternion.y(), s.quaternion.z()};
   for (std::size_t i = 0; i < 4; ++i) CHECK(close(q[i], sent_q[i]));
+  // `attitude` beside it: the same rotation as roll, pitch, yaw, read as ArduPilot reads it
+  const std::vector<double> e = json_array(j["attitude"]);
+  REQUIRE(e.size() == 3);
+  CHECK(ap_array(c, "", "attitude", 3) == e);
+  const Quat back = Quat(Eigen::AngleAxisd(e[2], Vec3::UnitZ()) * Eigen::AngleAxisd(e[1], Vec3::UnitY()) *
+                         Eigen::AngleAxisd(e[0], Vec3::UnitX()));
+  if (s.quaternion.norm() > 0.5) CHECK(std::abs(back.dot(s.quaternion.normalized())) > 1 - 1e-6);
 
   for (std::size_t i = 0; i < 6; ++i) {
     const std::string key = "rng_" + std::to_string(i + 1);
@@ -239,7 +246,7 @@ TEST_CASE("ardupilot json: a reply at rest is framed, plain and what ArduPilot's
   REQUIRE(encode_reply(s, out) == EncodeError::none);
   CHECK(std::string(out.bytes.data(), out.size) ==
         "\n{\"timestamp\":2.5,\"imu\":{\"gyro\":[0,0,0],\"accel_body\":[0,0,-9.81]},\"position\":[0,0,0],"
-        "\"velocity\":[0,0,0],\"quaternion\":[1,0,0,0]}\n");
+        "\"velocity\":[0,0,0],\"quaternion\":[1,0,0,0],\"attitude\":[0,0,0]}\n");
   check_reply_reads_back(s);
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -143,6 +144,7 @@ void ArduPilotStandIn::restart() {
   last_ = SensorReading{};
   have_timestamp_ = false;
   sim_time_s_ = 0;
+  frame_rate_hz_ = 0;
   buffered_ = 0;
 }
 
@@ -186,7 +188,10 @@ bool ArduPilotStandIn::take_line() {
   if (have_timestamp_ && r.timestamp_s < last_.timestamp_s) {
     ++counters.physics_resets;  // ArduPilot: "physics reset", its clock does not move
   } else if (have_timestamp_) {
-    sim_time_s_ += r.timestamp_s - last_.timestamp_s;
+    const double dt = r.timestamp_s - last_.timestamp_s;
+    sim_time_s_ += dt;
+    // as SITL: a step between 0 and 0.1 s sets the frame rate (recv_fdm -> adjust_frame_time)
+    if (dt > 0 && dt < 0.1) frame_rate_hz_ = static_cast<std::uint16_t>(std::clamp(std::lround(1.0 / dt), 10L, 65535L));
   }
   have_timestamp_ = true;
   last_ = r;
@@ -195,7 +200,7 @@ bool ArduPilotStandIn::take_line() {
 
 ArduPilotStandIn::FrameResult ArduPilotStandIn::frame(std::chrono::steady_clock::time_point give_up_at) {
   packet_.channels = options_.channels;
-  packet_.frame_rate_hz = options_.frame_rate_hz;
+  packet_.frame_rate_hz = frame_rate_hz_ != 0 ? frame_rate_hz_ : options_.frame_rate_hz;
   packet_.frame_count = frame_count_;
   packet_.pwm_us.fill(0);
   law_.outputs(last_.fields != 0 ? &last_ : nullptr, frame_count_,

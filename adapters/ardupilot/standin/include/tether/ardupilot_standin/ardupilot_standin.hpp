@@ -82,7 +82,7 @@ struct StandInOptions {
   std::string host = "127.0.0.1";   // where the physics listens
   std::uint16_t port = 9002;        // ArduPilot: 9002 + 10 * instance
   std::uint8_t channels = 16;       // 16 or 32 (SERVO_32_ENABLE)
-  std::uint16_t frame_rate_hz = 1200;  // sent as frame_rate (SIM_RATE_HZ)
+  std::uint16_t frame_rate_hz = 1200;  // sent as frame_rate until the replies' timestamps give one
   std::int64_t recv_timeout_ms = 100;   // one wait for a datagram (ArduPilot: 100)
   std::int64_t resend_after_ms = 1000;  // nothing for this long: the same packet again (ArduPilot: ~1000)
 };
@@ -142,6 +142,7 @@ class ArduPilotStandIn {
   SensorReading last_;
   bool have_timestamp_ = false;
   double sim_time_s_ = 0;
+  std::uint16_t frame_rate_hz_ = 0;  // 1 / the replies' time step, as SITL adopts it (0: the option's)
   std::array<char, 8192> buffer_{};
   std::size_t buffered_ = 0;
   std::atomic<bool> cancelled_{false};
