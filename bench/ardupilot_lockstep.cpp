@@ -48,7 +48,8 @@ std::string scenario_text(long steps, double period_ms, double rtf, bool profile
 world:
   gravity_m_s2: [0, 0, -9.81]
   water: {density_kg_m3: 1025, surface_z_m: 0}
-  tank: {size_m: [40, 40, 10], floor_z_m: -10}
+  tank: {size_m: [400, 400, 100], floor_z_m: -100}   # open water for the whole run: the
+                                                     # slow push reaches no wall and no floor
 vehicles:
   - name: rov
     bodies:
