@@ -118,38 +118,24 @@ void MavlinkLink::open_socket() {
 
 void MavlinkLink::connect(const std::string& who) {
   active_ = true;
-  if (config_.transport == MavlinkLinkConfig::Transport::udp_in) {
-    // MAVProxy's --out: bind the address; the autopilot's frames arrive from MAVProxy, and
-    // ours go back to whoever sent last
-    const sockaddr_in at = socket_address(config_);
+  if (config_.transport != MavlinkLinkConfig::Transport::tcp) {
+    // udp (a board): our datagrams go to it, and the connected socket reads only its
+    // replies; udp_in (MAVProxy's --out): bind the address, the autopilot's frames arrive
+    // from MAVProxy, and ours go back to whoever sent last
+    const bool listen = config_.transport == MavlinkLinkConfig::Transport::udp_in;
+    const sockaddr_in address = socket_address(config_);
     try {
       open_socket();
     } catch (const std::runtime_error& e) {
       throw std::runtime_error(who + ": MAVLink " + e.what());
     }
     const int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd_, reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0) {
+    if (listen) ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    const auto* a = reinterpret_cast<const sockaddr*>(&address);
+    if ((listen ? ::bind(fd_, a, sizeof address) : ::connect(fd_, a, sizeof address)) != 0) {
       const std::string why = std::strerror(errno);
       close();
-      throw std::runtime_error(who + ": MAVLink " + config_.address() + ": cannot bind: " + why);
-    }
-    state_ = State::connected;
-    ever_connected_ = true;
-    return;
-  }
-  if (config_.transport == MavlinkLinkConfig::Transport::udp) {
-    // a board: our datagrams go to it, and the connected socket reads only its replies
-    const sockaddr_in to = socket_address(config_);
-    try {
-      open_socket();
-    } catch (const std::runtime_error& e) {
-      throw std::runtime_error(who + ": MAVLink " + e.what());
-    }
-    if (::connect(fd_, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
-      const std::string why = std::strerror(errno);
-      close();
-      throw std::runtime_error(who + ": MAVLink " + config_.address() + ": " + why);
+      throw std::runtime_error(who + ": MAVLink " + config_.address() + ": " + (listen ? "cannot bind: " : "") + why);
     }
     state_ = State::connected;
     ever_connected_ = true;

@@ -332,68 +332,6 @@ script:
   link.close();
 }
 
-TEST_CASE("mavlink link: udpin listens where MAVProxy's --out sends and answers the sender") {
-  // a free UDP port for the link to bind
-  const int probe = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(probe, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
-  socklen_t len = sizeof at;
-  ::getsockname(probe, reinterpret_cast<sockaddr*>(&at), &len);
-  ::close(probe);
-  MavlinkLink link(link_config("address: udpin:127.0.0.1:" + std::to_string(ntohs(at.sin_port)) + R"(
-script: [{at_s: 0, mode: ALT_HOLD}]
-)"));
-  CHECK(link.config().address() == "udpin:127.0.0.1:" + std::to_string(ntohs(at.sin_port)));
-  link.connect("test");
-  std::int64_t t = 0;
-  std::vector<LogLine> lines;
-  link.step(t);  // nobody has spoken: the heartbeat has nowhere to go
-  CHECK(link.counters().bytes_dropped > 0);
-
-  // "MAVProxy": a UDP socket that forwards the autopilot's heartbeat to the link's port
-  const int proxy = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_in self{};
-  self.sin_family = AF_INET;
-  self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(proxy, reinterpret_cast<sockaddr*>(&self), sizeof self) == 0);
-  mav::Heartbeat h;
-  h.type = mav::mav_type_submarine;
-  h.autopilot = mav::mav_autopilot_ardupilotmega;
-  h.base_mode = mav::mav_mode_flag_custom_mode_enabled;
-  h.custom_mode = 19;
-  std::array<std::uint8_t, mav::max_frame_size> out;
-  const std::size_t n = mav::encode(h, mav::Header{.seq = 0, .sysid = 1, .compid = 1}, out);
-  REQUIRE(::sendto(proxy, out.data(), n, 0, reinterpret_cast<const sockaddr*>(&at), sizeof at) ==
-          static_cast<ssize_t>(n));
-  const auto deadline = Clock::now() + std::chrono::seconds(3);
-  while (Clock::now() < deadline && !link.mode()) {
-    link.receive(lines);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  REQUIRE(link.mode() == 19u);
-  // the next step answers the sender: the mode asked for comes back to MAVProxy's socket
-  t += 10 * ms_ns;
-  link.step(t);
-  mav::Decoder decoder(mav::known_messages());
-  bool mode_asked = false;
-  const auto until = Clock::now() + std::chrono::seconds(3);
-  while (Clock::now() < until && !mode_asked) {
-    pollfd p{proxy, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    std::uint8_t buf[512];
-    const ssize_t got = ::recv(proxy, buf, sizeof buf, 0);
-    if (got <= 0) continue;
-    decoder.feed(std::span<const std::uint8_t>(buf, static_cast<std::size_t>(got)), [&](const mav::Frame& f) {
-      if (auto c = mav::decode<mav::CommandLong>(f)) mode_asked |= c->command == 176 && c->param2 == 2.0F;
-    });
-  }
-  CHECK(mode_asked);
-  ::close(proxy);
-  link.close();
-}
-
 TEST_CASE("mavlink link: arming not granted within arm_timeout_s is a failure in the autopilot's words") {
   FakeAutopilot autopilot;
   MavlinkLink link(link_config("address: tcp:127.0.0.1:" + std::to_string(autopilot.port()) + R"(
@@ -781,4 +719,62 @@ TEST_CASE("mavlink link: config mistakes in the mavlink section are positioned")
   adapters::ArduPilotJsonEndpoint ep(sc.endpoints[0], sc);
   REQUIRE(ep.mavlink() != nullptr);
   CHECK(ep.mavlink()->config().address() == "tcp:127.0.0.1:5780");
+}
+
+TEST_CASE("mavlink link: udpin listens where MAVProxy's --out sends and answers the sender") {
+  // a free UDP port for the link to bind
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  at.sin_port = htons(free_udp_port());
+  MavlinkLink link(link_config("address: udpin:127.0.0.1:" + std::to_string(ntohs(at.sin_port)) + R"(
+script: [{at_s: 0, mode: ALT_HOLD}]
+)"));
+  CHECK(link.config().address() == "udpin:127.0.0.1:" + std::to_string(ntohs(at.sin_port)));
+  link.connect("test");
+  std::int64_t t = 0;
+  std::vector<LogLine> lines;
+  link.step(t);  // nobody has spoken: the heartbeat has nowhere to go
+  CHECK(link.counters().bytes_dropped > 0);
+
+  // "MAVProxy": a UDP socket that forwards the autopilot's heartbeat to the link's port
+  const int proxy = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in self{};
+  self.sin_family = AF_INET;
+  self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(proxy, reinterpret_cast<sockaddr*>(&self), sizeof self) == 0);
+  mav::Heartbeat h;
+  h.type = mav::mav_type_submarine;
+  h.autopilot = mav::mav_autopilot_ardupilotmega;
+  h.base_mode = mav::mav_mode_flag_custom_mode_enabled;
+  h.custom_mode = 19;
+  std::array<std::uint8_t, mav::max_frame_size> out;
+  const std::size_t n = mav::encode(h, mav::Header{.seq = 0, .sysid = 1, .compid = 1}, out);
+  REQUIRE(::sendto(proxy, out.data(), n, 0, reinterpret_cast<const sockaddr*>(&at), sizeof at) ==
+          static_cast<ssize_t>(n));
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  while (Clock::now() < deadline && !link.mode()) {
+    link.receive(lines);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  REQUIRE(link.mode() == 19u);
+  // the next step answers the sender: the mode asked for comes back to MAVProxy's socket
+  t += 10 * ms_ns;
+  link.step(t);
+  mav::Decoder decoder(mav::known_messages());
+  bool mode_asked = false;
+  const auto until = Clock::now() + std::chrono::seconds(3);
+  while (Clock::now() < until && !mode_asked) {
+    pollfd p{proxy, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    std::uint8_t buf[512];
+    const ssize_t got = ::recv(proxy, buf, sizeof buf, 0);
+    if (got <= 0) continue;
+    decoder.feed(std::span<const std::uint8_t>(buf, static_cast<std::size_t>(got)), [&](const mav::Frame& f) {
+      if (auto c = mav::decode<mav::CommandLong>(f)) mode_asked |= c->command == 176 && c->param2 == 2.0F;
+    });
+  }
+  CHECK(mode_asked);
+  ::close(proxy);
+  link.close();
 }
