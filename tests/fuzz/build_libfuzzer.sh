@@ -19,11 +19,11 @@ cxx=${CXX:-clang++}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 common="-g -O1 $san -fsanitize=fuzzer-no-link -Wall -Wextra"
 inc="-Ifirmware_shim/include -Ihal/include -Iruntime/physics/include -Iruntime/scenario/include
-     -Iruntime/recording/include -Iruntime/loop/include
+     -Iruntime/recording/include -Iruntime/feedback/include -Iruntime/loop/include
      -Iadapters/mqtt/include -Iadapters/mavlink/include -Iadapters/ardupilot/include
      -Iadapters/ardupilot/standin/include -I/usr/include/eigen3"
 headers="firmware_shim/include hal/include runtime/physics/include runtime/scenario/include
-         runtime/recording/include runtime/loop/include adapters/mqtt/include adapters/mavlink/include
+         runtime/recording/include runtime/feedback/include runtime/loop/include adapters/mqtt/include adapters/mavlink/include
          adapters/ardupilot/include adapters/ardupilot/standin/include"
 mkdir -p "$out/obj"
 
