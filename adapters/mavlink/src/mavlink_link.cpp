@@ -399,6 +399,7 @@ void MavlinkLink::keep_up(std::int64_t time_ns) {
       m.kind = MavlinkAction::Kind::mode;
       m.custom_mode = *want_mode_;
       send_action(m);
+      note(0, "ground station: asking for mode " + mode_text(config_.vehicle, *want_mode_));
       next_mode_ns_ = time_ns + second_ns;
     }
   }
@@ -416,6 +417,8 @@ void MavlinkLink::keep_up(std::int64_t time_ns) {
     } else if (time_ns >= next_arm_ns_) {
       ++arm_tries_;
       send_action(*want_arm_);
+      note(0, std::string("ground station: asking to ") + (want_arm_->arm ? "arm" : "disarm") + " (request " +
+                  std::to_string(arm_tries_) + ")");
       next_arm_ns_ = time_ns + second_ns;
     }
   }
@@ -515,7 +518,9 @@ void MavlinkLink::on_frame(const mav::Frame& f, std::vector<runtime::LogLine>& l
     logs.push_back({level_of(st->severity), "autopilot: " + std::move(text)});
   } else if (auto ack = mav::decode<mav::CommandAck>(f)) {
     ++counters_.acks[std::min<std::size_t>(ack->result, 7)];
-    if (ack->result != mav::mav_result_accepted && ack->result != mav_result_in_progress)
+    if (ack->result == mav::mav_result_accepted)
+      logs.push_back({0, "autopilot: command " + std::to_string(ack->command) + " accepted"});
+    else if (ack->result != mav_result_in_progress)
       logs.push_back({1, "autopilot: command " + std::to_string(ack->command) + " refused (result " +
                              std::to_string(ack->result) + ")"});
   } else if (auto pv = mav::decode<mav::ParamValue>(f)) {

@@ -344,7 +344,11 @@ script: [{at_s: 0, arm: true}]
   autopilot.heartbeat(false, 19);
   hear(link, false, 19);
   std::int64_t t = 0;
-  std::vector<mav::Frame> f = fly_until(link, autopilot, t, 1000 * ms_ns);
+  std::vector<LogLine> lines;
+  std::vector<mav::Frame> f = fly_until(link, autopilot, t, 1000 * ms_ns, &lines);
+  // every request is a line of the log (and so of the recording)
+  CHECK(texts(lines) == std::vector<std::string>{"ground station: asking to arm (request 1)",
+                                                 "ground station: asking to arm (request 2)"});
   autopilot.statustext(2, "PreArm: AHRS not healthy");
   f = fly_until(link, autopilot, t, 1990 * ms_ns);
   CHECK(link.failure().empty());
@@ -397,14 +401,16 @@ TEST_CASE("mavlink link: the autopilot's heartbeat, STATUSTEXT and refusals are 
   autopilot.send(accepted);
   autopilot.heartbeat(true, 99, 3);
   lines = lines_until(link, t, "mode 99");
-  REQUIRE(lines.size() == 4);
+  REQUIRE(lines.size() == 5);
   CHECK(lines[0].text == "autopilot: PreArm: Compass not calibrated");
   CHECK(lines[0].level == 2);
   CHECK(lines[1].text == "autopilot: Leak detected");
   CHECK(lines[1].level == 1);
   CHECK(lines[2].text == "autopilot: command 400 refused (result 4)");
   CHECK(lines[2].level == 1);
-  CHECK(lines[3].text == "autopilot: mode 99");
+  CHECK(lines[3].text == "autopilot: command 176 accepted");
+  CHECK(lines[3].level == 0);
+  CHECK(lines[4].text == "autopilot: mode 99");
   CHECK(link.decoder_counters().garbage_bytes == sizeof garbage - 1);
   CHECK(link.connected());
   CHECK(link.counters().acks[0] == 1);
