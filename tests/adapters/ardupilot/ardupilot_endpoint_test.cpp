@@ -114,6 +114,16 @@ float command_value(const DeviceCommand& c) {
   return v;
 }
 
+// start() waits for ArduPilot's first packet: "ArduPilot" sends `frame` until it is heard
+void start_against(adapters::ArduPilotJsonEndpoint& ep, const Scenario& sc, FakeArduPilot& apm, std::uint32_t frame) {
+  auto started = std::async(std::launch::async, [&] { ep.start(sc.model, sc.initial); });
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (started.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready && Clock::now() < give_up)
+    apm.send(frame);
+  REQUIRE(started.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
+  started.get();
+}
+
 }  // namespace
 
 TEST_CASE("ardupilot endpoint: repeats answered again, a restart followed, a jump counted, garbage counted") {
@@ -126,12 +136,7 @@ TEST_CASE("ardupilot endpoint: repeats answered again, a restart followed, a jum
 
   // start() waits for ArduPilot's first packet; "ArduPilot" sends frame 5 until it is heard
   FakeArduPilot apm(port);
-  auto started = std::async(std::launch::async, [&] { ep.start(sc.model, sc.initial); });
-  const auto give_up = Clock::now() + std::chrono::seconds(10);
-  while (started.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready && Clock::now() < give_up)
-    apm.send(5);
-  REQUIRE(started.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
-  started.get();
+  start_against(ep, sc, apm, 5);
   CHECK(ep.bound_port() == port);
   // frame 5 sent more than once is a repeat: answered (nothing yet to answer with), no step
   Reply reply;
@@ -243,12 +248,7 @@ TEST_CASE("ardupilot endpoint: one reply per frame: none after a missed step, a 
   CHECK(sc.endpoints[0].policy == TimeoutPolicy::block);
   adapters::ArduPilotJsonEndpoint ep(sc.endpoints[0], sc);
   FakeArduPilot apm(port);
-  auto started = std::async(std::launch::async, [&] { ep.start(sc.model, sc.initial); });
-  const auto give_up = Clock::now() + std::chrono::seconds(10);
-  while (started.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready && Clock::now() < give_up)
-    apm.send(0);
-  REQUIRE(started.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
-  started.get();
+  start_against(ep, sc, apm, 0);
   Reply reply;
   // frame 0 asked many times before the first publish: answered once, by it
   CHECK(ep.gather({0, 0, 10'000'000}, Clock::now() + std::chrono::milliseconds(20), reply) == GatherStatus::timeout);
@@ -302,12 +302,7 @@ TEST_CASE("ardupilot endpoint: an old frame is ignored, frame 0 again is a resta
   const Scenario sc = parse_scenario(scenario_text(port), "ap.yaml");
   adapters::ArduPilotJsonEndpoint ep(sc.endpoints[0], sc);
   FakeArduPilot apm(port);
-  auto started = std::async(std::launch::async, [&] { ep.start(sc.model, sc.initial); });
-  const auto give_up = Clock::now() + std::chrono::seconds(10);
-  while (started.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready && Clock::now() < give_up)
-    apm.send(10);
-  REQUIRE(started.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
-  started.get();
+  start_against(ep, sc, apm, 10);
   Reply reply;
   StepContext ctx{0, 0, 10'000'000};
   REQUIRE(ep.publish(ctx, sc.initial));
