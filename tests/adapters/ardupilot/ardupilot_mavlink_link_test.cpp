@@ -717,6 +717,43 @@ TEST_CASE("mavlink link: config mistakes in the mavlink section are positioned")
   CHECK(all.find("endpoints[0].mavlink.script[7].at_s:") != std::string::npos);
   CHECK(all.find("endpoints[0].mavlink.script[8]: expected one action") != std::string::npos);
 
+  // the ground station's own keys: misspelt, wrong type, out of range, absurd, NaN; a rover's
+  // sticks on the axes ArduRover does not read; udpin needs a real port
+  const std::string keys = errors_of(R"(    mavlink:
+      address: 'udpin:127.0.0.1:0'
+      arm_timout_s: 10
+      arm_timeout_s: 1e308
+      pilot_input_hz: .nan
+)");
+  INFO(keys);
+  CHECK(keys.find("endpoints[0].mavlink.address: expected tcp:HOST:PORT") != std::string::npos);
+  CHECK(keys.find("endpoints[0].mavlink.arm_timout_s: unknown key") != std::string::npos);
+  CHECK(keys.find("endpoints[0].mavlink.arm_timeout_s:") != std::string::npos);
+  CHECK(keys.find("endpoints[0].mavlink.pilot_input_hz:") != std::string::npos);
+  const std::string more = errors_of(R"(    mavlink:
+      vehicle: rover
+      arm_timeout_s: soon
+      pilot_input_hz: -1
+      script: [{at_s: 1, manual: {x: 500, z: 200}}, {at_s: 2, manual: {r: -300}}]
+)");
+  INFO(more);
+  CHECK(more.find("endpoints[0].mavlink.arm_timeout_s: expected a number") != std::string::npos);
+  CHECK(more.find("endpoints[0].mavlink.pilot_input_hz:") != std::string::npos);
+  CHECK(more.find("endpoints[0].mavlink.script[0].manual.x: ArduRover reads MANUAL_CONTROL's y (steering) and z "
+                  "(throttle) only; x does nothing") != std::string::npos);
+  CHECK(more.find("endpoints[0].mavlink.script[1].manual.r: ArduRover reads") != std::string::npos);
+  // and an operator's: refused with the reason, nothing queued
+  std::vector<adapters::MavlinkAction> actions;
+  std::string why;
+  CHECK_FALSE(adapters::operator_actions("autopilot_manual", nlohmann::json{{"x", 500}}, mav::Vehicle::rover,
+                                         actions, &why));
+  CHECK(why == "ArduRover reads MANUAL_CONTROL's y (steering) and z (throttle) only; x and r do nothing");
+  CHECK(actions.empty());
+  CHECK(adapters::operator_actions("autopilot_manual", nlohmann::json{{"y", -300}, {"z", 400}}, mav::Vehicle::rover,
+                                   actions, &why));
+  REQUIRE(actions.size() == 1);
+  CHECK(actions[0].manual == std::array<std::int16_t, 4>{0, -300, 400, 0});
+
   // rover modes are rover's; udp addresses are taken; the default port follows the instance
   CHECK(errors_of("    mavlink: {vehicle: rover, address: 'udp:192.168.2.2:14550', script: [{at_s: 0, mode: "
                   "HOLD}]}\n")

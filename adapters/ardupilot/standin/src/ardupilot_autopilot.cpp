@@ -115,7 +115,6 @@ bool Autopilot::set_depth_target(double depth_m) {
 
 bool Autopilot::attitude_target(double heading, bool throttle_ignored) {
   if (!std::isfinite(heading)) return false;
-  const double now_s = telemetry_now_s();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!throttle_ignored) {
@@ -128,8 +127,6 @@ bool Autopilot::attitude_target(double heading, bool throttle_ignored) {
         ++state_.depth_seq;
       }
     }
-    attitude_at_s_ = now_s;
-    attitude_althold_ = throttle_ignored;
     // ALT_HOLD reads a kept target whatever the mode was when it came; the others never do
     if (throttle_ignored && state_.mode != sub_mode_alt_hold) return false;
   }
@@ -137,7 +134,7 @@ bool Autopilot::attitude_target(double heading, bool throttle_ignored) {
   return true;
 }
 
-double Autopilot::telemetry_now_s() const {
+double Autopilot::sim_time_s() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return telemetry_.have_reading ? telemetry_.reading.timestamp_s : 0.0;
 }
@@ -189,7 +186,6 @@ AutopilotSnapshot Autopilot::snapshot(std::chrono::steady_clock::time_point now)
     s.pilot = airframe_ == Airframe::vectored ? sub_receiver : rover_receiver;
     s.stick_gain = 1.0;
   }
-  s.heading_target_age_s = std::chrono::duration<double>(now - sim_clock(attitude_at_s_)).count();
   return s;
 }
 
@@ -201,10 +197,7 @@ void Autopilot::publish(const SensorReading* reading, double depth_target_m, dou
   telemetry_.heading_target_deg = heading_target_deg;
 }
 
-std::chrono::steady_clock::time_point Autopilot::now() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return sim_clock(telemetry_.have_reading ? telemetry_.reading.timestamp_s : 0.0);
-}
+std::chrono::steady_clock::time_point Autopilot::now() const { return sim_clock(sim_time_s()); }
 
 AutopilotTelemetry Autopilot::telemetry() const {
   std::lock_guard<std::mutex> lock(mutex_);

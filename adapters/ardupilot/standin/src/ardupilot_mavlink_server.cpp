@@ -224,9 +224,7 @@ void MavlinkServer::send_sys_status() {
   s.onboard_control_sensors_present = sensors;
   s.onboard_control_sensors_enabled = sensors;
   // the AHRS is unhealthy until the start-up has passed (as ArduSub's EKF at boot)
-  const AutopilotTelemetry t = autopilot_.telemetry();
-  const bool ready = autopilot_.ready(t.have_reading ? t.reading.timestamp_s : 0.0);
-  s.onboard_control_sensors_health = ready ? sensors : sensors & ~sensor_ahrs;
+  s.onboard_control_sensors_health = autopilot_.ready() ? sensors : sensors & ~sensor_ahrs;
   s.voltage_battery = 0xFFFF;  // no battery
   s.current_battery = -1;
   s.battery_remaining = -1;
@@ -318,9 +316,7 @@ void MavlinkServer::handle_command(const mav::CommandLong& c) {
     const bool arm = c.param1 == 1.0F;
     // as ArduSub before its estimator is healthy: refused, the reason as a PreArm text
     // (AP_Arming_Sub::ins_checks), unless forced
-    const AutopilotTelemetry t = autopilot_.telemetry();
-    if (arm && !autopilot_.armed() && c.param2 != arm_force_magic &&
-        !autopilot_.ready(t.have_reading ? t.reading.timestamp_s : 0.0)) {
+    if (arm && !autopilot_.armed() && c.param2 != arm_force_magic && !autopilot_.ready()) {
       send_text(severity_critical, text_prearm_ahrs);
       send_ack(c.command, mav_result_failed);
       return;

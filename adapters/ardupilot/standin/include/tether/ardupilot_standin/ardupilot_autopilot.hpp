@@ -58,10 +58,6 @@ inline constexpr PilotInput rover_receiver{0, 0, -1000, 0};
 /// AP_Arming_Sub::ins_checks); `--startup-s` changes it.
 inline constexpr double default_startup_s = 5.0;
 inline constexpr const char* text_prearm_ahrs = "PreArm: AHRS not healthy";
-/// How long ArduSub's ALT_HOLD keeps an attitude target sent with throttle ignored
-/// (mode_althold.cpp), and GUIDED one without (mode_guided.cpp, GUIDED_ATTITUDE_TIMEOUT_MS).
-inline constexpr double althold_attitude_timeout_s = 5.0;
-inline constexpr double guided_attitude_timeout_s = 1.0;
 
 /// The autopilot's clock as SITL's is: simulated time, the replies' timestamps, as a
 /// time_point (so that the pilot timeout holds in simulated seconds, at any speed).
@@ -109,7 +105,6 @@ struct AutopilotSnapshot {
   std::uint32_t mode = 0;
   PilotInput pilot;          // the receiver's (sub_receiver, rover_receiver) once the overrides lapsed
   double stick_gain = 1.0;   // what a full stick of `pilot` is of a channel: JS_GAIN for overrides
-  double heading_target_age_s = 1e9;  // since the last attitude target that the current mode keeps
   bool guided_angle = false;          // GUIDED flying an attitude target (depth then by climb rate 0)
   // bumps on every mode change, arming and disarming: the law then takes the current depth and
   // heading as its targets (as ArduSub does on entering a hold mode)
@@ -162,12 +157,16 @@ class Autopilot {
   /// The heading to hold (deg, 0 north, clockwise), from now on in the current mode.
   void set_heading_target(double heading_deg);
   /// A SET_ATTITUDE_TARGET's heading, as ArduSub takes it (GCS_MAVLink_Sub.cpp): with
-  /// throttle ignored (`throttle_ignored`, type_mask bit 6) a target for ALT_HOLD, kept 5 s;
-  /// otherwise GUIDED's angle control, acted on only in GUIDED, kept 1 s, whose first target
-  /// resets the depth target to the depth then. false when the current mode ignores it.
+  /// throttle ignored (`throttle_ignored`, type_mask bit 6) a target for ALT_HOLD only;
+  /// otherwise GUIDED's angle control, acted on only in GUIDED, whose first target resets the
+  /// depth target to the depth then. false when the current mode ignores it. (ArduSub drops
+  /// such a target after 5 s, GUIDED after 1 s; its heading hold then keeps the last one, as
+  /// the stand-in keeps its heading target: the timeouts are not modelled.)
   bool attitude_target(double heading_deg, bool throttle_ignored);
-  /// Whether arming is allowed at simulated time `time_s` (the start-up has passed).
-  bool ready(double time_s) const { return time_s >= startup_s_; }
+  /// Whether arming is allowed: the start-up has passed by the latest reading's time.
+  bool ready() const { return sim_time_s() >= startup_s_; }
+  /// The latest published reading's timestamp (0 before the first): the autopilot's clock.
+  double sim_time_s() const;
   void set_startup_s(double s) { startup_s_ = s; }
   double startup_s() const { return startup_s_; }
 
@@ -196,9 +195,6 @@ class Autopilot {
   std::chrono::steady_clock::time_point pilot_at_{};
   bool have_pilot_ = false;
   double startup_s_ = default_startup_s;
-  double telemetry_now_s() const;
-  double attitude_at_s_ = -1e9;   // simulated time of the last attitude target kept
-  bool attitude_althold_ = false;  // it was an ALT_HOLD one (throttle ignored)
   AutopilotTelemetry telemetry_;
 };
 
