@@ -180,7 +180,7 @@ TEST_CASE("ardupilot autopilot: ALT_HOLD takes a BlueROV2-like hull to 2 m and h
   REQUIRE(ap.set_mode(sub_mode_alt_hold) == Autopilot::ModeChange::changed);
   REQUIRE(ap.set_armed(true));
   REQUIRE(ap.set_param("RC_OVERRIDE_TIME", -1));  // no ground station streams sticks here
-  CHECK(ap.set_depth_target(2.0));  // after arming: commands given before are replaced by the depth then
+  CHECK(ap.set_depth_target(2.0));                // after arming: commands given before are replaced by the depth then
   const std::vector<double> depths = dive(law, 40.0);
   CHECK(law.depth_target_m() == doctest::Approx(2.0));
   const double peak = *std::max_element(depths.begin(), depths.end());
@@ -268,16 +268,75 @@ TEST_CASE("ardupilot autopilot: heading hold turns back toward the target from e
   SubHoldLaw law(ap);
   ap.set_mode(sub_mode_alt_hold);
   ap.set_armed(true);
-  ap.set_heading_target(10);
+  CHECK(ap.attitude_target(10, true));  // ALT_HOLD's kept target (throttle ignored)
   SensorReading r = reading(1.0, 0, 350);
   run_law(law, &r);
-  ap.set_heading_target(370);  // the same, folded
+  CHECK(ap.attitude_target(370, true));  // the same, folded
   r.timestamp_s = 1.01;
   run_law(law, &r);
   CHECK(law.heading_target_deg() == doctest::Approx(10.0));
   CHECK(law.last_demand().yaw > 0);
   CHECK(heading_error_deg(10, 350) == doctest::Approx(20.0));
   CHECK(heading_deg(yaw_quaternion(-90)) == doctest::Approx(270.0));
+}
+
+TEST_CASE("ardupilot autopilot: ALT_HOLD flies a kept heading for 5 s, then turns back to its entry heading") {
+  Autopilot ap(Airframe::vectored);
+  SubHoldLaw law(ap);
+  REQUIRE(ap.set_param("RC_OVERRIDE_TIME", -1).has_value());  // the sticks below never lapse
+  REQUIRE(ap.set_mode(sub_mode_alt_hold) == Autopilot::ModeChange::changed);
+  REQUIRE(ap.set_armed(true));
+  SensorReading r = reading(1.0, 0, 0);  // entered and armed heading north
+  run_law(law, &r);
+  CHECK(law.heading_target_deg() == doctest::Approx(0.0));
+  // a target kept in MANUAL is not flown there, but it is kept (ArduSub stores it in any mode)
+  REQUIRE(ap.set_mode(sub_mode_manual) == Autopilot::ModeChange::changed);
+  CHECK_FALSE(ap.attitude_target(45, true));
+  CHECK(ap.snapshot(ap.now()).kept_attitude);
+  REQUIRE(ap.set_mode(sub_mode_alt_hold) == Autopilot::ModeChange::changed);
+  r = reading(1.01, 0, 0);
+  run_law(law, &r);
+  CHECK(law.heading_target_deg() == doctest::Approx(45.0));  // 0.01 s old: flown
+  // a new one at t = 1.01 s; the vehicle has turned to it by t = 5 s
+  CHECK(ap.attitude_target(90, true));
+  r = reading(6.0, 0, 90);
+  run_law(law, &r);
+  CHECK(law.heading_target_deg() == doctest::Approx(90.0));  // 4.99 s old
+  // the yaw stick is ignored while a target is flown
+  PilotInput yaw_right;
+  yaw_right.r = 800;
+  ap.set_pilot(yaw_right, ap.now());
+  r = reading(6.005, 0, 90);
+  run_law(law, &r);
+  CHECK(law.heading_target_deg() == doctest::Approx(90.0));
+  CHECK(std::abs(law.last_demand().yaw) < 0.05);
+  ap.set_pilot(PilotInput{}, ap.now());
+  // 5 s after it came the target lapses: back to the heading ALT_HOLD was entered with
+  r = reading(6.02, 0, 90);
+  run_law(law, &r);
+  CHECK(law.heading_target_deg() == doctest::Approx(0.0));
+  CHECK(law.last_demand().yaw < 0);  // at 90, turning left toward north
+  // sent again, it is flown again; re-sent within 5 s it never lapses
+  for (double t = 6.5; t < 20.0; t += 1.0) {
+    r = reading(t, 0, 90);
+    run_law(law, &r);  // the reading first: the target takes the autopilot's time of then
+    CHECK(ap.attitude_target(90, true));
+    r = reading(t + 0.99, 0, 90);
+    run_law(law, &r);
+    CHECK(law.heading_target_deg() == doctest::Approx(90.0));
+  }
+  // with no target, the yaw stick sets the heading that is held after it
+  r = reading(30.0, 0, 90);
+  run_law(law, &r);
+  CHECK(law.heading_target_deg() == doctest::Approx(0.0));
+  ap.set_pilot(yaw_right, ap.now());
+  r = reading(30.01, 0, 120);
+  run_law(law, &r);
+  CHECK(law.last_demand().yaw > 0);
+  ap.set_pilot(PilotInput{}, ap.now());
+  r = reading(30.02, 0, 125);
+  run_law(law, &r);
+  CHECK(law.heading_target_deg() == doctest::Approx(120.0));
 }
 
 TEST_CASE("ardupilot autopilot: the rover law skid-steers on channels 1 and 3 in MANUAL and stops in HOLD") {

@@ -157,8 +157,8 @@ TEST_CASE("ardupilot mavlink server: heartbeat, arm and ALT_HOLD answered as Ard
   SensorReading later;
   later.timestamp_s = 5.0;
   ap.publish(&later, 0, 0);
-  const auto healthy =
-      gcs.wait_for<mav::SysStatus>([](const auto& st) { return (st.onboard_control_sensors_health & (1u << 21)) != 0; });
+  const auto healthy = gcs.wait_for<mav::SysStatus>(
+      [](const auto& st) { return (st.onboard_control_sensors_health & (1u << 21)) != 0; });
   CHECK(healthy.has_value());
   gcs.send(mav::arm_disarm(1, 1, true));
   const auto text = gcs.wait_for<mav::StatusText>();
@@ -249,13 +249,14 @@ TEST_CASE("ardupilot mavlink server: targets, pilot input and parameters reach t
   CHECK(ap.snapshot(Clock::now()).heading_seq == 0);
   heading.type_mask = 0x47;
   gcs.send(heading);
-  CHECK(eventually([&] { return ap.snapshot(Clock::now()).heading_seq == 1; }));
-  CHECK(ap.snapshot(Clock::now()).heading_target_deg == doctest::Approx(100.0).epsilon(1e-4));
+  CHECK(eventually([&] { return ap.snapshot(Clock::now()).kept_attitude; }));
+  CHECK(ap.snapshot(Clock::now()).kept_heading_deg == doctest::Approx(100.0).epsilon(1e-4));
+  CHECK(ap.snapshot(Clock::now()).heading_seq == 0);
   // in GUIDED the first angle target holds the depth of then (the law takes it: NaN here)
   REQUIRE(ap.set_mode(sub_mode_guided) == Autopilot::ModeChange::changed);
   heading.type_mask = 7;
   gcs.send(heading);
-  CHECK(eventually([&] { return ap.snapshot(Clock::now()).heading_seq == 2; }));
+  CHECK(eventually([&] { return ap.snapshot(Clock::now()).heading_seq == 1; }));
   CHECK(std::isnan(ap.snapshot(Clock::now()).depth_target_m));
   CHECK(ap.snapshot(Clock::now()).guided_angle);
 

@@ -37,6 +37,12 @@ double stick(std::int16_t v) { return std::clamp(static_cast<double>(v) / 1000.0
 double throttle_stick(std::int16_t z) { return std::clamp((static_cast<double>(z) - 500.0) / 500.0, -1.0, 1.0); }
 bool centred(std::int16_t v) { return std::abs(static_cast<int>(v)) <= pilot_dead_zone; }
 
+// a heading into 0..360 degrees
+double fold_degrees(double heading) {
+  heading = std::fmod(heading, 360.0);
+  return heading < 0 ? heading + 360.0 : heading;
+}
+
 void fill(std::span<std::uint16_t> pwm_us, std::uint16_t us) {
   for (std::uint16_t& p : pwm_us) p = us;
 }
@@ -115,20 +121,24 @@ bool Autopilot::set_depth_target(double depth_m) {
 
 bool Autopilot::attitude_target(double heading, bool throttle_ignored) {
   if (!std::isfinite(heading)) return false;
+  const double now_s = sim_time_s();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!throttle_ignored) {
-      // GUIDED's angle control: only in GUIDED; its first target holds the depth of then
-      if (state_.mode != sub_mode_guided) return false;
-      if (!state_.guided_angle) {
-        state_.guided_angle = true;
-        state_.depth_target_m = std::nan("");  // the law takes the depth it is at
-        state_.depth_epoch = state_.epoch;
-        ++state_.depth_seq;
-      }
+    if (throttle_ignored) {
+      // kept whatever the mode; ALT_HOLD reads it while it is fresh
+      state_.kept_attitude = true;
+      state_.kept_heading_deg = fold_degrees(heading);
+      state_.kept_at_s = now_s;
+      return state_.mode == sub_mode_alt_hold;
     }
-    // ALT_HOLD reads a kept target whatever the mode was when it came; the others never do
-    if (throttle_ignored && state_.mode != sub_mode_alt_hold) return false;
+    // GUIDED's angle control: only in GUIDED; its first target holds the depth of then
+    if (state_.mode != sub_mode_guided) return false;
+    if (!state_.guided_angle) {
+      state_.guided_angle = true;
+      state_.depth_target_m = std::nan("");  // the law takes the depth it is at
+      state_.depth_epoch = state_.epoch;
+      ++state_.depth_seq;
+    }
   }
   set_heading_target(heading);
   return true;
@@ -141,8 +151,7 @@ double Autopilot::sim_time_s() const {
 
 void Autopilot::set_heading_target(double heading) {
   if (!std::isfinite(heading)) return;
-  heading = std::fmod(heading, 360.0);
-  if (heading < 0) heading += 360.0;
+  heading = fold_degrees(heading);
   std::lock_guard<std::mutex> lock(mutex_);
   state_.heading_target_deg = heading;
   state_.heading_epoch = state_.epoch;
@@ -178,8 +187,8 @@ AutopilotSnapshot Autopilot::snapshot(std::chrono::steady_clock::time_point now)
   // MANUAL_CONTROL as RC overrides, until RC_OVERRIDE_TIME lapses (-1: never; 0: overrides
   // off); then SITL's receiver
   const double lapse_s = state_.gains.override_time_s;
-  const bool fresh = have_pilot_ && lapse_s != 0 &&
-                     (lapse_s < 0 || std::chrono::duration<double>(now - pilot_at_).count() <= lapse_s);
+  const bool fresh =
+      have_pilot_ && lapse_s != 0 && (lapse_s < 0 || std::chrono::duration<double>(now - pilot_at_).count() <= lapse_s);
   if (fresh) {
     s.stick_gain = airframe_ == Airframe::vectored ? state_.gains.js_gain : 1.0;
   } else {
@@ -249,8 +258,10 @@ void SubHoldLaw::take_commands(const AutopilotSnapshot& s, double depth_m, doubl
     epoch_ = s.epoch;
     depth_target_m_ = depth_m;
     heading_target_deg_ = heading;
+    pilot_heading_deg_ = heading;
     speed_integral_ = 0;
   }
+  if (!s.armed) pilot_heading_deg_ = heading;  // ArduSub, disarmed: the heading it has
   if (s.depth_seq != depth_seq_) {
     depth_seq_ = s.depth_seq;
     if (s.depth_epoch == s.epoch) depth_target_m_ = std::isnan(s.depth_target_m) ? depth_m : s.depth_target_m;
@@ -282,12 +293,27 @@ double SubHoldLaw::hold_depth(const AutopilotSnapshot& s, const SensorReading& r
   return std::clamp(-down, -1.0, 1.0);  // throttle is up
 }
 
+// ALT_HOLD's heading (mode_althold.cpp, run_pre): a kept attitude target younger than
+// alt_hold_attitude_timeout_s, the pilot's sticks then ignored; otherwise the heading of the
+// mode's entry or the pilot's last yaw, to which the vehicle turns back once a target lapses.
+// true while a target is flown.
+bool SubHoldLaw::alt_hold_target(const AutopilotSnapshot& s, double now_s) {
+  if (s.kept_attitude && now_s - s.kept_at_s < alt_hold_attitude_timeout_s) {
+    heading_target_deg_ = s.kept_heading_deg;
+    return true;
+  }
+  heading_target_deg_ = pilot_heading_deg_;
+  return false;
+}
+
 // heading: error -> yaw rate target (limited) -> P on the rate -> yaw. The yaw stick off
 // centre yaws directly, and the target follows the vehicle meanwhile.
-double SubHoldLaw::hold_heading(const AutopilotSnapshot& s, const SensorReading& r, double heading) {
+double SubHoldLaw::hold_heading(const AutopilotSnapshot& s, const SensorReading& r, double heading,
+                                bool sticks_ignored) {
   const HoldGains& g = s.gains;
-  if (!centred(s.pilot.r)) {
+  if (!sticks_ignored && !centred(s.pilot.r)) {
     heading_target_deg_ = heading;
+    pilot_heading_deg_ = heading;
     return stick(s.pilot.r) * s.stick_gain;
   }
   const double error_rad = heading_error_deg(heading_target_deg_, heading) / deg_per_rad;
@@ -326,7 +352,8 @@ void SubHoldLaw::outputs(const SensorReading* last, std::uint32_t frame_count, s
       demand_.throttle = throttle_stick(s.pilot.z) * s.stick_gain;
       demand_.yaw = stick(s.pilot.r) * s.stick_gain;
     } else {
-      demand_.yaw = hold_heading(s, r, heading);
+      const bool target = s.mode == sub_mode_alt_hold && alt_hold_target(s, r.timestamp_s);
+      demand_.yaw = hold_heading(s, r, heading, target);
       demand_.roll = std::clamp(-s.gains.roll_p * roll_rad(r.quaternion) - s.gains.roll_rate_d * r.gyro_rad_s.x(),
                                 -max_roll_demand, max_roll_demand);
       if (s.mode == sub_mode_alt_hold || s.mode == sub_mode_guided)

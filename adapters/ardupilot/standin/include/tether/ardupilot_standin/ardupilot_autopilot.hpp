@@ -103,9 +103,9 @@ std::span<const ParamInfo> hold_params();
 struct AutopilotSnapshot {
   bool armed = false;
   std::uint32_t mode = 0;
-  PilotInput pilot;          // the receiver's (sub_receiver, rover_receiver) once the overrides lapsed
-  double stick_gain = 1.0;   // what a full stick of `pilot` is of a channel: JS_GAIN for overrides
-  bool guided_angle = false;          // GUIDED flying an attitude target (depth then by climb rate 0)
+  PilotInput pilot;           // the receiver's (sub_receiver, rover_receiver) once the overrides lapsed
+  double stick_gain = 1.0;    // what a full stick of `pilot` is of a channel: JS_GAIN for overrides
+  bool guided_angle = false;  // GUIDED flying an attitude target (depth then by climb rate 0)
   // bumps on every mode change, arming and disarming: the law then takes the current depth and
   // heading as its targets (as ArduSub does on entering a hold mode)
   std::uint32_t epoch = 0;
@@ -115,8 +115,17 @@ struct AutopilotSnapshot {
   std::uint32_t heading_seq = 0;
   std::uint32_t heading_epoch = 0;
   double heading_target_deg = 0;
+  // ALT_HOLD's attitude target (SET_ATTITUDE_TARGET with throttle ignored), kept whatever the
+  // mode, as ArduSub's set_attitude_target_no_gps: its heading and the autopilot time it came
+  bool kept_attitude = false;
+  double kept_heading_deg = 0;
+  double kept_at_s = 0;
   HoldGains gains;
 };
+
+/// How long ALT_HOLD flies a kept attitude target after it came (ArduSub mode_althold.cpp,
+/// run_pre: `tnow - set_attitude_target_no_gps.last_message_ms < 5000`).
+inline constexpr double alt_hold_attitude_timeout_s = 5.0;
 
 /// What the law last flew on, for the MAVLink telemetry and for tests.
 struct AutopilotTelemetry {
@@ -154,14 +163,17 @@ class Autopilot {
   /// mode. As ArduSub's SET_POSITION_TARGET_GLOBAL_INT: taken in ALT_HOLD and GUIDED only;
   /// false (ignored) in any other mode.
   bool set_depth_target(double depth_m);
-  /// The heading to hold (deg, 0 north, clockwise), from now on in the current mode.
+  /// The heading to hold (deg, 0 north, clockwise), from now on in the current mode (GUIDED's
+  /// angle target; STABILIZE takes it too, for tests).
   void set_heading_target(double heading_deg);
   /// A SET_ATTITUDE_TARGET's heading, as ArduSub takes it (GCS_MAVLink_Sub.cpp): with
-  /// throttle ignored (`throttle_ignored`, type_mask bit 6) a target for ALT_HOLD only;
-  /// otherwise GUIDED's angle control, acted on only in GUIDED, whose first target resets the
-  /// depth target to the depth then. false when the current mode ignores it. (ArduSub drops
-  /// such a target after 5 s, GUIDED after 1 s; its heading hold then keeps the last one, as
-  /// the stand-in keeps its heading target: the timeouts are not modelled.)
+  /// throttle ignored (`throttle_ignored`, type_mask bit 6) it is kept, whatever the mode,
+  /// with the autopilot's time (sim_time_s), and ALT_HOLD flies it for
+  /// alt_hold_attitude_timeout_s after it came, then the heading of the mode's entry or of the
+  /// pilot's last yaw (mode_althold.cpp, last_pilot_heading); otherwise GUIDED's angle
+  /// control, acted on only in GUIDED, whose first target resets the depth target to the depth
+  /// then (GUIDED's own 1 s timeout levels roll and pitch and keeps the heading: nothing the
+  /// stand-in flies changes). false when the current mode does not fly it now.
   bool attitude_target(double heading_deg, bool throttle_ignored);
   /// Whether arming is allowed: the start-up has passed by the latest reading's time.
   bool ready() const { return sim_time_s() >= startup_s_; }
@@ -255,6 +267,9 @@ double heading_error_deg(double a, double b);
 /// pilot's sticks mixed directly. STABILIZE: the sticks plus heading hold while the yaw stick is
 /// centred, and roll levelling. ALT_HOLD and GUIDED: STABILIZE plus depth hold (the throttle
 /// stick, off centre, moves the depth at up to PILOT_SPEED and the target follows the vehicle).
+/// ALT_HOLD's heading is a kept attitude target while it is fresh (the yaw stick ignored), else
+/// the heading of the mode's entry or of the yaw stick's last use (Autopilot::attitude_target;
+/// ArduSub's 250 ms settling after a yaw input is not modelled).
 /// Channels 1-6 carry motors 1-6; any others stay at 1500.
 class SubHoldLaw final : public ControlLaw {
  public:
@@ -269,7 +284,8 @@ class SubHoldLaw final : public ControlLaw {
  private:
   void take_commands(const AutopilotSnapshot& s, double depth_m, double heading);
   double hold_depth(const AutopilotSnapshot& s, const SensorReading& r, double dt_s);
-  double hold_heading(const AutopilotSnapshot& s, const SensorReading& r, double heading);
+  double hold_heading(const AutopilotSnapshot& s, const SensorReading& r, double heading, bool sticks_ignored);
+  bool alt_hold_target(const AutopilotSnapshot& s, double now_s);
 
   Autopilot& autopilot_;
   std::uint32_t epoch_ = ~0u;
@@ -277,7 +293,8 @@ class SubHoldLaw final : public ControlLaw {
   std::uint32_t heading_seq_ = 0;
   double depth_target_m_ = 0;
   double heading_target_deg_ = 0;
-  double speed_integral_ = 0;  // the integral's share of throttle
+  double pilot_heading_deg_ = 0;  // ArduSub's last_pilot_heading: the mode's entry, the last yaw stick
+  double speed_integral_ = 0;     // the integral's share of throttle
   bool have_time_ = false;
   double last_time_s_ = 0;
   bool have_boot_depth_ = false;
