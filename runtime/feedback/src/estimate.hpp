@@ -105,9 +105,10 @@ class EstimateProcessor final : public FeedbackProcessor {
   void update_from_positions(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin, std::int64_t t0,
                              std::int64_t t1);
   double probe_step(int i) const;
-  template <int Rows>
-  void rls(const Eigen::Matrix<double, Rows, 1>& nu, const Eigen::Matrix<double, Rows, n_params>& jac,
-           const Eigen::Matrix<double, Rows, Rows>& r, WorldModel& model);
+  // one step for any number of residual rows (6, 8 or 15): sizes at run time, so that one
+  // body is compiled, not one fully unrolled copy per size (it runs once a window)
+  using JacP = Eigen::Matrix<double, Eigen::Dynamic, n_params>;
+  void rls(const Eigen::VectorXd& nu, const JacP& jac, const Eigen::MatrixXd& r, WorldModel& model);
   void classify();
   void take_refit(const RefitResult& r);
   void fault(WorldModel& model);
@@ -136,8 +137,8 @@ class EstimateProcessor final : public FeedbackProcessor {
   VecP nominal_ = VecP::Zero(), lo_ = VecP::Zero(), hi_ = VecP::Zero(), step_max_ = VecP::Zero();
   MatP p0_ = MatP::Zero();
   VehicleParameterBase base_;
-  int delay_ = 0;            // input_delay_steps
-  bool rotor_lag_ = false;   // thruster_lag_model: rotors
+  int delay_ = 0;           // input_delay_steps
+  bool rotor_lag_ = false;  // thruster_lag_model: rotors
   bool structure_exact_ = false;
   double weak_information_ = 100, weak_share_max_ = 0.2, misfit_limit_ = 10;
 

@@ -12,8 +12,8 @@
 
 namespace tether::runtime::feedback_detail {
 
-void EstimateProcessor::update_from_window(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin, std::int64_t t0,
-                        std::int64_t t1) {
+void EstimateProcessor::update_from_window(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin,
+                                           std::int64_t t0, std::int64_t t1) {
   if (t0 - delay_ < 0) return;
   const EstimateWindows::Entry& start = windows_.entry(t0);
   if (start.time_index != t0 || !start.valid) return;
@@ -26,7 +26,7 @@ void EstimateProcessor::update_from_window(const FeedbackContext& ctx, WorldMode
 
   Vec8 base;
   if (!windows_.replay(model, replay_parameters(), theta_.data(), twin, t0, t1, ctx.dt_s, base)) return fault(model);
-  Eigen::Matrix<double, 8, n_params> jac = Eigen::Matrix<double, 8, n_params>::Zero();
+  JacP jac = JacP::Zero(8, n_params);
   for (int i = 0; i < n_params; ++i) {
     if (!active_[static_cast<std::size_t>(i)]) continue;
     VecP th = theta_;
@@ -53,16 +53,16 @@ void EstimateProcessor::update_from_window(const FeedbackContext& ctx, WorldMode
   nu[6] = wrapped(nu[6]);
   // the heading and yaw rate only where the yaw drag is estimated: the other parameters'
   // residuals stay as they were without it
-  if (active_[i_yaw]) return rls<8>(nu, jac, r.asDiagonal().toDenseMatrix(), model);
-  rls<6>(nu.head<6>(), jac.topRows<6>(), r.head<6>().asDiagonal().toDenseMatrix(), model);
+  if (active_[i_yaw]) return rls(nu, jac, r.asDiagonal().toDenseMatrix(), model);
+  rls(nu.head<6>(), jac.topRows(6), r.head<6>().asDiagonal().toDenseMatrix(), model);
 }
 
 // a window without measured velocities: the positions at `checkpoints` points of the
 // window, with the start's position and velocity as nuisance parameters projected out
 // (they are fitted along with theta instead of being taken from the twin, whose velocity
 // leans on the very model being fitted)
-void EstimateProcessor::update_from_positions(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin, std::int64_t t0,
-                           std::int64_t t1) {
+void EstimateProcessor::update_from_positions(const FeedbackContext& ctx, WorldModel& model, const WorldState& twin,
+                                              std::int64_t t0, std::int64_t t1) {
   if (t1 - t0 < checkpoints) return;
   Vec15 measured;
   for (int j = 0; j < checkpoints; ++j) {
@@ -74,7 +74,7 @@ void EstimateProcessor::update_from_positions(const FeedbackContext& ctx, WorldM
   Vec15 base, probe;
   if (!windows_.replay(model, replay_parameters(), theta_.data(), twin, t0, t1, ctx.dt_s, landing, Vec3::Zero(), &base))
     return fault(model);
-  Eigen::Matrix<double, 15, n_params> jac = Eigen::Matrix<double, 15, n_params>::Zero();
+  JacP jac = JacP::Zero(15, n_params);
   for (int i = 0; i < n_params; ++i) {
     if (!active_[static_cast<std::size_t>(i)]) continue;
     VecP th = theta_;
@@ -85,8 +85,8 @@ void EstimateProcessor::update_from_positions(const FeedbackContext& ctx, WorldM
     jac.col(i) = (probe - base) / h;
   }
   // nuisance: start position (moves every checkpoint alike) and start velocity
-  Eigen::Matrix<double, 15, 6> jn = Eigen::Matrix<double, 15, 6>::Zero();
-  for (int j = 0; j < checkpoints; ++j) jn.block<3, 3>(3 * j, 0).setIdentity();
+  Eigen::MatrixXd jn = Eigen::MatrixXd::Zero(15, 6);
+  for (int j = 0; j < checkpoints; ++j) jn.block(3 * j, 0, 3, 3).setIdentity();
   for (int i = 0; i < 3; ++i) {
     const double h = 1e-3;
     if (!windows_.replay(model, replay_parameters(), theta_.data(), twin, t0, t1, ctx.dt_s, landing, Vec3::Unit(i) * h,
@@ -95,12 +95,12 @@ void EstimateProcessor::update_from_positions(const FeedbackContext& ctx, WorldM
     jn.col(3 + i) = (probe - base) / h;
   }
   apply(model);
-  const Eigen::Matrix<double, 6, 6> ntn = jn.transpose() * jn;
-  const Mat15 q = Mat15::Identity() - jn * ntn.ldlt().solve(jn.transpose());
-  const Vec15 nu = q * (measured - base);
-  const Eigen::Matrix<double, 15, n_params> jq = q * jac;
-  const Mat15 r = Mat15::Identity() * (sigma_p_ * sigma_p_);
-  rls<15>(nu, jq, r, model);
+  const Eigen::MatrixXd ntn = jn.transpose() * jn;
+  const Eigen::MatrixXd q = Eigen::MatrixXd::Identity(15, 15) - jn * ntn.ldlt().solve(jn.transpose());
+  const Eigen::VectorXd nu = q * (measured - base);
+  const JacP jq = q * jac;
+  const Eigen::MatrixXd r = Eigen::MatrixXd::Identity(15, 15) * (sigma_p_ * sigma_p_);
+  rls(nu, jq, r, model);
 }
 
 // the forward-difference step of parameter i
@@ -114,11 +114,10 @@ double EstimateProcessor::probe_step(int i) const {
 
 // the recursive least-squares step with forgetting, bounded, with the noise scaled by what
 // the residuals show and the gain only for identified parameters
-template <int Rows>
-void EstimateProcessor::rls(const Eigen::Matrix<double, Rows, 1>& nu, const Eigen::Matrix<double, Rows, n_params>& jac,
-                            const Eigen::Matrix<double, Rows, Rows>& r, WorldModel& model) {
-  using MatR = Eigen::Matrix<double, Rows, Rows>;
-  using VecR = Eigen::Matrix<double, Rows, 1>;
+void EstimateProcessor::rls(const Eigen::VectorXd& nu, const JacP& jac, const Eigen::MatrixXd& r, WorldModel& model) {
+  using MatR = Eigen::MatrixXd;
+  using VecR = Eigen::VectorXd;
+  const auto rows = static_cast<int>(nu.size());
   // the residual's size against its prediction with the noise scale so far (NIS per
   // degree of freedom is 1 when the model and the noise are right)
   const MatR s_alpha = jac * p_ * jac.transpose() + (structure_exact_ ? 1.0 : alpha_) * r;
@@ -128,23 +127,23 @@ void EstimateProcessor::rls(const Eigen::Matrix<double, Rows, 1>& nu, const Eige
     ++rejected_;
     return;
   }
-  alpha_ = std::clamp(alpha_ * (1 + noise_rate * (nis_ / Rows - 1)), 1.0, max_noise_scale);
+  alpha_ = std::clamp(alpha_ * (1 + noise_rate * (nis_ / rows - 1)), 1.0, max_noise_scale);
   // the correlation of consecutive windows' residuals (whitened by the nominal noise): a
   // systematic misfit repeats itself, and n correlated windows weigh like fewer
   const VecR white = nu.cwiseQuotient(r.diagonal().cwiseSqrt());
-  if (last_rows_ == Rows) {
-    const auto last = last_nu_.template head<Rows>();
+  if (last_rows_ == rows) {
+    const auto last = last_nu_.head(rows);
     rho_num_ = (1 - noise_rate) * rho_num_ + noise_rate * white.dot(last);
     rho_den_ = (1 - noise_rate) * rho_den_ + noise_rate * 0.5 * (white.squaredNorm() + last.squaredNorm());
     rho_ = rho_den_ > 0 ? std::clamp(rho_num_ / rho_den_, 0.0, max_rho) : 0.0;
   }
-  if (last_rows_ != Rows) rbar_.setZero(), r2_ = 0;
+  if (last_rows_ != rows) rbar_.setZero(), r2_ = 0;
   last_nu_.setZero();
-  last_nu_.template head<Rows>() = white;
-  last_rows_ = Rows;
+  last_nu_.head(rows) = white;
+  last_rows_ = rows;
   // the systematic share of the residuals: the part of their mean over ~20 windows (1/bias_rate)
   // that white noise would not leave; it does not average out over the trial
-  rbar_.template head<Rows>() = (1 - bias_rate) * rbar_.template head<Rows>() + bias_rate * white;
+  rbar_.head(rows) = (1 - bias_rate) * rbar_.head(rows) + bias_rate * white;
   r2_ = (1 - bias_rate) * r2_ + bias_rate * white.squaredNorm();
   const double floor = bias_rate / (2 - bias_rate);  // |mean|^2 / mean square of white noise
   systematic_ = r2_ > 0 ? std::clamp(rbar_.squaredNorm() / r2_ - floor, 0.0, 1.0) : 0.0;
@@ -178,7 +177,7 @@ void EstimateProcessor::rls(const Eigen::Matrix<double, Rows, 1>& nu, const Eige
 
   const MatR s = jac * p_ * jac.transpose() + r_eff;
   const Eigen::LDLT<MatR> s_inv(s);
-  Eigen::Matrix<double, n_params, Rows> k = s_inv.solve(jac * p_).transpose();
+  Eigen::Matrix<double, n_params, Eigen::Dynamic> k = s_inv.solve(jac * p_).transpose();
   // Schmidt: an unidentified parameter is not moved; its uncertainty stays in the others'
   if (!structure_exact_)
     for (int i = 0; i < n_params; ++i)
@@ -203,13 +202,6 @@ void EstimateProcessor::rls(const Eigen::Matrix<double, Rows, 1>& nu, const Eige
   ++updates_;
   apply(model);
 }
-template void EstimateProcessor::rls<6>(const Eigen::Matrix<double, 6, 1>&, const Eigen::Matrix<double, 6, n_params>&,
-                                        const Eigen::Matrix<double, 6, 6>&, WorldModel&);
-template void EstimateProcessor::rls<8>(const Eigen::Matrix<double, 8, 1>&, const Eigen::Matrix<double, 8, n_params>&,
-                                        const Eigen::Matrix<double, 8, 8>&, WorldModel&);
-template void EstimateProcessor::rls<15>(const Eigen::Matrix<double, 15, 1>&,
-                                         const Eigen::Matrix<double, 15, n_params>&,
-                                         const Eigen::Matrix<double, 15, 15>&, WorldModel&);
 
 // identifiability from the information matrix in prior units: its eigen-directions that
 // the data shrink less than sqrt(weak_information_) times are weak; a parameter is
