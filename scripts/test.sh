@@ -18,6 +18,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTETHER_SANITIZE=ON -DTETHER_WERROR=ON \
   -DCMAKE_CXX_FLAGS_DEBUG="-g1 -Og" -DCMAKE_C_FLAGS_DEBUG="-g1 -Og" >/dev/null
 cmake --build build/asan -j "$(nproc)"
+# a report, not a test: what the units of this build cost (docs/performance.md, "Compile cost")
+./scripts/compile_cost.sh --build-dir build/asan --top 10 || true
 # one test more than cores: the short tests that start programs or wait on a peer leave the
 # cores idle ~15 % of the time at -j nproc (docs/testing.md, "More tests at once than cores")
 ctest --test-dir build/asan --output-on-failure -j "$(($(nproc) + 1))" --timeout 600
