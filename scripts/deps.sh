@@ -32,6 +32,7 @@ case "$what" in
       qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi
       simavr libsimavr-dev gcc-avr avr-libc
       libbullet-dev  # bench/collisions compares against Bullet
+      dpkg-dev  # dpkg-shlibdeps: the .deb's dependencies (docs/install.md)
     )
     ;;
   *)

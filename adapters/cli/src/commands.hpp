@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,11 @@ struct DevicesOptions {
 
 struct KindsOptions {
   bool json = false;
+};
+
+struct InitOptions {
+  std::string name;              // the folder to make
+  std::string from = "default";  // the shipped scenario to copy (config/scenarios/<from>.yaml)
 };
 
 struct IdentifyOptions {
@@ -159,5 +165,14 @@ int kinds_command(const KindsOptions& options);
 
 /// `tether ports`: lists the serial ports libserialport finds; returns the process exit code.
 int ports_command();
+
+/// Sets TETHER_BUILD_DIR, unless set, to the running tether's own folder: where its helpers
+/// and the host firmware are, in a build folder and in an installed tree's lib/tether/.
+void default_helper_dir();
+/// What is shipped to copy from (holding config/, examples/, firmware_shim/): share/tether/ of
+/// an installed tree, or the checkout of the build folder this tether is in; nothing if neither.
+std::optional<std::filesystem::path> shipped_dir();
+/// `tether init`: a new scenario folder from a shipped scenario and the example firmware.
+int init_command(const InitOptions& options);
 
 }  // namespace tether::cli

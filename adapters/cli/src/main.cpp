@@ -243,6 +243,25 @@ CLI::App* add_kinds(CLI::App& app, KindsOptions& kinds) {
   return kinds_cmd;
 }
 
+CLI::App* add_init(CLI::App& app, InitOptions& init) {
+  auto* cmd = app.add_subcommand("init",
+                                 "Make a scenario folder of your own: a copy of a shipped scenario, the example "
+                                 "firmware's source and how to build it; it runs from anywhere");
+  cmd->add_option("name", init.name, "The folder to make (it must not exist, or be empty)")->required();
+  cmd->add_option("--from", init.from, "The shipped scenario to copy (its name in config/scenarios/)")
+      ->capture_default_str();
+  return cmd;
+}
+
+// the version, and where this tether takes its helpers and shipped files from
+std::string version_text() {
+  const auto shipped = shipped_dir();
+  const char* helpers = std::getenv("TETHER_BUILD_DIR");
+  return std::string("tether " TETHER_VERSION " (package tether ") + TETHER_VERSION + ")\n" +
+         "helpers and firmware: " + (helpers != nullptr ? helpers : "?") + "\n" +
+         "shipped scenarios: " + (shipped ? (*shipped / "config" / "scenarios").string() : std::string("not found"));
+}
+
 // each command's --help: one example and where the exit codes are (not the whole block,
 // which `tether --help` has)
 void add_example(CLI::App* cmd, const std::string& example) {
@@ -269,7 +288,8 @@ int main(int argc, char** argv) {
   using namespace tether::cli;
   CLI::App app{"tether: a hardware-in-the-loop lock-step runtime"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "tether " TETHER_VERSION);
+  default_helper_dir();
+  app.set_version_flag("--version", version_text());
   add_footer(app);
   RunOptions run;
   CtlOptions ctl;
@@ -281,6 +301,7 @@ int main(int argc, char** argv) {
   TestOptions test;
   KindsOptions kinds;
   IdentifyOptions identify;
+  InitOptions init;
   auto* run_cmd = add_run(app, run);
   auto* ctl_cmd = add_ctl(app, ctl);
   auto* replay_cmd = add_replay(app, replay);
@@ -291,6 +312,7 @@ int main(int argc, char** argv) {
   auto* test_cmd = add_test(app, test);
   auto* kinds_cmd = add_kinds(app, kinds);
   auto* identify_cmd = add_identify(app, identify);
+  auto* init_cmd = add_init(app, init);
   auto* ports_cmd = app.add_subcommand("ports", "List serial ports (libserialport); pseudo-terminals are not listed");
   add_example(run_cmd, "tether run config/scenarios/default.yaml --rtf 1 --set loop.seed=7");
   add_example(replay_cmd, "tether replay runs/default-20261127-101500 --verify");
@@ -302,6 +324,7 @@ int main(int argc, char** argv) {
   add_example(kinds_cmd, "tether kinds --json");
   add_example(identify_cmd, "tether identify runs/tank_identify-20261127-101500 --holdout 0.25 -o fit.yaml");
   add_example(ports_cmd, "tether ports");
+  add_example(init_cmd, "tether init my_rov && tether run my_rov/my_rov.yaml");
   ctl_cmd->footer("Example:\n  tether ctl --url ws://127.0.0.1:8765 force push auv 0 30 0 duration=2\n" +
                   ctl_cmd->get_footer());
 
@@ -318,6 +341,7 @@ int main(int argc, char** argv) {
   if (*ctl_cmd) return ctl_command(ctl);
   if (*ports_cmd) return ports_command();
   if (*kinds_cmd) return kinds_command(kinds);
+  if (*init_cmd) return init_command(init);
   if (*check_cmd) return check_command(check);
   if (*test_cmd) return test_command(test);
   if (*devices_cmd) return devices_command(devices);

@@ -47,10 +47,12 @@ TEST_CASE("tether check: an identify plan's setpoints are the controller's, each
   const auto ok = run(tether_fw + " check " + file);
   CHECK_MESSAGE(ok.exit_code == 0, ok.out);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"coats_s=2", "identify.manoeuvres[1].coats_s: the controller of endpoint \"controller\" has no setpoint "
-                    "\"coats_s\" (it has: surge, depth_m, heading_deg, coast_s)"},
-      {"coast_s=-1", "identify.manoeuvres[1].coast_s: expected a number from 0 to 3600 (the controller's range for "
-                     "coast_s), got \"-1\""},
+      {"coats_s=2",
+       "identify.manoeuvres[1].coats_s: the controller of endpoint \"controller\" has no setpoint "
+       "\"coats_s\" (it has: surge, depth_m, heading_deg, coast_s)"},
+      {"coast_s=-1",
+       "identify.manoeuvres[1].coast_s: expected a number from 0 to 3600 (the controller's range for "
+       "coast_s), got \"-1\""},
       {"coast_s=1e300", "identify.manoeuvres[1].coast_s: expected a number from 0 to 3600"},
       {"surge=1.5", "identify.manoeuvres[1].surge: expected a number from -1 to 1"},
       {"coast_s=.nan", "identify.manoeuvres[1].coast_s: expected a number, got \".nan\""},
@@ -64,17 +66,19 @@ TEST_CASE("tether check: an identify plan's setpoints are the controller's, each
 
 TEST_CASE("tether run --report-assets: a folder without the charting library is said at the start") {
   const std::string dir = temp_dir("report-assets");
-  const auto r = run(tether_exe + " run " + in_process_file + " --steps 20 -q --out " + dir +
-                     "/run --report-assets ../no-assets");
+  const auto r =
+      run(tether_exe + " run " + in_process_file + " --steps 20 -q --out " + dir + "/run --report-assets ../no-assets");
   CHECK_MESSAGE(r.exit_code == 0, r.out);  // the run and its report are still made
-  CHECK(r.out.find("tether: --report-assets ../no-assets: there is no dygraph.min.js in " + dir + "/no-assets; the "
-                   "report's plots stay as drawn (SVG, without zoom and hover) until it is there") != std::string::npos);
+  CHECK(r.out.find("tether: --report-assets ../no-assets: there is no dygraph.min.js in " + dir +
+                   "/no-assets; the "
+                   "report's plots stay as drawn (SVG, without zoom and hover) until it is there") !=
+        std::string::npos);
   CHECK(std::filesystem::exists(dir + "/run/report.html"));
   // with the library there (a campaign writes it first), nothing is said
   std::filesystem::create_directories(dir + "/assets");
   std::ofstream(dir + "/assets/dygraph.min.js") << "// a stand-in\n";
-  const auto ok = run(tether_exe + " run " + in_process_file + " --steps 20 -q --out " + dir +
-                      "/run2 --report-assets ../assets");
+  const auto ok =
+      run(tether_exe + " run " + in_process_file + " --steps 20 -q --out " + dir + "/run2 --report-assets ../assets");
   CHECK_MESSAGE(ok.exit_code == 0, ok.out);
   CHECK(ok.out.find("--report-assets") == std::string::npos);
   std::filesystem::remove_all(dir);
@@ -125,9 +129,8 @@ TEST_CASE("tether run --out refuses a folder that holds an earlier session unles
 
 TEST_CASE("tether run --quiet shows only warnings on the terminal, and the session's tether.log keeps every line") {
   const std::string dir = temp_dir("quiet-log");
-  const auto r =
-      run(tether_fw + " run " + TETHER_SOURCE_DIR + "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --out " +
-          dir + "/q");
+  const auto r = run(tether_fw + " run " + TETHER_SOURCE_DIR +
+                     "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --out " + dir + "/q");
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   // no launcher, serial line or firmware lines on the terminal...
   CHECK_MESSAGE(r.out.find("[info]") == std::string::npos, r.out);
@@ -140,8 +143,7 @@ TEST_CASE("tether run --quiet shows only warnings on the terminal, and the sessi
   CHECK_MESSAGE(log.str().find("endpoint \"firmware\": launched ") != std::string::npos, log.str());
   CHECK(log.str().find("firmware `depth_heading_hold`") != std::string::npos);
   // --log-level warn: the launch line is in neither
-  const auto w = run(tether_fw +
-                     " run " + TETHER_SOURCE_DIR +
+  const auto w = run(tether_fw + " run " + TETHER_SOURCE_DIR +
                      "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet "
                      "--log-level warn --out " +
                      dir + "/w");
@@ -181,15 +183,47 @@ TEST_CASE("on a terminal a log line clears the status line first and the status 
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("tether --version prints the version and exits 0") {
-  const auto r = run(tether_exe + " --version");
+TEST_CASE("tether --version names the package, its helpers' folder and its shipped scenarios") {
+  const auto r = run("env -u TETHER_BUILD_DIR " + tether_exe + " --version");
   CHECK(r.exit_code == 0);
-  // "tether MAJOR.MINOR.PATCH" and a newline
+  // "tether MAJOR.MINOR.PATCH (package tether MAJOR.MINOR.PATCH)"
   REQUIRE_MESSAGE(r.out.rfind("tether ", 0) == 0, r.out);
-  const std::string version = r.out.substr(7);
+  const std::string first = r.out.substr(0, r.out.find('\n'));
+  const std::string version = first.substr(7, first.find(' ', 7) - 7);
   CHECK_MESSAGE(std::count(version.begin(), version.end(), '.') == 2, r.out);
-  CHECK_MESSAGE(version.find_first_not_of("0123456789.") == version.size() - 1, r.out);
-  CHECK(version.back() == '\n');
+  CHECK_MESSAGE(version.find_first_not_of("0123456789.") == std::string::npos, r.out);
+  CHECK_MESSAGE(first == "tether " + version + " (package tether " + version + ")", r.out);
+  // a build folder's tether takes its helpers from that folder and its scenarios from the checkout
+  const std::string build = std::filesystem::canonical(TETHER_BINARY_DIR).string();
+  CHECK_MESSAGE(r.out.find("\nhelpers and firmware: " + build + "\n") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("\nshipped scenarios: " + std::filesystem::canonical(TETHER_SOURCE_DIR).string() +
+                           "/config/scenarios") != std::string::npos,
+                r.out);
+  // a TETHER_BUILD_DIR of the user's is kept
+  const auto mine = run("TETHER_BUILD_DIR=/opt/elsewhere " + tether_exe + " --version");
+  CHECK_MESSAGE(mine.out.find("\nhelpers and firmware: /opt/elsewhere\n") != std::string::npos, mine.out);
+}
+
+TEST_CASE("tether init makes a folder from a shipped scenario, and refuses a used folder or an unknown scenario") {
+  const std::string dir = temp_dir("init");
+  const auto made = run(tether_exe + " init " + dir + "/my_rov");
+  CHECK_MESSAGE(made.exit_code == 0, made.out);
+  CHECK(std::filesystem::is_regular_file(dir + "/my_rov/my_rov.yaml"));
+  CHECK(std::filesystem::is_regular_file(dir + "/my_rov/firmware/depth_heading_hold.c"));
+  CHECK(std::filesystem::is_regular_file(dir + "/my_rov/firmware/build.sh"));
+  CHECK(std::filesystem::is_regular_file(dir + "/my_rov/README.md"));
+  const auto checked = run("cd / && " + tether_exe + " check " + dir + "/my_rov/my_rov.yaml");
+  CHECK_MESSAGE(checked.exit_code == 0, checked.out);
+  const auto again = run(tether_exe + " init " + dir + "/my_rov");
+  CHECK(again.exit_code == 2);
+  CHECK_MESSAGE(again.out.find("exists and is not empty: nothing written") != std::string::npos, again.out);
+  const auto unknown = run(tether_exe + " init " + dir + "/other --from no_such_scenario");
+  CHECK(unknown.exit_code == 2);
+  CHECK_MESSAGE(unknown.out.find("no shipped scenario \"no_such_scenario\"") != std::string::npos, unknown.out);
+  CHECK_FALSE(std::filesystem::exists(dir + "/other"));
+  const auto trial = run(tether_exe + " init " + dir + "/trial --from tank_trial");
+  CHECK_MESSAGE(trial.exit_code == 0, trial.out);
+  std::filesystem::remove_all(dir);
 }
 
 // the in-process scenario with one text replaced, written to a temporary file
@@ -295,10 +329,8 @@ TEST_CASE("tether run: the default scenario (host firmware on a pty) holds depth
 TEST_CASE("tether run --json prints the summary as JSON") {
   const std::string dir = temp_dir("json");
   // stdout alone: the log (the firmware's launch, its lines) goes to stderr
-  const auto r =
-      run("(" + tether_fw +
-          " run " + TETHER_SOURCE_DIR + "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --json --out " + dir +
-          " 2>/dev/null)");
+  const auto r = run("(" + tether_fw + " run " + TETHER_SOURCE_DIR +
+                     "/config/scenarios/default.yaml --rtf 0 --steps 50 --quiet --json --out " + dir + " 2>/dev/null)");
   CHECK(r.exit_code == 0);
   const auto summary = nlohmann::json::parse(r.out);
   CHECK(summary["outcome"] == "completed");
@@ -312,9 +344,9 @@ TEST_CASE("SIGINT stops a run cleanly after a step and still prints the summary"
   // stepping (a signal before the handler is installed would just kill the process), waiting
   // at most 60 s for it
   const std::string out = dir + "/out.txt";
-  const auto r = run("TETHER_BUILD_DIR=" + TETHER_BINARY_DIR + " sh -c '" + tether_exe +
-                     " run " + TETHER_SOURCE_DIR + "/config/scenarios/default.yaml --rtf 1 --steps 100000 --out " + dir +
-                     " >" + out + " 2>&1 & pid=$!; i=0; while ! grep -q \"^step \" " + out +
+  const auto r = run("TETHER_BUILD_DIR=" + TETHER_BINARY_DIR + " sh -c '" + tether_exe + " run " + TETHER_SOURCE_DIR +
+                     "/config/scenarios/default.yaml --rtf 1 --steps 100000 --out " + dir + " >" + out +
+                     " 2>&1 & pid=$!; i=0; while ! grep -q \"^step \" " + out +
                      " && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; kill -INT $pid; wait $pid; echo exit=$?'");
   std::ifstream in(out);
   std::stringstream text;
@@ -330,9 +362,8 @@ TEST_CASE("tether run: the summary names each feedback processor and what an est
   const std::string dir = temp_dir("feedback");
   // no measurements reach the processors here (an in-process controller): no updates,
   // the estimates are the priors, each with its uncertainty
-  const auto r =
-      run(tether_exe +
-          " run " + TETHER_SOURCE_DIR + "/config/scenarios/correction_trial.yaml --rtf 0 --steps 20 --quiet --out " + dir);
+  const auto r = run(tether_exe + " run " + TETHER_SOURCE_DIR +
+                     "/config/scenarios/correction_trial.yaml --rtf 0 --steps 20 --quiet --out " + dir);
   CAPTURE(r.out);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("  feedback model (estimate, model, vehicle auv): updates 0, rejected 0\n") != std::string::npos);
@@ -357,11 +388,28 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   for (const char* heading : {"feedback_processors", "endpoint_types", "controllers", "device_kinds", "live_services"})
     CHECK_MESSAGE(r.out.find(std::string(heading) + " (") != std::string::npos, heading);
-  for (const char* name : {"direct", "blend", "vector_adjust", "kalman", "estimate",    // feedback processors
-                           "in_process", "serial", "mqtt", "stand_in", "ardupilot_json",  // endpoint types
-                           "idle", "depth_pid", "depth_heading_hold",                   // controllers
-                           "range", "imu", "gps", "clock", "thruster", "wheel_drive",   // device kinds
-                           "/tether/step", "/tether/apply_force", "/tether/autopilot_arm"})  // live services
+  for (const char* name : {"direct",
+                           "blend",
+                           "vector_adjust",
+                           "kalman",
+                           "estimate",  // feedback processors
+                           "in_process",
+                           "serial",
+                           "mqtt",
+                           "stand_in",
+                           "ardupilot_json",  // endpoint types
+                           "idle",
+                           "depth_pid",
+                           "depth_heading_hold",  // controllers
+                           "range",
+                           "imu",
+                           "gps",
+                           "clock",
+                           "thruster",
+                           "wheel_drive",  // device kinds
+                           "/tether/step",
+                           "/tether/apply_force",
+                           "/tether/autopilot_arm"})  // live services
     CHECK_MESSAGE(r.out.find("\n  " + std::string(name) + " ") != std::string::npos, name);
   CHECK(r.out.find("docs/extending.md") != std::string::npos);
 
@@ -707,7 +755,8 @@ TEST_CASE("tethered_rov: firmware holds depth while a 30 m cable holds the AUV b
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("rover_wall_follow: firmware steers a two-wheeled rover round a pen by its wheels' speeds, replay is bit for bit") {
+TEST_CASE(
+    "rover_wall_follow: firmware steers a two-wheeled rover round a pen by its wheels' speeds, replay is bit for bit") {
   const std::string dir = temp_dir("rover-wall");
   // 25 s: along the south wall, left at the east wall, along it, left again at the north wall
   const auto r = run(tether_fw + " run " + TETHER_SOURCE_DIR +
@@ -742,8 +791,8 @@ TEST_CASE("rover_wall_follow: firmware steers a two-wheeled rover round a pen by
 
 TEST_CASE("car: steered front wheels turn it round a circle, its expectations pass, replay is bit for bit") {
   const std::string dir = temp_dir("car");
-  const auto r = run(tether_exe + " run " + TETHER_SOURCE_DIR + "/config/scenarios/car.yaml --rtf 0 --quiet --json --out " +
-                     dir + " 2>/dev/null");
+  const auto r = run(tether_exe + " run " + TETHER_SOURCE_DIR +
+                     "/config/scenarios/car.yaml --rtf 0 --quiet --json --out " + dir + " 2>/dev/null");
   REQUIRE_MESSAGE(r.exit_code == 0, r.out);  // its expectations passed (exit 6 otherwise)
   const auto summary = nlohmann::json::parse(r.out);
   // 20 s on a 4 m circle at 0.46 m/s: about 120 degrees of yaw, to the left (counter-clockwise)
