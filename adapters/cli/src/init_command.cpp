@@ -117,13 +117,20 @@ int init_command(const InitOptions& options) {
   }
   const fs::path from = *shipped / "config" / "scenarios" / (options.from + ".yaml");
   std::error_code ec;
-  if (!fs::is_regular_file(from, ec)) {
+  // a name of config/scenarios/, not a path that leaves it
+  if (options.from.empty() || options.from.find('/') != std::string::npos || options.from[0] == '.' ||
+      !fs::is_regular_file(from, ec)) {
     std::cerr << "tether init: no shipped scenario \"" << options.from << "\" (" << from.string()
               << "); the shipped ones are in " << (*shipped / "config" / "scenarios").string() << "\n";
     return 2;
   }
-  const fs::path folder = fs::absolute(options.name, ec);
-  if (fs::exists(folder, ec) && !fs::is_empty(folder, ec)) {
+  const fs::path folder = fs::absolute(options.name, ec).lexically_normal();
+  if (folder.filename().empty()) {
+    std::cerr << "tether init: \"" << options.name << "\" names no folder to make\n";
+    return 2;
+  }
+  const bool existed = fs::exists(folder, ec);
+  if (existed && !fs::is_empty(folder, ec)) {
     std::cerr << "tether init: " << folder.string() << " exists and is not empty: nothing written\n";
     return 2;
   }
@@ -135,7 +142,16 @@ int init_command(const InitOptions& options) {
                   copy_file(firmware / "depth_heading_law.h", folder / "firmware" / "depth_heading_law.h", why) &&
                   write_text(folder / "firmware" / "build.sh", build_script(*shipped), why) &&
                   write_text(folder / "README.md", readme_text(scenario_file, *shipped), why);
+  // what failed leaves nothing behind: a folder it made goes, a folder it found empty is emptied
+  const auto undo = [&] {
+    std::error_code ignored;
+    if (existed)
+      for (const auto& entry : fs::directory_iterator(folder, ignored)) fs::remove_all(entry.path(), ignored);
+    else
+      fs::remove_all(folder, ignored);
+  };
   if (!ok) {
+    undo();
     std::cerr << "tether init: " << why << "\n";
     return 1;
   }
@@ -144,8 +160,9 @@ int init_command(const InitOptions& options) {
   try {
     (void)runtime::load_scenario((folder / scenario_file).string());
   } catch (const std::exception& ex) {
+    undo();
     std::cerr << "tether init: the copy of " << options.from << ".yaml does not load in its new folder: " << ex.what()
-              << "\n";
+              << "; nothing kept\n";
     return 1;
   }
   std::cout << "tether init: " << folder.string() << "/\n"

@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tether: a hardware-in-the-loop lock-step runtime"};
   app.require_subcommand(1);
   default_helper_dir();
-  app.set_version_flag("--version", version_text());
+  app.set_version_flag("--version", version_text);  // looked up only when asked
   add_footer(app);
   RunOptions run;
   CtlOptions ctl;

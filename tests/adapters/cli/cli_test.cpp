@@ -221,6 +221,15 @@ TEST_CASE("tether init makes a folder from a shipped scenario, and refuses a use
   CHECK(unknown.exit_code == 2);
   CHECK_MESSAGE(unknown.out.find("no shipped scenario \"no_such_scenario\"") != std::string::npos, unknown.out);
   CHECK_FALSE(std::filesystem::exists(dir + "/other"));
+  // --from is a name of config/scenarios/, not a path out of it; a name is required
+  for (const char* from : {"../campaigns/depth_hold", "/etc/passwd", "", ".hidden"}) {
+    const auto path = run(tether_exe + " init " + dir + "/other --from '" + from + "'");
+    CHECK_MESSAGE(path.exit_code == 2, (std::string(from) + ": " + path.out));
+    CHECK_MESSAGE(path.out.find("no shipped scenario") != std::string::npos, path.out);
+  }
+  CHECK_FALSE(std::filesystem::exists(dir + "/other"));
+  CHECK(run(tether_exe + " init").exit_code == 2);
+  CHECK(run(tether_exe + " init " + dir + "/x --from").exit_code == 2);
   const auto trial = run(tether_exe + " init " + dir + "/trial --from tank_trial");
   CHECK_MESSAGE(trial.exit_code == 0, trial.out);
   std::filesystem::remove_all(dir);
