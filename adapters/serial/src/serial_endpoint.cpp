@@ -100,7 +100,7 @@ std::string fault_reason(const Link& link, const std::string& what) {
 
 // the loop's counters: replies for other steps and undecodable input
 void sync_counters(const SerialCounters& c, runtime::LinkCounts& out) {
-  out.stale = c.stale + c.duplicate;
+  out.stale = c.stale + c.duplicate + c.premature;
   out.corrupt = c.dropped_frames() + c.malformed;
 }
 
@@ -311,6 +311,10 @@ bool SerialEndpoint::publish(const runtime::StepContext& ctx, const runtime::Wor
     fault_message_ = fault_reason(link, at());
     return false;
   }
+  // what the line holds now came before SENSORS(k): decoded first, an ACTUATE among it that
+  // claims step k cannot be its answer (counted premature; docs/protocol.md). One read that
+  // finds nothing, most steps
+  link.drain();
   const std::uint64_t time_us = projected.time_ns > 0 ? static_cast<std::uint64_t>(projected.time_ns / 1000) : 0;
   link.proto.send_sensors(static_cast<std::uint32_t>(ctx.step), time_us, devices_);
   link.flush_outbox();
@@ -526,6 +530,7 @@ void SerialEndpoint::summarize(nlohmann::json& out) const {
                      {"unknown_type", c.unknown_type},
                      {"malformed", c.malformed},
                      {"stale", c.stale},
+                     {"premature", c.premature},
                      {"duplicate", c.duplicate},
                      {"resent", c.resent},
                      {"hello_repeats", c.hello_repeats},

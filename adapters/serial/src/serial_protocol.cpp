@@ -99,7 +99,9 @@ void SerialProtocol::on_bytes(const std::uint8_t* data, std::size_t size) {
   counters_.bytes_rx += size;
   for (std::size_t i = 0; i < size; ++i) {
     tether_frame_t frame{};
-    if (tether_frame_decoder_push(&decoder_, data[i], &frame)) on_frame(frame);
+    if (tether_frame_decoder_push(&decoder_, data[i], &frame)) on_frame(frame, frame_began_);
+    ++fed_;
+    if (data[i] == 0) frame_began_ = fed_;  // a delimiter: the next frame begins after it
   }
   sync_decoder_counters();
 }
@@ -149,13 +151,13 @@ void SerialProtocol::queue_error(std::uint8_t code, std::uint16_t value, const s
   if (tether_error_encode(&e, buf, sizeof buf, &n) && queue_frame(TETHER_MSG_ERROR, step_, buf, n)) told_to_end_ = true;
 }
 
-void SerialProtocol::on_frame(const tether_frame_t& f) {
+void SerialProtocol::on_frame(const tether_frame_t& f, std::uint64_t began_at) {
   ++counters_.frames_rx;
   if (phase_ == Phase::ended) return;  // after STOP or a failure nothing is acted on
   switch (f.header.type) {
     case TETHER_MSG_HELLO: on_hello(f); break;
     case TETHER_MSG_READY: on_ready(f); break;
-    case TETHER_MSG_ACTUATE: on_actuate(f); break;
+    case TETHER_MSG_ACTUATE: on_actuate(f, began_at); break;
     case TETHER_MSG_LOG: on_log(f); break;
     case TETHER_MSG_ERROR: on_error(f); break;
     default: ++counters_.unexpected; break;  // DEVICES, SENSORS, STOP: our own frames echoed?
@@ -304,6 +306,7 @@ void SerialProtocol::on_ready(const tether_frame_t& f) {
 void SerialProtocol::send_sensors(std::uint32_t step, std::uint64_t sim_time_us, const hal::DeviceBank* bank) {
   if (reply_ready_ && !reply_taken_) ++counters_.stale;  // arrived after its deadline, never applied
   step_ = step;
+  request_at_ = fed_;
   awaiting_ = true;
   reply_ready_ = false;
   reply_taken_ = false;
@@ -342,12 +345,20 @@ void SerialProtocol::resend() {
   ++counters_.resent;
 }
 
-void SerialProtocol::on_actuate(const tether_frame_t& f) {
+void SerialProtocol::on_actuate(const tether_frame_t& f, std::uint64_t began_at) {
   if (phase_ != Phase::running) {
     ++counters_.unexpected;
     return;
   }
-  if (!awaiting_ || f.header.step_id != step_) {
+  // A reply for a step whose SENSORS has not been written (a later step id), or one for this
+  // step that had begun to arrive before its SENSORS left, was computed from older readings:
+  // never applied, also not when its step comes (docs/protocol.md, "Which replies are applied")
+  const auto ahead = static_cast<std::int32_t>(f.header.step_id - step_);
+  if (awaiting_ && (ahead > 0 || (ahead == 0 && began_at < request_at_))) {
+    ++counters_.premature;
+    return;
+  }
+  if (!awaiting_ || ahead != 0) {
     ++counters_.stale;
     return;
   }

@@ -240,6 +240,41 @@ TEST_CASE("serial: garbage on the line mid-stream is dropped, counted, and the s
   CHECK(run.device_f32("auv.hull.thruster_left") == doctest::Approx(0.019));
 }
 
+TEST_CASE("serial: a reply that left before its step's SENSORS is premature and never applied, the genuine one is") {
+  // The fake answers SENSORS(k) and then, X ms later, ACTUATE(k+1) commanding -0.5 (computed
+  // from old readings) unless SENSORS(k+1) has come by then; it answers SENSORS(k+1) itself
+  // too. Had an early reply been applied, the genuine one would be counted duplicate and a
+  // thruster would read -0.5.
+  struct Case {
+    double rtf, ahead_ms, period_ms;
+  };
+  for (const Case k : {Case{1, 0.1, 20}, Case{1, 3, 20}, Case{0, 0, 10}}) {
+    CAPTURE(k.rtf);
+    CAPTURE(k.ahead_ms);
+    constexpr int steps = 30;
+    std::string text =
+        auv_scenario(fake_endpoint("--ahead-ms " + std::to_string(k.ahead_ms), "hold", 2000), steps, k.period_ms);
+    const std::string rtf0 = "real_time_factor: 0,";
+    text.replace(text.find(rtf0), rtf0.size(), "real_time_factor: " + std::to_string(k.rtf) + ",");
+    SessionRun run(text);
+    REQUIRE(run.run() == Outcome::completed);
+    const SerialCounters c = run.endpoint().serial_counters();
+    CHECK(run.counters().misses == 0);
+    CHECK(run.counters().replies == steps);
+    CHECK(c.duplicate == 0);
+    CHECK(c.stale == 0);
+    // an early reply the fake skipped (SENSORS(k+1) was there first, a busy machine) is not
+    // sent at all; most are sent, and each is counted
+    CHECK(c.premature >= steps / 2);
+    CHECK(c.premature <= steps);
+    // the loop's count, as of the last gather (the early reply after it came later)
+    CHECK(run.endpoint().link_counts().stale <= c.premature);
+    CHECK(run.endpoint().link_counts().stale + 1 >= c.premature);
+    for (const char* t : {"auv.hull.thruster_left", "auv.hull.thruster_vrear"})
+      CHECK(run.device_f32(t) == doctest::Approx((steps - 1) / 1000.0));
+  }
+}
+
 TEST_CASE("serial: a lost SENSORS is recovered by re-sending it, without a miss") {
   SessionRun run(auv_scenario(fake_endpoint("--drop-at 7", "hold", 3000), 12));
   REQUIRE(run.run() == Outcome::completed);

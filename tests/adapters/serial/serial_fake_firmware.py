@@ -25,6 +25,10 @@ make it misbehave at a chosen step:
                     has hung up) until terminated
   --log-readings    a LOG line each step with the first float of every sensor reading,
                     "slot:value" ("-" for NO_DATA), so tests can check what SENSORS carried
+  --ahead-ms X      answer ahead: X ms after ACTUATE(k) (0: in the same write), unless
+                    SENSORS(k+1) has come by then, an ACTUATE(k+1) commanding -0.5 (a reply
+                    computed from old readings), then the genuine ACTUATE(k+1) when
+                    SENSORS(k+1) comes
   --version V       speak protocol version V in HELLO
   --hello-repeats N send N extra HELLOs right away (as an emulator's buffer would)
 """
@@ -72,6 +76,7 @@ def main():
     ap.add_argument("--log-before-ready", default=None)
     ap.add_argument("--close-at", type=int, default=-1)
     ap.add_argument("--reply-delay-ms", type=float, default=0.0)  # sleep before each ACTUATE
+    ap.add_argument("--ahead-ms", type=float, default=-1.0)
     args = ap.parse_args()
 
     fd = os.open(os.environ["TETHER_PORT"], os.O_RDWR | os.O_NOCTTY)
@@ -184,7 +189,21 @@ def main():
             send(w.LOG, step, w.log(0, "step %d" % step))
         if args.reply_delay_ms > 0:
             time.sleep(args.reply_delay_ms / 1000.0)
-        send(w.ACTUATE, step, w.actuate(commands))
+        if args.ahead_ms >= 0 and answered != step:
+            early = w.frame(w.ACTUATE, step + 1, w.actuate([(s, w.f32(*([-0.5] * (size // 4)))) for s, size in actuators]))
+            reply = w.frame(w.ACTUATE, step, w.actuate(commands))
+            if args.ahead_ms == 0:
+                reply += early
+                early = None
+            while reply:
+                reply = reply[os.write(fd, reply):]
+            if early is not None:
+                time.sleep(args.ahead_ms / 1000.0)
+                if not pending and not select.select([fd], [], [], 0)[0]:  # SENSORS(k+1) not here yet
+                    while early:
+                        early = early[os.write(fd, early):]
+        else:
+            send(w.ACTUATE, step, w.actuate(commands))
         if step == args.stale_at:
             send(w.ACTUATE, step, w.actuate(commands))
         if step == args.late_log_at and answered != step:

@@ -207,6 +207,53 @@ TEST_CASE("serial protocol: ACTUATE(k) is accepted once - other steps are stale,
   CHECK(p.counters().stale == 3);
 }
 
+TEST_CASE("serial protocol: an ACTUATE that began arriving before its step's SENSORS is premature, never applied") {
+  SerialProtocol p = running_protocol();
+  p.send_sensors(7, 70000, nullptr);
+  feed(p, wire(TETHER_MSG_ACTUATE, 7, actuate_payload({{1, 0.25f}})));
+  REQUIRE(p.reply_ready());
+  p.mark_taken();
+  // ACTUATE(8) before SENSORS(8) was written: computed from step 7's readings
+  feed(p, wire(TETHER_MSG_ACTUATE, 8, actuate_payload({{1, -0.5f}})));
+  CHECK(p.counters().premature == 1);
+  CHECK(p.counters().stale == 0);
+  p.send_sensors(8, 80000, nullptr);
+  CHECK(!p.reply_ready());                                             // not when its step comes either
+  feed(p, wire(TETHER_MSG_ACTUATE, 8, actuate_payload({{1, 0.5f}})));  // the genuine answer
+  REQUIRE(p.reply_ready());
+  CHECK(tether_get_f32le(p.commands()[0].bytes.data()) == 0.5f);
+  CHECK(p.counters().duplicate == 0);
+  p.mark_taken();
+
+  // ACTUATE(9) whose first bytes came before SENSORS(9) left and the rest after
+  const Bytes split = wire(TETHER_MSG_ACTUATE, 9, actuate_payload({{1, -0.5f}}));
+  const std::size_t half = split.size() / 2;
+  feed(p, Bytes(split.begin(), split.begin() + static_cast<std::ptrdiff_t>(half)));
+  p.send_sensors(9, 90000, nullptr);
+  feed(p, Bytes(split.begin() + static_cast<std::ptrdiff_t>(half), split.end()));
+  CHECK(p.counters().premature == 2);
+  CHECK(!p.reply_ready());
+  feed(p, wire(TETHER_MSG_ACTUATE, 9, actuate_payload({{1, 0.75f}})));
+  REQUIRE(p.reply_ready());
+  CHECK(tether_get_f32le(p.commands()[0].bytes.data()) == 0.75f);
+  p.mark_taken();
+
+  // a delimiter before SENSORS(10), the frame after it: the frame began after the request
+  feed(p, Bytes{0x00});
+  p.send_sensors(10, 100000, nullptr);
+  feed(p, wire(TETHER_MSG_ACTUATE, 10, actuate_payload({{1, 1.0f}})));
+  CHECK(p.reply_ready());
+  CHECK(p.counters().premature == 2);
+  // a re-sent SENSORS moves nothing: an answer to the first one is causal
+  p.mark_taken();
+  p.send_sensors(11, 110000, nullptr);
+  p.resend();
+  feed(p, wire(TETHER_MSG_ACTUATE, 11, actuate_payload({{1, 1.0f}})));
+  CHECK(p.reply_ready());
+  CHECK(p.counters().premature == 2);
+  CHECK(p.counters().stale == 0);
+}
+
 TEST_CASE("serial protocol: garbage between frames is dropped and counted - the next frame decodes") {
   SerialProtocol p = running_protocol();
   p.send_sensors(1, 0, nullptr);

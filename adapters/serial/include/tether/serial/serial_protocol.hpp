@@ -47,7 +47,8 @@ struct SerialCounters {
   std::uint64_t bad_version = 0;
   std::uint64_t unknown_type = 0;
   std::uint64_t malformed = 0;        // CRC-valid frames whose payload did not decode
-  std::uint64_t stale = 0;            // ACTUATE for a step that is not the current one
+  std::uint64_t stale = 0;            // ACTUATE for a step before the current one
+  std::uint64_t premature = 0;        // ACTUATE that began arriving before its step's SENSORS left
   std::uint64_t duplicate = 0;        // a second ACTUATE for the current step
   std::uint64_t hello_repeats = 0;    // HELLOs after the first, before READY
   std::uint64_t ready_repeats = 0;    // READYs identical to the accepted one
@@ -111,6 +112,10 @@ class SerialProtocol {
 
   /// Builds SENSORS(step) from the bank's current readings into outbox() (and keeps it for
   /// resend()); starts waiting for ACTUATE(step). `bank` may be null: every reading NO_DATA.
+  /// Causality (docs/protocol.md, "Which replies are applied"): the bytes fed before this
+  /// call came before SENSORS(step) was written, so an ACTUATE whose first byte is among
+  /// them cannot answer it: counted `premature`, never applied. The caller feeds what the
+  /// line holds first.
   void send_sensors(std::uint32_t step, std::uint64_t sim_time_us, const hal::DeviceBank* bank);
   /// Appends the last SENSORS again (same step id, same bytes).
   void resend();
@@ -149,10 +154,10 @@ class SerialProtocol {
   void queue_error(std::uint8_t code, std::uint16_t value, const std::string& text);
 
  private:
-  void on_frame(const tether_frame_t& frame);
+  void on_frame(const tether_frame_t& frame, std::uint64_t began_at);
   void on_hello(const tether_frame_t& frame);
   void on_ready(const tether_frame_t& frame);
-  void on_actuate(const tether_frame_t& frame);
+  void on_actuate(const tether_frame_t& frame, std::uint64_t began_at);
   void on_log(const tether_frame_t& frame);
   void on_error(const tether_frame_t& frame);
   void fail(std::string message);
@@ -175,6 +180,11 @@ class SerialProtocol {
   std::vector<std::uint8_t> sensor_slots_;  // sensor slots, ascending
 
   std::uint32_t step_ = 0;
+  // causality: offsets in the stream of bytes fed (on_bytes), of where the frame being
+  // decoded began and of the stream's end when SENSORS(step_) was built
+  std::uint64_t fed_ = 0;
+  std::uint64_t frame_began_ = 0;
+  std::uint64_t request_at_ = 0;
   bool awaiting_ = false;
   bool reply_ready_ = false;
   bool reply_taken_ = false;
