@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <mqtt/async_client.h>
 #include <nlohmann/json.hpp>
@@ -163,6 +164,18 @@ struct MqttEndpoint::Impl {
   bool published_ok = false;              // the step's projected went to Paho
   std::uint64_t connects_at_publish = 0;  // a reconnect since then may have lost it
   SteadyClock::time_point sent_at{};      // when the step's projected was last handed to Paho
+  // the broker's absences (docs/mqtt.md, "When the broker goes away"): when each began (the
+  // last step asked for then), how long until Paho was connected again; the first 100 kept
+  struct Outage {
+    std::uint64_t after_step = 0;
+    bool asked = false;  // a step had been asked for when it began
+    SteadyClock::time_point lost_at{};
+    double seconds = -1;  // until reconnected; -1 while it lasts
+  };
+  static constexpr std::size_t max_outages = 100;
+  std::vector<Outage> outages;
+  std::uint64_t outages_total = 0;
+  bool away = false;
   RateLimitedLog reject_log, order_log;
   std::string last_reject;
   bool stopped = true;
@@ -313,6 +326,15 @@ void MqttEndpoint::create_client() {
       ++t.c.connects;
       t.connected = true;
       t.cv.notify_all();  // a gather waiting on a lost projected publishes it again
+      if (t.away) {
+        t.away = false;
+        if (!t.outages.empty() && t.outages.back().seconds < 0) {
+          Impl::Outage& o = t.outages.back();
+          o.seconds = std::chrono::duration<double>(SteadyClock::now() - o.lost_at).count();
+          info("endpoint \"{}\": the broker {} is back after {:.2f} s (lost after step {})", name(), config_.broker,
+               o.seconds, o.after_step);
+        }
+      }
     }
     if (config_.tcp_nodelay) {
       const int n = mqtt::set_tcp_nodelay_for_broker(config_.broker);
@@ -334,6 +356,12 @@ void MqttEndpoint::create_client() {
       std::lock_guard<std::mutex> lock(t.m);
       ++t.c.connection_lost;
       t.connected = false;
+      if (!t.away) {
+        t.away = true;
+        ++t.outages_total;
+        if (t.outages.size() < Impl::max_outages)
+          t.outages.push_back(Impl::Outage{t.asked, t.have_asked, SteadyClock::now(), -1});
+      }
     }
     spdlog::warn("endpoint \"{}\": lost the broker {}{}; reconnecting", name(), config_.broker,
                  cause.empty() ? std::string() : " (" + cause + ")");
@@ -612,6 +640,20 @@ void MqttEndpoint::summarize(nlohmann::json& out) const {
   {
     std::lock_guard<std::mutex> lock(impl_->m);
     if (!impl_->last_reject.empty()) j["last_rejected"] = impl_->last_reject;
+    if (impl_->outages_total > 0) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const Impl::Outage& o : impl_->outages) {
+        nlohmann::json x;
+        x["after_step"] = o.asked ? nlohmann::json(o.after_step) : nlohmann::json(nullptr);
+        if (o.seconds >= 0)
+          x["seconds"] = o.seconds;
+        else
+          x["lasting_s"] = std::chrono::duration<double>(SteadyClock::now() - o.lost_at).count();
+        list.push_back(std::move(x));
+      }
+      j["outages"] = std::move(list);
+      j["outages_total"] = impl_->outages_total;
+    }
   }
   out["mqtt"] = std::move(j);
 }

@@ -590,6 +590,75 @@ TEST_CASE("mqtt: the broker killed and restarted mid-session - the policy holds 
   check_lock_step(*rec, sc.loop.period_ns);
 }
 
+TEST_CASE(
+    "mqtt: the broker killed twice, back after 0.5 s and after 5 s - both absences in the summary, lock-step resumes") {
+  test::Mosquitto broker;
+  ScenarioFile file(tank_scenario(broker.uri(), "outages", "hold", 100, 100000));
+  const Scenario sc = load_scenario(file.path);
+  Recording* rec = nullptr;
+  int phase = 0;
+  SteadyClock::time_point killed_at{};
+  const auto began = SteadyClock::now();
+  std::size_t mark = 0;
+  bool gave_up = false;
+  std::uint64_t steps = 0;
+  const auto applied = [&] {
+    std::lock_guard<std::mutex> lock(rec->m);
+    return rec->applied.size();
+  };
+  SessionOptions options;
+  options.after_step = [&](const WorldState&) {
+    ++steps;
+    const auto now = SteadyClock::now();
+    if (now - began > std::chrono::seconds(60)) {
+      gave_up = true;
+      return false;
+    }
+    switch (phase) {
+      case 0:
+      case 2:  // running in lock-step: kill the broker (SIGKILL: no goodbye to anyone)
+        if ((phase == 0 && steps == 50) || (phase == 2 && applied() >= mark + 30)) {
+          broker.kill();
+          killed_at = now;
+          ++phase;
+        }
+        break;
+      case 1:
+      case 3:  // away for 0.5 s, then 5 s: the same port again, its subscriptions gone
+        if (now - killed_at >= (phase == 1 ? std::chrono::milliseconds(500) : std::chrono::milliseconds(5000))) {
+          broker.start();
+          mark = applied();
+          ++phase;
+        }
+        break;
+      default:  // back: lock-step for 30 steps, and done
+        if (applied() >= mark + 30) return false;
+    }
+    return true;
+  };
+  Session session(sc, endpoints_with_recording(sc, rec), options);
+  std::atomic<bool> stop{false};
+  session.run(stop);
+  REQUIRE(rec != nullptr);
+  CHECK_FALSE(gave_up);
+  CHECK(phase == 4);
+  // the steps while it was away were misses under `hold`; the vehicle reconnected by itself
+  // and answered again (it subscribes again on every connection, as the endpoint does)
+  CHECK(session.endpoint_counters(mqtt_index(sc)).misses >= 5 + 50);
+  nlohmann::json j = nlohmann::json::object();
+  rec->summarize(j);
+  INFO(j.dump());
+  REQUIRE(j["mqtt"].contains("outages"));
+  const auto& outages = j["mqtt"]["outages"];
+  REQUIRE(outages.size() == 2);
+  CHECK(j["mqtt"]["outages_total"] == 2);
+  CHECK(outages[0]["after_step"].get<std::uint64_t>() >= 48);
+  CHECK(outages[0]["seconds"].get<double>() >= 0.45);  // from when Paho saw it go
+  CHECK(outages[1]["after_step"].get<std::uint64_t>() > outages[0]["after_step"].get<std::uint64_t>());
+  CHECK(outages[1]["seconds"].get<double>() >= 4.95);
+  check_lock_step(*rec, sc.loop.period_ns);
+}
+
 TEST_CASE("mqtt: under policy block a broker restart only delays the session") {
   test::Mosquitto broker;
   ScenarioFile file(tank_scenario(broker.uri(), "restart_block", "block", 100, 150));
