@@ -16,6 +16,7 @@
 
 #include "tether/campaign/campaign.hpp"
 #include "tether/recording/json_text.hpp"
+#include "tether/recording/write_whole.hpp"
 #include "text_util.hpp"
 
 namespace tether::campaign {
@@ -175,23 +176,8 @@ bool write_campaign_results(const CampaignResult& result, const std::string& dir
       {"campaign.json", runtime::json_text(campaign_json(result, dir), 2) + "\n"},
       {"junit.xml", junit_xml(result, dir)},
       {"index.html", index_html(result, dir)}};
-  for (const auto& [name, text] : files) {
-    // written whole and renamed: a reader (or a merge) never sees half a file
-    const fs::path tmp = fs::path(dir) / (name + ".tmp");
-    {
-      std::ofstream f(tmp, std::ios::binary);
-      f << text;
-      if (!f) {
-        if (error) *error = "cannot write " + tmp.string();
-        return false;
-      }
-    }
-    fs::rename(tmp, fs::path(dir) / name, ec);
-    if (ec) {
-      if (error) *error = "cannot write " + (fs::path(dir) / name).string() + ": " + ec.message();
-      return false;
-    }
-  }
+  for (const auto& [name, text] : files)  // each whole or not at all (a merge never reads half a file)
+    if (!runtime::write_whole_file((fs::path(dir) / name).string(), text, error)) return false;
   return true;
 }
 

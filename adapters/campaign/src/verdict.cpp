@@ -209,6 +209,10 @@ RunResult judge_run(const PlannedRun& plan, const RunEnd& end, const std::string
       r.reason = "failed (exit 4): " + (summary_reason.empty() ? error_lines(end.output_tail) : summary_reason);
       break;
     case 5: r.reason = "completed with faults (exit 5): " + summary_reason; break;
+    case 7:
+      r.reason =
+          "recording failed (exit 7): " + (summary_reason.empty() ? error_lines(end.output_tail) : summary_reason);
+      break;
     case 6: {
       std::string names;
       for (const auto& f : r.failures) names += (names.empty() ? "" : ", ") + f.name;

@@ -211,7 +211,7 @@ int test_command(const TestOptions& options) {
   std::string error;
   if (!campaign::write_campaign_results(result, out_dir, &error)) {
     std::cerr << "tether: " << error << '\n';
-    return exit_usage;
+    return exit_recording_failed;
   }
   return report(result, out_dir, interrupted);
 }

@@ -117,6 +117,7 @@ enum ExitCode : int {
   exit_failed = 4,
   exit_faulted = 5,              // every step ran, but an endpoint faulted and its policy carried on
   exit_expectations_failed = 6,  // the run completed, an expectation of `expect:` failed; test: a run failed
+  exit_recording_failed = 7,     // the recording, summary.json or report.html could not be written (a full disk)
   exit_stopped = 130
 };
 

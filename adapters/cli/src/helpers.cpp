@@ -29,6 +29,7 @@ void install_signal_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGXFSZ, SIG_IGN);
 }
 
 void print_config_error(const runtime::ConfigError& e) {

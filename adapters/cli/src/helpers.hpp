@@ -19,7 +19,8 @@ namespace tether::cli {
 
 /// Set by SIGINT or SIGTERM once install_signal_handlers() ran: a session stops after its step.
 const std::atomic<bool>& stop_requested();
-/// SIGINT and SIGTERM set stop_requested().
+/// SIGINT and SIGTERM set stop_requested(). SIGXFSZ is ignored: a file over the size limit
+/// (RLIMIT_FSIZE) is a write error the session reports, not the end of the process.
 void install_signal_handlers();
 /// Every line of a config error on stderr, then their count ("2 errors").
 void print_config_error(const runtime::ConfigError& e);

@@ -23,6 +23,7 @@
 #include "tether/loop/session.hpp"
 #include "tether/recording/json_text.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/recording/write_whole.hpp"
 #include "tether/report/report.hpp"
 #include "tether/scenario/scenario.hpp"
 
@@ -114,12 +115,15 @@ void warn_missing_report_assets(const std::string& url, const std::string& out_d
 }
 
 // after the run: the recording closed with the summary (the live clients get it), the server
-// stopped, the report, summary.json, and the summary on stdout
-void finish_session(const RunOptions& options, const runtime::Scenario& scenario, const runtime::Session& session,
+// stopped, the report, summary.json, and the summary on stdout. False when a file the session
+// leaves could not be written (said on stderr, naming the file and the error; a summary.json
+// that could not be written whole is removed): the run exits exit_recording_failed
+bool finish_session(const RunOptions& options, const runtime::Scenario& scenario, const runtime::Session& session,
                     std::unique_ptr<runtime::Recorder>& recorder, live::Server* server, const std::string& out_dir,
                     const std::string& recording_path) {
   nlohmann::json summary = session.summary();
   if (server) summary["live"] = server->summary();
+  bool written = true;
   if (recorder && !scenario.recording.enabled) {
     std::string error;
     (void)recorder->close(summary, &error);  // the live clients get the summary; no file
@@ -127,7 +131,11 @@ void finish_session(const RunOptions& options, const runtime::Scenario& scenario
   }
   if (recorder) {
     std::string error;
-    if (!recorder->close(summary, &error)) std::cerr << "tether: the recording may be incomplete: " << error << '\n';
+    if (!recorder->close(summary, &error)) {
+      std::cerr << "tether: the recording " << recording_path << " is incomplete: " << error
+                << " (readable up to its last whole chunk)\n";
+      if (scenario.recording.stop_on_write_error) written = false;
+    }
     summary["recording"]["dropped_items"] = recorder->dropped();
   }
   // after the recorder has handed the summary to the clients
@@ -140,13 +148,18 @@ void finish_session(const RunOptions& options, const runtime::Scenario& scenario
     runtime::ReportOptions report;
     report.assets_url = options.report_assets;
     report_written = runtime::write_report(recording_path, report_path, &error, report);
-    if (!report_written) std::cerr << "tether: could not write the report: " << error << '\n';
+    if (!report_written) {
+      std::cerr << "tether: could not write the report " << report_path << ": " << error << '\n';
+      written = false;
+    }
   }
   const std::string summary_path = out_dir + "/summary.json";
-  {
-    std::ofstream f(summary_path);
-    f << runtime::json_text(summary, 2) << '\n';
-    if (!f) std::cerr << "tether: could not write " << summary_path << '\n';
+  std::string summary_error;
+  const bool summary_written =
+      runtime::write_whole_file(summary_path, runtime::json_text(summary, 2) + "\n", &summary_error);
+  if (!summary_written) {
+    std::cerr << "tether: " << summary_error << '\n';
+    written = false;
   }
   if (options.json) {
     std::cout << runtime::json_text(summary, 2) << '\n';
@@ -154,8 +167,9 @@ void finish_session(const RunOptions& options, const runtime::Scenario& scenario
     print_summary_text(summary, std::cout);
     if (recorder) std::cout << "  recording: " << recording_path << '\n';
     if (report_written) std::cout << "  report: " << report_path << '\n';
-    std::cout << "  summary: " << summary_path << '\n';
+    if (summary_written) std::cout << "  summary: " << summary_path << '\n';
   }
+  return written;
 }
 
 int exit_code_of(runtime::Outcome outcome, const runtime::Session& session) {
@@ -169,6 +183,7 @@ int exit_code_of(runtime::Outcome outcome, const runtime::Session& session) {
     case runtime::Outcome::aborted: return exit_aborted;
     case runtime::Outcome::failed: return exit_failed;
     case runtime::Outcome::faulted: return exit_faulted;
+    case runtime::Outcome::recording_failed: return exit_recording_failed;
   }
   return exit_aborted;
 }
@@ -272,8 +287,10 @@ int run_command(const RunOptions& options) {
   }
   if (!options.quiet) show_status_line("");
 
-  finish_session(options, scenario, session, recorder, server.get(), out_dir, recording_path);
-  return exit_code_of(outcome, session);
+  const bool written = finish_session(options, scenario, session, recorder, server.get(), out_dir, recording_path);
+  const int code = exit_code_of(outcome, session);
+  // a session that could not leave its files has not passed, whatever else it did
+  return written || (code != exit_ok && code != exit_faulted) ? code : exit_recording_failed;
 }
 
 }  // namespace tether::cli

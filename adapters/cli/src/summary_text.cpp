@@ -110,6 +110,10 @@ void print_header(const nlohmann::json& s, std::ostream& out) {
   out << ")\n";
   if (s.contains("reason"))  // "aborted: ..." or "failed: ..."
     out << "  " << s["outcome"].get<std::string>() << ": " << s["reason"].get<std::string>() << '\n';
+  if (s.contains("recording") && s["recording"].contains("write_error") &&
+      s["recording"].value("on_write_error", "") == "continue")
+    out << "  WARNING: nothing was recorded after step " << s["recording"].value("write_failed_after_step", 0) << ": "
+        << s["recording"]["write_error"].get<std::string>() << " (recording.on_write_error: continue)\n";
   if (s.contains("recording") && s["recording"].value("dropped_items", 0) > 0)
     out << "  warning: the recorder dropped " << s["recording"]["dropped_items"]
         << " items (queue full); replay of this recording will stop at the first gap\n";
@@ -174,7 +178,8 @@ void print_expectations(const nlohmann::json& s, std::ostream& out) {
       skipped += x["verdict"] == "SKIPPED";
     }
     out << "  expectations: " << s["expectations"].size() - failed - skipped << " of " << s["expectations"].size()
-        << " passed" << (skipped ? ", " + std::to_string(skipped) + " skipped (the run ended before it could judge them)" : "")
+        << " passed"
+        << (skipped ? ", " + std::to_string(skipped) + " skipped (the run ended before it could judge them)" : "")
         << (failed ? " - FAIL" : "") << '\n';
     for (const auto& x : s["expectations"]) {
       out << "    " << x["verdict"].get<std::string>() << "  " << x["name"].get<std::string>();

@@ -57,15 +57,14 @@ const char* to_string(Outcome outcome) {
     case Outcome::aborted: return "aborted";
     case Outcome::failed: return "failed";
     case Outcome::faulted: return "completed_with_faults";
+    case Outcome::recording_failed: return "recording_failed";
   }
   return "?";
 }
 
 Session::Session(const Scenario& scenario, std::vector<std::unique_ptr<Endpoint>> endpoints, SessionOptions options)
     : scenario_(scenario), model_(scenario.model), endpoints_(std::move(endpoints)),
-      processors_(make_feedback_processors(scenario)),
-      devices_(scenario, model_),
-      options_(std::move(options)),
+      processors_(make_feedback_processors(scenario)), devices_(scenario, model_), options_(std::move(options)),
       checks_(scenario, processors_, endpoints_, counters_, model_, state_, devices_.bank, buffers_.report),
       identify_(scenario, endpoints_) {
   const std::size_t bodies = scenario_.model.bodies.size();
@@ -218,8 +217,7 @@ void Session::end_run(const std::atomic<bool>& stop_requested, SteadyClock::time
   if (stop_requested.load() && outcome_ == Outcome::completed && steps_done_ < steps_total_)
     outcome_ = Outcome::stopped;
   checks_.finish_faults(state_.step);
-  if (checks_.has_expectations() && steps_done_ > 0)
-    expect(StepContext{state_.step - 1, state_.time_ns, 0}, true);
+  if (checks_.has_expectations() && steps_done_ > 0) expect(StepContext{state_.step - 1, state_.time_ns, 0}, true);
   if (steps_done_ == 0) checks_.not_run();
   if (outcome_ == Outcome::completed) note_endpoint_faults();
   timing_.wall_time_s = std::chrono::duration<double>(SteadyClock::now() - started).count();
@@ -680,6 +678,29 @@ bool Session::record(const StepContext& ctx, std::uint64_t step_ns) {
     if (!guarded_processor(i, ctx, [&] { processors_[i]->record(item.values); })) return false;
   item.take_sensors(devices_.bank);
   recorder_->push(Recorder::ItemKind::step, ctx.step, ctx.time_ns);
+  return !recorder_->write_failed() || recording_write_failed(ctx.step);
+}
+
+// The recording cannot be written any more (the writer thread found out; docs/recording.md,
+// "When the disk is full"). `stop`: this step is the last, the outcome recording_failed.
+// `continue`: the session goes on and records nothing more. False: the session ends here.
+bool Session::recording_write_failed(std::uint64_t step) {
+  recording_error_ = recorder_->write_error();
+  recording_path_ = recorder_->path();
+  recording_failed_at_ = step;
+  recording_lost_ = true;
+  const std::string what =
+      "the recording cannot be written after step " + std::to_string(step) + ": " + recording_error_;
+  if (scenario_.recording.stop_on_write_error) {
+    ++steps_done_;  // the step itself completed
+    outcome_ = Outcome::recording_failed;
+    abort_reason_ = what + "; the session stopped there (recording.on_write_error: stop)";
+    spdlog::error("{}", abort_reason_);
+    recorder_ = nullptr;
+    return false;
+  }
+  spdlog::error("{}; the session goes on WITHOUT RECORDING (recording.on_write_error: continue)", what);
+  recorder_ = nullptr;
   return true;
 }
 
@@ -750,7 +771,8 @@ bool Session::restore(const Keyframe& k, std::string* error) {
   if (!devices_.bank.restore(k.devices, error)) return false;
   // the faults injected before the keyframe join the list first: its snapshot counts them
   if (options_.scripted_commands) {
-    if (checks_.has_faults()) checks_.faults()->keep_first(scenario_.faults.size());  // the scenario's own; injected ones follow
+    if (checks_.has_faults())
+      checks_.faults()->keep_first(scenario_.faults.size());  // the scenario's own; injected ones follow
     reapply_commands(k.state.step, true);
   }
   if (checks_.has_faults() && !checks_.faults()->restore(k.faults, error)) return false;

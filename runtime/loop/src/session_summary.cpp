@@ -90,6 +90,13 @@ nlohmann::json Session::summary() const {
                       {"invalid_commands", devices_.invalid_commands + bank.counters().invalid_commands},
                       {"nonfinite_commands", devices_.nonfinite_commands}};
   if (recorder_) out["recording"] = {{"path", recorder_->path()}, {"dropped_items", recorder_->dropped()}};
+  if (recording_lost_) {
+    auto& rec = out["recording"];
+    rec["path"] = recording_path_;
+    rec["write_error"] = recording_error_;
+    rec["write_failed_after_step"] = recording_failed_at_;
+    rec["on_write_error"] = scenario_.recording.stop_on_write_error ? "stop" : "continue";
+  }
   if (!timing_.realtime_status.empty() || scenario_.loop.realtime.spin_us > 0) {
     auto& rt = out["realtime"] = json::object();
     for (const auto& [option, status] : timing_.realtime_status) rt[option] = status;

@@ -265,7 +265,21 @@ void Recorder::writer_loop() {
       writer_->flush_chunk();
       next_flush = std::chrono::steady_clock::now() + flush_every;
     }
+    // the file cannot be written any more (a full disk, a size limit): said once, for the
+    // loop to act on (recording.on_write_error); the writer writes nothing after it
+    if (!write_failed_.load(std::memory_order_relaxed) && !writer_->ok()) {
+      {
+        std::lock_guard lock(mutex_);
+        write_error_ = writer_->error();
+      }
+      write_failed_.store(true, std::memory_order_release);
+    }
   }
+}
+
+std::string Recorder::write_error() const {
+  std::lock_guard lock(mutex_);
+  return write_error_;
 }
 
 void Recorder::write_item(Slot& item) {

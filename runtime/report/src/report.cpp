@@ -12,6 +12,7 @@
 
 #include "collected.hpp"
 #include "page.hpp"
+#include "tether/recording/write_whole.hpp"
 
 namespace tether::runtime {
 
@@ -232,39 +233,13 @@ bool render_report(const std::string& recording_path, std::string& html, std::st
   return true;
 }
 
-namespace {
-
-// `text` written next to `path`, then renamed: a reader never sees half a file
-bool write_whole(const std::string& path, std::string_view text, std::string* error) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    f.close();
-    if (!f) {
-      if (error) *error = "cannot write " + path;
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    if (error) *error = "cannot write " + path + ": " + ec.message();
-    std::filesystem::remove(tmp, ec);
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 bool write_report(const std::string& recording_path, const std::string& html_path, std::string* error,
                   const ReportOptions& options) {
   std::string html;
   if (!render_report(recording_path, html, error, options)) return false;
-  return write_whole(html_path, html, error);
+  return write_whole_file(html_path, html, error);
 }
 
 bool write_report_assets(const std::string& dir, std::string* error) {
@@ -274,8 +249,8 @@ bool write_report_assets(const std::string& dir, std::string* error) {
     if (error) *error = "cannot create " + dir + ": " + ec.message();
     return false;
   }
-  return write_whole(dir + "/dygraph.min.js", report_assets::dygraphs_js(), error) &&
-         write_whole(dir + "/dygraph.min.css", report_assets::dygraphs_css(), error);
+  return write_whole_file(dir + "/dygraph.min.js", report_assets::dygraphs_js(), error) &&
+         write_whole_file(dir + "/dygraph.min.css", report_assets::dygraphs_css(), error);
 }
 
 }  // namespace tether::runtime

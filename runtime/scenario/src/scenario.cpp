@@ -298,7 +298,7 @@ void parse_loop(const ConfigNode& l, LoopConfig& loop) {
 void parse_recording(const ConfigNode& r, RecordingConfig& rec) {
   if (!r.yaml().IsDefined()) return;
   if (!r.expect_map({"enabled", "compress", "keyframe_every_steps", "flush_interval_s", "queue_slots",
-                     "state_every_step_max_bodies"}))
+                     "state_every_step_max_bodies", "on_write_error"}))
     return;
   rec.enabled = r.boolean_or("enabled", rec.enabled);
   rec.compress = r.boolean_or("compress", rec.compress);
@@ -308,6 +308,7 @@ void parse_recording(const ConfigNode& r, RecordingConfig& rec) {
   rec.queue_slots = static_cast<std::uint32_t>(r.integer_or("queue_slots", rec.queue_slots, 16, 1'000'000));
   rec.state_every_step_max_bodies = static_cast<std::uint32_t>(
       r.integer_or("state_every_step_max_bodies", rec.state_every_step_max_bodies, 0, 1'000'000));
+  rec.stop_on_write_error = r.choice_or("on_write_error", "stop", {"stop", "continue"}) == "stop";
 }
 
 void parse_live(const ConfigNode& l, LiveConfig& live) {

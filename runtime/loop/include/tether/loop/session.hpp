@@ -68,7 +68,9 @@ struct SessionOptions {
 /// processor, a device, the loop itself); abort_reason() names who, the step and the message.
 /// How a session ended. `faulted`: every step ran, but an endpoint faulted on the way (its
 /// firmware died, its line closed) and its policy (hold, safe) carried the session on.
-enum class Outcome : std::uint8_t { completed, stopped, aborted, failed, faulted };
+/// How a session ended. recording_failed: the recording could not be written and
+/// recording.on_write_error is `stop` (the session ended cleanly after that step).
+enum class Outcome : std::uint8_t { completed, stopped, aborted, failed, faulted, recording_failed };
 
 const char* to_string(Outcome outcome);
 
@@ -250,7 +252,7 @@ class Session {
 
   WorldState state_;
   StateStore history_;
-  StepInputs inputs_;  // applied in this step
+  StepInputs inputs_;             // applied in this step
   FaultsAndExpectations checks_;  // `faults:`, `expect:`
   IdentifyFlight identify_;       // `identify:` (none in a replay)
   Recorder* recorder_ = nullptr;
@@ -271,6 +273,12 @@ class Session {
   std::unique_ptr<OperatorControl> op_;  // requests in progress, forces acting, commands to record
   std::uint64_t steps_done_ = 0;
   Outcome outcome_ = Outcome::completed;
+  // the recording could not be written (Recorder::write_failed): what failed, the step it was
+  // seen at; with recording.on_write_error `continue` the session records nothing after it
+  std::string recording_error_, recording_path_;
+  std::uint64_t recording_failed_at_ = 0;
+  bool recording_lost_ = false;
+  bool recording_write_failed(std::uint64_t step);
   std::string abort_reason_;
 
   void enter(Phase phase) { timing_.profile.mark(phase); }

@@ -125,6 +125,13 @@ class Recorder {
   /// Writes the summary, drains the ring, finalizes the file. False with a reason on failure.
   [[nodiscard]] bool close(const nlohmann::json& summary, std::string* error);
 
+  /// True once the file could not be written (a full disk, RLIMIT_FSIZE, an I/O error):
+  /// nothing more reaches it; what is in it up to its last whole chunk stays readable. Any
+  /// thread; the loop looks every step (one atomic load).
+  bool write_failed() const { return write_failed_.load(std::memory_order_acquire); }
+  /// What failed, naming the file and the error ("write to rec.mcap failed at offset N: No
+  /// space left on device"); empty while write_failed() is false.
+  std::string write_error() const;
   std::uint64_t dropped() const { return dropped_.load(); }
   std::uint64_t items_written() const { return written_.load(); }
   const std::string& path() const { return path_; }
@@ -159,9 +166,9 @@ class Recorder {
     ItemKind kind = ItemKind::step;
     std::uint64_t step = 0;
     std::int64_t time_ns = 0;
-    std::string bytes;  // every kind but a step
+    std::string bytes;   // every kind but a step
     StepItem step_item;  // a step
-    int keyframe = -1;  // a keyframe item's buffer in keyframes_ (its bytes stay there)
+    int keyframe = -1;   // a keyframe item's buffer in keyframes_ (its bytes stay there)
   };
   // sizes a step item's buffers for this scenario (the loop's copies then allocate nothing)
   void reserve(StepItem& item) const;
@@ -196,9 +203,9 @@ class Recorder {
   std::size_t head_ = 0;  // next slot the loop fills
   std::size_t tail_ = 0;  // next slot the writer takes
   std::size_t count_ = 0;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::condition_variable room_;  // the writer took an item (set_wait_when_full)
+  std::condition_variable room_;             // the writer took an item (set_wait_when_full)
   std::atomic<bool> wait_when_full_{false};  // set by the loop thread, read by both
   bool closing_ = false;
   std::thread thread_;
@@ -210,6 +217,8 @@ class Recorder {
   std::vector<char> keyframe_queued_;  // guarded by mutex_
 
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<bool> write_failed_{false};
+  std::string write_error_;  // guarded by mutex_
   std::atomic<std::uint64_t> written_{0};
   std::uint32_t sequence_ = 0;
 

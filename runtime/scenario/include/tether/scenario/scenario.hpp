@@ -75,6 +75,11 @@ struct RecordingConfig {
   double flush_interval_s = 1.0;                   // at most this much recording is lost on SIGKILL
   std::uint32_t queue_slots = 4096;                // steps buffered between the loop and the writer thread
   std::uint32_t state_every_step_max_bodies = 64;  // full state per step up to this many bodies
+  /// `on_write_error`: what the session does once the recording cannot be written (a full
+  /// disk, a file size limit, an I/O error): `stop` ends it cleanly after the step with the
+  /// outcome `recording_failed`; `continue` goes on without recording, loudly
+  /// (docs/recording.md, "When the disk is full").
+  bool stop_on_write_error = true;
 };
 
 /// `live:`: the live server (docs/live.md). `tether run --live [HOST:]PORT` turns it on too.
