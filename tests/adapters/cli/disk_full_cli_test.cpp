@@ -131,3 +131,31 @@ TEST_CASE("a full file system: the session stops, summary.json is refused whole,
   check_cut_recording(dir + "/recording.mcap");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("recording.on_write_error: a value it does not know is refused with its position, before anything runs") {
+  struct Bad {
+    const char* set;
+    const char* says;
+  };
+  for (const Bad b :
+       {Bad{"recording.on_write_error=maybe", "expected one of stop, continue, got \"maybe\""},
+        Bad{"recording.on_write_error=Stop", "expected one of stop, continue, got \"Stop\""},
+        Bad{"recording.on_write_error=1e308", "expected one of stop, continue, got"},
+        Bad{"recording.on_write_error=.nan", "expected one of stop, continue, got"},
+        Bad{"recording.on_write_error=[stop]", "got a list"}, Bad{"recording.on_write_eror=stop", "on_write_eror"}}) {
+    CAPTURE(b.set);
+    const auto r = run(tether_bin + " check " + scenario + " --set '" + b.set + "'");
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(contains(r.out, b.says), r.out);
+  }
+  // both known values check, and a run with one steps to its end
+  for (const char* v : {"stop", "continue"})
+    CHECK(run(tether_bin + " check " + scenario + " --set recording.on_write_error=" + v).exit_code == 0);
+  const std::string dir = temp_dir("on_write_error_ok");
+  const auto r = run(tether_bin + " run " + scenario +
+                     " --rtf 0 --steps 200 --quiet --set recording.on_write_error=continue --out " + dir);
+  CHECK_MESSAGE(r.exit_code == 0, r.out);
+  CHECK(read_json(dir + "/summary.json")["steps"] == 200);
+  CHECK_FALSE(read_json(dir + "/summary.json")["recording"].contains("write_error"));
+  std::filesystem::remove_all(dir);
+}
