@@ -5,7 +5,8 @@
 #   scripts/deps.sh demo   the main job: build the runtime and the host firmware, run it
 #   scripts/deps.sh tank   the demo's tank trial: the same and the mosquitto broker
 #   scripts/deps.sh test   the whole test suite (the default): also the ARM and AVR
-#                          toolchains and emulators, clang, Node, Chromium, GNU parallel
+#                          toolchains and emulators, clang, Node, Chromium, GNU parallel,
+#                          Slurm and munge
 set -euo pipefail
 
 what=${1:-test}
@@ -28,6 +29,7 @@ case "$what" in
       mosquitto socat nodejs npm clang
       lld  # links the sanitizer build (docs/testing.md, "Fixed-address executables")
       parallel  # a campaign's shards through GNU parallel (docs/campaigns.md)
+      slurmctld slurmd slurm-client munge  # a campaign on a one-host Slurm cluster (docs/campaigns.md)
       chromium  # the live dashboard in headless Chromium (docs/live.md)
       qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi
       simavr libsimavr-dev gcc-avr avr-libc
