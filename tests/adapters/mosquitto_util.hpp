@@ -58,8 +58,9 @@ class Mosquitto {
     std::string username;  // with a user name: a password file, anonymous access off
     std::string password;
     std::string binary = "/usr/sbin/mosquitto";
-    bool broker_nodelay = true;  // set_tcp_nodelay on the broker's sockets (docs/mqtt.md)
-    bool tls = false;            // a TLS listener with a fresh self-signed certificate (ca_file())
+    bool broker_nodelay = true;     // set_tcp_nodelay on the broker's sockets (docs/mqtt.md)
+    bool tls = false;               // a TLS listener with a fresh self-signed certificate (ca_file())
+    std::string extra_config = {};  // lines appended to mosquitto.conf as written (a bridge)
   };
 
   Mosquitto() : Mosquitto(Options{}) {}
@@ -97,6 +98,7 @@ class Mosquitto {
                               options_.password + "' >/dev/null 2>&1";
       if (std::system(cmd.c_str()) != 0) throw std::runtime_error("mosquitto_passwd failed: " + cmd);
     }
+    conf << options_.extra_config;
     conf.close();
     start();
   }
