@@ -7,9 +7,13 @@
 //     (the campaign's own overhead: spawning, watching, judging, writing the results)
 //   -j all cores: runs per second, speed-up over -j 1, and parallel efficiency =
 //     sum of single-run times / (wall time x workers)
-// Prints figures only; --quick uses 4 runs of 50 steps (the test suite smoke-runs it);
-// --runs N sets the number of runs (default 64: four waves of 16 workers, so the first
-// wave's start and the last wave's end weigh in, as in a small campaign).
+//   merge: `tether test --merge` of synthetic slices (a real run's record of this campaign,
+//     renumbered) at 10 and 100 slices of 100 and 1,000 runs: seconds, microseconds per run
+//     and how that grows (1.00: linear), the cost on a cluster's merge job (docs/campaigns.md)
+// Prints figures only; --quick uses 4 runs of 50 steps and small merges (the test suite
+// smoke-runs it); --runs N sets the number of runs (default 64: four waves of 16 workers, so
+// the first wave's start and the last wave's end weigh in, as in a small campaign);
+// --merge-only measures the merge alone.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,12 +72,83 @@ CampaignRun run_campaign(const std::string& file, const std::string& out, unsign
   return r;
 }
 
+// `tether test --merge` of `slices` slice folders of `per_slice` runs each, made from `result`
+// (a campaign.json of this campaign): its first run renumbered as run i of slice i mod n;
+// the merge's wall time in seconds, or a negative number if it failed
+double time_merge(const nlohmann::json& result, const std::filesystem::path& dir, std::size_t slices,
+                  std::size_t per_slice) {
+  std::filesystem::remove_all(dir);
+  const nlohmann::json& model = result["runs"][0];
+  std::vector<std::string> args = {tether_exe, "test", "--merge"};
+  for (std::size_t k = 1; k <= slices; ++k) {
+    nlohmann::json slice = result;
+    slice["total_runs"] = slices * per_slice;
+    slice["shard"] = {{"k", k}, {"n", slices}};
+    slice["passed"] = per_slice;
+    slice["failed"] = 0;
+    slice["runs"] = nlohmann::json::array();
+    for (std::size_t r = 0; r < per_slice; ++r) {
+      nlohmann::json run = model;
+      const std::size_t index = r * slices + (k - 1);
+      run["index"] = index;
+      run["name"] = "seed " + std::to_string(index + 1);
+      run["folder"] = bench::format("%06zu-seed-%zu", index, index + 1);
+      slice["runs"].push_back(std::move(run));
+    }
+    const auto folder = dir / ("shard-" + std::to_string(k));
+    std::filesystem::create_directories(folder);
+    std::ofstream(folder / "campaign.json") << slice.dump();
+    args.push_back(folder.string());
+  }
+  args.insert(args.end(), {"--out", (dir / "all").string(), "-q"});
+  const auto t0 = Clock::now();
+  const int code = run_quietly(args);
+  const double wall = seconds_since(t0);
+  std::ifstream in(dir / "all" / "campaign.json");
+  const auto merged = nlohmann::json::parse(in, nullptr, false);
+  const bool whole = !merged.is_discarded() && merged["runs"].size() == slices * per_slice &&
+                     merged.value("passed", std::size_t{0}) == slices * per_slice;
+  std::filesystem::remove_all(dir);
+  return code == 0 && whole ? wall : -1;
+}
+
+// the merge at several sizes: per-run cost and its growth
+void merge_figures(const nlohmann::json& result, const std::filesystem::path& dir, bool quick) {
+  const std::vector<std::pair<std::size_t, std::size_t>> sizes =
+      quick ? std::vector<std::pair<std::size_t, std::size_t>>{{2, 5}, {4, 10}}
+            : std::vector<std::pair<std::size_t, std::size_t>>{{10, 100}, {10, 1000}, {100, 100}, {100, 1000}};
+  std::printf("  merge of synthetic slices (each run's record %zu bytes of JSON):\n", result["runs"][0].dump().size());
+  double first_us = 0, last_s = 0, last_us = 0;
+  for (const auto& [slices, per_slice] : sizes) {
+    const double s = time_merge(result, dir, slices, per_slice);
+    if (s < 0) {
+      std::printf("    %zu slices of %zu runs: the merge failed!\n", slices, per_slice);
+      return;
+    }
+    const double us = s / static_cast<double>(slices * per_slice) * 1e6;
+    if (first_us == 0) first_us = us;
+    last_s = s;
+    last_us = us;
+    std::printf("    %3zu slices of %4zu runs (%6zu): %7.3f s, %6.1f us per run\n", slices, per_slice,
+                slices * per_slice, s, us);
+  }
+  const auto [slices, per_slice] = sizes.back();
+  std::printf("    per-run cost at %zu runs / at %zu runs: %.2f (1.00: linear)\n", slices * per_slice,
+              sizes.front().first * sizes.front().second, last_us / first_us);
+  bench::figure(bench::format("campaign merge of %zu runs (%zu slices)", slices * per_slice, slices),
+                bench::format("%.2f s (%.0f us per run; %.2fx the per-run cost of the smallest merge)", last_s, last_us,
+                              last_us / first_us),
+                "<= 10 s, linear");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool quick = tether::bench::quick_mode(argc, argv);
   std::size_t runs = quick ? 4 : 64;
+  bool merge_only = false;
   for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--merge-only") merge_only = true;
     if (std::string(argv[i]) != "--runs") continue;
     char* end = nullptr;
     const long n = i + 1 < argc ? std::strtol(argv[i + 1], &end, 10) : 0;
@@ -95,6 +170,17 @@ int main(int argc, char** argv) {
   std::ofstream(file) << "name: bench\nscenarios: [" << scenario << "]\nseeds: {first: 1, count: " << runs
                       << "}\nset: {loop.real_time_factor: 0, loop.steps: " << steps << "}\n";
 
+  if (merge_only) {
+    // a campaign of two runs gives the record the synthetic slices are made of
+    std::ofstream(dir / "two.yaml") << "name: bench\nscenarios: [" << scenario
+                                    << "]\nseeds: {first: 1, count: 2}\nset: {loop.real_time_factor: 0, loop.steps: "
+                                    << steps << "}\n";
+    run_campaign((dir / "two.yaml").string(), (dir / "two").string(), 1, 2);
+    std::ifstream in(dir / "two" / "campaign.json");
+    merge_figures(nlohmann::json::parse(in), dir / "merge", quick);
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
   std::printf(
       "campaign benchmark: %zu in-process runs of %d steps (in_process_depth_hold.yaml), %u CPUs on %u physical "
       "cores\n",
@@ -138,6 +224,14 @@ int main(int argc, char** argv) {
   if (physical < cores)
     value += bench::format("; %.2f per physical core, %u of them", sum_s / (all.wall_s * physical), physical);
   bench::figure("campaign throughput, parallel efficiency at -j all CPUs", value + ")", ">= 0.9");
+  // the campaign process's own time per run (spawning, watching, judging, writing results)
+  std::printf("  the campaign's own cost per run at -j 1: %.1f ms (wall - the runs' own durations, / runs)\n",
+              (one.wall_s - one.sum_run_s) / static_cast<double>(runs) * 1e3);
+  {
+    std::ifstream in(dir / "j1" / "campaign.json");
+    const auto result = nlohmann::json::parse(in, nullptr, false);
+    if (!result.is_discarded() && !result["runs"].empty()) merge_figures(result, dir / "merge", quick);
+  }
   std::filesystem::remove_all(dir);
   return 0;
 }
