@@ -14,7 +14,7 @@
 #   --out DIR    where the outputs and table.md go (default bench/results/<date>-<host>)
 #   --quick      short runs (checks the script and the benchmarks, figures mean little)
 #   --only       a comma-separated subset: vehicle_step world_step collisions collisions_10k joints
-#                loop_overhead record_replay serial_lockstep mqtt_lockstep mqtt_rigs ardupilot_lockstep campaign
+#                loop_overhead record_replay soak serial_lockstep mqtt_lockstep mqtt_rigs ardupilot_lockstep campaign
 # Environment: RUN_ALL_NO_BUILD=1 neither configures nor builds (a build copied to another
 #   machine with the libraries it loads has the programs but no CMake: docs/performance.md)
 set -euo pipefail
@@ -44,7 +44,7 @@ fi
 out="${out:-bench/results/$(date +%Y%m%d-%H%M%S)-$(hostname -s)}"
 
 # the lock-step and recording figures first, the long physics scenes last
-all=(vehicle_step loop_overhead record_replay mqtt_lockstep mqtt_rigs ardupilot_lockstep serial_lockstep campaign joints world_step collisions collisions_10k)
+all=(vehicle_step loop_overhead record_replay soak mqtt_lockstep mqtt_rigs ardupilot_lockstep serial_lockstep campaign joints world_step collisions collisions_10k)
 selected=()
 for b in "${all[@]}"; do
   if [[ -z "$only" || ",$only," == *",$b,"* ]]; then selected+=("$b"); fi
