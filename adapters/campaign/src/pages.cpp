@@ -72,6 +72,7 @@ std::string margin_text(double m) {
 // fault set (and scenario, firmware, variant) x expectation: how many runs passed it and
 // the least margin any of them kept (negative: the most it failed by), linking to that run
 std::string matrix_html(const CampaignResult& result, const std::string& dir) {
+  RelativeTo rel(dir);
   std::vector<std::string> groups, names;
   std::map<std::pair<std::string, std::string>, Cell> cells;
   std::map<std::string, std::pair<std::size_t, std::size_t>> runs;  // group -> passed, runs
@@ -123,7 +124,7 @@ std::string matrix_html(const CampaignResult& result, const std::string& dir) {
       if (c.skipped) o << " <small>(" << c.skipped << " skipped)</small>";
       if (c.margin) {
         o << "<br><small>margin ";
-        const std::string report = c.worst ? relative_to(c.worst->report, dir) : "";
+        const std::string report = c.worst ? rel(c.worst->report) : "";
         if (!report.empty())
           o << "<a href=\"" << h(report) << "\" title=\"" << h(c.worst->plan.name) << "\">" << margin_text(*c.margin)
             << "</a>";
@@ -148,6 +149,7 @@ std::string matrix_html(const CampaignResult& result, const std::string& dir) {
 }  // namespace
 
 std::string junit_xml(const CampaignResult& result, const std::string& dir) {
+  RelativeTo rel(dir);
   std::size_t failures = 0, skipped = 0;
   double time = 0;
   for (const auto& r : result.runs) {
@@ -173,8 +175,8 @@ std::string junit_xml(const CampaignResult& result, const std::string& dir) {
   for (const auto& r : result.runs) {
     x << "    <testcase name=\"" << xml_escape(r.plan.name) << "\" classname=\"" << xml_escape(r.plan.classname)
       << "\" time=\"" << seconds_text(r.duration_s) << "\">\n";
-    const std::string report = relative_to(r.report, dir);
-    const std::string log = relative_to(r.log, dir);
+    const std::string report = rel(r.report);
+    const std::string log = rel(r.log);
     if (!report.empty() || !log.empty()) {
       x << "      <properties>\n";
       if (!report.empty()) x << "        <property name=\"report\" value=\"" << xml_escape(report) << "\"/>\n";
@@ -205,6 +207,7 @@ std::string junit_xml(const CampaignResult& result, const std::string& dir) {
 }
 
 std::string index_html(const CampaignResult& result, const std::string& dir) {
+  RelativeTo rel(dir);
   const auto h = [](const std::string& s) { return xml_escape(s); };
   std::ostringstream o;
   const bool pass = result.failed() == 0 && result.not_run() == 0 && result.runs.size() == result.total_runs;
@@ -234,7 +237,7 @@ std::string index_html(const CampaignResult& result, const std::string& dir) {
       << result.total_runs << " runs)";
   if (!result.merged_from.empty()) {
     o << "; merged from";
-    for (const auto& d : result.merged_from) o << " <code>" << h(relative_to(d, dir)) << "</code>";
+    for (const auto& d : result.merged_from) o << " <code>" << h(rel(d)) << "</code>";
   }
   if (result.interrupted) o << "; <b>interrupted</b> (Ctrl-C or SIGTERM): runs not started are listed as not run";
   o << "; fingerprint <code>" << h(result.fingerprint) << "</code></p>\n";
@@ -252,11 +255,11 @@ std::string index_html(const CampaignResult& result, const std::string& dir) {
     for (const auto& f : r.failures) o << h(f.message()) << "<br>";
     if (!r.reason.empty() && (r.failures.empty() || r.exit_code != 6)) o << h(r.reason);
     o << "</td><td>";
-    const std::string report = relative_to(r.report, dir);
-    const std::string log = relative_to(r.log, dir);
+    const std::string report = rel(r.report);
+    const std::string log = rel(r.log);
     if (!report.empty()) o << "<a href=\"" << h(report) << "\">" << (r.plan.replay ? "result" : "report") << "</a> ";
     if (!log.empty()) o << "<a href=\"" << h(log) << "\">log</a>";
-    const std::string recording = relative_to(r.recording, dir);
+    const std::string recording = rel(r.recording);
     if (!recording.empty()) o << " <a href=\"" << h(recording) << "\">recording</a>";
     o << "</td></tr>\n";
   }

@@ -37,6 +37,7 @@ std::size_t CampaignResult::not_run() const {
 }
 
 nlohmann::json campaign_json(const CampaignResult& result, const std::string& dir) {
+  RelativeTo rel(dir);
   nlohmann::json j;
   j["format"] = "tether-campaign-1";
   j["campaign"] = result.name;
@@ -47,7 +48,7 @@ nlohmann::json campaign_json(const CampaignResult& result, const std::string& di
       result.shard ? nlohmann::json{{"k", result.shard->first}, {"n", result.shard->second}} : nlohmann::json(nullptr);
   if (!result.merged_from.empty()) {
     j["merged_from"] = nlohmann::json::array();
-    for (const auto& d : result.merged_from) j["merged_from"].push_back(relative_to(d, dir));
+    for (const auto& d : result.merged_from) j["merged_from"].push_back(rel(d));
   }
   j["interrupted"] = result.interrupted;
   j["jobs"] = result.jobs;
@@ -87,10 +88,10 @@ nlohmann::json campaign_json(const CampaignResult& result, const std::string& di
                                                  {"verdict", e.verdict},
                                                  {"margin", e.margin ? nlohmann::json(*e.margin) : nlohmann::json()}});
     x["duration_s"] = r.duration_s;
-    x["folder"] = r.folder.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.folder, dir));
-    x["report"] = r.report.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.report, dir));
-    x["log"] = r.log.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.log, dir));
-    x["recording"] = r.recording.empty() ? nlohmann::json(nullptr) : nlohmann::json(relative_to(r.recording, dir));
+    x["folder"] = r.folder.empty() ? nlohmann::json(nullptr) : nlohmann::json(rel(r.folder));
+    x["report"] = r.report.empty() ? nlohmann::json(nullptr) : nlohmann::json(rel(r.report));
+    x["log"] = r.log.empty() ? nlohmann::json(nullptr) : nlohmann::json(rel(r.log));
+    x["recording"] = r.recording.empty() ? nlohmann::json(nullptr) : nlohmann::json(rel(r.recording));
     j["runs"].push_back(std::move(x));
   }
   return j;

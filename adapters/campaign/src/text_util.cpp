@@ -40,22 +40,54 @@ bool has_dot_dot(const fs::path& p) {
 
 }  // namespace
 
-std::string relative_to(const std::string& path, const std::string& dir) {
+std::string relative_to(const std::string& path, const std::string& dir) { return RelativeTo(dir)(path); }
+
+std::string RelativeTo::operator()(const std::string& path) {
   if (path.empty()) return path;
   std::error_code ec;
   const fs::path p = fs::absolute(path, ec);
-  const fs::path d = fs::absolute(dir, ec);
+  const fs::path d = fs::absolute(dir_, ec);
+  if (ec) return path;
   // the common case, a run's file inside the campaign's folder: the rest of its name, whatever
-  // links the folder's own path goes through. fs::relative resolves every component of both
-  // paths (a readlink each): for every path of every rewrite of the results, it was most of
-  // what the campaign's process did (docs/campaigns.md, "The campaign's own work"). Names with
-  // ".." in them take that way still (a link before ".." leads elsewhere than the text says).
-  if (!ec && !has_dot_dot(path) && !has_dot_dot(dir)) {
+  // links the folder's own path goes through (docs/campaigns.md, "The campaign's own work").
+  // Names with ".." in them are resolved (a link before ".." leads elsewhere than the text says).
+  if (!has_dot_dot(path) && !has_dot_dot(dir_)) {
     const fs::path lexical = p.lexically_normal().lexically_relative(d.lexically_normal());
     if (!lexical.empty() && *lexical.begin() != "..") return lexical.string();
   }
-  const fs::path rel = fs::relative(p, d, ec);
-  return ec || rel.empty() ? path : rel.string();
+  // elsewhere (a merge's runs in the slices' folders): both with their links resolved, as
+  // fs::relative does, the folders on the way remembered
+  if (!have_dir_) {
+    dir_resolved_ = resolved(d, true);
+    have_dir_ = true;
+  }
+  const fs::path rel = resolved(p, false).lexically_relative(dir_resolved_);
+  return rel.empty() ? path : rel.string();
+}
+
+// `p` (absolute) with every link in it resolved: its folder's resolution (remembered) and its
+// last component, followed if it is a link; "." and ".." after the folder's links are
+// resolved, as the system resolves them. A name that does not exist is kept as it is.
+fs::path RelativeTo::resolved(const fs::path& p, bool remember) {
+  if (!p.has_relative_path()) return p;  // the root
+  if (const auto it = folders_.find(p.native()); it != folders_.end()) return it->second;
+  const fs::path folder = resolved(p.parent_path(), true);
+  const fs::path name = p.filename();
+  fs::path out;
+  if (name.empty() || name == ".") {
+    out = folder;
+  } else if (name == "..") {
+    out = folder.parent_path();
+  } else {
+    out = folder / name;
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(out, ec))) {
+      const fs::path target = fs::weakly_canonical(out, ec);
+      if (!ec) out = target;
+    }
+  }
+  if (remember) folders_.emplace(p.native(), out);
+  return out;
 }
 
 }  // namespace tether::campaign

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <unordered_map>
 
 #include <yaml-cpp/yaml.h>
 
@@ -17,5 +18,24 @@ std::string read_text(const std::filesystem::path& path);
 std::string seconds_text(double s);
 /// `path` relative to `dir` (both made absolute first); `path` itself when there is no such path.
 std::string relative_to(const std::string& path, const std::string& dir);
+
+/// Paths made relative to one folder as relative_to makes them (links resolved as
+/// std::filesystem::relative resolves them), remembering every folder it resolved: the
+/// paths of a merge's runs lie in the slices' folders, outside the merged one, and resolving
+/// each of them afresh (a readlink per component) was most of a merge's time. One per write:
+/// links made or removed after it was made are not seen.
+class RelativeTo {
+ public:
+  explicit RelativeTo(std::string dir) : dir_(std::move(dir)) {}
+  std::string operator()(const std::string& path);
+
+ private:
+  std::filesystem::path resolved(const std::filesystem::path& p, bool remember);
+
+  std::string dir_;
+  std::filesystem::path dir_resolved_;
+  bool have_dir_ = false;
+  std::unordered_map<std::string, std::filesystem::path> folders_;  // absolute name -> links resolved
+};
 
 }  // namespace tether::campaign
