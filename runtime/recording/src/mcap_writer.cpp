@@ -61,7 +61,8 @@ void Writer::reset() {
   chunk_start_time_ns_ = 0;
   chunk_end_time_ns_ = 0;
   chunk_has_messages_ = false;
-  chunk_indexes_.clear();
+  chunk_index_records_.clear();
+  chunk_count_ = 0;
   attachment_indexes_.clear();
   metadata_indexes_.clear();
   message_count_ = 0;
@@ -360,7 +361,20 @@ void Writer::write_chunk() {
     state.index_sorted = true;
   }
   index.message_index_length = bytes_written_ - indexes_start;
-  chunk_indexes_.push_back(std::move(index));
+  record_.clear();
+  put_u64(record_, index.message_start_time_ns);
+  put_u64(record_, index.message_end_time_ns);
+  put_u64(record_, index.chunk_start_offset);
+  put_u64(record_, index.chunk_length);
+  put_u16_u64_map(record_, index.message_index_offsets);
+  put_u64(record_, index.message_index_length);
+  put_string(record_, compression);
+  put_u64(record_, index.compressed_size);
+  put_u64(record_, index.uncompressed_size);
+  chunk_index_records_.push_back(static_cast<std::uint8_t>(Opcode::chunk_index));
+  put_u64(chunk_index_records_, record_.size());
+  chunk_index_records_.insert(chunk_index_records_.end(), record_.begin(), record_.end());
+  ++chunk_count_;
 
   chunk_records_.clear();
   chunk_channels_.clear();
@@ -429,28 +443,13 @@ void Writer::write_summary_and_footer() {
     put_u32(record_, static_cast<std::uint32_t>(channels_.size()));
     put_u32(record_, static_cast<std::uint32_t>(attachment_indexes_.size()));
     put_u32(record_, static_cast<std::uint32_t>(metadata_indexes_.size()));
-    put_u32(record_, static_cast<std::uint32_t>(chunk_indexes_.size()));
+    put_u32(record_, chunk_count_);
     put_u64(record_, message_start_time_ns_);
     put_u64(record_, message_end_time_ns_);
     put_u16_u64_map(record_, counts);
     write_record(Opcode::statistics, record_);
   });
-  const std::string_view compression = options_.compress ? "zstd" : "";
-  group(Opcode::chunk_index, [&] {
-    for (const ChunkIndex& index : chunk_indexes_) {
-      record_.clear();
-      put_u64(record_, index.message_start_time_ns);
-      put_u64(record_, index.message_end_time_ns);
-      put_u64(record_, index.chunk_start_offset);
-      put_u64(record_, index.chunk_length);
-      put_u16_u64_map(record_, index.message_index_offsets);
-      put_u64(record_, index.message_index_length);
-      put_string(record_, compression);
-      put_u64(record_, index.compressed_size);
-      put_u64(record_, index.uncompressed_size);
-      write_record(Opcode::chunk_index, record_);
-    }
-  });
+  group(Opcode::chunk_index, [&] { write_bytes(chunk_index_records_.data(), chunk_index_records_.size()); });
   group(Opcode::attachment_index, [&] {
     for (const AttachmentIndex& index : attachment_indexes_) {
       record_.clear();

@@ -165,7 +165,12 @@ class Writer {
   ZSTD_CCtx_s* zstd_ = nullptr;
 
   // summary
-  std::vector<ChunkIndex> chunk_indexes_;
+  // every chunk's Chunk Index record (prefix and content) as the summary will hold it, encoded
+  // when the chunk is written: ~10 bytes per channel in it rather than a map node each (the
+  // summary is kept until close, so its size per chunk is what a long recording's writer
+  // grows by: docs/reliability.md, "Long trials")
+  std::vector<std::uint8_t> chunk_index_records_;
+  std::uint32_t chunk_count_ = 0;
   std::vector<AttachmentIndex> attachment_indexes_;
   std::vector<MetadataIndex> metadata_indexes_;
   std::uint64_t message_count_ = 0;
