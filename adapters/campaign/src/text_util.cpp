@@ -42,8 +42,66 @@ bool has_dot_dot(const fs::path& p) {
 
 std::string relative_to(const std::string& path, const std::string& dir) { return RelativeTo(dir)(path); }
 
+namespace {
+
+// an absolute name in which every part is a name: no "." or "..", no doubled or trailing '/'
+bool plain_absolute(std::string_view p) {
+  if (p.size() < 2 || p.front() != '/' || p.back() == '/') return false;
+  for (std::size_t i = 0; i < p.size();) {
+    const std::size_t next = std::min(p.find('/', i + 1), p.size());
+    const std::string_view part = p.substr(i + 1, next - i - 1);
+    if (part.empty() || part == "." || part == "..") return false;
+    i = next;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Plain absolute names (what the campaign and a merge hand it) are taken apart as text: inside
+// the folder the rest of the name; elsewhere the name's folder's relative form, worked out
+// once per folder, and the last part (the slow way if that part is a link)
 std::string RelativeTo::operator()(const std::string& path) {
   if (path.empty()) return path;
+  if (!prepared_) {
+    std::error_code ec;
+    cwd_ = fs::current_path(ec).string();
+    dir_text_ = fs::absolute(dir_, ec).string();
+    while (dir_text_.size() > 1 && dir_text_.back() == '/') dir_text_.pop_back();
+    dir_plain_ = !ec && plain_absolute(dir_text_);
+    prepared_ = true;
+  }
+  if (!dir_plain_) return slow(path);
+  // a relative name is taken from the working folder, as fs::absolute takes it
+  const std::string absolute = path.front() == '/' ? path : cwd_ + "/" + path;
+  if (!plain_absolute(absolute)) return slow(path);
+  return plain(absolute, path);
+}
+
+std::string RelativeTo::plain(const std::string& path, const std::string& as_given) {
+  if (path == dir_text_) return ".";
+  if (path.size() > dir_text_.size() && path.compare(0, dir_text_.size(), dir_text_) == 0 &&
+      path[dir_text_.size()] == '/')
+    return path.substr(dir_text_.size() + 1);
+  const std::size_t slash = path.rfind('/');
+  if (slash == 0) return slow(as_given);  // a file in the root
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(path, ec))) return slow(as_given);
+  const std::string folder = path.substr(0, slash);
+  auto it = relative_folders_.find(folder);
+  if (it == relative_folders_.end()) {
+    if (!have_dir_) {
+      dir_resolved_ = resolved(fs::path(dir_text_), true);
+      have_dir_ = true;
+    }
+    const fs::path rel = resolved(fs::path(folder), true).lexically_relative(dir_resolved_);
+    if (rel.empty()) return slow(as_given);
+    it = relative_folders_.emplace(folder, rel == "." ? std::string() : rel.string() + "/").first;
+  }
+  return it->second + path.substr(slash + 1);
+}
+
+std::string RelativeTo::slow(const std::string& path) {
   std::error_code ec;
   const fs::path p = fs::absolute(path, ec);
   const fs::path d = fs::absolute(dir_, ec);

@@ -31,8 +31,15 @@ class RelativeTo {
 
  private:
   std::filesystem::path resolved(const std::filesystem::path& p, bool remember);
+  std::string plain(const std::string& path, const std::string& as_given);
+  std::string slow(const std::string& path);
 
   std::string dir_;
+  std::string cwd_;         // the working folder when the first path came
+  std::string dir_text_;    // dir_ absolute, as text, without a trailing '/' (plain names only)
+  bool dir_plain_ = false;  // dir_ absolute and without "." or ".." parts or doubled '/'
+  bool prepared_ = false;
+  std::unordered_map<std::string, std::string> relative_folders_;  // a folder's name -> its relative form
   std::filesystem::path dir_resolved_;
   bool have_dir_ = false;
   std::unordered_map<std::string, std::filesystem::path> folders_;  // absolute name -> links resolved

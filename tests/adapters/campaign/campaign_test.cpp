@@ -385,6 +385,16 @@ TEST_CASE("the results' links: relative to the folder they are written into, thr
   CampaignResult result = fake_result(all, all, link);
   result.runs[3].report = other + "/elsewhere/report.html";                      // a file outside the folder
   result.runs[4].report = link + "/./sub/../" + all[4].folder + "/report.html";  // ".." in the name
+  // a merge's runs lie in the slices' folders, beside the merged one: plain, and through a link
+  std::filesystem::create_directories(other + "/slice/run5");
+  std::filesystem::create_directories(other + "/slice/run6");
+  std::filesystem::create_directory_symlink(other + "/slice", other + "/slink");
+  result.runs[5].report = other + "/slice/run5/report.html";
+  result.runs[6].report = other + "/slink/run6/report.html";
+  result.runs[6].log = other + "/slink/run6/log.txt";
+  std::ofstream(other + "/slice/run6/real.txt") << "x";
+  std::filesystem::create_symlink(other + "/slice/run6/real.txt", other + "/slice/run5/report-link.html");
+  result.runs[5].log = other + "/slice/run5/report-link.html";  // the file itself a link
   for (const std::string& dir : {link, link + "/"}) {
     std::string error;
     REQUIRE_MESSAGE(write_campaign_results(result, dir, &error), error);
@@ -394,6 +404,14 @@ TEST_CASE("the results' links: relative to the folder they are written into, thr
     const std::string outside = std::filesystem::path(other).filename().string();
     CHECK(j["runs"][3]["report"] == "../" + outside + "/elsewhere/report.html");
     CHECK(j["runs"][4]["report"] == all[4].folder + "/report.html");
+    // as std::filesystem::relative has them, links resolved
+    for (const std::size_t i : {5, 6}) {
+      CAPTURE(i);
+      CHECK(j["runs"][i]["report"] == std::filesystem::relative(result.runs[i].report, real).string());
+      CHECK(j["runs"][i]["log"] == std::filesystem::relative(result.runs[i].log, real).string());
+    }
+    CHECK(j["runs"][6]["report"] == "../" + outside + "/slice/run6/report.html");
+    CHECK(j["runs"][5]["log"] == "../" + outside + "/slice/run6/real.txt");
   }
   std::filesystem::remove(link);
   std::filesystem::remove_all(real);
