@@ -40,8 +40,6 @@ bool has_dot_dot(const fs::path& p) {
 
 }  // namespace
 
-std::string relative_to(const std::string& path, const std::string& dir) { return RelativeTo(dir)(path); }
-
 namespace {
 
 // an absolute name in which every part is a name: no "." or "..", no doubled or trailing '/'
@@ -90,11 +88,7 @@ std::string RelativeTo::plain(const std::string& path, const std::string& as_giv
   const std::string folder = path.substr(0, slash);
   auto it = relative_folders_.find(folder);
   if (it == relative_folders_.end()) {
-    if (!have_dir_) {
-      dir_resolved_ = resolved(fs::path(dir_text_), true);
-      have_dir_ = true;
-    }
-    const fs::path rel = resolved(fs::path(folder), true).lexically_relative(dir_resolved_);
+    const fs::path rel = resolved(fs::path(folder), true).lexically_relative(dir_resolved());
     if (rel.empty()) return slow(as_given);
     it = relative_folders_.emplace(folder, rel == "." ? std::string() : rel.string() + "/").first;
   }
@@ -115,12 +109,18 @@ std::string RelativeTo::slow(const std::string& path) {
   }
   // elsewhere (a merge's runs in the slices' folders): both with their links resolved, as
   // fs::relative does, the folders on the way remembered
+  const fs::path rel = resolved(p, false).lexically_relative(dir_resolved());
+  return rel.empty() ? path : rel.string();
+}
+
+// the folder with its links resolved, once
+const fs::path& RelativeTo::dir_resolved() {
   if (!have_dir_) {
-    dir_resolved_ = resolved(d, true);
+    std::error_code ec;
+    dir_resolved_ = resolved(fs::absolute(dir_, ec), true);
     have_dir_ = true;
   }
-  const fs::path rel = resolved(p, false).lexically_relative(dir_resolved_);
-  return rel.empty() ? path : rel.string();
+  return dir_resolved_;
 }
 
 // `p` (absolute) with every link in it resolved: its folder's resolution (remembered) and its

@@ -16,14 +16,11 @@ std::string flow_text(const YAML::Node& node);
 std::string read_text(const std::filesystem::path& path);
 /// "12.345": seconds with three decimals.
 std::string seconds_text(double s);
-/// `path` relative to `dir` (both made absolute first); `path` itself when there is no such path.
-std::string relative_to(const std::string& path, const std::string& dir);
-
-/// Paths made relative to one folder as relative_to makes them (links resolved as
-/// std::filesystem::relative resolves them), remembering every folder it resolved: the
-/// paths of a merge's runs lie in the slices' folders, outside the merged one, and resolving
-/// each of them afresh (a readlink per component) was most of a merge's time. One per write:
-/// links made or removed after it was made are not seen.
+/// Paths made relative to one folder (both made absolute first; links resolved as
+/// std::filesystem::relative resolves them; the path itself when there is no such path), remembering every folder it
+/// resolved: the paths of a merge's runs lie in the slices' folders, outside the merged one, and resolving each of them
+/// afresh (a readlink per component) was most of a merge's time. One per write: links made or removed after it was made
+/// are not seen.
 class RelativeTo {
  public:
   explicit RelativeTo(std::string dir) : dir_(std::move(dir)) {}
@@ -31,6 +28,7 @@ class RelativeTo {
 
  private:
   std::filesystem::path resolved(const std::filesystem::path& p, bool remember);
+  const std::filesystem::path& dir_resolved();
   std::string plain(const std::string& path, const std::string& as_given);
   std::string slow(const std::string& path);
 
