@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -28,6 +30,7 @@
 #include "tether/loop/recorder_inputs.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/recording/recorder.hpp"
+#include "tether/recording/replay.hpp"
 #include "tether/scenario/scenario.hpp"
 
 using namespace tether;
@@ -763,4 +766,159 @@ TEST_CASE("identify: the batch refit's capture allocates nothing per step once i
   CHECK_MESSAGE(count.total == 0, count.describe());
   CHECK(refit->captured() >= 10);
   CHECK(refit->captured() <= 20);
+}
+
+namespace {
+
+// the real refit, made slow on purpose: its result is ready `slow` after it started (and
+// not before the real fit is done); finish() before then waits, and counts that it did
+class SlowRefit final : public BatchRefit {
+ public:
+  SlowRefit(std::unique_ptr<BatchRefit> inner, std::chrono::milliseconds slow, std::atomic<int>* waits)
+      : inner_(std::move(inner)), slow_(slow), waits_(waits) {}
+  void capture(const FeedbackContext& ctx, const WorldState& state, const BodyWrench& input) override {
+    inner_->capture(ctx, state, input);
+  }
+  std::size_t captured() const override { return inner_->captured(); }
+  bool start() override {
+    if (!inner_->start()) return false;
+    started_ = std::chrono::steady_clock::now();
+    return true;
+  }
+  bool ready() override { return std::chrono::steady_clock::now() - started_ >= slow_ && inner_->ready(); }
+  bool finish(RefitResult& out, std::string* why) override {
+    if (!ready()) {
+      ++*waits_;
+      std::this_thread::sleep_until(started_ + slow_);
+    }
+    return inner_->finish(out, why);
+  }
+
+ private:
+  std::unique_ptr<BatchRefit> inner_;
+  std::chrono::milliseconds slow_;
+  std::atomic<int>* waits_;
+  std::chrono::steady_clock::time_point started_{};
+};
+
+struct PacedRefitRun {
+  nlohmann::json estimate, session;
+  std::vector<std::size_t> gain_moved;  // the steps after which the estimate's thrust gain changed
+  std::string path;
+};
+
+// the representable trial with a refit every 2 s taken 0.1 s after it starts, `seconds` long
+// at `rtf`, recorded
+PacedRefitRun run_refit_trial(double seconds, double rtf, const std::string& name) {
+  YAML::Node root = YAML::Load(trial_scenario(seconds, representable, true, true, true));
+  YAML::Node est = root["vehicles"][0]["feedback"][0];
+  est["refit_every_s"] = 2;
+  est["refit_latency_s"] = 0.1;
+  root["loop"]["real_time_factor"] = rtf;
+  YAML::Emitter emitted;
+  emitted << root;
+  const Scenario sc = parse_scenario(emitted.c_str(), name + ".yaml");
+  const FeedbackProcessor* estimate = nullptr;
+  std::vector<double> row, gain;
+  row.reserve(64);
+  SessionOptions so;
+  so.after_step = [&](const WorldState&) {
+    row.clear();
+    estimate->record(row);
+    gain.push_back(row.front());
+    return true;
+  };
+  Session session(sc, adapters::make_endpoints(sc), so);
+  for (const auto& p : session.processors())
+    if (p->type() == "estimate") estimate = p.get();
+  REQUIRE(estimate != nullptr);
+  Recorder recorder(sc, recorder_inputs(session));
+  PacedRefitRun run;
+  run.path = (temp_dir() / (name + ".mcap")).string();
+  std::string error;
+  REQUIRE(recorder.open(run.path, &error));
+  session.set_recorder(&recorder);
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  run.session = session.summary();
+  REQUIRE(recorder.close(run.session, &error));
+  session.set_recorder(nullptr);
+  estimate->summarize(run.estimate);
+  for (std::size_t k = 1; k < gain.size(); ++k)
+    if (gain[k] != gain[k - 1]) run.gain_moved.push_back(k);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "identify: a paced session never waits for a late refit: taken at the first step it is ready, recorded, "
+    "and replayed at that step bit for bit") {
+  examples::register_example_controllers();
+  identify::register_online_refit();
+  std::atomic<int> waits{0};
+  const BatchRefitFactory real = batch_refit_factory();
+  set_batch_refit_factory([&](const WorldModel& model, const RefitOptions& o) {
+    return std::make_unique<SlowRefit>(real(model, o), std::chrono::milliseconds(600), &waits);
+  });
+  struct Restore {
+    ~Restore() { identify::register_online_refit(); }
+  } restore;
+
+  // as fast as possible: each refit is taken at its step (starts at 200, 400, 600; taken 10
+  // steps later), the step waiting for the slow fit, the same steps in every run
+  const PacedRefitRun fast = run_refit_trial(7, 0, "refit_slow_rtf0");
+  INFO("rtf 0: " << fast.estimate.dump());
+  CHECK(fast.estimate["refits"].get<int>() == 3);
+  CHECK(fast.estimate["refits_late"].get<int>() == 0);
+  CHECK(waits.load() == 3);
+  // the step k that takes a fit changes the gain from k on (after_step index k-1 to k)
+  CHECK(fast.gain_moved == std::vector<std::size_t>{210, 410, 610});
+
+  // paced (rtf 1): a fit due before it is ready is deferred and taken at the first step it
+  // is; the step never waits on the worker
+  waits = 0;
+  const PacedRefitRun paced = run_refit_trial(7, 1, "refit_slow_paced");
+  INFO("paced: " << paced.estimate.dump());
+  MESSAGE("paced, a refit 0.6 s slow, due 0.1 s after it starts: step time max "
+          << paced.session["step_time_ns"].dump() << " ns, overruns " << paced.session["overruns"].dump()
+          << ", late refits " << paced.estimate["refits_late"].get<int>() << ", the latest "
+          << paced.estimate["refit_late_steps_max"].get<int>() << " steps late");
+  CHECK(waits.load() == 0);
+  CHECK(paced.estimate["refit_failures"].get<int>() == 0);
+  const int refits = paced.estimate["refits"].get<int>();
+  CHECK(refits >= 1);  // how many are taken in 7 s depends on the machine (the fit's own time)
+  CHECK(paced.estimate["refits_late"].get<int>() == refits);
+  CHECK(paced.estimate["refit_late_steps_max"].get<int>() >= 49);  // 0.6 s after the start, due at 0.1 s
+
+  // the recording has each deferral at its due step and each take at its step, and the gain
+  // moved exactly at the takes
+  Recording rec;
+  std::string error;
+  REQUIRE_MESSAGE(load_recording(paced.path, rec, &error), error);
+  std::vector<std::uint64_t> deferred, taken;
+  for (const StepCommands& sc : rec.commands)
+    for (const OperatorCommand& c : sc.commands)
+      if (const auto* b = std::get_if<BackgroundTake>(&c)) {
+        CHECK(b->processor == rec.scenario.feedback[0].name);
+        (b->taken ? taken : deferred).push_back(sc.step);
+      }
+  INFO("deferred at " << deferred.size() << " steps, taken at " << taken.size());
+  CHECK(taken.size() == static_cast<std::size_t>(refits));
+  // each start (200, 400, 600) deferred at its due step; a start while the last fit is still
+  // deferred is skipped; the last may still be deferred at the end
+  CHECK(deferred.size() + static_cast<std::size_t>(paced.estimate["refit_starts_skipped"].get<int>()) == 3);
+  REQUIRE((deferred.size() == taken.size() || deferred.size() == taken.size() + 1));
+  for (std::size_t i = 0; i < deferred.size(); ++i) {
+    CHECK((deferred[i] == 210 || deferred[i] == 410 || deferred[i] == 610));
+    if (i < taken.size()) CHECK(taken[i] >= deferred[i] + 49);
+    if (i + 1 < deferred.size()) CHECK(taken[i] < deferred[i + 1]);
+  }
+  CHECK(paced.gain_moved == std::vector<std::size_t>(taken.begin(), taken.end()));
+
+  // read back, the recording replays exactly (load_trial compares every replayed state with
+  // the recorded one): the refits are taken at the recorded steps, waiting for them if need be
+  identify::Trial trial;
+  REQUIRE_MESSAGE(identify::load_trial(paced.path, "", trial, &error), error);
+  CHECK(trial.samples.size() == 701);
 }

@@ -318,6 +318,36 @@ TEST_CASE("the recorder waits when full only while the session is unpaced, live 
   CHECK(waiting[30]);
 }
 
+TEST_CASE("a background_take (the session's record of a late refit) is refused from a client") {
+  const Scenario sc = parse_scenario(scenario_text, "replay.yaml");
+  SessionControl control;
+  SessionOptions options;
+  options.steps = 10;
+  options.control = &control;
+  bool answered = false, accepted = true;
+  std::string why;
+  options.after_step = [&](const WorldState& s) {
+    if (s.step == 3) {
+      ControlRequest r{ControlRequest::World{BackgroundTake{"blend", true}}, [&](bool ok, const std::string& text) {
+                         answered = true;
+                         accepted = ok;
+                         why = text;
+                       }};
+      REQUIRE(control.submit(std::move(r)));
+    }
+    return true;
+  };
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  eps.push_back(std::make_unique<ScriptedEndpoint>(sc.endpoints[0], 0, 40.0));
+  eps.push_back(std::make_unique<ScriptedEndpoint>(sc.endpoints[1], 1, 25.0));
+  Session session(sc, std::move(eps), options);
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == Outcome::completed);
+  CHECK(answered);
+  CHECK_FALSE(accepted);
+  CHECK(why.find("the session's own record") != std::string::npos);
+}
+
 TEST_CASE("replay from a keyframe equals the original run from that step on") {
   const Scenario sc = parse_scenario(scenario_text, "replay.yaml");
   const Recorded r = record(sc, "from.mcap", 300, [](ScriptedEndpoint& ctl, ScriptedEndpoint& rig) {

@@ -31,9 +31,12 @@ std::vector<OperatorCommand> one_of_each() {
   f.torque_nm = Vec3(0, 0, 2.5);
   f.point_m = Vec3(0.3, 0, -0.1);
   f.duration_s = 1.0 / 3.0;
-  return {f, RemoveForce{"push"}, SetParameter{"feedback.blend.alpha", 0.7},
+  return {f,
+          RemoveForce{"push"},
+          SetParameter{"feedback.blend.alpha", 0.7},
           InjectFault{R"({"device":"auv.hull.depth","kind":"bias","value":-3})"},
-          EndpointCommand{"ardusub", "autopilot_target", R"({"depth_m":2.5,"heading_deg":-90})"}};
+          EndpointCommand{"ardusub", "autopilot_target", R"({"depth_m":2.5,"heading_deg":-90})"},
+          BackgroundTake{"estimate", true}};
 }
 
 std::string bytes_of(const OperatorCommand& c) {
@@ -51,7 +54,7 @@ TEST_CASE("operator commands: every kind survives the recording's bytes exactly,
   StepCommands sc;
   sc.step = 1234;
   sc.commands = one_of_each();
-  static_assert(std::variant_size_v<OperatorCommand> == 5);  // a new kind: add it to one_of_each
+  static_assert(std::variant_size_v<OperatorCommand> == 6);  // a new kind: add it to one_of_each
   std::string bytes;
   encode_step_commands(sc, bytes);
   StepCommands back;
@@ -75,6 +78,18 @@ TEST_CASE("operator commands: every kind survives the recording's bytes exactly,
   CHECK(e.endpoint == "ardusub");
   CHECK(e.verb == "autopilot_target");
   CHECK(e.arguments == R"({"depth_m":2.5,"heading_deg":-90})");
+  const auto& t = std::get<BackgroundTake>(back.commands[5]);
+  CHECK(t.processor == "estimate");
+  CHECK(t.taken);
+  // deferred and taken are 0 and 1 in the value field; anything else is refused
+  OperatorCommandFields fields = to_fields(BackgroundTake{"estimate", false});
+  CHECK(fields.kind == 6);
+  CHECK(fields.value == 0);
+  OperatorCommand read_back;
+  REQUIRE(from_fields(fields, read_back));
+  CHECK_FALSE(std::get<BackgroundTake>(read_back).taken);
+  fields.value = 0.5;
+  CHECK_FALSE(from_fields(fields, read_back));
 }
 
 TEST_CASE("operator commands: the recording's layout is format 2's, every field written, kind numbers from 1") {
@@ -84,10 +99,13 @@ TEST_CASE("operator commands: the recording's layout is format 2's, every field 
   std::string expected;
   expected += "\x1a";  // field 3 (commands), length-delimited
   std::string c;
-  c += std::string("\x08\x02", 2);            // kind = 2 (REMOVE_FORCE)
-  c += std::string("\x12\x01" "a", 3);        // name = "a"
-  c += std::string("\x18\x00", 2);            // body = 0
-  c += std::string("\x20\x00", 2);            // body_frame = false
+  c += std::string("\x08\x02", 2);  // kind = 2 (REMOVE_FORCE)
+  c += std::string(
+      "\x12\x01"
+      "a",
+      3);                           // name = "a"
+  c += std::string("\x18\x00", 2);  // body = 0
+  c += std::string("\x20\x00", 2);  // body_frame = false
   const std::string zero_vec3 = std::string("\x09\0\0\0\0\0\0\0\0\x11\0\0\0\0\0\0\0\0\x19\0\0\0\0\0\0\0\0", 27);
   const std::string nested = std::string(1, static_cast<char>(zero_vec3.size())) + zero_vec3;
   c += "\x2a" + nested + "\x32" + nested + "\x3a" + nested;  // force, torque, point
@@ -98,7 +116,7 @@ TEST_CASE("operator commands: the recording's layout is format 2's, every field 
 
   // a kind this build does not know is refused, not misread
   std::string unknown = b;
-  unknown[3] = '\x06';
+  unknown[3] = '\x07';
   StepCommands out;
   std::string why;
   CHECK_FALSE(decode_step_commands(unknown, out, &why));
@@ -125,6 +143,8 @@ TEST_CASE("operator commands: JSON, the live services' requests, round-trips eve
   CHECK(why == "\"value\" must be a finite number");
   CHECK_FALSE(command_from_json("endpoint_command", json{{"verb", "autopilot_arm"}}, bodies, c, &why));
   CHECK(why.find("\"endpoint\" is required") == 0);
+  CHECK_FALSE(command_from_json("background_take", json{{"processor", "estimate"}, {"taken", 1}}, bodies, c, &why));
+  CHECK(why == "\"taken\" must be true (taken) or false (deferred)");
   CHECK_FALSE(command_from_json("teleport", json::object(), bodies, c, &why));
   CHECK(why == "unknown operator command \"teleport\"");
 }

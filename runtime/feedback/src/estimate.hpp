@@ -67,6 +67,15 @@ class EstimateProcessor final : public FeedbackProcessor {
   void snapshot(std::string& out) const override;
   bool restores_after_start() const override { return !refit_.on(); }
   bool restore(std::string_view b) override;
+  // the refit, a paced session's late takes (docs/feedback.md, "Background work")
+  BackgroundNote take_background_note() override { return refit_.take_note(); }
+  bool apply_background_note(std::uint64_t step, BackgroundNote note, std::string* why) override {
+    if (refit_.on()) {
+      refit_.recorded_note(step, note);
+      return true;
+    }
+    return FeedbackProcessor::apply_background_note(step, note, why);
+  }
 
   // the summary and the recording (estimate_summary.cpp)
   void summarize(nlohmann::json& out) const override;

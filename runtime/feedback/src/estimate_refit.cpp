@@ -13,7 +13,9 @@ namespace tether::runtime::feedback_detail {
 void RefitSchedule::configure(const ConfigNode& node, const WorldModel& model, const RefitOptions& options) {
   // every refit_every_s the trial so far (at most refit_history_s of it) is fitted in the
   // background by `tether identify`'s fit; the processor takes it refit_latency_s after it
-  // started (the step waits for it if it is late: the same step in every run and replay)
+  // started: as fast as possible the step waits for it if it is late (the same step in every
+  // run), in a paced session it is taken at the first step it is ready, a step that replay
+  // reads from the recording (docs/feedback.md, "Background work")
   every_s_ = node.number_or("refit_every_s", 0.0, Range::between(0, 86400));
   latency_s_ = node.number_or("refit_latency_s", 2.0, Range::between(0, 86400));
   history_s_ = node.number_or("refit_history_s", 120.0, Range::between(1, 3600));
@@ -43,6 +45,7 @@ const RefitResult* RefitSchedule::step(const FeedbackContext& ctx, const WorldSt
     first_ = k;
   }
   refit_->capture(ctx, state, input);
+  note_ = BackgroundNote::none;
   bool took = false;
   const auto take = [&] {
     take_at_ = -1;
@@ -57,18 +60,57 @@ const RefitResult* RefitSchedule::step(const FeedbackContext& ctx, const WorldSt
     error_.clear();
     took = true;
   };
-  if (take_at_ == k) take();
-  if (k > first_ && (k - first_) % every_steps_ == 0 && refit_->start()) {
-    take_at_ = k + latency_steps_;
-    if (latency_steps_ == 0) take();
+  const auto defer = [&] {
+    take_at_ = -1;
+    deferred_ = true;
+    deferred_at_ = k;
+    if (ctx.background != BackgroundTakes::as_recorded) note_ = BackgroundNote::deferred;
+  };
+  // the fit due at this step: taken now (waiting for it if it is late), or deferred
+  const auto due = [&] {
+    switch (ctx.background) {
+      case BackgroundTakes::at_schedule: return take();
+      case BackgroundTakes::when_ready: return refit_->ready() ? take() : defer();
+      case BackgroundTakes::as_recorded: return recorded_defer_ == k ? defer() : take();
+    }
+  };
+  if (deferred_) {
+    bool now = true;  // at_schedule (the session stopped pacing): now, waiting if need be
+    if (ctx.background == BackgroundTakes::when_ready) now = refit_->ready();
+    if (ctx.background == BackgroundTakes::as_recorded) now = recorded_take_ == k;
+    if (now) {
+      deferred_ = false;
+      ++late_;
+      late_steps_max_ = std::max(late_steps_max_, k - deferred_at_);
+      if (ctx.background != BackgroundTakes::as_recorded) note_ = BackgroundNote::taken;
+      take();
+    }
+  }
+  if (take_at_ == k) due();
+  if (k > first_ && (k - first_) % every_steps_ == 0) {
+    if (refit_->start()) {
+      take_at_ = k + latency_steps_;
+      if (latency_steps_ == 0) due();
+    } else {
+      ++skipped_;  // the last one is still deferred: this one is not made
+    }
   }
   return took ? &result_ : nullptr;
+}
+
+void RefitSchedule::recorded_note(std::uint64_t step, BackgroundNote note) {
+  if (note == BackgroundNote::deferred) recorded_defer_ = static_cast<std::int64_t>(step);
+  if (note == BackgroundNote::taken) recorded_take_ = static_cast<std::int64_t>(step);
 }
 
 void RefitSchedule::reset() {
   refit_.reset();  // waits for a fit running
   take_at_ = -1;
-  taken_ = failures_ = 0;
+  taken_ = failures_ = late_ = skipped_ = 0;
+  deferred_ = false;
+  deferred_at_ = recorded_defer_ = recorded_take_ = -1;
+  late_steps_max_ = 0;
+  note_ = BackgroundNote::none;
   windows_ = 0;
   error_.clear();
 }
@@ -78,6 +120,9 @@ void RefitSchedule::summarize(nlohmann::json& out) const {
   out["refits"] = taken_;
   out["refit_failures"] = failures_;
   out["refit_windows"] = windows_;
+  out["refits_late"] = late_;  // deferred at their step (not ready, a paced session), taken later
+  out["refit_late_steps_max"] = late_steps_max_;
+  out["refit_starts_skipped"] = skipped_;
   if (!error_.empty()) out["refit_error"] = error_;
 }
 

@@ -23,8 +23,18 @@ class RefitSchedule {
   void configure(const ConfigNode& node, const WorldModel& model, const RefitOptions& options);
   bool on() const { return every_s_ > 0; }
   /// Step k: captures it; the fit taken this step, if one was (else nullptr). The refit is
-  /// made on the first step.
+  /// made on the first step. A fit is taken as ctx.background says (feedback.hpp): at its
+  /// step, waiting if late; deferred while not ready (a paced session); or where the recording
+  /// says.
   const RefitResult* step(const FeedbackContext& ctx, const WorldState& state, const BodyWrench& input);
+  /// What step() did that replay must repeat (a deferral, a late take); cleared by the call.
+  BackgroundNote take_note() {
+    const BackgroundNote n = note_;
+    note_ = BackgroundNote::none;
+    return n;
+  }
+  /// The recording's note for step `step`, before step() runs for it.
+  void recorded_note(std::uint64_t step, BackgroundNote note);
   /// The steps captured so far (0 before the first step and after reset()).
   std::size_t captured() const { return refit_ ? refit_->captured() : 0; }
   /// The session restored its start: the refit is made again on the next step.
@@ -39,6 +49,12 @@ class RefitSchedule {
   std::unique_ptr<BatchRefit> refit_;
   std::int64_t every_steps_ = 0, latency_steps_ = 0, first_ = 0, take_at_ = -1;
   std::uint64_t taken_ = 0, failures_ = 0;
+  // a fit due and not taken (BackgroundTakes::when_ready / as_recorded), since step deferred_at_
+  bool deferred_ = false;
+  std::int64_t deferred_at_ = -1, recorded_defer_ = -1, recorded_take_ = -1;
+  BackgroundNote note_ = BackgroundNote::none;
+  std::uint64_t late_ = 0, skipped_ = 0;  // taken after their step; starts skipped (one still running)
+  std::int64_t late_steps_max_ = 0;
   int windows_ = 0;
   std::string error_;
   RefitResult result_;  // the last one taken

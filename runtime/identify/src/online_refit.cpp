@@ -93,6 +93,11 @@ class OnlineRefit final : public runtime::BatchRefit {
     return true;
   }
 
+  bool ready() override {
+    const std::lock_guard lock(mutex_);  // the worker holds it only to take a job and hand its result
+    return pending_ && done_;
+  }
+
   bool finish(runtime::RefitResult& out, std::string* why) override {
     std::unique_lock lock(mutex_);
     if (!pending_) {

@@ -285,6 +285,7 @@ bool Session::run_step(const std::atomic<bool>& stop_requested) {
   if (!pre(ctx)) return false;
   if (!advance(ctx)) return false;
   if (!post(ctx)) return false;
+  record_commands(ctx);
   expect(ctx, false);
   emit(ctx);
   if (!record(ctx, time_step(began))) return false;
@@ -569,6 +570,7 @@ FeedbackContext Session::feedback_context(const StepContext& ctx, std::size_t pr
   fc.vehicle = scenario_.feedback[processor].vehicle;
   fc.measurements = gate_.measurements[static_cast<std::size_t>(fc.vehicle)];
   fc.devices = &devices_.bank;
+  fc.background = background_takes();
   return fc;
 }
 

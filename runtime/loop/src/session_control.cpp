@@ -75,6 +75,10 @@ std::string describe(const OperatorCommand& command, const WorldModel& model) {
           [](const EndpointCommand& c) -> std::string {
             return "endpoint_command " + c.verb + " " + c.arguments + " to endpoint " + c.endpoint;
           },
+          [](const BackgroundTake& c) -> std::string {
+            return "feedback." + c.processor +
+                   (c.taken ? ": the late refit taken" : ": the refit due not ready, deferred");
+          },
       },
       command);
 }
@@ -242,6 +246,11 @@ bool Session::check_command(const OperatorCommand& command, std::string* why, Fa
             }
             return fail("no endpoint \"" + c.endpoint + "\" (known: " + known + ")");
           },
+          [&](const BackgroundTake&) {
+            return fail(
+                "background_take is the session's own record of a feedback processor's late result, not a "
+                "request");
+          },
       },
       command);
 }
@@ -282,50 +291,58 @@ void Session::add_fault(const FaultConfig& fault) { checks_.add_fault(fault); }
 void Session::apply_command(const OperatorCommand& command, std::uint64_t step) {
   ++op_->commands_applied;
   auto& forces = op_->forces;
-  std::visit(overloaded{
-                 [&](const ApplyForce& c) {
-                   // a force of the same name is replaced
-                   std::erase_if(forces, [&](const OperatorForce& f) { return f.command.name == c.name; });
-                   std::uint64_t until = forever;
-                   if (c.duration_s > 0) {
-                     const double steps = std::ceil(c.duration_s * 1e9 / static_cast<double>(scenario_.loop.period_ns));
-                     until = step + static_cast<std::uint64_t>(std::max(1.0, steps));
-                   }
-                   forces.push_back({c, until});
-                 },
-                 [&](const RemoveForce& c) {
-                   std::erase_if(forces, [&](const OperatorForce& f) { return f.command.name == c.name; });
-                 },
-                 [&](const SetParameter& c) {
-                   const std::string rest = c.name.substr(std::string("feedback.").size());
-                   for (const auto& p : processors_)
-                     if (rest.rfind(p->name() + ".", 0) == 0) {
-                       std::string why;
-                       if (!p->set_parameter(rest.substr(p->name().size() + 1), c.value, &why))
-                         spdlog::warn("operator command {} at step {} refused: {}", c.name, step, why);
-                       return;
-                     }
-                 },
-                 [&](const InjectFault& c) {
-                   FaultConfig f;
-                   std::string why;
-                   if (live_fault(c.entry, step, f, &why))
-                     add_fault(f);
-                   else
-                     spdlog::warn("operator command inject_fault at step {} refused: {}", step, why);
-                 },
-                 [&](const EndpointCommand& c) {
-                   std::string why = "no such endpoint";
-                   const nlohmann::json arguments = nlohmann::json::parse(c.arguments, nullptr, false);
-                   for (auto& e : endpoints_)
-                     if (e->name() == c.endpoint && arguments.is_object() &&
-                         e->operator_command(c.verb, arguments, true, &why))
-                       return;
-                   spdlog::warn("operator command {} for endpoint {} at step {} refused: {}", c.verb, c.endpoint, step,
-                                why);
-                 },
-             },
-             command);
+  std::visit(
+      overloaded{
+          [&](const ApplyForce& c) {
+            // a force of the same name is replaced
+            std::erase_if(forces, [&](const OperatorForce& f) { return f.command.name == c.name; });
+            std::uint64_t until = forever;
+            if (c.duration_s > 0) {
+              const double steps = std::ceil(c.duration_s * 1e9 / static_cast<double>(scenario_.loop.period_ns));
+              until = step + static_cast<std::uint64_t>(std::max(1.0, steps));
+            }
+            forces.push_back({c, until});
+          },
+          [&](const RemoveForce& c) {
+            std::erase_if(forces, [&](const OperatorForce& f) { return f.command.name == c.name; });
+          },
+          [&](const SetParameter& c) {
+            const std::string rest = c.name.substr(std::string("feedback.").size());
+            for (const auto& p : processors_)
+              if (rest.rfind(p->name() + ".", 0) == 0) {
+                std::string why;
+                if (!p->set_parameter(rest.substr(p->name().size() + 1), c.value, &why))
+                  spdlog::warn("operator command {} at step {} refused: {}", c.name, step, why);
+                return;
+              }
+          },
+          [&](const InjectFault& c) {
+            FaultConfig f;
+            std::string why;
+            if (live_fault(c.entry, step, f, &why))
+              add_fault(f);
+            else
+              spdlog::warn("operator command inject_fault at step {} refused: {}", step, why);
+          },
+          [&](const EndpointCommand& c) {
+            std::string why = "no such endpoint";
+            const nlohmann::json arguments = nlohmann::json::parse(c.arguments, nullptr, false);
+            for (auto& e : endpoints_)
+              if (e->name() == c.endpoint && arguments.is_object() &&
+                  e->operator_command(c.verb, arguments, true, &why))
+                return;
+            spdlog::warn("operator command {} for endpoint {} at step {} refused: {}", c.verb, c.endpoint, step, why);
+          },
+          [&](const BackgroundTake& c) {
+            std::string why = "no feedback processor of that name";
+            for (const auto& p : processors_)
+              if (p->name() == c.processor &&
+                  p->apply_background_note(step, c.taken ? BackgroundNote::taken : BackgroundNote::deferred, &why))
+                return;
+            spdlog::warn("recorded background_take for feedback.{} at step {} not applied: {}", c.processor, step, why);
+          },
+      },
+      command);
 }
 
 void Session::reapply_commands(std::uint64_t before_step, bool faults) {
@@ -363,7 +380,6 @@ void Session::apply_operator_inputs(const StepContext& ctx) {
       spdlog::info("{}", text);
       if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 2, "operator", text);
     }
-    if (recorder_) recorder_->commands(op.step_commands, ctx.time_ns);
   }
   if (op.forces.empty()) return;
   std::erase_if(op.forces, [&](const OperatorForce& f) { return f.until_step <= ctx.step; });
@@ -379,6 +395,30 @@ void Session::apply_operator_inputs(const StepContext& ctx) {
       in.torque_world_nm += c.torque_nm;
     }
   }
+}
+
+// Replay takes a background result where the recording says; a paced session never waits for
+// one (it is taken at the first step it is ready); as fast as possible, at its step.
+BackgroundTakes Session::background_takes() const {
+  if (options_.scripted_commands) return BackgroundTakes::as_recorded;
+  return rtf_ > 0 ? BackgroundTakes::when_ready : BackgroundTakes::at_schedule;
+}
+
+void Session::record_commands(const StepContext& ctx) {
+  OperatorControl& op = *op_;
+  if (background_takes() != BackgroundTakes::as_recorded)  // replay's notes came with the script
+    for (const auto& p : processors_) {
+      const BackgroundNote note = p->take_background_note();
+      if (note == BackgroundNote::none) continue;
+      op.step_commands.commands.push_back(BackgroundTake{p->name(), note == BackgroundNote::taken});
+      const std::string text =
+          describe(op.step_commands.commands.back(), model_) + " at step " + std::to_string(ctx.step);
+      spdlog::info("{}", text);
+      if (recorder_) recorder_->event(ctx.step, ctx.time_ns, 2, "feedback", text);
+    }
+  if (op.step_commands.commands.empty()) return;
+  op.step_commands.step = ctx.step;
+  if (recorder_) recorder_->commands(op.step_commands, ctx.time_ns);
 }
 
 void Session::handle_request(ControlRequest& r) {

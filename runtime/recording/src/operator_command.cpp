@@ -10,10 +10,11 @@ namespace tether::runtime {
 using nlohmann::json;
 
 // the recording's kind number is the index + 1: appending keeps every recorded number
-static_assert(std::variant_size_v<OperatorCommand> == 5, "a new kind: its JSON and fields below, and docs/live.md");
+static_assert(std::variant_size_v<OperatorCommand> == 6, "a new kind: its JSON and fields below, and docs/live.md");
 static_assert(std::is_same_v<std::variant_alternative_t<0, OperatorCommand>, ApplyForce>);
 static_assert(std::is_same_v<std::variant_alternative_t<3, OperatorCommand>, InjectFault>);
 static_assert(std::is_same_v<std::variant_alternative_t<4, OperatorCommand>, EndpointCommand>);
+static_assert(std::is_same_v<std::variant_alternative_t<5, OperatorCommand>, BackgroundTake>);
 
 const char* kind_name(const OperatorCommand& c) {
   return std::visit([](const auto& k) { return std::decay_t<decltype(k)>::kind; }, c);
@@ -111,6 +112,14 @@ bool read(const Reader& r, const BodyNames&, EndpointCommand& c) {
   return true;
 }
 
+bool read(const Reader& r, const BodyNames&, BackgroundTake& c) {
+  if (!r.string("processor", c.processor, true, "a feedback processor's name")) return false;
+  if (!r.j.contains("taken") || !r.j["taken"].is_boolean())
+    return r.fail("\"taken\" must be true (taken) or false (deferred)");
+  c.taken = r.j["taken"].get<bool>();
+  return true;
+}
+
 json endpoint_command_json(const EndpointCommand& c) {
   json j = json::parse(c.arguments, nullptr, false);
   if (!j.is_object()) j = json{{"arguments", c.arguments}};
@@ -164,6 +173,9 @@ json command_to_json(const OperatorCommand& command, const BodyNames& bodies) {
                           return j.is_object() ? j : json{{"entry", c.entry}};
                         },
                         [](const EndpointCommand& c) { return endpoint_command_json(c); },
+                        [](const BackgroundTake& c) {
+                          return json{{"processor", c.processor}, {"taken", c.taken}};
+                        },
                     },
                     command);
 }
@@ -195,6 +207,10 @@ OperatorCommandFields to_fields(const OperatorCommand& command) {
                  },
                  [&](const InjectFault& c) { f.name = c.entry; },
                  [&](const EndpointCommand& c) { f.name = endpoint_command_json(c).dump(); },
+                 [&](const BackgroundTake& c) {
+                   f.name = c.processor;
+                   f.value = c.taken ? 1 : 0;
+                 },
              },
              command);
   return f;
@@ -215,6 +231,10 @@ bool from_fields(OperatorCommandFields f, OperatorCommand& out) {
       out = std::move(c);
       return true;
     }
+    case 6:
+      if (f.value != 0 && f.value != 1) return false;
+      out = BackgroundTake{std::move(f.name), f.value == 1};
+      return true;
     default: return false;
   }
 }

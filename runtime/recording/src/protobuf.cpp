@@ -231,7 +231,8 @@ const std::vector<EnumDef>& enums() {
         {"REMOVE_FORCE", 2},
         {"SET_PARAMETER", 3},
         {"INJECT_FAULT", 4},
-        {"ENDPOINT_COMMAND", 5}}},
+        {"ENDPOINT_COMMAND", 5},
+        {"BACKGROUND_TAKE", 6}}},
   };
   return e;
 }
@@ -314,14 +315,14 @@ const std::vector<MessageDef>& messages() {
       {"OperatorCommand",
        "A command from an operator that changes the world, applied in phase 4 of its step.",
        {{"kind", 1, t_enum, one, "CommandKind", ""},
-        {"name", 2, t_string, one, "", "force, parameter, or the fault or endpoint command as JSON"},
+        {"name", 2, t_string, one, "", "force, parameter or processor, or the fault or endpoint command as JSON"},
         {"body", 3, t_uint32, one, "", ""},
         {"body_frame", 4, t_bool, one, "", ""},
         {"force_n", 5, t_message, one, "Vec3", ""},
         {"torque_nm", 6, t_message, one, "Vec3", ""},
         {"point_m", 7, t_message, one, "Vec3", ""},
         {"duration_s", 8, t_double, one, "", ""},
-        {"value", 9, t_double, one, "", ""}}},
+        {"value", 9, t_double, one, "", "a parameter's value; BACKGROUND_TAKE: 1 taken, 0 deferred"}}},
       {"StepCommands",
        "/tether/commands: the operator commands step k applied.",
        {{"format_version", 1, t_uint32, one, "", "written last"},

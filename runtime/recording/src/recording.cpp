@@ -529,7 +529,7 @@ bool read_operator_command(std::string_view bytes, OperatorCommand& out) {
   const bool read = read_nested(bytes, bit(f::oc_kind), [&](pb::Reader& r, std::uint32_t field, Wire w) {
     std::string_view b;
     switch (field) {
-      case f::oc_kind: return get_small(r, w, o.kind, 5) && o.kind != 0;
+      case f::oc_kind: return get_small(r, w, o.kind, std::variant_size_v<OperatorCommand>) && o.kind != 0;
       case f::oc_name: return get(r, w, b) && (o.name.assign(b), true);
       case f::oc_body: return get_small(r, w, o.body, 0xffffffffu);
       case f::oc_frame: return get_bool(r, w, o.body_frame);

@@ -140,6 +140,9 @@ TEST_CASE("live services: requests become session requests through the table, an
   CHECK(why.find(R"("heading_deg" must be a finite number in -360..360)") != std::string::npos);
   CHECK_FALSE(build("/tether/autopilot_mode", R"({"endpoint":"ap","mode":"ALT_HOLD","verb":"autopilot_arm"})"));
   CHECK(why.find(R"(unknown key "verb")") == 0);
+  // a paced session's record of a late refit (BackgroundTake) is the session's own: no
+  // service makes one
+  CHECK(live::find_service("/tether/background_take") == nullptr);
 }
 
 TEST_CASE("live services: the table gives ids in order, refuses a second of a name, and derives the schemas") {

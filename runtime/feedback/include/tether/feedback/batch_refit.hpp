@@ -2,7 +2,8 @@
 // The online `estimate` processor's batch refit (docs/feedback.md, "The refit"): every
 // `refit_every_s` it hands what it has seen of the trial so far to a batch fit over the whole
 // of it — `tether identify`'s fit, run in the background — and takes the fit's values and
-// covariance as its own a fixed `refit_latency_s` later. The fit lives in the identify
+// covariance as its own a fixed `refit_latency_s` later (in a paced session: then, or at the
+// first step after it when the fit is late; docs/feedback.md, "Background work"). The fit lives in the identify
 // library, which depends on this one; it makes itself known here
 // (tether::identify::register_online_refit()), as a feedback processor from outside would.
 #pragma once
@@ -50,6 +51,8 @@ class BatchRefit {
   /// Starts a fit of a copy of what is captured now, in the background; false when one is
   /// started and not yet finished.
   virtual bool start() = 0;
+  /// Whether the fit started last has finished (finish() would not wait); never waits.
+  virtual bool ready() = 0;
   /// Waits for the fit started last; false with the reason when it had no result (too few
   /// windows: nothing is changed). The result depends only on what was captured when it started.
   virtual bool finish(RefitResult& out, std::string* why) = 0;

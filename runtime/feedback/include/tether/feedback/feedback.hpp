@@ -35,6 +35,29 @@ enum class FeedbackPhase : std::uint8_t {
 
 const char* to_string(FeedbackPhase phase);
 
+/// How a processor takes the result of work it runs in the background (the estimate's batch
+/// refit; docs/feedback.md, "Background work"). The session says which for each step.
+enum class BackgroundTakes : std::uint8_t {
+  /// At the step its schedule names, waiting for the worker if it is late (as fast as
+  /// possible: the same step in every run, and a wait costs no real time).
+  at_schedule,
+  /// A paced session: a result not ready at its step is deferred, and taken at the first step
+  /// it is ready; never waits. The processor says what it did (take_background_note()); the session
+  /// records it, so that replay takes it at the same step.
+  when_ready,
+  /// Replay: deferred and taken where the recording says (apply_background_note()); at the
+  /// schedule's step, waiting if late, where it says nothing.
+  as_recorded,
+};
+
+/// What a processor did with a background result this step (when_ready), or what the
+/// recording says it did (as_recorded).
+enum class BackgroundNote : std::uint8_t {
+  none,
+  deferred,  // due this step and not ready: taken later
+  taken,     // deferred before, ready now: taken this step
+};
+
 /// What a processor sees of the step in progress.
 struct FeedbackContext {
   std::uint64_t step = 0;
@@ -45,6 +68,7 @@ struct FeedbackContext {
   /// The session's devices, this step's commands actuated (each thruster's command and its
   /// rotor's speed at the step's end); nullptr outside a session.
   const hal::DeviceBank* devices = nullptr;
+  BackgroundTakes background = BackgroundTakes::at_schedule;
 };
 
 class FeedbackProcessor {
@@ -105,6 +129,18 @@ class FeedbackProcessor {
   virtual bool set_parameter(std::string_view name, double value, std::string* why) {
     (void)value;
     if (why) *why = "processor \"" + name_ + "\" has no parameter \"" + std::string(name) + "\"";
+    return false;
+  }
+
+  /// Background work (docs/feedback.md, "Background work"): what the processor did this step
+  /// with a result of it under BackgroundTakes::when_ready (the session takes the note after
+  /// the step's phases, once, and records it), and, under as_recorded, what the recording says it did at this
+  /// step (applied in phase pre, before the processor runs). A processor without background
+  /// work has nothing to say and nothing to apply.
+  virtual BackgroundNote take_background_note() { return BackgroundNote::none; }
+  virtual bool apply_background_note(std::uint64_t step, BackgroundNote note, std::string* why) {
+    (void)step, (void)note;
+    if (why) *why = "processor \"" + name_ + "\" runs no background work";
     return false;
   }
 

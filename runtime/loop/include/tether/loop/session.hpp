@@ -200,6 +200,10 @@ class Session {
   bool live_fault(const std::string& text, std::uint64_t step, FaultConfig& out, std::string* why) const;
   void add_fault(const FaultConfig& fault);  // creates the injector on the first
   void apply_operator_inputs(const StepContext& ctx);
+  // after post: the processors' notes on their background work joined to the step's commands,
+  // which are recorded then (docs/feedback.md, "Background work")
+  void record_commands(const StepContext& ctx);
+  BackgroundTakes background_takes() const;
   /// (Re)starts the pacer's schedule at `now`: the wall period from the period and the real-time
   /// factor, the spin from loop.realtime (run() at the start; a live pause or rate change)
   void reanchor_pacer(SteadyClock::time_point now);

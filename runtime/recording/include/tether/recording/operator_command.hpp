@@ -74,11 +74,24 @@ struct EndpointCommand {
   std::string arguments;  // a JSON object's text: the request's other keys
 };
 
+/// What a feedback processor did with the result of its background work (the estimate's
+/// refit) in a paced session (docs/feedback.md, "Background work"): deferred it at the step
+/// it was due (not ready yet), or took it at the first step it was ready. The session makes
+/// it, never a client (no live service sends it), and records it at its step; replay hands it
+/// to the processor at the same step, so the result is taken where it was.
+struct BackgroundTake {
+  static constexpr const char* kind = "background_take";
+  std::string processor;  // the processor's name
+  bool taken = false;     // false: deferred; true: taken
+};
+
 /// The recording's kind numbers are the alternatives' indices + 1 (tether.CommandKind):
 /// append new kinds at the end.
-using OperatorCommand = std::variant<ApplyForce, RemoveForce, SetParameter, InjectFault, EndpointCommand>;
+using OperatorCommand =
+    std::variant<ApplyForce, RemoveForce, SetParameter, InjectFault, EndpointCommand, BackgroundTake>;
 
-/// "apply_force", "remove_force", "set_parameter", "inject_fault", "endpoint_command".
+/// "apply_force", "remove_force", "set_parameter", "inject_fault", "endpoint_command",
+/// "background_take".
 const char* kind_name(const OperatorCommand& command);
 
 /// The names a request may give a body ("vehicle.part", and "vehicle" for its first body)
@@ -98,14 +111,15 @@ bool command_from_json(std::string_view kind, const nlohmann::json& request, con
 /// those a kind does not use left at zero, so a recording is written as it always was.
 struct OperatorCommandFields {
   std::uint8_t kind = 0;  // the variant's index + 1
-  std::string name;       // a force's or parameter's name; the fault's entry or the endpoint command (JSON text)
+  std::string
+      name;  // a force's, parameter's or processor's name; the fault's entry or the endpoint command (JSON text)
   std::uint32_t body = 0;
   bool body_frame = false;
   Vec3 force_n{0, 0, 0};
   Vec3 torque_nm{0, 0, 0};
   Vec3 point_m{0, 0, 0};
   double duration_s = 0;
-  double value = 0;
+  double value = 0;  // a parameter's value; background_take: 1 taken, 0 deferred
 };
 OperatorCommandFields to_fields(const OperatorCommand& command);
 /// False for a kind this build does not know.
