@@ -282,6 +282,25 @@ TEST_CASE("a run longer than its recorder planned for records every step, and re
   CHECK_MESSAGE(!p.divergence, (p.divergence ? p.divergence->describe() : ""));
   CHECK(p.verified == 500);
   CHECK(p.hashes == r.hashes);
+
+  // counts only (tether info): every record read and checked, none kept, the same counts
+  Recording counted;
+  std::string error;
+  LoadOptions counts_only;
+  counts_only.steps = counts_only.states = counts_only.keyframes = counts_only.events = false;
+  REQUIRE_MESSAGE(load_recording(r.path, counted, &error, counts_only), error);
+  CHECK(counted.steps.empty());
+  CHECK(counted.states.empty());
+  CHECK(counted.keyframes.empty());
+  CHECK(counted.events.empty());
+  CHECK(counted.step_count == 500);
+  CHECK(rec.step_count == 500);
+  CHECK(counted.first_step == rec.steps.front().step);
+  CHECK(counted.keyframe_count == 10);
+  CHECK(counted.event_count == rec.events.size());
+  CHECK(rec.event_count == rec.events.size());
+  CHECK(counted.channels == rec.channels);
+  CHECK(counted.summary == rec.summary);
 }
 
 TEST_CASE("the recorder waits when full only while the session is unpaced, live changes of the factor included") {

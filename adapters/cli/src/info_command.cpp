@@ -18,7 +18,10 @@ namespace tether::cli {
 int info_command(const InfoOptions& options) {
   runtime::Recording rec;
   std::string error;
-  if (!runtime::load_recording(options.recording, rec, &error)) {
+  // counts only: a recording of hours reads in the memory of one chunk
+  runtime::LoadOptions counts_only;
+  counts_only.steps = counts_only.states = counts_only.keyframes = counts_only.events = false;
+  if (!runtime::load_recording(options.recording, rec, &error, counts_only)) {
     std::cerr << "tether: " << error << '\n';
     return exit_usage;
   }
@@ -26,11 +29,11 @@ int info_command(const InfoOptions& options) {
   j["recording"] = options.recording;
   j["scenario"] = rec.scenario.name;
   j["file_size_bytes"] = rec.file_size_bytes;
-  j["steps"] = rec.steps.size();
-  j["first_step"] = rec.steps.empty() ? 0 : rec.steps.front().step;
-  j["duration_s"] = static_cast<double>(rec.steps.size()) * static_cast<double>(rec.scenario.loop.period_ns) * 1e-9;
+  j["steps"] = rec.step_count;
+  j["first_step"] = rec.first_step;
+  j["duration_s"] = static_cast<double>(rec.step_count) * static_cast<double>(rec.scenario.loop.period_ns) * 1e-9;
   j["period_ms"] = static_cast<double>(rec.scenario.loop.period_ns) * 1e-6;
-  j["keyframes"] = rec.keyframes.size();
+  j["keyframes"] = rec.keyframe_count;
   j["complete"] = !rec.truncated && rec.summary.has_value();
   if (rec.truncated) j["truncation"] = rec.truncation;
   j["endpoints"] = nlohmann::json::array();
@@ -46,7 +49,7 @@ int info_command(const InfoOptions& options) {
                                                      {"late", e["late"]},       {"stale", e["stale"]},
                                                      {"corrupt", e["corrupt"]}, {"faults", e["faults"]}};
   }
-  j["events"] = rec.events.size();
+  j["events"] = rec.event_count;
   j["log_time_s"] = {static_cast<double>(rec.first_log_time_ns) * 1e-9,
                      static_cast<double>(rec.last_log_time_ns) * 1e-9};
   j["channels"] = nlohmann::json::array();
@@ -67,9 +70,10 @@ int info_command(const InfoOptions& options) {
               rec.truncated ? "  TRUNCATED (the session did not finish)" : "");
   if (rec.truncated) std::printf("            %s\n", rec.truncation.c_str());
   std::printf("scenario    %s\n", rec.scenario.name.c_str());
-  std::printf("steps       %zu from step %llu, %.3f s at %.3g ms; %zu keyframes\n", rec.steps.size(),
+  std::printf("steps       %llu from step %llu, %.3f s at %.3g ms; %llu keyframes\n",
+              static_cast<unsigned long long>(rec.step_count),
               static_cast<unsigned long long>(j["first_step"].get<std::uint64_t>()), j["duration_s"].get<double>(),
-              j["period_ms"].get<double>(), rec.keyframes.size());
+              j["period_ms"].get<double>(), static_cast<unsigned long long>(rec.keyframe_count));
   if (rec.summary) std::printf("outcome     %s\n", (*rec.summary)["outcome"].get<std::string>().c_str());
   if (j.contains("verdict")) {
     // the expectations' verdict, as `tether run` judged them (PASS / FAIL / SKIPPED each)
@@ -98,7 +102,8 @@ int info_command(const InfoOptions& options) {
   }
   std::printf("log time    %.3f .. %.3f s (simulation time)\n", j["log_time_s"][0].get<double>(),
               j["log_time_s"][1].get<double>());
-  std::printf("events      %zu\nchannels    %zu\n", rec.events.size(), rec.channels.size());
+  std::printf("events      %llu\nchannels    %zu\n", static_cast<unsigned long long>(rec.event_count),
+              rec.channels.size());
   // the columns as wide as their longest entry, so every row lines up
   auto schema_of = [&](const std::string& topic) {
     const auto& f = rec.channel_formats.at(topic);

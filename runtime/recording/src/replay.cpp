@@ -66,7 +66,7 @@ std::vector<std::string> recorded_overrides(const mcap::Reader& reader) {
   return overrides;
 }
 
-bool load_recording(const std::string& path, Recording& out, std::string* error) {
+bool load_recording(const std::string& path, Recording& out, std::string* error, const LoadOptions& keep) {
   auto fail = [&](const std::string& why) {
     if (error) *error = path + ": " + why;
     return false;
@@ -98,6 +98,8 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
 
   mcap::MessageView msg;
   bool first_message = true;
+  StepRecord scratch;  // a step not kept is decoded here
+  std::uint64_t last_step = 0, state_count = 0;
   while (reader.next(msg)) {
     const mcap::Channel* ch = reader.channel(msg.channel_id);
     if (!ch) continue;
@@ -114,15 +116,16 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
     stats.second += msg.data.size();
     const std::string_view bytes(reinterpret_cast<const char*>(msg.data.data()), msg.data.size());
     if (ch->topic == topics::step) {
-      StepRecord r;
-      if (!decode_step(bytes, r, &why)) return fail("step record " + std::to_string(out.steps.size()) + ": " + why);
-      if (!out.steps.empty() && r.step != out.steps.back().step + 1)
-        return fail("step records jump from step " + std::to_string(out.steps.back().step) + " to " +
-                    std::to_string(r.step) + " (the recorder dropped steps; see the summary's dropped_items)");
+      StepRecord& r = keep.steps ? out.steps.emplace_back() : scratch;
+      if (!decode_step(bytes, r, &why)) return fail("step record " + std::to_string(out.step_count) + ": " + why);
+      if (out.step_count > 0 && r.step != last_step + 1)
+        return fail("step records jump from step " + std::to_string(last_step) + " to " + std::to_string(r.step) +
+                    " (the recorder dropped steps; see the summary's dropped_items)");
       if (r.slots.size() != out.scenario.endpoints.size())
         return fail("step " + std::to_string(r.step) + " has " + std::to_string(r.slots.size()) +
                     " endpoint slots, the scenario " + std::to_string(out.scenario.endpoints.size()));
-      out.steps.push_back(std::move(r));
+      if (out.step_count++ == 0) out.first_step = r.step;
+      last_step = r.step;
     } else if (ch->topic == topics::safe_replies) {
       if (!decode_safe_replies(bytes, out.safe_replies, &why)) return fail(why);
       if (out.safe_replies.size() != out.scenario.endpoints.size())
@@ -136,21 +139,25 @@ bool load_recording(const std::string& path, Recording& out, std::string* error)
                     std::to_string(out.commands.back().step));
       out.commands.push_back(std::move(c));
     } else if (ch->topic == topics::state) {
-      out.states.emplace_back(bytes);
+      ++state_count;
+      if (keep.states) out.states.emplace_back(bytes);
     } else if (ch->topic == topics::keyframe) {
       Keyframe k;
       if (!decode_keyframe(bytes, k, &why)) return fail(why);
-      out.keyframes[k.state.step] = std::move(k);
+      ++out.keyframe_count;
+      if (keep.keyframes) out.keyframes[k.state.step] = std::move(k);
     } else if (ch->topic == topics::summary) {
       auto j = nlohmann::json::parse(bytes, nullptr, false);
       if (j.is_object()) out.summary = std::move(j);  // readers index it as an object
     } else if (ch->topic == topics::events) {
       auto j = nlohmann::json::parse(bytes, nullptr, false);
-      if (j.is_object()) out.events.push_back(std::move(j));
+      if (!j.is_object()) continue;
+      ++out.event_count;
+      if (keep.events) out.events.push_back(std::move(j));
     }
   }
   if (!reader.error().empty()) return fail(reader.error());
-  if (!out.states.empty() && out.states.size() != out.steps.size()) out.states.clear();
+  if (state_count != out.step_count) out.states.clear();
   return true;
 }
 

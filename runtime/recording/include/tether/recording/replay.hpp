@@ -43,14 +43,23 @@ struct Recording {
   };
   std::map<std::string, ChannelFormat> channel_formats;       // topic -> how its messages are encoded
   std::uint64_t first_log_time_ns = 0, last_log_time_ns = 0;  // over every message
+  // counted whether or not they are kept (LoadOptions)
+  std::uint64_t step_count = 0, first_step = 0, keyframe_count = 0, event_count = 0;
 
   /// The step record for step k, or nullptr.
   const StepRecord* step(std::uint64_t k) const;
 };
 
+/// What load_recording keeps in memory besides the scenario, commands, summary and counts.
+/// Every record is decoded and checked either way; what is not kept is only counted, so a
+/// recording of any length loads in the memory of one chunk (`tether info`).
+struct LoadOptions {
+  bool steps = true, states = true, keyframes = true, events = true;
+};
+
 /// Loads a recording; false with a clear reason for anything that is not a readable
 /// Tether recording (never crashes on corrupt input). A truncated file loads what it has.
-bool load_recording(const std::string& path, Recording& out, std::string* error);
+bool load_recording(const std::string& path, Recording& out, std::string* error, const LoadOptions& keep = {});
 
 /// The `--set` options a recording was made with (its `overrides.txt` attachment, one a
 /// line), in order; empty without. Its scenario is `scenario.yaml` with these applied.
