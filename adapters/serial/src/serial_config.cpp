@@ -202,32 +202,6 @@ std::vector<runtime::DeviceCommand> safe_commands(const runtime::ConfigNode& n, 
 
 }  // namespace
 
-namespace {
-
-// Under `block` a step waits until its reply has crossed the link, and a link fault acts on
-// every message of its steps, the SENSORS re-sent every resend_ms too: a step it falls on
-// would never end (the session hung at its first faulted step). Only `duplicate` lets a
-// message through.
-void refuse_stalling_faults(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
-  if (config.policy != runtime::TimeoutPolicy::block) return;
-  for (std::size_t i = 0; i < scenario.faults.size(); ++i) {
-    const runtime::FaultConfig& f = scenario.faults[i];
-    if (f.endpoint < 0 || scenario.endpoints[static_cast<std::size_t>(f.endpoint)].name != config.name ||
-        f.kind == runtime::FaultKind::duplicate)
-      continue;
-    const runtime::ConfigNode& n = config.node;
-    (n.has("timeout_policy") ? n["timeout_policy"] : n)
-        .error(std::string("timeout_policy block and a `") + runtime::to_string(f.kind) + "` link fault (faults[" +
-               std::to_string(i) +
-               "]) on this endpoint would stall the session: under block a step waits for its reply, and "
-               "the fault takes every message of its steps, the re-sent ones too (use hold, safe or abort "
-               "with link faults; duplicate alone is fine)");
-    return;
-  }
-}
-
-}  // namespace
-
 SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
   const runtime::ConfigNode& n = config.node;
   SerialEndpointConfig out;
@@ -255,7 +229,7 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
                                                  : FlowControl::none;
   out.handshake_timeout_ms = n.integer_or("handshake_timeout_ms", 5000, 1, 3'600'000);
   out.resend_ms = n.integer_or("resend_ms", 20, 0, 3'600'000);
-  refuse_stalling_faults(config, scenario);
+  runtime::refuse_stalling_link_faults(config, scenario);  // SENSORS re-sent are faulted too
   out.busy_poll_us = n.integer_or("busy_poll_us", 0, 0, 100'000);
   out.log_lines_per_s = static_cast<std::uint32_t>(
       n.integer_or("log_lines_per_s", SerialProtocol::default_log_lines_per_s, 0, 1'000'000));

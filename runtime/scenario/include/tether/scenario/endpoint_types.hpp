@@ -38,4 +38,13 @@ std::string link_fault_types_text();
 /// unknown key's error also names the registered types that take it.
 bool expect_endpoint_keys(const ConfigNode& node, std::span<const char* const> own);
 
+struct EndpointConfig;
+struct Scenario;
+/// For a link whose peer does not send its step again by itself (serial, MQTT; not ArduPilot,
+/// which repeats its frame): under `timeout_policy: block` a link fault other than
+/// `duplicate` on this endpoint would stall the session (a step waits for its reply, the
+/// fault takes every message of its steps, and its steps never pass); an error at the
+/// entry's `timeout_policy` (docs/faults.md).
+void refuse_stalling_link_faults(const EndpointConfig& config, const Scenario& scenario);
+
 }  // namespace tether::runtime
