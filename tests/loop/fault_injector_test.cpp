@@ -120,6 +120,39 @@ TEST_CASE("faults: a link fault needs an endpoint type whose registration says i
                 e);
 }
 
+TEST_CASE(
+    "faults: under timeout_policy block a link fault that lets nothing through is refused unless the peer "
+    "sends its step again") {
+  // the facts come from the registered types (serial and mqtt: no repeats; ardupilot_json: repeats)
+  auto& facts = endpoint_type_facts();
+  facts["fault_test_wire"].link_faults = true;
+  facts["fault_test_repeating"].link_faults = true;
+  facts["fault_test_repeating"].peer_repeats = true;
+  const auto with = [](const std::string& type, const std::string& policy, const std::string& kind) {
+    return resting("  - {endpoint: link, kind: " + kind + ", at_s: 0.1, duration_steps: 3}\n") +
+           "endpoints:\n  - {name: link, type: " + type + ", vehicle: auv, timeout_policy: " + policy + "}\n";
+  };
+  std::vector<std::string> errors;
+  for (const char* kind : {"drop", "corrupt", "reorder", "disconnect", "delay"})
+    errors.push_back(config_error(with("fault_test_wire", "block", kind)));
+  const std::string dup = config_error(with("fault_test_wire", "block", "duplicate"));
+  const std::string hold = config_error(with("fault_test_wire", "hold", "drop"));
+  const std::string repeating = config_error(with("fault_test_repeating", "block", "drop"));
+  facts.erase("fault_test_wire");
+  facts.erase("fault_test_repeating");
+  for (const std::string& e : errors) {
+    CAPTURE(e);
+    CHECK(e.find("rest.yaml:") == 0);
+    CHECK(e.find("faults[0].kind: a `") != std::string::npos);
+    CHECK(e.find("link fault on endpoint \"link\" (fault_test_wire) under its timeout_policy block would stall the "
+                 "session") != std::string::npos);
+  }
+  CHECK(errors[0].find("a `drop` link fault") != std::string::npos);
+  CHECK_MESSAGE(dup.empty(), dup);
+  CHECK_MESSAGE(hold.empty(), hold);
+  CHECK_MESSAGE(repeating.empty(), repeating);
+}
+
 TEST_CASE("faults: at_s, at_step and duration give exactly the active steps") {
   std::vector<FaultConfig> f(2);
   f[0].device = 0;

@@ -22,6 +22,7 @@
 #include "tether/loop/recorder_inputs.hpp"
 #include "tether/loop/replay_endpoint.hpp"
 #include "tether/loop/session.hpp"
+#include "tether/scenario/endpoint_types.hpp"
 
 using namespace tether::runtime;
 
@@ -365,6 +366,43 @@ TEST_CASE("a background_take (the session's record of a late refit) is refused f
   CHECK(answered);
   CHECK_FALSE(accepted);
   CHECK(why.find("the session's own record") != std::string::npos);
+}
+
+TEST_CASE("a live inject_fault that would stall a block endpoint is refused as the scenario's would be") {
+  std::string text = scenario_text;
+  const std::string safe = "timeout_policy: safe}";
+  text.replace(text.find(safe), safe.size(), "timeout_policy: block}");
+  auto& facts = endpoint_type_facts();
+  facts["scripted"].link_faults = true;  // a link like serial's: its peer does not send its step again
+  const Scenario sc = parse_scenario(text, "replay.yaml");
+  SessionControl control;
+  SessionOptions options;
+  options.steps = 10;
+  options.control = &control;
+  std::vector<std::pair<bool, std::string>> answers;
+  options.after_step = [&](const WorldState& s) {
+    if (s.step == 3)
+      for (const char* entry : {R"({"endpoint": "rig", "kind": "drop", "duration_steps": 2})",
+                                R"({"endpoint": "rig", "kind": "duplicate", "duration_steps": 2})"}) {
+        ControlRequest r{ControlRequest::World{InjectFault{entry}},
+                         [&](bool ok, const std::string& text) { answers.emplace_back(ok, text); }};
+        REQUIRE(control.submit(std::move(r)));
+      }
+    return true;
+  };
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  eps.push_back(std::make_unique<ScriptedEndpoint>(sc.endpoints[0], 0, 40.0));
+  eps.push_back(std::make_unique<ScriptedEndpoint>(sc.endpoints[1], 1, 25.0));
+  Session session(sc, std::move(eps), options);
+  std::atomic<bool> stop{false};
+  const Outcome outcome = session.run(stop);
+  facts.erase("scripted");
+  REQUIRE(outcome == Outcome::completed);
+  REQUIRE(answers.size() == 2);
+  CHECK_FALSE(answers[0].first);
+  CHECK_MESSAGE(answers[0].second.find("under its timeout_policy block would stall the session") != std::string::npos,
+                answers[0].second);
+  CHECK_MESSAGE(answers[1].first, answers[1].second);  // duplicate lets messages through
 }
 
 TEST_CASE("replay from a keyframe equals the original run from that step on") {

@@ -16,6 +16,7 @@ bool EndpointRegistry::add(std::string name, EndpointType type, std::string desc
   facts.keys.assign(type.keys.begin(), type.keys.end());
   facts.link_faults = type.link_faults;
   facts.default_policy = type.default_policy;
+  facts.peer_repeats = type.peer_repeats;
   return hal::Registry<EndpointType>::add(std::move(name), std::move(type), std::move(description));
 }
 
@@ -23,11 +24,12 @@ namespace {
 
 // a backend's registration: its class, constructed from (config, scenario)
 template <class T>
-EndpointType backend(std::span<const char* const> keys, bool link_faults, const char* default_policy = "hold") {
+EndpointType backend(std::span<const char* const> keys, bool link_faults, const char* default_policy = "hold",
+                     bool peer_repeats = false) {
   return {[](const runtime::EndpointConfig& c, const runtime::Scenario& s) -> std::unique_ptr<runtime::Endpoint> {
             return std::make_unique<T>(c, s);
           },
-          keys, link_faults, default_policy};
+          keys, link_faults, default_policy, peer_repeats};
 }
 
 }  // namespace
@@ -48,7 +50,7 @@ EndpointRegistry& endpoint_kinds() {
             "a physical vehicle over an MQTT broker (lock-step by topic)");
     reg.add("stand_in", backend<runtime::StandInEndpoint>(runtime::stand_in_endpoint_keys, false),
             "the stand-in vehicle in-process: tether-vehicle's hidden physics without a broker");
-    reg.add("ardupilot_json", backend<ArduPilotJsonEndpoint>(ardupilot_endpoint_keys, true, "block"),
+    reg.add("ardupilot_json", backend<ArduPilotJsonEndpoint>(ardupilot_endpoint_keys, true, "block", true),
             "ArduPilot (SITL or a board) through its JSON physics interface over UDP, lock-step on frame_count");
     return reg;
   }();

@@ -46,7 +46,6 @@ MqttEndpointConfig parse_mqtt_config(const runtime::EndpointConfig& config, cons
   const runtime::ConfigNode& n = config.node;
   MqttEndpointConfig out;
   runtime::expect_endpoint_keys(n, mqtt_endpoint_keys);
-  runtime::refuse_stalling_link_faults(config, scenario);  // the vehicle answers each projected once
   const std::string base = scenario_dir(scenario);
   out.scenario_path =
       scenario.path.empty() ? std::string() : std::filesystem::absolute(scenario.path).lexically_normal().string();

@@ -229,7 +229,6 @@ SerialEndpointConfig parse_serial_config(const runtime::EndpointConfig& config, 
                                                  : FlowControl::none;
   out.handshake_timeout_ms = n.integer_or("handshake_timeout_ms", 5000, 1, 3'600'000);
   out.resend_ms = n.integer_or("resend_ms", 20, 0, 3'600'000);
-  runtime::refuse_stalling_link_faults(config, scenario);  // SENSORS re-sent are faulted too
   out.busy_poll_us = n.integer_or("busy_poll_us", 0, 0, 100'000);
   out.log_lines_per_s = static_cast<std::uint32_t>(
       n.integer_or("log_lines_per_s", SerialProtocol::default_log_lines_per_s, 0, 1'000'000));

@@ -34,22 +34,4 @@ bool expect_endpoint_keys(const ConfigNode& node, std::span<const char* const> o
   return node.expect_map(allowed, note);
 }
 
-void refuse_stalling_link_faults(const EndpointConfig& config, const Scenario& scenario) {
-  if (config.policy != TimeoutPolicy::block) return;
-  for (std::size_t i = 0; i < scenario.faults.size(); ++i) {
-    const FaultConfig& f = scenario.faults[i];
-    if (f.endpoint < 0 || scenario.endpoints[static_cast<std::size_t>(f.endpoint)].name != config.name ||
-        f.kind == FaultKind::duplicate)
-      continue;
-    const ConfigNode& n = config.node;
-    (n.has("timeout_policy") ? n["timeout_policy"] : n)
-        .error(std::string("timeout_policy block and a `") + to_string(f.kind) + "` link fault (faults[" +
-               std::to_string(i) + "]) on this " + config.type +
-               " endpoint would stall the session: under block a step waits for its reply, and the fault takes "
-               "every message of its steps, the re-sent ones too, so they never pass (use hold, safe or abort "
-               "with link faults; duplicate alone is fine)");
-    return;
-  }
-}
-
 }  // namespace tether::runtime

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tether/scenario/faults.hpp"
 
-
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -103,8 +102,8 @@ bool parse_fault_target(const ConfigNode& x, const Scenario& sc, FaultConfig& f,
     const auto facts = endpoint_type_facts().find(type);
     if (facts != endpoint_type_facts().end() && !facts->second.link_faults) {
       x["endpoint"].error("link faults act on the bytes of an endpoint's link; endpoint \"" + target +
-                          "\" is of type " + type + ", whose link takes none (endpoint types that take them: " +
-                          link_fault_types_text() + ")");
+                          "\" is of type " + type +
+                          ", whose link takes none (endpoint types that take them: " + link_fault_types_text() + ")");
       return false;
     }
     return true;
@@ -122,6 +121,25 @@ bool parse_fault_target(const ConfigNode& x, const Scenario& sc, FaultConfig& f,
     return false;
   }
   return true;
+}
+
+// Under `timeout_policy: block` a step waits until its reply has crossed the link, and a
+// link fault acts on every message of its steps, the re-sent ones too: unless the peer sends
+// its step again by itself (ArduPilot repeats its frame: EndpointTypeFacts::peer_repeats),
+// a fault that lets nothing through (all but duplicate) would stall the session at its first
+// step (the serial and MQTT endpoints hung there). Checked for the scenario's faults and for
+// one injected live alike (both are parsed here).
+bool link_fault_passes(const ConfigNode& x, const EndpointConfig& e, FaultKind kind) {
+  const auto facts = endpoint_type_facts().find(e.type);
+  if (e.policy != TimeoutPolicy::block || kind == FaultKind::duplicate ||
+      (facts != endpoint_type_facts().end() && facts->second.peer_repeats))
+    return true;
+  x["kind"].error(std::string("a `") + to_string(kind) + "` link fault on endpoint \"" + e.name + "\" (" + e.type +
+                  ") under its timeout_policy block would stall the session: under block a step waits for its "
+                  "reply, and the fault takes every message of its steps, the re-sent ones too, so they never "
+                  "pass (give that endpoint timeout_policy hold, safe or abort for link faults; duplicate alone "
+                  "is fine)");
+  return false;
 }
 
 // the kind and which parameter keys it takes; null (with a positioned error) if wrong
@@ -241,6 +259,7 @@ std::vector<FaultConfig> parse_faults(const ConfigNode& node, const Scenario& sc
     const KindEntry* entry = parse_fault_kind(x, f.endpoint >= 0);
     if (entry == nullptr) continue;
     f.kind = entry->kind;
+    if (f.endpoint >= 0 && !link_fault_passes(x, sc.endpoints[static_cast<std::size_t>(f.endpoint)], f.kind)) continue;
     parse_fault_params(x, sc, target, f);
     if (!parse_fault_when(x, sc, f)) continue;
     f.name = x.has("name") ? x.string("name")

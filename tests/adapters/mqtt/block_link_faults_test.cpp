@@ -3,7 +3,7 @@
 // projected message once and the session does not send its step again, so a step the fault
 // falls on waited for ever (tried: drop, delay, corrupt, reorder and disconnect each stopped
 // tank_trial.yaml at its first faulted step until killed). Refused at check and run with a
-// positioned error, as for serial; duplicate lets messages through and is accepted.
+// positioned error at the fault, as for serial; duplicate lets messages through and is accepted.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -34,8 +34,9 @@ TEST_CASE("mqtt: a link fault under timeout_policy block is refused (it would st
     CAPTURE(kind);
     const auto check = run(tether_fw + " check " + with("block", kind));
     CHECK(check.exit_code == 2);
-    CHECK(check.out.find("endpoints[1].timeout_policy: timeout_policy block and a `") != std::string::npos);
-    CHECK(check.out.find("mqtt endpoint would stall the session") != std::string::npos);
+    CHECK(check.out.find("faults[0].kind: a `") != std::string::npos);
+    CHECK(check.out.find("link fault on endpoint \"tank\" (mqtt) under its timeout_policy block would stall the "
+                         "session") != std::string::npos);
     // `run` refuses it before it connects to anything (the broker in the file is not there)
     const auto r = run("timeout 60 env TETHER_MQTT_BROKER=tcp://127.0.0.1:9 " + tether_fw + " run " +
                        with("block", kind) + " --rtf 0 --steps 300 -q --out " + dir + "/refused");

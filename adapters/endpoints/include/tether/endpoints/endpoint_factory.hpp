@@ -33,6 +33,10 @@ struct EndpointType {
   bool link_faults = false;
   /// `timeout_policy` when an entry gives none ("hold", "block", "safe" or "abort").
   const char* default_policy = "hold";
+  /// Its peer sends its step again by itself when an answer is lost (ArduPilot repeats its
+  /// frame), so link faults under `block` do not stall it; without, the scenario refuses a
+  /// link fault other than duplicate on one of its entries under block (docs/faults.md).
+  bool peer_repeats = false;
 };
 
 /// hal::Registry of endpoint types whose add() also tells the scenario the type's facts

@@ -21,6 +21,10 @@ namespace tether::runtime {
 struct EndpointTypeFacts {
   std::vector<std::string> keys;  // its own keys, beside endpoint_common_keys
   bool link_faults = false;       // its link's bytes take link faults (docs/faults.md)
+  // its peer sends its step again by itself when an answer is lost (ArduPilot repeats its
+  // frame): link faults under `timeout_policy: block` do not stall it. Without, the scenario
+  // refuses a link fault other than duplicate on such an endpoint under block
+  bool peer_repeats = false;
   // `timeout_policy` when an entry gives none: hold for firmware and vehicles; block where
   // the other side keeps its own clock in step with the replies (ArduPilot's JSON
   // interface), so that the world never runs ahead of it
@@ -37,14 +41,5 @@ std::string link_fault_types_text();
 /// Checks an endpoint entry's keys against endpoint_common_keys and the type's `own`; an
 /// unknown key's error also names the registered types that take it.
 bool expect_endpoint_keys(const ConfigNode& node, std::span<const char* const> own);
-
-struct EndpointConfig;
-struct Scenario;
-/// For a link whose peer does not send its step again by itself (serial, MQTT; not ArduPilot,
-/// which repeats its frame): under `timeout_policy: block` a link fault other than
-/// `duplicate` on this endpoint would stall the session (a step waits for its reply, the
-/// fault takes every message of its steps, and its steps never pass); an error at the
-/// entry's `timeout_policy` (docs/faults.md).
-void refuse_stalling_link_faults(const EndpointConfig& config, const Scenario& scenario);
 
 }  // namespace tether::runtime
