@@ -18,6 +18,7 @@ build=(
   libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libspdlog-dev libfmt-dev libzstd-dev
   libceres-dev  # tether identify fits a vehicle's model with Ceres Solver (docs/feedback.md)
+  libsimavr-dev  # the mcu endpoint's emulated AVR (docs/mcu.md)
   libjs-dygraphs  # the report's zoom and hover, inlined into each report (docs/recording.md)
 )
 case "$what" in
@@ -32,7 +33,8 @@ case "$what" in
       slurmctld slurmd slurm-client munge  # a campaign on a one-host Slurm cluster (docs/campaigns.md)
       chromium  # the live dashboard in headless Chromium (docs/live.md)
       qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi
-      simavr libsimavr-dev gcc-avr avr-libc
+      simavr gcc-avr avr-libc
+      arduino-core-avr arduino-mk arduino  # Arduino sketches under the mcu endpoint (docs/mcu.md)
       libbullet-dev  # bench/collisions compares against Bullet
       dpkg-dev  # dpkg-shlibdeps: the .deb's dependencies (docs/install.md)
     )

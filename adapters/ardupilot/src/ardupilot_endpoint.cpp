@@ -32,20 +32,6 @@ using runtime::Vec3;
 
 namespace {
 
-// a device of the vehicle by its full name or a unique tail ("thruster", "hull.thruster");
-// -1 when there is none (an error is recorded), -2 when it is ambiguous
-int find_device(const runtime::Scenario& scenario, const std::string& vehicle, const std::string& name) {
-  int found = -1;
-  for (std::size_t i = 0; i < scenario.devices.size(); ++i) {
-    const hal::DeviceSpec& d = scenario.devices[i];
-    if (d.name.vehicle != vehicle) continue;
-    const int match = device_name_match(d.name.full(), name);
-    if (match == 2) return static_cast<int>(i);
-    if (match == 1) found = found == -1 ? static_cast<int>(i) : -2;
-  }
-  return found;
-}
-
 // `rangefinders: [{rng: 1, device: altimeter}, ...]`
 void parse_rangefinders(const runtime::ConfigNode& list, const runtime::EndpointConfig& config,
                         const runtime::Scenario& scenario, std::vector<ArduPilotRangefinder>& out) {
@@ -63,7 +49,7 @@ void parse_rangefinders(const runtime::ConfigNode& list, const runtime::Endpoint
       r.expected("device", "a range, sonar or altimeter device of the vehicle");
       continue;
     }
-    const int d = find_device(scenario, config.vehicle, r.string("device"));
+    const int d = find_vehicle_device(scenario, config.vehicle, r.string("device"));
     if (d < 0) {
       r["device"].error(d == -1 ? "no device \"" + r.string("device") + "\" on vehicle \"" + config.vehicle + "\""
                                 : "\"" + r.string("device") + "\" is ambiguous: write the full name");
@@ -84,7 +70,7 @@ void parse_rangefinders(const runtime::ConfigNode& list, const runtime::Endpoint
 int parse_imu(const runtime::ConfigNode& n, const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
   const std::string name = n.string("imu");
   const runtime::ConfigNode node = n["imu"];
-  const int d = find_device(scenario, config.vehicle, name);
+  const int d = find_vehicle_device(scenario, config.vehicle, name);
   if (d < 0) {
     node.error(d == -1 ? "no device \"" + name + "\" on vehicle \"" + config.vehicle + "\""
                        : "\"" + name + "\" is ambiguous: write the full name");
@@ -154,7 +140,7 @@ ArduPilotEndpointConfig parse_ardupilot_config(const runtime::EndpointConfig& co
     const ap::ChannelMap& m = maps[i];
     if (m.actuator.empty() || config.vehicle_index < 0) continue;
     const runtime::ConfigNode where = n["channels"].at(i)["actuator"];
-    const int d = find_device(scenario, config.vehicle, m.actuator);
+    const int d = find_vehicle_device(scenario, config.vehicle, m.actuator);
     if (d == -1) {
       where.error("no device \"" + m.actuator + "\" on vehicle \"" + config.vehicle + "\"");
       continue;
@@ -295,7 +281,8 @@ void ArduPilotJsonEndpoint::start(const runtime::WorldModel& model, const runtim
   if (mavlink_) {
     // ArduSub's depth zero is the pressure when it starts (it calibrates its barometer at
     // boot): the vehicle's depth below home now is what its zero means
-    mavlink_->set_depth_datum(config_.home_m.z() - initial.bodies[static_cast<std::size_t>(config_.body)].position_m.z());
+    mavlink_->set_depth_datum(config_.home_m.z() -
+                              initial.bodies[static_cast<std::size_t>(config_.body)].position_m.z());
     try {
       mavlink_->connect("endpoint " + name());
     } catch (const std::runtime_error&) {

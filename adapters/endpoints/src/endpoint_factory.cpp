@@ -4,6 +4,7 @@
 #include "tether/ardupilot/ardupilot_endpoint.hpp"
 #include "tether/loop/in_process.hpp"
 #include "tether/loop/stand_in_vehicle.hpp"
+#include "tether/mcu/mcu_endpoint.hpp"
 #include "tether/mqtt/mqtt_endpoint.hpp"
 #include "tether/scenario/endpoint_types.hpp"
 #include "tether/serial/serial_endpoint.hpp"
@@ -52,6 +53,8 @@ EndpointRegistry& endpoint_kinds() {
             "the stand-in vehicle in-process: tether-vehicle's hidden physics without a broker");
     reg.add("ardupilot_json", backend<ArduPilotJsonEndpoint>(ardupilot_endpoint_keys, true, "block", true),
             "ArduPilot (SITL or a board) through its JSON physics interface over UDP, lock-step on frame_count");
+    reg.add("mcu", backend<McuEndpoint>(mcu_endpoint_keys, false),
+            "firmware (an ELF or an Arduino sketch) on an emulated ATmega328P, its pins wired to the devices");
     return reg;
   }();
   return r;

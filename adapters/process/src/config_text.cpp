@@ -102,6 +102,18 @@ int device_name_match(const std::string& full, const std::string& name) {
   return tail ? 1 : 0;
 }
 
+int find_vehicle_device(const runtime::Scenario& scenario, const std::string& vehicle, const std::string& name) {
+  int found = -1;
+  for (std::size_t i = 0; i < scenario.devices.size(); ++i) {
+    const hal::DeviceSpec& d = scenario.devices[i];
+    if (d.name.vehicle != vehicle) continue;
+    const int match = device_name_match(d.name.full(), name);
+    if (match == 2) return static_cast<int>(i);
+    if (match == 1) found = found == -1 ? static_cast<int>(i) : -2;
+  }
+  return found;
+}
+
 ProgramLaunchConfig parse_program_launch(const runtime::ConfigNode& l, const std::string& base) {
   ProgramLaunchConfig launch;
   if (l.expect_map({"command", "env", "cwd", "kill_after_ms"})) {

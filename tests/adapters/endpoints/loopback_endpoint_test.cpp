@@ -79,7 +79,7 @@ TEST_CASE("loopback endpoint: config mistakes are positioned and the known types
   const auto e2 = errors_of("{name: lb, type: loopbak, vehicle: auv}");
   CHECK(has(e2,
             "lb.yaml:9:22: endpoints[0].type: unknown endpoint type \"loopbak\" (known: in_process, serial, mqtt, "
-            "stand_in, ardupilot_json, loopback)"));
+            "stand_in, ardupilot_json, mcu, loopback)"));
 }
 
 TEST_CASE("endpoint types: one registration carries a type's facts, and the scenario learns them from it") {

@@ -41,6 +41,10 @@ void parse_launch_env_cwd(const runtime::ConfigNode& launch, const std::string& 
 /// both; a tail that fits more than one device is the caller's "ambiguous" error.
 int device_name_match(const std::string& full, const std::string& name);
 
+/// A device of `vehicle` by its full name or a unique tail ("thruster", "hull.thruster"): its
+/// index in the scenario's devices, -1 when there is none, -2 when the tail fits more than one.
+int find_vehicle_device(const runtime::Scenario& scenario, const std::string& vehicle, const std::string& name);
+
 /// `launch:` of an endpoint that starts a program beside it (MQTT's vehicle, ArduPilot):
 /// the command line with the endpoint's own {placeholders} still in it, env, cwd.
 struct ProgramLaunchConfig {

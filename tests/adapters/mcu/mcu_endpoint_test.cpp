@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: Apache-2.0
+// The mcu endpoint (docs/mcu.md): the ATmega328P's pin table and timer waveforms from the
+// datasheet, and the Arduino distribution's own examples, unmodified, built from where Debian
+// installs them and run on the emulated chip with their pins wired to a vehicle's devices.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "test_paths.hpp"
+#include "tether/endpoints/endpoint_factory.hpp"
+#include "tether/firmware_shim/payloads.h"
+#include "tether/hal/device_bank.hpp"
+#include "tether/loop/device_world.hpp"
+#include "tether/loop/session.hpp"
+#include "tether/mcu/avr_pins.hpp"
+#include "tether/mcu/mcu_endpoint.hpp"
+#include "tether/mcu/sketch_build.hpp"
+
+using namespace tether;
+using namespace tether::adapters;
+using namespace tether::adapters::mcu;
+
+namespace {
+
+const std::string examples = "/usr/share/doc/arduino/examples";
+
+// sketches build into the build folder, not the user's cache
+void use_test_sketch_cache() { ::setenv("TETHER_SKETCH_CACHE", (TETHER_BINARY_DIR + "/sketch_cache").c_str(), 1); }
+
+std::string rov_scenario(const std::string& endpoint, int steps = 100) {
+  return R"(name: mcu
+world: {gravity_m_s2: [0, 0, 0], water: {density_kg_m3: 1025, surface_z_m: 0}}
+vehicles:
+  - name: rov
+    bodies:
+      - name: hull
+        shape: {type: sphere, radius_m: 0.2}
+        mass_kg: 2
+        devices:
+          - {name: depth, kind: depth}
+          - {name: button, kind: contact}
+          - {name: thruster, kind: thruster, params: {max_thrust_n: 10}}
+          - {name: light, kind: thruster, params: {max_thrust_n: 1}}
+loop: {period_ms: 10, real_time_factor: 0, steps: )" +
+         std::to_string(steps) + R"(}
+endpoints:
+  - )" + endpoint +
+         "\n";
+}
+
+std::vector<std::string> errors_of(const std::string& text) {
+  try {
+    const runtime::Scenario sc = runtime::parse_scenario(text, "mcu.yaml");
+    make_endpoints(sc);
+  } catch (const runtime::ConfigError& e) {
+    return e.errors();
+  }
+  return {};
+}
+
+bool has(const std::vector<std::string>& errors, const std::string& part) {
+  for (const auto& e : errors)
+    if (e.find(part) != std::string::npos) return true;
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += s + "\n";
+  return out;
+}
+
+// drives one endpoint by hand: a bank, the vehicle put at `depth_m`, `steps` steps
+struct Rig {
+  runtime::Scenario sc;
+  std::vector<std::unique_ptr<runtime::Endpoint>> endpoints;
+  hal::DeviceBank bank;
+  runtime::DeviceWorld view;
+  runtime::WorldState state;
+  std::uint64_t k = 0;
+
+  explicit Rig(const std::string& endpoint)
+      : sc(runtime::parse_scenario(rov_scenario(endpoint), "mcu.yaml")), endpoints(make_endpoints(sc)),
+        bank(sc.devices, 1, sc.model.bodies.size()), view(sc.model), state(sc.initial) {
+    endpoints[0]->attach_devices(&bank);
+    endpoints[0]->start(sc.model, sc.initial);
+  }
+  runtime::Endpoint& ep() { return *endpoints[0]; }
+  // one step with the vehicle at `depth_m`; the reply
+  runtime::GatherStatus step(double depth_m, runtime::Reply& reply) {
+    ++k;
+    state.bodies[0].position_m.z() = -depth_m;
+    state.time_ns = static_cast<std::int64_t>(k) * 10'000'000;
+    view.update(state, nullptr, 0.01);
+    bank.sense(view, state.time_ns);
+    const runtime::StepContext ctx{k, state.time_ns, 10'000'000};
+    REQUIRE(ep().publish(ctx, state));
+    return ep().gather(ctx, runtime::SteadyClock::now() + std::chrono::seconds(5), reply);
+  }
+  float command(const runtime::Reply& reply, const std::string& device) const {
+    const int d = bank.find(device);
+    for (const auto& c : reply.commands)
+      if (c.device == d) return tether_get_f32le(c.bytes.data());
+    FAIL("no command for " << device);
+    return 0;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("mcu pins: the Uno's names, what each pin carries, and pins the ATmega328P does not have") {
+  std::string why;
+  auto d9 = find_pin("9", &why);
+  REQUIRE(d9);
+  CHECK(d9->port == 'B');
+  CHECK(d9->bit == 1);
+  CHECK(d9->timer == 1);
+  CHECK(d9->channel == 0);
+  CHECK(d9->label() == "D9 (PB1)");
+  CHECK(find_pin("D9", &why) == d9);
+  CHECK(find_pin("PB1", &why) == d9);
+  auto a0 = find_pin("A0", &why);
+  REQUIRE(a0);
+  CHECK(a0->adc == 0);
+  CHECK(a0->label() == "A0 (PC0)");
+  CHECK(find_pin("14", &why) == a0);
+  CHECK(find_pin("D6", &why)->timer == 0);
+  CHECK(find_pin("D3", &why)->timer == 2);
+  CHECK(find_pin("D3", &why)->channel == 1);
+  CHECK_FALSE(find_pin("A7", &why));
+  CHECK(why.find("A0..A5") != std::string::npos);
+  CHECK_FALSE(find_pin("PB6", &why));
+  CHECK(why.find("crystal") != std::string::npos);
+  CHECK_FALSE(find_pin("PC6", &why));
+  CHECK(why.find("RESET") != std::string::npos);
+  CHECK_FALSE(find_pin("D20", &why));
+  CHECK_FALSE(find_pin("PE0", &why));
+  CHECK_FALSE(find_pin("", &why));
+}
+
+TEST_CASE("mcu timers: the compare outputs' waveforms follow the datasheet's modes") {
+  // Arduino's timer 0: fast PWM (WGM 3), clock / 64; analogWrite(6, 127) sets COM0A1
+  TimerRegisters t0{0, 0x83, 0x03, 127, 0, 0};
+  Waveform w = timer_waveform(t0, 0, 16e6);
+  CHECK(w.connected);
+  CHECK(w.running);
+  CHECK(w.duty == doctest::Approx(128.0 / 256.0));
+  CHECK(w.period_us == doctest::Approx(256 * 4.0));       // 976.5625 Hz
+  CHECK(timer_waveform(t0, 1, 16e6).connected == false);  // COM0B is 0: the pin is the PORT's
+  // Arduino's timer 1: phase-correct 8-bit PWM (WGM 1), clock / 64; analogWrite(9, 127)
+  TimerRegisters t1{1, 0x81, 0x03, 127, 0, 0};
+  w = timer_waveform(t1, 0, 16e6);
+  CHECK(w.duty == doctest::Approx(127.0 / 255.0));
+  CHECK(w.period_us == doctest::Approx(510 * 4.0));  // 490 Hz
+  // inverting mode: the complement
+  t1.tccra = 0xC1;
+  CHECK(timer_waveform(t1, 0, 16e6).duty == doctest::Approx(128.0 / 255.0));
+  // servo pulses: fast PWM with TOP = ICR1 (WGM 14), clock / 8, ICR1 = 39999: 20 ms frames,
+  // OCR1A = 2999: 1500 µs
+  TimerRegisters servo{1, 0x82, 0x1A, 2999, 1999, 39999};
+  w = timer_waveform(servo, 0, 16e6);
+  CHECK(w.high_us == doctest::Approx(1500.0));
+  CHECK(w.period_us == doctest::Approx(20000.0));
+  CHECK(timer_waveform(servo, 1, 16e6).connected == false);
+  servo.tccra = 0xA2;  // both channels
+  CHECK(timer_waveform(servo, 1, 16e6).high_us == doctest::Approx(1000.0));
+  // CTC toggling OC2A: a square wave of twice the compare period
+  TimerRegisters ctc{2, 0x42, 0x04, 99, 0, 0};  // WGM 2, COM2A0, clock / 64
+  w = timer_waveform(ctc, 0, 16e6);
+  CHECK(w.duty == doctest::Approx(0.5));
+  CHECK(w.period_us == doctest::Approx(2 * 100 * 4.0));
+  // a stopped clock: connected, not running
+  TimerRegisters stopped{0, 0x83, 0x00, 50, 0, 0};
+  CHECK_FALSE(timer_waveform(stopped, 0, 16e6).running);
+}
+
+TEST_CASE("mcu: the Arduino example AnalogInOutSerial, unmodified, reads the depth on A0 and drives pin 9") {
+  use_test_sketch_cache();
+  REQUIRE_MESSAGE(sketch_toolchain_missing().empty(), "scripts/deps.sh test installs " << sketch_toolchain_missing());
+  // a 0..10 m transducer giving 0..5 V on A0; pin 9's duty cycle is the thruster's command
+  Rig rig("{name: uno, type: mcu, vehicle: rov, sketch: " + examples +
+          "/03.Analog/AnalogInOutSerial, pins: [{pin: A0, analog_in: depth, from: [0, 10], to: [0, 5]}, "
+          "{pin: 9, pwm_out: thruster}]}");
+  runtime::Reply reply;
+  const std::regex line(R"(sensor = (\d+)\t output = (\d+))");
+  int lines = 0;
+  for (int i = 0; i < 60; ++i) {
+    const double depth = i < 30 ? 2.0 : 7.5;
+    REQUIRE(rig.step(depth, reply) == runtime::GatherStatus::ready);
+    CHECK(reply.step == rig.k);
+    for (const auto& l : reply.logs) {
+      std::smatch m;
+      REQUIRE_MESSAGE(std::regex_match(l.text, m, line), l.text);
+      const int sensor = std::stoi(m[1]);
+      const int output = std::stoi(m[2]);
+      // the sketch's own arithmetic: map(sensor, 0, 1023, 0, 255)
+      CHECK(output == sensor * 255 / 1023);
+      ++lines;
+      // 2 m is 1 V: 1023 * 1 / 5 = 204.6 counts; 7.5 m is 3.75 V: 767 counts. A line takes
+      // about 30 ms at 9600 baud and the core's 64-byte transmit buffer holds two more: a line
+      // finished up to ~100 ms after the depth changed (step 30) may hold the reading before
+      if (i >= 2 && i < 30) CHECK(std::abs(sensor - 204) <= 1);
+      if (i >= 40) CHECK(std::abs(sensor - 767) <= 1);
+    }
+    // the duty cycle of pin 9 (timer 1, phase correct: OCR1A / 255) is the command
+    if (i == 29) CHECK(rig.command(reply, "rov.hull.thruster") == doctest::Approx(50.0 / 255.0).epsilon(0.02));
+    if (i == 59) CHECK(rig.command(reply, "rov.hull.thruster") == doctest::Approx(191.0 / 255.0).epsilon(0.02));
+  }
+  // 9600 baud, 2 ms between loops and ~30 characters a line: about 30 ms a line
+  CHECK(lines >= 15);
+  CHECK(lines <= 25);
+  nlohmann::json s;
+  rig.ep().summarize(s);
+  // period x f_cpu per step: 160,000 cycles; a step ends at the first instruction boundary
+  // at or after its cycle (an instruction takes 1 to 4 cycles), the next counts from there
+  CHECK(s["mcu"]["cycles"].get<std::uint64_t>() >= 60u * 160'000u);
+  CHECK(s["mcu"]["cycles"].get<std::uint64_t>() <= 60u * 160'000u + 4u);
+  CHECK(s["mcu"]["serial_lines"] == lines);
+}
+
+TEST_CASE("mcu: wiring mistakes are positioned errors at check time") {
+  const std::string head = "{name: uno, type: mcu, vehicle: rov, firmware: fw.elf, pins: [";
+  auto e = errors_of(rov_scenario(head + "{pin: A7, analog_in: depth}, {pin: 9, pwm_out: thruster}, "
+                                         "{pin: D9, pwm_out: light}, {pin: 8, analog_in: depth}, "
+                                         "{pin: 1, digital_in: button}, {pin: 10, pwm_out: depth}, "
+                                         "{pin: 11, pwm_out: nothing}, {pin: 12}, {pin: A1, analog_in: thruster}]}"));
+  INFO(joined(e));
+  CHECK(has(e, "endpoints[0].pins[0].pin: no pin A7"));
+  CHECK(has(e, "endpoints[0].pins[2].pin: D9 (PB1) is wired twice (also as \"9\")"));
+  CHECK(has(e, "endpoints[0].pins[3].pin: D8 (PB0) has no ADC channel"));
+  CHECK(has(e, "endpoints[0].pins[4].pin: D1 (PD1) is the UART's TX (Serial)"));
+  CHECK(has(e, "endpoints[0].pins[5].pwm_out: \"depth\" is a depth (a sensor)"));
+  CHECK(has(e, "endpoints[0].pins[6].pwm_out: no device \"nothing\" on vehicle \"rov\""));
+  CHECK(has(e, "endpoints[0].pins[7]: a pin needs exactly one of"));
+  CHECK(has(e, "endpoints[0].pins[8].analog_in: \"thruster\" is a thruster (an actuator)"));
+  CHECK(has(e, "mcu.yaml:"));
+  auto e2 =
+      errors_of(rov_scenario("{name: uno, type: mcu, vehicle: rov, mcu: atmega2560, firmware: a.elf, "
+                             "sketch: b, f_cpu_hz: 100}"));
+  INFO(joined(e2));
+  CHECK(has(e2, "endpoints[0].mcu: expected one of atmega328p"));
+  CHECK(has(e2, "exactly one of `firmware` (an ELF) and `sketch`"));
+  CHECK(has(e2, "endpoints[0].f_cpu_hz"));
+}
+
+TEST_CASE("mcu: an image for another chip, a missing one and a sketch that does not build are named before the run") {
+  use_test_sketch_cache();
+  const std::filesystem::path dir = std::filesystem::path(TETHER_BINARY_DIR) / "mcu_test_check";
+  std::filesystem::create_directories(dir / "broken");
+  // an ARM image's header (e_machine 40), as the Cortex-M3 firmware build makes
+  {
+    unsigned char h[52] = {0x7f, 'E', 'L', 'F', 1, 1, 1};
+    h[18] = 40;
+    std::ofstream(dir / "arm.elf", std::ios::binary).write(reinterpret_cast<const char*>(h), sizeof h);
+  }
+  {
+    std::ofstream ino(dir / "broken" / "broken.ino");
+    ino << "void setup() {\n  pinMode(13, OUTPUT)\n}\nvoid loop() {}\n";
+  }
+  auto problems = [](const std::string& endpoint) {
+    const runtime::Scenario sc = runtime::parse_scenario(rov_scenario(endpoint), "mcu.yaml");
+    return make_endpoints(sc)[0]->launch_problems();
+  };
+  auto p = problems("{name: uno, type: mcu, vehicle: rov, firmware: " + (dir / "arm.elf").string() + "}");
+  REQUIRE(p.size() == 1);
+  CHECK_MESSAGE(p[0].find("is built for ARM, not an AVR (atmega328p)") != std::string::npos, p[0]);
+  p = problems("{name: uno, type: mcu, vehicle: rov, firmware: " + (dir / "none.elf").string() + "}");
+  REQUIRE(p.size() == 1);
+  CHECK_MESSAGE(p[0].find("none.elf does not exist") != std::string::npos, p[0]);
+  p = problems("{name: uno, type: mcu, vehicle: rov, sketch: " + (dir / "broken").string() + "}");
+  REQUIRE(p.size() == 1);
+  // where the scenario names the sketch, then the compiler's first error with the sketch's path
+  CHECK_MESSAGE(p[0].find("mcu.yaml:16:") == 0, p[0]);
+  CHECK_MESSAGE(
+      p[0].find("does not build: " + (dir / "broken").string() + "/broken.ino:3:1: error:") != std::string::npos, p[0]);
+  // the sketch's folder is left as it was: the build is in the cache
+  CHECK(std::distance(std::filesystem::directory_iterator(dir / "broken"), std::filesystem::directory_iterator()) == 1);
+}
