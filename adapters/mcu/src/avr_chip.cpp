@@ -5,6 +5,7 @@
 extern "C" {
 #include <simavr/avr_adc.h>
 #include <simavr/avr_ioport.h>
+#include <simavr/avr_twi.h>
 #include <simavr/avr_uart.h>
 #include <simavr/sim_avr.h>
 #include <simavr/sim_elf.h>
@@ -49,6 +50,7 @@ std::uint32_t le32(const unsigned char* p) {
 struct AvrChip::Sim {
   avr_t* avr = nullptr;
   avr_irq_t* uart_input = nullptr;
+  avr_irq_t* twi_input = nullptr;
 };
 
 struct AvrChipHooks {
@@ -61,6 +63,42 @@ struct AvrChipHooks {
     chip->feed_uart();
   }
   static void uart_xoff(avr_irq_t*, std::uint32_t, void* param) { static_cast<AvrChip*>(param)->uart_xoff_ = true; }
+  // simavr's TWI master as bus messages: START carries the address (7 bits << 1 | read), a
+  // chip answers with ACK; WRITE carries a byte (ACK it); READ asks for one (answer with it)
+  static void twi_message(avr_irq_t*, std::uint32_t value, void* param) {
+    auto* chip = static_cast<AvrChip*>(param);
+    avr_twi_msg_irq_t m;
+    m.u.v = value;
+    const std::uint64_t now = chip->cycle();
+    const std::uint8_t msg = m.u.twi.msg;
+    if (msg & TWI_COND_STOP) {
+      if (chip->i2c_selected_) chip->i2c_selected_->stop(now);
+      chip->i2c_selected_ = nullptr;
+    }
+    if (msg & TWI_COND_START) {
+      chip->i2c_selected_ = nullptr;
+      const std::uint8_t addr = m.u.twi.addr;
+      for (I2cDevice* d : chip->i2c_) {
+        if (d->address() != (addr >> 1)) continue;
+        if (!d->silent && d->start((addr & 1) != 0, now)) {
+          ++d->transactions;
+          chip->i2c_selected_ = d;
+          avr_raise_irq(chip->sim_->twi_input, avr_twi_irq_msg(TWI_COND_ACK, addr, 1));
+        } else {
+          ++d->nacks;
+        }
+        break;
+      }
+    }
+    I2cDevice* d = chip->i2c_selected_;
+    if (!d) return;
+    if (msg & TWI_COND_WRITE) {
+      if (d->write(m.u.twi.data, now))
+        avr_raise_irq(chip->sim_->twi_input, avr_twi_irq_msg(TWI_COND_ACK, m.u.twi.addr, 1));
+    }
+    if (msg & TWI_COND_READ)
+      avr_raise_irq(chip->sim_->twi_input, avr_twi_irq_msg(TWI_COND_READ, m.u.twi.addr, d->read(now)));
+  }
   static void pin_changed(avr_irq_t*, std::uint32_t value, void* param) {
     auto* w = static_cast<AvrChip::Watch*>(param);
     const bool level = (value & 1) != 0;
@@ -180,6 +218,14 @@ void AvrChip::set_adc(int channel, double volts) {
 
 void AvrChip::set_input(const AvrPin& pin, bool high) {
   avr_raise_irq(avr_io_getirq(sim_->avr, AVR_IOCTL_IOPORT_GETIRQ(pin.port), pin.bit), high ? 1 : 0);
+}
+
+void AvrChip::attach_i2c(std::vector<I2cDevice*> devices) {
+  i2c_ = std::move(devices);
+  if (i2c_.empty() || sim_->twi_input) return;
+  avr_irq_register_notify(avr_io_getirq(sim_->avr, AVR_IOCTL_TWI_GETIRQ(0), TWI_IRQ_OUTPUT), AvrChipHooks::twi_message,
+                          this);
+  sim_->twi_input = avr_io_getirq(sim_->avr, AVR_IOCTL_TWI_GETIRQ(0), TWI_IRQ_INPUT);
 }
 
 int AvrChip::watch(const AvrPin& pin) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tether/mcu/avr_pins.hpp"
+#include "tether/mcu/i2c_devices.hpp"
 
 namespace tether::adapters::mcu {
 
@@ -73,6 +74,10 @@ class AvrChip {
   void uart_input(std::string_view bytes);
   std::size_t uart_input_pending() const { return uart_in_.size() - uart_in_at_; }
 
+  /// Puts I2C chips on the TWI bus (owned by the caller, alive while the chip runs). An
+  /// address no chip has is not acknowledged.
+  void attach_i2c(std::vector<I2cDevice*> devices);
+
   /// What simavr said (its log lines), moved out.
   std::string take_log();
 
@@ -90,6 +95,8 @@ class AvrChip {
   std::string uart_in_;
   std::size_t uart_in_at_ = 0;
   bool uart_xoff_ = false;
+  std::vector<I2cDevice*> i2c_;
+  I2cDevice* i2c_selected_ = nullptr;
   void feed_uart();
 };
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // A `type: mcu` entry's keys: the chip, its firmware and what its pins are wired to
 // (docs/mcu.md, "Scenario keys").
+#include <cstdio>
 #include <filesystem>
 
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_spec.hpp"
+#include "tether/mcu/i2c_devices.hpp"
 #include "tether/mcu/mcu_endpoint.hpp"
 #include "tether/process/config_text.hpp"
 #include "tether/scenario/endpoint_types.hpp"
@@ -146,6 +148,56 @@ void parse_pin(const runtime::ConfigNode& p, const runtime::EndpointConfig& conf
   out.pins.push_back(c);
 }
 
+// `i2c: [{chip: mpu6050, device: imu, address: 0x68}, ...]`
+void parse_i2c(const runtime::ConfigNode& list, const runtime::EndpointConfig& config,
+               const runtime::Scenario& scenario, McuEndpointConfig& out) {
+  if (!list.is_sequence()) {
+    list.error("expected a list of I2C chips ({chip: mpu6050, device: imu}), got " +
+               runtime::describe_value(list.yaml()));
+    return;
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const runtime::ConfigNode e = list.at(i);
+    if (!e.expect_map({"chip", "device", "address", "temperature_c"})) continue;
+    McuI2cConfig c;
+    c.chip = e.choice_or("chip", "", {"mpu6050", "ms5837", "srf08"});
+    if (c.chip.empty()) {
+      if (!e.has("chip")) e.expected("chip", "one of mpu6050, ms5837, srf08");
+      continue;
+    }
+    c.address = static_cast<std::uint8_t>(e.integer_or("address", mcu::i2c_default_address(c.chip), 0x08, 0x77));
+    for (const McuI2cConfig& other : out.i2c)
+      if (other.address == c.address) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", c.address);
+        (e.has("address") ? e["address"] : e)
+            .error(std::string("address ") + hex + " is taken by the " + other.chip + " before it");
+      }
+    c.temperature_c = e.number_or("temperature_c", c.temperature_c, runtime::Range::between(-40, 85));
+    const std::string device = config_scalar(e["device"]);
+    if (device.empty()) {
+      e.expected("device", std::string("the ") + mcu::i2c_chip_feeds(c.chip) + " device that feeds it");
+      continue;
+    }
+    const int d = find_vehicle_device(scenario, config.vehicle, device);
+    if (d < 0) {
+      e["device"].error(d == -1 ? "no device \"" + device + "\" on vehicle \"" + config.vehicle + "\""
+                                : "\"" + device + "\" is ambiguous: write the full name");
+      continue;
+    }
+    const hal::DeviceSpec& spec = scenario.devices[static_cast<std::size_t>(d)];
+    const std::string kind = hal::kind_info(spec.kind).name;
+    const std::string feeds = mcu::i2c_chip_feeds(c.chip);
+    if (feeds.find(kind) == std::string::npos) {
+      e["device"].error("\"" + device + "\" is a " + kind + ": a " + c.chip + " is fed from a " + feeds + " device");
+      continue;
+    }
+    if (spec.kind == TETHER_KIND_DEPTH) c.atmospheric_pa = std::get<hal::DepthParams>(spec.params).atmospheric_pa;
+    c.device = d;
+    out.i2c.push_back(c);
+  }
+}
+
 }  // namespace
 
 McuEndpointConfig parse_mcu_config(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
@@ -183,6 +235,12 @@ McuEndpointConfig parse_mcu_config(const runtime::EndpointConfig& config, const 
     } else {
       for (std::size_t i = 0; i < pins.size(); ++i) parse_pin(pins.at(i), config, scenario, c);
     }
+  }
+  if (n.has("i2c")) {
+    parse_i2c(n["i2c"], config, scenario, c);
+    for (const McuPinConfig& p : c.pins)
+      if (p.pin.port == 'C' && (p.pin.bit == 4 || p.pin.bit == 5) && !c.i2c.empty())
+        n["pins"].error(p.pin.label() + " is " + p.pin.role + ": the I2C bus (`i2c:`) uses it");
   }
   for (const McuPinConfig& p : c.pins)
     if (p.reverse)

@@ -12,6 +12,7 @@
 #include "avr_chip.hpp"
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_bank.hpp"
+#include "tether/mcu/i2c_devices.hpp"
 #include "tether/mcu/sketch_build.hpp"
 
 namespace tether::adapters {
@@ -42,10 +43,12 @@ struct McuEndpoint::Impl {
   std::vector<runtime::LogLine> lines;  // complete lines since the last reply
   std::string elf;
   mutable std::optional<mcu::SketchBuild> built;
+  std::vector<std::unique_ptr<mcu::I2cDevice>> i2c;
   // figures for the summary
   std::uint64_t steps = 0;
   std::uint64_t serial_lines = 0;
   std::uint64_t serial_bytes = 0;
+  std::string last_line;
 };
 
 McuEndpoint::McuEndpoint(const runtime::EndpointConfig& config, const runtime::Scenario& scenario)
@@ -92,6 +95,15 @@ void McuEndpoint::start(const runtime::WorldModel&, const runtime::WorldState&) 
     if (config_.pins[i].role == Role::pwm_out || config_.pins[i].role == Role::pulse_out ||
         config_.pins[i].role == Role::digital_out)
       s.traces[i] = s.chip.watch(config_.pins[i].pin);
+  std::vector<mcu::I2cDevice*> bus;
+  for (const McuI2cConfig& c : config_.i2c) {
+    mcu::I2cChipOptions o;
+    o.temperature_c = c.temperature_c;
+    o.atmospheric_pa = c.atmospheric_pa;
+    s.i2c.push_back(mcu::make_i2c_device(c.chip, c.address, static_cast<double>(config_.f_cpu_hz), o));
+    bus.push_back(s.i2c.back().get());
+  }
+  s.chip.attach_i2c(std::move(bus));
   s.lines.reserve(64);
   s.line.reserve(256);
 }
@@ -116,6 +128,15 @@ bool McuEndpoint::publish(const runtime::StepContext& ctx, const runtime::WorldS
       s.last_value[i] = high ? 1 : 0;
       s.chip.set_input(p.pin, high);
     }
+  }
+  // this step's readings in the I2C chips' registers
+  for (std::size_t i = 0; i < config_.i2c.size(); ++i) {
+    if (!devices_ || static_cast<std::size_t>(config_.i2c[i].device) >= devices_->size()) continue;
+    const hal::Sample& sample = devices_->sample(static_cast<std::size_t>(config_.i2c[i].device));
+    mcu::I2cInput in;
+    in.valid = sample.valid && (config_.i2c[i].chip != "srf08" || sample.flags != 0);
+    for (std::size_t c = 0; c < in.ch.size() && c < sample.ch.size(); ++c) in.ch[c] = sample.ch[c];
+    s.i2c[i]->update(in);
   }
   // the n-th step since the start ends at cycle n * period * f_cpu, exactly (no drift from
   // rounding per step)
@@ -159,6 +180,7 @@ runtime::GatherStatus McuEndpoint::gather(const runtime::StepContext& ctx, runti
     if (c == '\n' || s.line.size() >= 240) {
       if (!s.line.empty() && s.line.back() == '\r') s.line.pop_back();
       reply.logs.push_back({0, s.line});
+      s.last_line = s.line;
       ++s.serial_lines;
       s.line.clear();
       if (c == '\n') continue;
@@ -230,13 +252,19 @@ void McuEndpoint::summarize(nlohmann::json& out) const {
   nlohmann::json pins = nlohmann::json::object();
   for (std::size_t i = 0; i < config_.pins.size() && i < s.last_value.size(); ++i)
     pins[config_.pins[i].pin.label()] = s.last_value[i];
+  nlohmann::json i2c = nlohmann::json::array();
+  for (const auto& d : s.i2c)
+    i2c.push_back(
+        {{"chip", d->chip()}, {"address", d->address()}, {"transactions", d->transactions}, {"nacks", d->nacks}});
   out["mcu"] = {{"chip", config_.mcu},
+                {"i2c", i2c},
                 {"f_cpu_hz", config_.f_cpu_hz},
                 {"firmware", s.elf},
                 {"cycles", s.chip.cycle()},
                 {"steps", s.steps},
                 {"serial_lines", s.serial_lines},
                 {"serial_bytes", s.serial_bytes},
+                {"serial_last_line", s.last_line},
                 {"pins_last", pins}};
 }
 

@@ -20,6 +20,7 @@
 #include "tether/loop/device_world.hpp"
 #include "tether/loop/session.hpp"
 #include "tether/mcu/avr_pins.hpp"
+#include "tether/mcu/i2c_devices.hpp"
 #include "tether/mcu/mcu_endpoint.hpp"
 #include "tether/mcu/sketch_build.hpp"
 
@@ -282,4 +283,135 @@ TEST_CASE("mcu: an image for another chip, a missing one and a sketch that does 
       p[0].find("does not build: " + (dir / "broken").string() + "/broken.ino:3:1: error:") != std::string::npos, p[0]);
   // the sketch's folder is left as it was: the build is in the cache
   CHECK(std::distance(std::filesystem::directory_iterator(dir / "broken"), std::filesystem::directory_iterator()) == 1);
+}
+
+TEST_CASE(
+    "mcu I2C chips: the MPU-6050 wakes asleep, the MS5837's conversions take their time, the SRF08 is "
+    "silent while ranging") {
+  const double f = 16e6;
+  I2cInput rest;  // level and still: the accelerometer's specific force is 1 g up (wire z down)
+  rest.valid = true;
+  rest.ch = {0, 0, 0.5, 0, 0, -9.80665, 0, 0};
+  auto mpu = make_i2c_device("mpu6050", 0x68, f, {});
+  auto read_regs = [](I2cDevice& d, std::uint8_t reg, int n) {
+    REQUIRE(d.start(false, 0));
+    REQUIRE(d.write(reg, 0));
+    d.stop(0);
+    REQUIRE(d.start(true, 0));
+    std::vector<int> out;
+    for (int i = 0; i < n; ++i) out.push_back(d.read(0));
+    d.stop(0);
+    return out;
+  };
+  CHECK(read_regs(*mpu, 0x75, 1)[0] == 0x68);  // WHO_AM_I
+  CHECK(read_regs(*mpu, 0x6B, 1)[0] == 0x40);  // PWR_MGMT_1 after reset: SLEEP
+  mpu->update(rest);
+  CHECK(read_regs(*mpu, 0x3B, 6) == std::vector<int>{0, 0, 0, 0, 0, 0});  // asleep: nothing measured
+  REQUIRE(mpu->start(false, 0));                                          // wake it: PWR_MGMT_1 = 0
+  REQUIRE(mpu->write(0x6B, 0));
+  REQUIRE(mpu->write(0x00, 0));
+  mpu->stop(0);
+  mpu->update(rest);
+  auto a = read_regs(*mpu, 0x3B, 14);
+  auto s16 = [&](int i) {
+    return static_cast<std::int16_t>((a[static_cast<std::size_t>(i)] << 8) | a[static_cast<std::size_t>(i) + 1]);
+  };
+  CHECK(s16(0) == 0);
+  CHECK(s16(4) == 16384);                                                // +1 g at ±2 g full scale
+  CHECK(s16(6) / 340.0 + 36.53 == doctest::Approx(20.0).epsilon(0.01));  // the temperature
+  // 0.5 rad/s about the wire's z (down) is -28.6 °/s about the chip's z (up): 131 LSB per °/s
+  CHECK(s16(12) == static_cast<std::int16_t>(std::lround(-0.5 * 180 / 3.14159265358979 * 131)));
+
+  // MS5837-30BA at 10 m in sea water
+  auto ms = make_i2c_device("ms5837", 0x76, f, {});
+  I2cInput ten;
+  ten.valid = true;
+  ten.ch = {10.0, 1025 * 9.80665, 0, 0, 0, 0, 0, 0};
+  ms->update(ten);
+  std::array<std::uint16_t, 8> prom{};
+  for (int i = 0; i < 7; ++i) {
+    REQUIRE(ms->start(false, 0));
+    REQUIRE(ms->write(static_cast<std::uint8_t>(0xA0 + 2 * i), 0));
+    ms->stop(0);
+    REQUIRE(ms->start(true, 0));
+    prom[static_cast<std::size_t>(i)] = static_cast<std::uint16_t>((ms->read(0) << 8) | ms->read(0));
+  }
+  CHECK((prom[0] >> 12) == ms5837_crc4(prom));  // the driver's CRC check passes
+  CHECK(((prom[0] >> 5) & 0x7F) == 0x1A);       // and it reads a 30BA
+  auto convert = [&](std::uint8_t cmd, std::uint64_t at, std::uint64_t read_at) {
+    REQUIRE(ms->start(false, at));
+    REQUIRE(ms->write(cmd, at));
+    ms->stop(at);
+    REQUIRE(ms->start(false, read_at));
+    REQUIRE(ms->write(0x00, read_at));
+    ms->stop(read_at);
+    REQUIRE(ms->start(true, read_at));
+    const std::uint32_t v = (static_cast<std::uint32_t>(ms->read(read_at)) << 16) |
+                            (static_cast<std::uint32_t>(ms->read(read_at)) << 8) | ms->read(read_at);
+    return v;
+  };
+  // OSR 8192 takes 18.08 ms: read after 10 ms, it is 0
+  CHECK(convert(0x4A, 0, static_cast<std::uint64_t>(0.010 * f)) == 0);
+  const std::uint32_t d1 = convert(0x4A, 0, static_cast<std::uint64_t>(0.019 * f));
+  const std::uint32_t d2 = convert(0x5A, 0, static_cast<std::uint64_t>(0.019 * f));
+  CHECK(d1 > 0);
+  CHECK(d2 > 0);
+  double p = 0, t = 0;
+  ms5837_compute(prom, d1, d2, p, t);
+  CHECK(p == doctest::Approx(101325 + 1025 * 9.80665 * 10).epsilon(20.0 / 200000));  // 0.1 mbar steps
+  CHECK(t == doctest::Approx(20.0).epsilon(0.01));
+
+  // SRF08: a ranging in centimetres; the next START inside 65 ms is not acknowledged
+  auto srf = make_i2c_device("srf08", 0x70, f, {});
+  I2cInput two;
+  two.valid = true;
+  two.ch[0] = 2.0;
+  srf->update(two);
+  REQUIRE(srf->start(false, 0));
+  REQUIRE(srf->write(0x00, 0));
+  REQUIRE(srf->write(0x51, 0));
+  srf->stop(0);
+  CHECK_FALSE(srf->start(false, static_cast<std::uint64_t>(0.030 * f)));
+  REQUIRE(srf->start(false, static_cast<std::uint64_t>(0.066 * f)));
+  REQUIRE(srf->write(0x02, 0));
+  srf->stop(0);
+  REQUIRE(srf->start(true, static_cast<std::uint64_t>(0.066 * f)));
+  CHECK(((srf->read(0) << 8) | srf->read(0)) == 200);
+}
+
+TEST_CASE("mcu: the Arduino Wire example SFRRanger_reader, unmodified, reads an SRF08 fed by the altimeter") {
+  use_test_sketch_cache();
+  REQUIRE_MESSAGE(sketch_toolchain_missing().empty(), "scripts/deps.sh test installs " << sketch_toolchain_missing());
+  // the vehicle 2 m above a tank's floor, the altimeter pointing down; the SRF08 at 112
+  const std::string sketch = "/usr/share/arduino/hardware/arduino/avr/libraries/Wire/examples/SFRRanger_reader";
+  runtime::Scenario sc = runtime::parse_scenario(
+      R"(name: srf08
+world: {gravity_m_s2: [0, 0, 0], water: {density_kg_m3: 1025, surface_z_m: 0}, tank: {size_m: [10, 10, 5]}}
+vehicles:
+  - name: rov
+    bodies:
+      - name: hull
+        shape: {type: sphere, radius_m: 0.2}
+        mass_kg: 2
+        initial: {position_m: [0, 0, -3]}
+        devices:
+          - {name: altimeter, kind: altimeter}
+loop: {period_ms: 10, real_time_factor: 0, steps: 150}
+endpoints:
+  - {name: uno, type: mcu, vehicle: rov, sketch: )" +
+          sketch + R"(, i2c: [{chip: srf08, device: altimeter, address: 112}]}
+)",
+      "srf08.yaml");
+  runtime::Session session(sc, make_endpoints(sc));
+  std::atomic<bool> stop{false};
+  REQUIRE(session.run(stop) == runtime::Outcome::completed);
+  const auto s = session.summary();
+  INFO(s.dump());
+  const auto& mcu = s["endpoints"][0]["mcu"];
+  // one ranging every 70 + 250 ms: four or five in 1.5 s, each a write, a write and a read
+  CHECK(mcu["serial_lines"].get<int>() >= 4);
+  // the sketch asks for inches (command 0x50): 2 m is 78.7 in
+  CHECK(mcu["serial_last_line"] == "79");
+  CHECK(mcu["i2c"][0]["chip"] == "srf08");
+  CHECK(mcu["i2c"][0]["transactions"].get<int>() >= 12);
 }

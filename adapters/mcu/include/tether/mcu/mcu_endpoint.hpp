@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ namespace tether::adapters {
 
 /// The keys of an `mcu` entry beside the common ones (docs/mcu.md).
 inline constexpr const char* mcu_endpoint_keys[] = {"mcu",    "f_cpu_hz", "firmware", "sketch",
-                                                    "avcc_v", "aref_v",   "pins"};
+                                                    "avcc_v", "aref_v",   "pins",     "i2c"};
 
 /// What one pin is wired to.
 struct McuPinConfig {
@@ -42,6 +43,15 @@ struct McuPinConfig {
   std::optional<mcu::AvrPin> reverse;  // outputs: the command's sign flips while this pin is high
 };
 
+/// One chip on the I2C bus (A4 SDA, A5 SCL).
+struct McuI2cConfig {
+  std::string chip;          // mpu6050, ms5837, srf08
+  std::uint8_t address = 0;  // 7 bits
+  int device = -1;           // index into the scenario's devices: what feeds it
+  double temperature_c = 20;
+  double atmospheric_pa = 101325;
+};
+
 struct McuEndpointConfig {
   std::string mcu = "atmega328p";
   std::uint64_t f_cpu_hz = 16'000'000;
@@ -52,6 +62,7 @@ struct McuEndpointConfig {
   double aref_v = 5.0;
   std::int64_t period_ns = 10'000'000;
   std::vector<McuPinConfig> pins;
+  std::vector<McuI2cConfig> i2c;
 };
 
 /// Reads an `mcu` entry (positioned errors on the entry's node).
