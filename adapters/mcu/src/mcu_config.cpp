@@ -42,12 +42,6 @@ void pair_or(const runtime::ConfigNode& p, const char* key, double (&out)[2]) {
   out[1] = v[1];
 }
 
-std::string where(const runtime::Scenario& scenario, const runtime::ConfigNode& n) {
-  const YAML::Mark m = n.yaml().Mark();
-  return (scenario.path.empty() ? std::string("<scenario>") : scenario.path) + ":" + std::to_string(m.line + 1) + ":" +
-         std::to_string(m.column + 1) + ": " + n.path();
-}
-
 void parse_pin(const runtime::ConfigNode& p, const runtime::EndpointConfig& config, const runtime::Scenario& scenario,
                McuEndpointConfig& out) {
   if (!p.expect_map({"pin", "analog_in", "digital_in", "pwm_out", "pulse_out", "digital_out", "channel", "field",
@@ -221,7 +215,6 @@ McuEndpointConfig parse_mcu_config(const runtime::EndpointConfig& config, const 
     c.sketch = resolve_config_text(n["sketch"], n.string("sketch"), base, true);
     if (!c.sketch.empty() && c.sketch.front() != '/')
       c.sketch = (std::filesystem::path(base) / c.sketch).lexically_normal().string();
-    c.sketch_at = where(scenario, n["sketch"]);
   }
   if (config.vehicle_index < 0) {
     if (!n.has("vehicle")) n.error("an mcu endpoint needs `vehicle`: the vehicle whose devices its pins are wired to");

@@ -60,8 +60,7 @@ std::vector<std::string> McuEndpoint::launch_problems() const {
   const std::string who = "endpoint \"" + name() + "\": ";
   if (!config_.sketch.empty()) {
     if (!impl_->built) impl_->built = mcu::build_sketch(config_.sketch, config_.mcu, config_.f_cpu_hz);
-    if (!impl_->built->ok)
-      return {config_.sketch_at + ": " + who + "sketch " + config_.sketch + " does not build: " + impl_->built->error};
+    if (!impl_->built->ok) return {who + "sketch " + config_.sketch + " does not build: " + impl_->built->error};
     const std::string problem = mcu::avr_elf_problem(impl_->built->elf, config_.mcu);
     if (!problem.empty()) return {who + problem};
     return {};

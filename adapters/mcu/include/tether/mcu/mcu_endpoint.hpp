@@ -55,9 +55,8 @@ struct McuI2cConfig {
 struct McuEndpointConfig {
   std::string mcu = "atmega328p";
   std::uint64_t f_cpu_hz = 16'000'000;
-  std::string firmware;   // an ELF
-  std::string sketch;     // or a sketch folder to build
-  std::string sketch_at;  // where `sketch` is in the scenario ("file:line")
+  std::string firmware;  // an ELF
+  std::string sketch;    // or a sketch folder to build
   double avcc_v = 5.0;
   double aref_v = 5.0;
   std::int64_t period_ns = 10'000'000;
