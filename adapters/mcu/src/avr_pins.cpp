@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 
 namespace tether::adapters::mcu {
 
@@ -99,10 +100,13 @@ Mode mode_of(const TimerRegisters& r) {
 }  // namespace
 
 std::string AvrPin::label() const {
-  std::string port_name = std::string("P") + port + static_cast<char>('0' + bit);
-  if (arduino < 0) return port_name;
-  const std::string uno = arduino >= 14 ? "A" + std::to_string(arduino - 14) : "D" + std::to_string(arduino);
-  return uno + " (" + port_name + ")";
+  char out[32];
+  if (arduino < 0)
+    std::snprintf(out, sizeof out, "P%c%d", port, bit);
+  else
+    std::snprintf(out, sizeof out, "%c%d (P%c%d)", arduino >= 14 ? 'A' : 'D', arduino >= 14 ? arduino - 14 : arduino,
+                  port, bit);
+  return out;
 }
 
 std::optional<AvrPin> find_pin(std::string_view name, std::string* why) {
