@@ -219,6 +219,8 @@ const std::vector<Verb>& verbs() {
             {"endpoint", "x", "y", "z", "r"}, 5, true),
       calls("autopilot-target", "ENDPOINT [depth=M] [heading=DEG]", "/tether/autopilot_target", {"endpoint"}, 1, true,
             false, {{"depth", "depth_m"}, {"heading", "heading_deg"}}),
+      calls("mcu-serial", "ENDPOINT TEXT (bytes for the firmware's Serial; $'0,128,255\\n' in bash)",
+            "/tether/mcu_serial", {"endpoint", "text"}, 2),
       calls("shutdown", "", "/tether/shutdown"),
       calls("call", "SERVICE ['{JSON}'] (any service the session offers; the session checks it)", nullptr),
       runs("param", "get [NAME...] | set NAME VALUE", param,

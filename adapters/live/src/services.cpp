@@ -206,6 +206,10 @@ void add_builtins(ServiceTable& t) {
       R"("starts_at_step":{"type":"integer"}}})",
       true, world(runtime::InjectFault::kind));
   add_autopilot_services(add);
+  // an mcu endpoint's firmware reads these bytes on its Serial (docs/mcu.md, "Serial")
+  add("/tether/mcu_serial", "tether/McuSerial", "bytes into an mcu endpoint's UART (the firmware's Serial)",
+      {text("endpoint", "the mcu endpoint", true), text("text", "the bytes (\\n ends a line)", true)},
+      accepted_response_schema, true, endpoint_command("serial"));
 }
 
 std::string number_text(double v) {

@@ -192,6 +192,41 @@ void parse_i2c(const runtime::ConfigNode& list, const runtime::EndpointConfig& c
   }
 }
 
+// `serial_in: {gps: DEVICE, script: [{at_s: 0.5, text: "..."}]}`
+void parse_serial_in(const runtime::ConfigNode& n, const runtime::EndpointConfig& config,
+                     const runtime::Scenario& scenario, McuEndpointConfig& out) {
+  if (!n.expect_map({"gps", "script"})) return;
+  if (n.has("gps")) {
+    const std::string device = config_scalar(n["gps"]);
+    const int d = find_vehicle_device(scenario, config.vehicle, device);
+    if (d < 0)
+      n["gps"].error(d == -1 ? "no device \"" + device + "\" on vehicle \"" + config.vehicle + "\""
+                             : "\"" + device + "\" is ambiguous: write the full name");
+    else if (scenario.devices[static_cast<std::size_t>(d)].kind != TETHER_KIND_GPS)
+      n["gps"].error("\"" + device + "\" is a " +
+                     std::string(hal::kind_info(scenario.devices[static_cast<std::size_t>(d)].kind).name) +
+                     ": `gps` names a gps device (its NMEA sentences go into the UART)");
+    else
+      out.serial_gps = d;
+  }
+  if (!n.has("script")) return;
+  const runtime::ConfigNode list = n["script"];
+  if (!list.is_sequence()) {
+    list.error("expected a list of {at_s: TIME, text: \"...\"}, got " + runtime::describe_value(list.yaml()));
+    return;
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const runtime::ConfigNode e = list.at(i);
+    if (!e.expect_map({"at_s", "text"})) continue;
+    McuSerialText t;
+    t.at_ns = static_cast<std::int64_t>(e.number("at_s", runtime::Range::non_negative()) * 1e9 + 0.5);
+    t.text = e.string("text");
+    if (!out.serial_script.empty() && t.at_ns < out.serial_script.back().at_ns)
+      e["at_s"].error("the script's entries go in time order");
+    out.serial_script.push_back(t);
+  }
+}
+
 }  // namespace
 
 McuEndpointConfig parse_mcu_config(const runtime::EndpointConfig& config, const runtime::Scenario& scenario) {
@@ -229,6 +264,7 @@ McuEndpointConfig parse_mcu_config(const runtime::EndpointConfig& config, const 
       for (std::size_t i = 0; i < pins.size(); ++i) parse_pin(pins.at(i), config, scenario, c);
     }
   }
+  if (n.has("serial_in")) parse_serial_in(n["serial_in"], config, scenario, c);
   if (n.has("i2c")) {
     parse_i2c(n["i2c"], config, scenario, c);
     for (const McuPinConfig& p : c.pins)

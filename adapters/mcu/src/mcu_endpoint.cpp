@@ -3,6 +3,7 @@
 #include "tether/mcu/mcu_endpoint.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "avr_chip.hpp"
+#include "mcu_wire.hpp"
 #include "tether/firmware_shim/payloads.h"
 #include "tether/hal/device_bank.hpp"
 #include "tether/mcu/i2c_devices.hpp"
@@ -44,6 +46,12 @@ struct McuEndpoint::Impl {
   std::string elf;
   mutable std::optional<mcu::SketchBuild> built;
   std::vector<std::unique_ptr<mcu::I2cDevice>> i2c;
+  std::size_t script_at = 0;     // the next serial_in.script entry
+  std::array<char, 512> nmea{};  // the GPS's sentences
+  std::uint64_t serial_in_bytes = 0;
+  McuFrame frame;                        // the step's pins and chips, for the recording
+  std::vector<double> input_changed_us;  // per pin: 0 when an input changed at this step's start
+  std::vector<std::uint64_t> i2c_seen;   // per chip: transactions and NACKs already framed
   // figures for the summary
   std::uint64_t steps = 0;
   std::uint64_t serial_lines = 0;
@@ -52,7 +60,11 @@ struct McuEndpoint::Impl {
 };
 
 McuEndpoint::McuEndpoint(const runtime::EndpointConfig& config, const runtime::Scenario& scenario)
-    : Endpoint(config), config_(parse_mcu_config(config, scenario)), impl_(std::make_unique<Impl>()) {}
+    : Endpoint(config), config_(parse_mcu_config(config, scenario)), impl_(std::make_unique<Impl>()) {
+  for (const hal::DeviceSpec& d : scenario.devices) device_names_.push_back(d.name.full());
+}
+
+std::vector<runtime::WireTopic> McuEndpoint::wire_topics() const { return mcu_wire_topics(config_, device_names_); }
 
 McuEndpoint::~McuEndpoint() = default;
 
@@ -104,6 +116,9 @@ void McuEndpoint::start(const runtime::WorldModel&, const runtime::WorldState&) 
   }
   s.chip.attach_i2c(std::move(bus));
   s.lines.reserve(64);
+  s.input_changed_us.assign(config_.pins.size(), -1.0);
+  s.i2c_seen.assign(2 * config_.i2c.size(), 0);
+  s.frame.bytes.reserve(2 + 16 * config_.pins.size() + 8 * config_.i2c.size());
   s.line.reserve(256);
 }
 
@@ -120,13 +135,27 @@ bool McuEndpoint::publish(const runtime::StepContext& ctx, const runtime::WorldS
     const double x = sample.ch[static_cast<std::size_t>(p.channel)];
     if (p.role == Role::analog_in) {
       const double v = std::clamp(map_linear(x, p.from, p.to), 0.0, config_.avcc_v);
+      s.input_changed_us[i] = v != s.last_value[i] ? 0.0 : -1.0;
       s.last_value[i] = v;
       s.chip.set_adc(p.pin.adc, v);
     } else {
       const bool high = (x > p.above) != p.invert;
+      s.input_changed_us[i] = (high ? 1 : 0) != s.last_value[i] ? 0.0 : -1.0;
       s.last_value[i] = high ? 1 : 0;
       s.chip.set_input(p.pin, high);
     }
+  }
+  // bytes for the UART's receiver: the script's due text, the GPS's new sentences
+  while (s.script_at < config_.serial_script.size() && config_.serial_script[s.script_at].at_ns <= ctx.time_ns) {
+    const std::string& text = config_.serial_script[s.script_at++].text;
+    s.chip.uart_input(text);
+    s.serial_in_bytes += text.size();
+  }
+  if (config_.serial_gps >= 0 && devices_ && devices_->fresh(static_cast<std::size_t>(config_.serial_gps))) {
+    const std::size_t n =
+        devices_->gps_sentences(static_cast<std::size_t>(config_.serial_gps), s.nmea.data(), s.nmea.size());
+    s.chip.uart_input(std::string_view(s.nmea.data(), n));
+    s.serial_in_bytes += n;
   }
   // this step's readings in the I2C chips' registers
   for (std::size_t i = 0; i < config_.i2c.size(); ++i) {
@@ -221,6 +250,28 @@ runtime::GatherStatus McuEndpoint::gather(const runtime::StepContext& ctx, runti
     }
     s.last_value[i] = measured;
   }
+  // the step's frame: every pin's value and when it changed, the chips' transactions
+  s.frame.begin(config_.pins.size());
+  for (std::size_t i = 0; i < config_.pins.size(); ++i) {
+    double changed = s.input_changed_us[i];
+    if (s.traces[i] >= 0) {
+      const mcu::PinTrace& t = s.chip.trace(s.traces[i]);
+      changed = t.edges > 0 && t.changed_at >= step_start
+                    ? static_cast<double>(t.changed_at - step_start) * us_per_cycle
+                    : -1.0;
+    }
+    s.frame.pin(s.last_value[i], changed);
+    s.input_changed_us[i] = -1.0;
+  }
+  s.frame.chips(s.i2c.size());
+  for (std::size_t i = 0; i < s.i2c.size(); ++i) {
+    const mcu::I2cDevice& d = *s.i2c[i];
+    s.frame.chip(static_cast<std::uint32_t>(d.transactions - s.i2c_seen[2 * i]),
+                 static_cast<std::uint32_t>(d.nacks - s.i2c_seen[2 * i + 1]));
+    s.i2c_seen[2 * i] = d.transactions;
+    s.i2c_seen[2 * i + 1] = d.nacks;
+  }
+  reply.add_wire(false, s.frame.bytes);
   // one command per device, its fields from the pins that drive them
   for (std::size_t i = 0; i < config_.pins.size(); ++i) {
     const McuPinConfig& p = config_.pins[i];
@@ -244,6 +295,24 @@ runtime::GatherStatus McuEndpoint::gather(const runtime::StepContext& ctx, runti
   return runtime::GatherStatus::ready;
 }
 
+bool McuEndpoint::operator_command(std::string_view verb, const nlohmann::json& arguments, bool apply,
+                                   std::string* why) {
+  if (verb != "serial") {
+    if (why) *why = "endpoint \"" + name() + "\" (type mcu) takes `serial` {text}, not \"" + std::string(verb) + "\"";
+    return false;
+  }
+  if (!arguments.is_object() || !arguments.contains("text") || !arguments["text"].is_string() ||
+      arguments.size() != 1) {
+    if (why) *why = "`serial` takes {\"text\": \"...\"}: the bytes for the firmware's Serial";
+    return false;
+  }
+  if (!apply) return true;
+  const std::string& text = arguments["text"].get_ref<const std::string&>();
+  impl_->chip.uart_input(text);
+  impl_->serial_in_bytes += text.size();
+  return true;
+}
+
 void McuEndpoint::stop() {}
 
 void McuEndpoint::summarize(nlohmann::json& out) const {
@@ -264,6 +333,8 @@ void McuEndpoint::summarize(nlohmann::json& out) const {
                 {"serial_lines", s.serial_lines},
                 {"serial_bytes", s.serial_bytes},
                 {"serial_last_line", s.last_line},
+                {"serial_in_bytes", s.serial_in_bytes},
+                {"serial_in_pending", s.chip.uart_input_pending()},
                 {"pins_last", pins}};
 }
 

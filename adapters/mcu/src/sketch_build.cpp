@@ -20,9 +20,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* arduino_dir = "/usr/share/arduino";
-constexpr const char* arduino_mk = "/usr/share/arduino/Arduino.mk";
-constexpr const char* arduino_core = "/usr/share/arduino/hardware/arduino/avr/cores/arduino/Arduino.h";
+// Debian's Arduino (arduino-core-avr, arduino-mk); $TETHER_ARDUINO_DIR points elsewhere
+std::string arduino_dir() {
+  const char* d = std::getenv("TETHER_ARDUINO_DIR");
+  return d && *d ? d : "/usr/share/arduino";
+}
+std::string arduino_mk() { return arduino_dir() + "/Arduino.mk"; }
+std::string arduino_core() { return arduino_dir() + "/hardware/arduino/avr/cores/arduino/Arduino.h"; }
 
 std::string quote(const std::string& s) {
   std::string out = "'";
@@ -71,8 +75,8 @@ std::string sketch_toolchain_missing() {
     if (!missing.empty()) missing += ' ';
     missing += package;
   };
-  need(fs::exists(arduino_mk), "arduino-mk");
-  need(fs::exists(arduino_core), "arduino-core-avr");
+  need(fs::exists(arduino_mk()), "arduino-mk");
+  need(fs::exists(arduino_core()), "arduino-core-avr");
   need(!find_program("avr-gcc").empty(), "gcc-avr");
   need(fs::exists("/usr/lib/avr/include/avr/io.h"), "avr-libc");
   need(!find_program("make").empty(), "make");
@@ -112,7 +116,8 @@ SketchBuild build_sketch(const std::string& dir_in, const std::string& mcu, std:
   }
   char key[17];
   std::snprintf(key, sizeof key, "%016llx",
-                static_cast<unsigned long long>(fnv1a(dir.string() + '\n' + mcu + '\n' + std::to_string(f_cpu_hz))));
+                static_cast<unsigned long long>(
+                    fnv1a(dir.string() + '\n' + mcu + '\n' + std::to_string(f_cpu_hz) + '\n' + arduino_dir())));
   const fs::path cache = fs::path(sketch_cache_root()) / (dir.filename().string() + "-" + key);
   fs::create_directories(cache, ec);
   if (ec) {
@@ -125,14 +130,14 @@ SketchBuild build_sketch(const std::string& dir_in, const std::string& mcu, std:
     std::ofstream mk(cache / "Makefile");
     mk << "# written by tether: builds the sketch in " << dir.string() << "\n"
        << "BOARD_TAG = uno\n"
-       << "ARDUINO_DIR = " << arduino_dir << "\n"
+       << "ARDUINO_DIR = " << arduino_dir() << "\n"
        << "MCU = " << mcu << "\n"
        << "F_CPU = " << f_cpu_hz << "L\n"
        << "CPPFLAGS += -DDECIMAL_DIG=__DECIMAL_DIG__\n"
        << "CXXFLAGS_STD = -std=gnu++11\n"
        << "OBJDIR = " << (cache / "build").string() << "\n"
        << "TARGET = sketch\n"
-       << "include " << arduino_mk << "\n";
+       << "include " << arduino_mk() << "\n";
   }
   // one build of this sketch at a time: a campaign's workers share the cache
   const int lock = ::open((cache / "lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);

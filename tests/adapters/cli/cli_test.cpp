@@ -439,7 +439,7 @@ TEST_CASE("tether kinds lists every extension point with its built-in kinds") {
   CHECK(names_of("feedback_processors") ==
         std::vector<std::string>{"direct", "blend", "vector_adjust", "kalman", "estimate"});
   CHECK(names_of("endpoint_types") ==
-        std::vector<std::string>{"in_process", "serial", "mqtt", "stand_in", "ardupilot_json"});
+        std::vector<std::string>{"in_process", "serial", "mqtt", "stand_in", "ardupilot_json", "mcu"});
   CHECK(names_of("controllers") == std::vector<std::string>{"idle", "depth_pid", "depth_heading_hold"});
   CHECK(names_of("device_kinds").size() == 20);
   const auto services = names_of("live_services");

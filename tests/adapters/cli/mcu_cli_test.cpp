@@ -45,8 +45,8 @@ std::string final_hash(const std::string& out) {
 }  // namespace
 
 TEST_CASE(
-    "mcu examples: AnalogInOutSerial, Button and SFRRanger_reader, unmodified, pass their expectations; the "
-    "Serial lines are in the recording; a run replays bit for bit and runs again to the same state") {
+    "mcu examples: AnalogInOutSerial, Button and SFRRanger_reader, unmodified, pass their expectations, the "
+    "Serial lines are in the recording, a run replays bit for bit and runs again to the same state") {
   const std::string dir = fresh_dir("examples");
   for (const char* name : {"analog_in_out_serial", "button", "sfr_ranger_reader"}) {
     const auto check = tether::cli_test::run(env() + tether_bin + " check " + examples + name + ".yaml");
@@ -65,6 +65,10 @@ TEST_CASE(
   for (const auto& e : rec.events)
     if (e.value("name", "") == "uno" && contains(e.value("message", ""), "sensor = 306\t output = 76")) ++lines;
   CHECK(lines >= 80);  // a line every ~30 ms for 3 s
+  // the pins' topics, a message a step
+  REQUIRE(rec.channels.count("/endpoints/uno/pins") == 1);
+  CHECK(rec.channels.at("/endpoints/uno/pins").first == 300);
+  CHECK(rec.channels.count("/endpoints/uno/pins/D9") == 1);
   REQUIRE(rec.summary);
   CHECK((*rec.summary)["endpoints"][0]["mcu"]["serial_lines"].get<int>() == lines);
   // replay and a second run

@@ -89,7 +89,7 @@ TEST_CASE(
   CHECK(topics["/vehicles/auv/pose"]["encoding"] == "json");
   CHECK(topics["/tf"]["schemaName"] == "foxglove.FrameTransform");
   CHECK_FALSE(topics.count("/tether/step"));  // binary replay channels stay in the file
-  CHECK(c.services().size() == 15);
+  CHECK(c.services().size() == 16);
 
   // paused from the start: nothing moves
   json s = call(c, "/tether/status");

@@ -140,6 +140,12 @@ TEST_CASE("live services: requests become session requests through the table, an
   CHECK(why.find(R"("heading_deg" must be a finite number in -360..360)") != std::string::npos);
   CHECK_FALSE(build("/tether/autopilot_mode", R"({"endpoint":"ap","mode":"ALT_HOLD","verb":"autopilot_arm"})"));
   CHECK(why.find(R"(unknown key "verb")") == 0);
+  // an mcu endpoint's Serial: the endpoint and the text, checked by the endpoint
+  REQUIRE(build("/tether/mcu_serial", R"({"endpoint":"uno","text":"0,128,255\n"})"));
+  const auto& serial = std::get<runtime::EndpointCommand>(std::get<runtime::ControlRequest::World>(r.action).command);
+  CHECK(serial.verb == "serial");
+  CHECK(serial.arguments == R"({"text":"0,128,255\n"})");
+  CHECK_FALSE(build("/tether/mcu_serial", R"({"endpoint":"uno"})"));
   // a paced session's record of a late refit (BackgroundTake) is the session's own: no
   // service makes one
   CHECK(live::find_service("/tether/background_take") == nullptr);

@@ -214,6 +214,24 @@ TEST_CASE("mcu: the Arduino example AnalogInOutSerial, unmodified, reads the dep
     if (i == 29) CHECK(rig.command(reply, "rov.hull.thruster") == doctest::Approx(50.0 / 255.0).epsilon(0.02));
     if (i == 59) CHECK(rig.command(reply, "rov.hull.thruster") == doctest::Approx(191.0 / 255.0).epsilon(0.02));
   }
+  // the step's frame, shown as Foxglove topics: every pin, and each pin on its own
+  const auto topics = rig.ep().wire_topics();
+  REQUIRE(topics.size() == 3);
+  CHECK(topics[0].suffix == "pins");
+  CHECK(topics[1].suffix == "pins/A0");
+  CHECK(topics[2].suffix == "pins/D9");
+  REQUIRE(reply.wire.size() == 1);
+  std::string json;
+  REQUIRE(topics[0].render(reply.step, reply.wire_frame(reply.wire[0]), json));
+  const auto pins = nlohmann::json::parse(json);
+  CHECK(pins["step"] == reply.step);
+  CHECK(pins["pins"][0]["pin"] == "A0 (PC0)");
+  CHECK(pins["pins"][0]["role"] == "analog_in");
+  CHECK(pins["pins"][0]["device"] == "rov.hull.depth");
+  CHECK(pins["pins"][0]["value"].get<double>() == doctest::Approx(3.75).epsilon(0.01));
+  CHECK(pins["pins"][1]["value"].get<double>() == doctest::Approx(191.0 / 255.0).epsilon(0.02));
+  CHECK(pins["pins"][0]["changed_us"].is_null());  // the depth held: the input did not change
+  CHECK_FALSE(topics[0].render(reply.step, "not a frame", json));
   // 9600 baud, 2 ms between loops and ~30 characters a line: about 30 ms a line
   CHECK(lines >= 15);
   CHECK(lines <= 25);
@@ -414,4 +432,135 @@ endpoints:
   CHECK(mcu["serial_last_line"] == "79");
   CHECK(mcu["i2c"][0]["chip"] == "srf08");
   CHECK(mcu["i2c"][0]["transactions"].get<int>() >= 12);
+}
+
+TEST_CASE(
+    "mcu Serial input: the Arduino example ReadASCIIString, unmodified, takes a scripted line and sets its "
+    "three PWM pins, a sketch reads a GPS's NMEA sentences") {
+  use_test_sketch_cache();
+  REQUIRE_MESSAGE(sketch_toolchain_missing().empty(), "scripts/deps.sh test installs " << sketch_toolchain_missing());
+  const std::string head = R"(name: serial_in
+world: {gravity_m_s2: [0, 0, 0], water: {density_kg_m3: 1025, surface_z_m: 0}}
+vehicles:
+  - name: rov
+    bodies:
+      - name: hull
+        shape: {type: sphere, radius_m: 0.2}
+        mass_kg: 2
+        initial: {position_m: [0, 0, 0]}
+        devices:
+          - {name: gps, kind: gps, rate_hz: 2}
+          - {name: red, kind: thruster}
+          - {name: green, kind: thruster}
+          - {name: blue, kind: thruster}
+loop: {period_ms: 10, real_time_factor: 0, steps: 150}
+endpoints:
+)";
+  auto run = [](const std::string& text) {
+    const runtime::Scenario sc = runtime::parse_scenario(text, "serial_in.yaml");
+    runtime::Session session(sc, make_endpoints(sc));
+    std::atomic<bool> stop{false};
+    REQUIRE(session.run(stop) == runtime::Outcome::completed);
+    return session.summary()["endpoints"][0]["mcu"];
+  };
+  // "0,128,255": red = 255 - 0 (on), green = 127 (timer 0's fast PWM: 128/256), blue = 0 (off)
+  auto m = run(head + "  - {name: uno, type: mcu, vehicle: rov, sketch: " + examples +
+               "/04.Communication/ReadASCIIString, serial_in: {script: [{at_s: 0.2, text: \"0,128,255\\n\"}]}, "
+               "pins: [{pin: 3, pwm_out: red}, {pin: 5, pwm_out: green}, {pin: 6, pwm_out: blue}]}\n");
+  INFO(m.dump());
+  CHECK(m["serial_in_bytes"] == 10);
+  CHECK(m["serial_last_line"] == "FF7F0");
+  CHECK(m["pins_last"]["D3 (PD3)"].get<double>() == 1.0);
+  CHECK(m["pins_last"]["D5 (PD5)"].get<double>() == doctest::Approx(128.0 / 256.0));
+  CHECK(m["pins_last"]["D6 (PD6)"].get<double>() == 0.0);
+
+  // a sketch of our own that prints the time field of each $GPGGA it reads
+  const std::filesystem::path dir = std::filesystem::path(TETHER_BINARY_DIR) / "mcu_test_nmea" / "nmea";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "nmea.ino") << R"(String line;
+void setup() { Serial.begin(9600); }
+void loop() {
+  while (Serial.available()) {
+    char c = Serial.read();
+    if (c == '\n') {
+      if (line.startsWith("$GPGGA,")) { Serial.print("fix at "); Serial.println(line.substring(7, 13)); }
+      line = "";
+    } else if (c != '\r') {
+      line += c;
+    }
+  }
+}
+)";
+  m = run(head + "  - {name: uno, type: mcu, vehicle: rov, sketch: " + dir.string() + ", serial_in: {gps: gps}}\n");
+  INFO(m.dump());
+  // 2 Hz for 1.5 s: three fixes, GGA and RMC each (about 150 bytes: more than simavr's
+  // 64-byte receive FIFO takes at once), all delivered and read
+  CHECK(m["serial_in_bytes"].get<int>() > 300);
+  CHECK(m["serial_in_pending"] == 0);
+  CHECK(m["serial_lines"].get<int>() >= 2);
+  CHECK(m["serial_last_line"].get<std::string>().rfind("fix at 0000", 0) == 0);
+}
+
+TEST_CASE("mcu Serial input: an operator's `serial` command reaches the sketch, other commands are refused") {
+  use_test_sketch_cache();
+  REQUIRE_MESSAGE(sketch_toolchain_missing().empty(), "scripts/deps.sh test installs " << sketch_toolchain_missing());
+  Rig rig("{name: uno, type: mcu, vehicle: rov, sketch: " + examples +
+          "/04.Communication/ReadASCIIString, pins: [{pin: 3, pwm_out: thruster}, {pin: 5, pwm_out: light}]}");
+  std::string why;
+  CHECK_FALSE(rig.ep().operator_command("reset", nlohmann::json::object(), false, &why));
+  CHECK(why.find("takes `serial` {text}") != std::string::npos);
+  CHECK_FALSE(rig.ep().operator_command("serial", {{"text", 5}}, false, &why));
+  // the sketch's setup() enables the receiver (Serial.begin): bytes sent before are lost, as
+  // on the board, so the operator's line comes once it runs
+  runtime::Reply reply;
+  for (int i = 0; i < 5; ++i) REQUIRE(rig.step(1.0, reply) == runtime::GatherStatus::ready);
+  REQUIRE(rig.ep().operator_command("serial", {{"text", "0,255,0\n"}}, false, &why));
+  REQUIRE(rig.ep().operator_command("serial", {{"text", "0,255,0\n"}}, true, &why));
+  std::string printed;
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(rig.step(1.0, reply) == runtime::GatherStatus::ready);
+    for (const auto& l : reply.logs) printed += l.text;
+  }
+  CHECK(printed == "FF0FF");
+  CHECK(rig.command(reply, "rov.hull.thruster") == doctest::Approx(1.0));
+  CHECK(rig.command(reply, "rov.hull.light") == doctest::Approx(0.0));
+}
+
+TEST_CASE(
+    "mcu: the chip's own crash (a jump outside the program) and a firmware that stops are the endpoint's "
+    "fault, with the program counter") {
+  const std::filesystem::path dir = std::filesystem::path(TETHER_BINARY_DIR) / "mcu_test_crash";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "crash.c") << "int main(void) {\n  void (*f)(void) = (void (*)(void))0x3F00;\n  f();\n"
+                                    "  return 0;\n}\n";
+  std::ofstream(dir / "stop.c") << "#include <avr/interrupt.h>\n#include <avr/sleep.h>\n"
+                                   "int main(void) {\n  cli();\n  sleep_cpu();\n  return 0;\n}\n";
+  for (const char* name : {"crash", "stop"}) {
+    const std::string cmd =
+        "avr-gcc -mmcu=atmega328p -Os -o " + (dir / name).string() + ".elf " + (dir / name).string() + ".c";
+    REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
+  }
+  Rig crash("{name: uno, type: mcu, vehicle: rov, firmware: " + (dir / "crash.elf").string() + "}");
+  runtime::Reply reply;
+  CHECK(crash.step(1.0, reply) == runtime::GatherStatus::fault);
+  CHECK_MESSAGE(crash.ep().fault_message().find("the atmega328p crashed at PC 0x") == 0, crash.ep().fault_message());
+  Rig stop("{name: uno, type: mcu, vehicle: rov, firmware: " + (dir / "stop.elf").string() + "}");
+  CHECK(stop.step(1.0, reply) == runtime::GatherStatus::fault);
+  CHECK_MESSAGE(stop.ep().fault_message().find("the firmware stopped at PC 0x") == 0, stop.ep().fault_message());
+}
+
+TEST_CASE("mcu: a sketch without its toolchain names the Debian packages to install") {
+  use_test_sketch_cache();
+  ::setenv("TETHER_ARDUINO_DIR", "/nonexistent/arduino", 1);
+  const std::string missing = sketch_toolchain_missing();
+  const runtime::Scenario sc = runtime::parse_scenario(
+      rov_scenario("{name: uno, type: mcu, vehicle: rov, sketch: " + examples + "/02.Digital/Button}"), "mcu.yaml");
+  const auto p = make_endpoints(sc)[0]->launch_problems();
+  ::unsetenv("TETHER_ARDUINO_DIR");
+  CHECK(missing == "arduino-mk arduino-core-avr");
+  REQUIRE(p.size() == 1);
+  CHECK_MESSAGE(
+      p[0].find("needs the Debian packages arduino-mk arduino-core-avr (scripts/deps.sh test installs "
+                "them: apt-get install --no-install-recommends arduino-mk arduino-core-avr)") != std::string::npos,
+      p[0]);
 }

@@ -24,8 +24,8 @@
 namespace tether::adapters {
 
 /// The keys of an `mcu` entry beside the common ones (docs/mcu.md).
-inline constexpr const char* mcu_endpoint_keys[] = {"mcu",    "f_cpu_hz", "firmware", "sketch",
-                                                    "avcc_v", "aref_v",   "pins",     "i2c"};
+inline constexpr const char* mcu_endpoint_keys[] = {"mcu",    "f_cpu_hz", "firmware", "sketch",   "avcc_v",
+                                                    "aref_v", "pins",     "i2c",      "serial_in"};
 
 /// What one pin is wired to.
 struct McuPinConfig {
@@ -52,6 +52,12 @@ struct McuI2cConfig {
   double atmospheric_pa = 101325;
 };
 
+/// Bytes into the UART's receiver at a time of the run (`serial_in.script`).
+struct McuSerialText {
+  std::int64_t at_ns = 0;
+  std::string text;
+};
+
 struct McuEndpointConfig {
   std::string mcu = "atmega328p";
   std::uint64_t f_cpu_hz = 16'000'000;
@@ -62,6 +68,8 @@ struct McuEndpointConfig {
   std::int64_t period_ns = 10'000'000;
   std::vector<McuPinConfig> pins;
   std::vector<McuI2cConfig> i2c;
+  int serial_gps = -1;                       // a GPS device whose NMEA sentences go into the UART
+  std::vector<McuSerialText> serial_script;  // text into the UART, in time order
 };
 
 /// Reads an `mcu` entry (positioned errors on the entry's node).
@@ -77,14 +85,19 @@ class McuEndpoint final : public runtime::Endpoint {
   [[nodiscard]] bool publish(const runtime::StepContext& ctx, const runtime::WorldState& projected) override;
   [[nodiscard]] runtime::GatherStatus gather(const runtime::StepContext& ctx, runtime::SteadyClock::time_point deadline,
                                              runtime::Reply& reply) override;
+  /// `serial` {text}: the text goes into the UART's receiver before the next step runs.
+  bool operator_command(std::string_view verb, const nlohmann::json& arguments, bool apply, std::string* why) override;
   void stop() override;
   void summarize(nlohmann::json& out) const override;
+  /// `pins`, `pins/D9`, ... and `i2c` under /endpoints/NAME/ (docs/mcu.md, "What a person sees").
+  std::vector<runtime::WireTopic> wire_topics() const override;
 
   const McuEndpointConfig& config() const { return config_; }
 
  private:
   struct Impl;
   McuEndpointConfig config_;
+  std::vector<std::string> device_names_;  // by device index, full names
   std::unique_ptr<Impl> impl_;
 };
 
