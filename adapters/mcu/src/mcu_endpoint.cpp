@@ -164,6 +164,8 @@ bool McuEndpoint::publish(const runtime::StepContext& ctx, const runtime::WorldS
     mcu::I2cInput in;
     in.valid = sample.valid && (config_.i2c[i].chip != "srf08" || sample.flags != 0);
     for (std::size_t c = 0; c < in.ch.size() && c < sample.ch.size(); ++c) in.ch[c] = sample.ch[c];
+    // a device with no data (a dropout fault) is a chip gone from the bus: it stops acknowledging
+    s.i2c[i]->silent = !sample.valid;
     s.i2c[i]->update(in);
   }
   // the n-th step since the start ends at cycle n * period * f_cpu, exactly (no drift from

@@ -124,10 +124,15 @@ SketchBuild build_sketch(const std::string& dir_in, const std::string& mcu, std:
     b.error = "cannot make the sketch cache folder " + cache.string() + ": " + ec.message();
     return b;
   }
+  // one build of this sketch at a time, the Makefile written under the same lock: a
+  // campaign's workers share the cache (one rewriting the Makefile while another's make read
+  // it made that make find no targets)
+  const int lock = ::open((cache / "lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
   {
     // Debian's core needs DECIMAL_DIG from gcc-avr 5.4's float.h under its older name, and
     // gnu++11 (arduino-mk's default gnu++98 does not compile it)
-    std::ofstream mk(cache / "Makefile");
+    std::ofstream mk(cache / "Makefile.new");
     mk << "# written by tether: builds the sketch in " << dir.string() << "\n"
        << "BOARD_TAG = uno\n"
        << "ARDUINO_DIR = " << arduino_dir() << "\n"
@@ -139,9 +144,7 @@ SketchBuild build_sketch(const std::string& dir_in, const std::string& mcu, std:
        << "TARGET = sketch\n"
        << "include " << arduino_mk() << "\n";
   }
-  // one build of this sketch at a time: a campaign's workers share the cache
-  const int lock = ::open((cache / "lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (lock >= 0) ::flock(lock, LOCK_EX);
+  fs::rename(cache / "Makefile.new", cache / "Makefile", ec);
   const std::string cmd = "make -s -C " + quote(dir.string()) + " -f " + quote((cache / "Makefile").string()) + " 2>&1";
   std::FILE* p = ::popen(cmd.c_str(), "r");
   int status = -1;

@@ -27,6 +27,7 @@ float heading_deg = 0;  // counter-clockwise from where it started
 float yaw_rate_dps = 0;
 unsigned long last_us = 0, last_print_ms = 0;
 bool sensor_ok = false;
+bool sensor_lost = false;
 
 // ---- MS5837 (datasheet: reset, PROM, D1/D2 conversions, ADC read) ----
 void ms5837_command(byte cmd) {
@@ -35,9 +36,9 @@ void ms5837_command(byte cmd) {
   Wire.endTransmission();
 }
 
-uint32_t ms5837_adc() {
+uint32_t ms5837_adc() {  // 0: no answer (or a conversion not done)
   ms5837_command(0x00);
-  Wire.requestFrom(MS5837_ADDR, (byte)3);
+  if (Wire.requestFrom(MS5837_ADDR, (byte)3) != 3) return 0;
   uint32_t v = Wire.read();
   v = (v << 8) | Wire.read();
   v = (v << 8) | Wire.read();
@@ -80,6 +81,7 @@ float ms5837_pressure_pa() {
   ms5837_command(0x54);  // D2, OSR 1024
   delay(3);
   uint32_t d2 = ms5837_adc();
+  if (d1 == 0 || d2 == 0) return NAN;  // the sensor did not answer: no reading this time
   int32_t dT = d2 - (uint32_t)prom[5] * 256l;
   int32_t temp = 2000l + (int64_t)dT * prom[6] / 8388608LL;
   int64_t off = (int64_t)prom[2] * 65536l + ((int64_t)prom[4] * dT) / 128l;
@@ -154,9 +156,16 @@ void loop() {
   float dt = (now - last_us) * 1e-6;
   last_us = now;
   if (sensor_ok) {
-    float d = (ms5837_pressure_pa() - surface_pa) / (FLUID_DENSITY * 9.80665);
-    if (dt > 0) depth_rate += ((d - depth_m) / dt - depth_rate) * 0.2;  // filtered
-    depth_m = d;
+    float p = ms5837_pressure_pa();
+    if (isnan(p)) {
+      if (!sensor_lost) Serial.println("MS5837 not answering: holding the last depth");
+      sensor_lost = true;
+    } else {
+      float d = (p - surface_pa) / (FLUID_DENSITY * 9.80665);
+      if (dt > 0) depth_rate += ((d - depth_m) / dt - depth_rate) * 0.2;  // filtered
+      depth_m = d;
+      sensor_lost = false;
+    }
   }
   yaw_rate_dps = mpu_yaw_rate_dps();
   heading_deg += yaw_rate_dps * dt;

@@ -8,10 +8,13 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
 #include "test_paths.hpp"
@@ -93,10 +96,31 @@ TEST_CASE(
   CHECK_MESSAGE(r.exit_code == 0, r.out);
   CHECK_MESSAGE(contains(r.out, "expectations: 5 of 5 passed"), r.out);
   CHECK_MESSAGE(contains(r.out, "[uno] depth "), r.out);  // its Serial lines in the log
+  // its recording as Foxglove decodes it (the pins' and I2C topics with their JSON Schemas)
+  if (!std::getenv("TETHER_SKIP_NODE_VALIDATION")) {
+    const auto m = tether::cli_test::run("TETHER_BINARY_DIR=" + TETHER_BINARY_DIR + " " + TETHER_SOURCE_DIR +
+                                         "/tests/mcap_validate/run.sh --foxglove " + dir + "/run/recording.mcap");
+    CHECK_MESSAGE(m.exit_code == 0, m.out);
+    CHECK_MESSAGE(contains(m.out, "\"/endpoints/uno/pins/D9\":2000"), m.out);
+    CHECK_MESSAGE(contains(m.out, "\"/endpoints/uno/i2c\":2000"), m.out);
+  }
+  // the pressure sensor off the bus for 0.3 s (a dropout of its device): the MS5837 NACKs and
+  // the sketch says so
+  const auto off =
+      tether::cli_test::run(env() + tether_bin + " run " + examples + "rov_depth_heading.yaml --out " + dir +
+                            "/off --set loop.steps=200 --set expect=[] --set 'faults[+]={device: "
+                            "auv.hull.depth, kind: dropout, at_s: 1, duration_s: 0.3}'");
+  CHECK_MESSAGE(off.exit_code == 0, off.out);
+  CHECK_MESSAGE(contains(off.out, "[uno] MS5837 not answering: holding the last depth"), off.out);
+  std::ifstream summary(dir + "/off/summary.json");
+  const auto j = nlohmann::json::parse(summary);
+  CHECK(j["endpoints"][0]["mcu"]["i2c"][0]["chip"] == "ms5837");
+  CHECK(j["endpoints"][0]["mcu"]["i2c"][0]["nacks"].get<int>() > 0);
+  CHECK(j["endpoints"][0]["mcu"]["i2c"][1]["nacks"] == 0);  // the MPU-6050 answered throughout
   const auto c = tether::cli_test::run(env() + tether_bin + " test " + examples + "rov_campaign.yaml -j 2 --out " +
                                        dir + "/campaign");
   CHECK_MESSAGE(c.exit_code == 0, c.out);
-  CHECK_MESSAGE(contains(c.out, "4 runs, 4 passed, 0 failed"), c.out);
+  CHECK_MESSAGE(contains(c.out, "5 runs, 5 passed, 0 failed"), c.out);
   fs::remove_all(dir);
 }
 
