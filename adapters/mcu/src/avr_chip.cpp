@@ -47,6 +47,13 @@ std::uint32_t le32(const unsigned char* p) {
 
 }  // namespace
 
+namespace {
+// the chip inside avr_run() on this thread: simavr's reset hook has no user pointer
+thread_local AvrChip* running = nullptr;
+// the MCU's own reset, which ours wraps (one chip type: the same for every instance)
+void (*core_reset)(avr_t*) = nullptr;
+}  // namespace
+
 struct AvrChip::Sim {
   avr_t* avr = nullptr;
   avr_irq_t* uart_input = nullptr;
@@ -98,6 +105,15 @@ struct AvrChipHooks {
     }
     if (msg & TWI_COND_READ)
       avr_raise_irq(chip->sim_->twi_input, avr_twi_irq_msg(TWI_COND_READ, m.u.twi.addr, d->read(now)));
+  }
+  static void reset(avr_t* avr) {
+    if (AvrChip* chip = running) {
+      ++chip->resets_;
+      chip->reset_at_[2] = chip->reset_at_[1];
+      chip->reset_at_[1] = chip->reset_at_[0];
+      chip->reset_at_[0] = avr->cycle;
+    }
+    if (core_reset) core_reset(avr);
   }
   static void pin_changed(avr_irq_t*, std::uint32_t value, void* param) {
     auto* w = static_cast<AvrChip::Watch*>(param);
@@ -208,6 +224,9 @@ void AvrChip::load(const std::string& elf, const std::string& mcu, std::uint64_t
   avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XOFF), AvrChipHooks::uart_xoff,
                           this);
   sim_->uart_input = avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_INPUT);
+  // count the resets that come while it runs (the watchdog's)
+  if (avr->reset != AvrChipHooks::reset) core_reset = avr->reset;
+  avr->reset = AvrChipHooks::reset;
 }
 
 void AvrChip::set_adc(int channel, double volts) {
@@ -249,11 +268,15 @@ void AvrChip::begin_step() {
 
 AvrChip::RunStatus AvrChip::run_until(std::uint64_t target) {
   avr_t* avr = sim_->avr;
+  running = this;
   while (avr->cycle < target) {
     const int state = avr_run(avr);
-    if (state == cpu_Crashed) return RunStatus::crashed;
-    if (state == cpu_Done) return RunStatus::stopped;
+    if (state == cpu_Crashed || state == cpu_Done) {
+      running = nullptr;
+      return state == cpu_Crashed ? RunStatus::crashed : RunStatus::stopped;
+    }
   }
+  running = nullptr;
   // the cycles the pins stayed at their level up to now count into this step
   for (auto& w : watches_) {
     if (w->trace.level) w->trace.high_in_step += avr->cycle - w->trace.since;

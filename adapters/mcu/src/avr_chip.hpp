@@ -78,6 +78,10 @@ class AvrChip {
   /// address no chip has is not acknowledged.
   void attach_i2c(std::vector<I2cDevice*> devices);
 
+  /// Resets since load (the watchdog's, or the firmware's own), and the cycle of the last three.
+  std::uint64_t resets() const { return resets_; }
+  const std::uint64_t* reset_cycles() const { return reset_at_; }
+
   /// What simavr said (its log lines), moved out.
   std::string take_log();
 
@@ -96,6 +100,8 @@ class AvrChip {
   std::size_t uart_in_at_ = 0;
   bool uart_xoff_ = false;
   std::vector<I2cDevice*> i2c_;
+  std::uint64_t resets_ = 0;
+  std::uint64_t reset_at_[3] = {0, 0, 0};  // newest first
   I2cDevice* i2c_selected_ = nullptr;
   void feed_uart();
 };

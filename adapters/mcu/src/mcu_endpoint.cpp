@@ -49,6 +49,7 @@ struct McuEndpoint::Impl {
   std::size_t script_at = 0;     // the next serial_in.script entry
   std::array<char, 512> nmea{};  // the GPS's sentences
   std::uint64_t serial_in_bytes = 0;
+  std::uint64_t resets_seen = 0;
   McuFrame frame;                        // the step's pins and chips, for the recording
   std::vector<double> input_changed_us;  // per pin: 0 when an input changed at this step's start
   std::vector<std::uint64_t> i2c_seen;   // per chip: transactions and NACKs already framed
@@ -204,6 +205,22 @@ runtime::GatherStatus McuEndpoint::gather(const runtime::StepContext& ctx, runti
   ++s.steps;
   reply.clear();
   reply.step = ctx.step;
+  // resets in the step: each one said; three within a second of chip time is a reset loop (a
+  // watchdog the firmware never feeds), the endpoint's fault
+  if (s.chip.resets() != s.resets_seen) {
+    const std::uint64_t* at = s.chip.reset_cycles();
+    s.resets_seen = s.chip.resets();
+    if (s.chip.resets() >= 3 && at[0] - at[2] <= config_.f_cpu_hz) {
+      char every[32];
+      std::snprintf(every, sizeof every, "%.1f ms",
+                    0.5e3 * static_cast<double>(at[0] - at[2]) / static_cast<double>(config_.f_cpu_hz));
+      fault_message_ = "the " + config_.mcu + " is in a reset loop: " + std::to_string(s.chip.resets()) +
+                       " resets, the last three every " + every + " (a watchdog the firmware does not reset in time?)";
+      return runtime::GatherStatus::fault;
+    }
+    reply.logs.push_back({1, "the " + config_.mcu + " reset at cycle " + std::to_string(at[0]) + " (" +
+                                 std::to_string(s.chip.resets()) + " so far)"});
+  }
   // the Serial lines printed during the step
   for (char c : s.chip.take_uart_output()) {
     ++s.serial_bytes;
@@ -332,6 +349,7 @@ void McuEndpoint::summarize(nlohmann::json& out) const {
                 {"firmware", s.elf},
                 {"cycles", s.chip.cycle()},
                 {"steps", s.steps},
+                {"resets", s.chip.resets()},
                 {"serial_lines", s.serial_lines},
                 {"serial_bytes", s.serial_bytes},
                 {"serial_last_line", s.last_line},

@@ -527,15 +527,17 @@ TEST_CASE("mcu Serial input: an operator's `serial` command reaches the sketch, 
 }
 
 TEST_CASE(
-    "mcu: the chip's own crash (a jump outside the program) and a firmware that stops are the endpoint's "
-    "fault, with the program counter") {
+    "mcu: the chip's own crash (a jump outside the program), a firmware that stops and a watchdog reset "
+    "loop are the endpoint's fault, a crash with its program counter") {
   const std::filesystem::path dir = std::filesystem::path(TETHER_BINARY_DIR) / "mcu_test_crash";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "crash.c") << "int main(void) {\n  void (*f)(void) = (void (*)(void))0x3F00;\n  f();\n"
                                     "  return 0;\n}\n";
   std::ofstream(dir / "stop.c") << "#include <avr/interrupt.h>\n#include <avr/sleep.h>\n"
                                    "int main(void) {\n  cli();\n  sleep_cpu();\n  return 0;\n}\n";
-  for (const char* name : {"crash", "stop"}) {
+  std::ofstream(dir / "wdt.c") << "#include <avr/wdt.h>\nint main(void) {\n  wdt_enable(WDTO_15MS);\n"
+                                  "  for (;;) {}\n}\n";
+  for (const char* name : {"crash", "stop", "wdt"}) {
     const std::string cmd =
         "avr-gcc -mmcu=atmega328p -Os -o " + (dir / name).string() + ".elf " + (dir / name).string() + ".c";
     REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
@@ -547,6 +549,21 @@ TEST_CASE(
   Rig stop("{name: uno, type: mcu, vehicle: rov, firmware: " + (dir / "stop.elf").string() + "}");
   CHECK(stop.step(1.0, reply) == runtime::GatherStatus::fault);
   CHECK_MESSAGE(stop.ep().fault_message().find("the firmware stopped at PC 0x") == 0, stop.ep().fault_message());
+  // the watchdog enabled and never reset: a reset every 16 ms, said on the first, a fault on
+  // the third
+  Rig wdt("{name: uno, type: mcu, vehicle: rov, firmware: " + (dir / "wdt.elf").string() + "}");
+  runtime::GatherStatus status = runtime::GatherStatus::ready;
+  std::string said;
+  for (int i = 0; i < 10 && status == runtime::GatherStatus::ready; ++i) {
+    status = wdt.step(1.0, reply);
+    if (status == runtime::GatherStatus::ready)
+      for (const auto& l : reply.logs) said += l.text + "\n";
+  }
+  CHECK(status == runtime::GatherStatus::fault);
+  CHECK_MESSAGE(said.find("the atmega328p reset at cycle") != std::string::npos, said);
+  CHECK_MESSAGE(
+      wdt.ep().fault_message().find("the atmega328p is in a reset loop: 3 resets, the last three every 16.0 ms") == 0,
+      wdt.ep().fault_message());
 }
 
 TEST_CASE("mcu: a sketch without its toolchain names the Debian packages to install") {
