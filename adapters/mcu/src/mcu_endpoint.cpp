@@ -50,6 +50,28 @@ struct McuEndpoint::Impl {
   std::array<char, 512> nmea{};  // the GPS's sentences
   std::uint64_t serial_in_bytes = 0;
   std::uint64_t resets_seen = 0;
+
+  // the Serial lines printed during the step into the reply's log lines
+  void take_serial_lines(runtime::Reply& reply) {
+    for (char c : chip.take_uart_output()) {
+      ++serial_bytes;
+      if (c == '\n' || line.size() >= 240) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        reply.logs.push_back({0, line});
+        last_line = line;
+        ++serial_lines;
+        line.clear();
+        if (c == '\n') continue;
+      }
+      if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r') {
+        line += "\\x";
+        line += hex_digit((c >> 4) & 0xF);
+        line += hex_digit(c & 0xF);
+      } else {
+        line += c;
+      }
+    }
+  }
   McuFrame frame;                        // the step's pins and chips, for the recording
   std::vector<double> input_changed_us;  // per pin: 0 when an input changed at this step's start
   std::vector<std::uint64_t> i2c_seen;   // per chip: transactions and NACKs already framed
@@ -221,25 +243,7 @@ runtime::GatherStatus McuEndpoint::gather(const runtime::StepContext& ctx, runti
     reply.logs.push_back({1, "the " + config_.mcu + " reset at cycle " + std::to_string(at[0]) + " (" +
                                  std::to_string(s.chip.resets()) + " so far)"});
   }
-  // the Serial lines printed during the step
-  for (char c : s.chip.take_uart_output()) {
-    ++s.serial_bytes;
-    if (c == '\n' || s.line.size() >= 240) {
-      if (!s.line.empty() && s.line.back() == '\r') s.line.pop_back();
-      reply.logs.push_back({0, s.line});
-      s.last_line = s.line;
-      ++s.serial_lines;
-      s.line.clear();
-      if (c == '\n') continue;
-    }
-    if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r') {
-      s.line += "\\x";
-      s.line += hex_digit((c >> 4) & 0xF);
-      s.line += hex_digit(c & 0xF);
-    } else {
-      s.line += c;
-    }
-  }
+  s.take_serial_lines(reply);
   // the output pins as the step leaves them, as actuator commands
   const double step_cycles = static_cast<double>(std::max<std::uint64_t>(1, s.chip.cycle() - step_start));
   const double us_per_cycle = 1e6 / static_cast<double>(config_.f_cpu_hz);
