@@ -26,6 +26,3 @@ set_tests_properties("adapters:link faults: a probability per step from the seed
 # beside it at `ctest -j 3` it missed 214 steps (twice in a row); alone it passes
 set_tests_properties("adapters:mqtt: two rigs behind bridged brokers in one lock-step, a rig's broker killed and back"
                      PROPERTIES PROCESSORS 2)
-# runs `tether test -j 2`: two emulated chips at once
-set_tests_properties("adapters:mcu examples: the ROV sketch (MS5837 and MPU-6050 on I2C, ESCs, H-bridges) holds depth and heading, and passes its campaign with faults at its pins"
-                     PROPERTIES PROCESSORS 2)
