@@ -118,7 +118,11 @@ TEST_CASE("mqtt: two rigs behind bridged brokers in one lock-step, a rig's broke
     const auto& e = endpoint(b, name);
     CHECK(e["replies"] == 300);
     CHECK(e["misses"] == 0);
-    CHECK(e["stale"] == 0);
+    // QoS 1 is at-least-once: a bridge may deliver a vehicle's answer twice (seen once in a
+    // full run: "duplicate feedback for step 238 (step 239 asked) not applied" after a 0.5 s
+    // stall). A duplicate is counted stale and never applied: the state hash equal to the
+    // direct run's (above) shows it; a systematic problem would count many
+    CHECK(e["stale"].get<int>() <= 2);
     CHECK(e["mqtt"]["counters"]["applied"] == 300);
     CHECK(e["mqtt"]["counters"]["out_of_order"] == 0);
     CHECK(e["mqtt"]["counters"]["wrong_vehicle"] == 0);
