@@ -307,12 +307,6 @@ TimerRegisters AvrChip::timer(int t) const {
 bool AvrChip::is_output(const AvrPin& pin) const { return (data(reg328p::port_reg(pin.port, 1)) >> pin.bit) & 1; }
 bool AvrChip::port_bit(const AvrPin& pin) const { return (data(reg328p::port_reg(pin.port, 2)) >> pin.bit) & 1; }
 
-std::string AvrChip::take_uart_output() {
-  std::string out;
-  out.swap(uart_out_);
-  return out;
-}
-
 void AvrChip::uart_input(std::string_view bytes) {
   if (uart_in_at_ == uart_in_.size()) {
     uart_in_.clear();

@@ -68,8 +68,9 @@ class AvrChip {
   bool is_output(const AvrPin& pin) const;
   bool port_bit(const AvrPin& pin) const;
 
-  /// Bytes the UART (USART0) sent since the last call, moved out.
-  std::string take_uart_output();
+  /// Bytes the UART (USART0) sent; the caller clears what it has taken (the buffer keeps its
+  /// capacity from step to step).
+  std::string& uart_output() { return uart_out_; }
   /// Bytes for the UART's receiver: delivered at the line's pace as the chip takes them.
   void uart_input(std::string_view bytes);
   std::size_t uart_input_pending() const { return uart_in_.size() - uart_in_at_; }

@@ -50,10 +50,11 @@ struct McuEndpoint::Impl {
   std::array<char, 512> nmea{};  // the GPS's sentences
   std::uint64_t serial_in_bytes = 0;
   std::uint64_t resets_seen = 0;
+  std::vector<bool> i2c_needs_echo;  // per chip: fed from a ray sensor whose reading needs a hit (srf08)
 
   // the Serial lines printed during the step into the reply's log lines
   void take_serial_lines(runtime::Reply& reply) {
-    for (char c : chip.take_uart_output()) {
+    for (char c : chip.uart_output()) {
       ++serial_bytes;
       if (c == '\n' || line.size() >= 240) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -71,6 +72,7 @@ struct McuEndpoint::Impl {
         line += c;
       }
     }
+    chip.uart_output().clear();  // keeps its capacity: no allocation per step
   }
   McuFrame frame;                        // the step's pins and chips, for the recording
   std::vector<double> input_changed_us;  // per pin: 0 when an input changed at this step's start
@@ -138,6 +140,7 @@ void McuEndpoint::start(const runtime::WorldModel&, const runtime::WorldState&) 
     bus.push_back(s.i2c.back().get());
   }
   s.chip.attach_i2c(std::move(bus));
+  for (const McuI2cConfig& c : config_.i2c) s.i2c_needs_echo.push_back(c.chip == "srf08");
   s.lines.reserve(64);
   s.input_changed_us.assign(config_.pins.size(), -1.0);
   s.i2c_seen.assign(2 * config_.i2c.size(), 0);
@@ -185,7 +188,7 @@ bool McuEndpoint::publish(const runtime::StepContext& ctx, const runtime::WorldS
     if (!devices_ || static_cast<std::size_t>(config_.i2c[i].device) >= devices_->size()) continue;
     const hal::Sample& sample = devices_->sample(static_cast<std::size_t>(config_.i2c[i].device));
     mcu::I2cInput in;
-    in.valid = sample.valid && (config_.i2c[i].chip != "srf08" || sample.flags != 0);
+    in.valid = sample.valid && (!s.i2c_needs_echo[i] || sample.flags != 0);
     for (std::size_t c = 0; c < in.ch.size() && c < sample.ch.size(); ++c) in.ch[c] = sample.ch[c];
     // a device with no data (a dropout fault) is a chip gone from the bus: it stops acknowledging
     s.i2c[i]->silent = !sample.valid;
